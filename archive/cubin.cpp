@@ -1,0 +1,75 @@
+// ELF64 parsing of cubins: every offset and count is checked against the buffer before use.
+#include <algorithm>
+
+#include "image.hpp"
+
+namespace sdm::archive {
+namespace {
+
+constexpr uint16_t kEmCuda = 190;
+constexpr uint8_t kOsAbiCuda = 0x41;
+constexpr uint32_t kShtSymtab = 2;
+constexpr uint8_t kStoCudaEntry = 0x10;  // st_other bit nvcc sets on __global__ functions
+constexpr uint8_t kSttFunc = 2;
+constexpr size_t kElfHeaderSize = 64;
+constexpr size_t kSectionHeaderSize = 64;
+constexpr size_t kSymbolSize = 24;
+
+Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid cubin: " + why); }
+
+}  // namespace
+
+Result<ImageInfo> inspect_cubin(Bytes b) {
+    if (b.size() < kElfHeaderSize) return bad("shorter than an ELF64 header (" + std::to_string(b.size()) + " bytes)");
+    if (load_u8(b, 0) != 0x7f || load_u8(b, 1) != 'E' || load_u8(b, 2) != 'L' || load_u8(b, 3) != 'F')
+        return bad("no ELF magic");
+    if (load_u8(b, 4) != 2 || load_u8(b, 5) != 1) return bad("not ELF64 little-endian");
+    if (load_u16(b, 18) != kEmCuda)
+        return bad("e_machine is " + std::to_string(load_u16(b, 18)) + ", not 190 (NVIDIA CUDA)");
+    if (load_u8(b, 7) != kOsAbiCuda) return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 (CUDA)");
+
+    ImageInfo info;
+    info.kind = Kind::cubin;
+    info.elf_abi_version = load_u8(b, 8);
+    const uint32_t flags = load_u32(b, 48);
+    if (info.elf_abi_version >= 8)
+        info.sm = static_cast<uint16_t>((flags >> 8) & 0xff);
+    else
+        info.sm = static_cast<uint16_t>(flags & 0xff);
+    if (info.sm < 10) return bad("e_flags " + hex(flags, 8) + " names no SM");
+
+    // Section headers: find the symbol table and its string table for the kernel names.
+    const uint64_t shoff = load_u64(b, 40);
+    const uint16_t shentsize = load_u16(b, 58);
+    const uint16_t shnum = load_u16(b, 60);
+    if (shnum == 0) return info;
+    if (shentsize != kSectionHeaderSize) return bad("section header size " + std::to_string(shentsize));
+    const auto table = checked_mul(shnum, kSectionHeaderSize);
+    if (!table || !in_bounds(shoff, *table, b.size())) return bad("section headers out of bounds");
+    for (uint16_t s = 0; s < shnum; ++s) {
+        const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
+        if (load_u32(b, sh + 4) != kShtSymtab) continue;
+        const uint64_t sym_off = load_u64(b, sh + 24), sym_size = load_u64(b, sh + 32);
+        const uint32_t link = load_u32(b, sh + 40);
+        if (!in_bounds(sym_off, sym_size, b.size())) return bad("symbol table out of bounds");
+        if (link >= shnum) return bad("symbol table links to a missing string table");
+        const size_t strh = shoff + size_t{link} * kSectionHeaderSize;
+        const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
+        if (!in_bounds(str_off, str_size, b.size())) return bad("string table out of bounds");
+        for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
+            const uint32_t name = load_u32(b, at);
+            const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
+            if ((st_info & 0xf) != kSttFunc || (st_other & kStoCudaEntry) == 0) continue;
+            if (name >= str_size) return bad("symbol name out of bounds");
+            const auto strings = as_text(b.subspan(str_off, str_size));
+            const auto end = strings.find('\0', name);
+            if (end == std::string_view::npos) return bad("unterminated symbol name");
+            info.kernels.emplace_back(strings.substr(name, end - name));
+        }
+        break;
+    }
+    std::sort(info.kernels.begin(), info.kernels.end());
+    return info;
+}
+
+}  // namespace sdm::archive

@@ -1,0 +1,44 @@
+// A read-only view of a whole file: mmapped where the platform allows, read into memory otherwise
+// (a pipe, a file system without mmap). The archive layer's only platform code; a Windows port
+// replaces file_map.cpp (CreateFileMapping) and nothing else here.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "bytes.hpp"
+#include "result.hpp"
+
+namespace sdm::archive {
+
+class FileMap {
+public:
+    static Result<std::shared_ptr<const FileMap>> open(const std::string& path);
+    ~FileMap();
+    FileMap(const FileMap&) = delete;
+    FileMap& operator=(const FileMap&) = delete;
+
+    Bytes bytes() const noexcept { return {static_cast<const std::byte*>(data_), size_}; }
+    const std::string& path() const noexcept { return path_; }
+    bool mapped() const noexcept { return mapped_; }
+    // Identity of the file at open time (device, inode, size, mtime) for change detection.
+    uint64_t device() const noexcept { return device_; }
+    uint64_t inode() const noexcept { return inode_; }
+    int64_t mtime_ns() const noexcept { return mtime_ns_; }
+
+private:
+    FileMap() = default;
+    std::string path_;
+    void* data_{nullptr};
+    size_t size_{0};
+    bool mapped_{false};
+    ByteVector owned_;
+    uint64_t device_{0}, inode_{0};
+    int64_t mtime_ns_{0};
+};
+
+// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the directory.
+Result<void> write_file_atomic(const std::string& path, Bytes bytes);
+Result<ByteVector> read_file(const std::string& path);
+
+}  // namespace sdm::archive

@@ -1,0 +1,96 @@
+#include "format.hpp"
+
+#include <charconv>
+
+namespace sdm::archive {
+
+const char* kind_name(Kind kind) noexcept {
+    switch (kind) {
+    case Kind::cubin: return "cubin";
+    case Kind::ptx: return "ptx";
+    case Kind::ltoir: return "ltoir";
+    case Kind::fatbin: return "fatbin";
+    case Kind::manifest: return "manifest";
+    case Kind::dictionary: return "dictionary";
+    }
+    return "unknown";
+}
+
+const char* codec_name(Codec codec) noexcept {
+    switch (codec) {
+    case Codec::stored: return "stored";
+    case Codec::zstd: return "zstd";
+    case Codec::zstd_dict: return "zstd+dict";
+    case Codec::zstd_prefix: return "zstd+prefix";
+    }
+    return "unknown";
+}
+
+const char* variant_suffix(Variant variant) noexcept {
+    switch (variant) {
+    case Variant::base: return "";
+    case Variant::a: return "a";
+    case Variant::f: return "f";
+    }
+    return "?";
+}
+
+bool is_known(Kind kind) noexcept {
+    return static_cast<uint8_t>(kind) >= 1 && static_cast<uint8_t>(kind) <= 6;
+}
+bool is_known(Codec codec) noexcept { return static_cast<uint8_t>(codec) <= 3; }
+bool is_known(Variant variant) noexcept { return static_cast<uint8_t>(variant) <= 2; }
+
+bool kind_has_arch(Kind kind) noexcept {
+    return kind == Kind::cubin || kind == Kind::ptx || kind == Kind::ltoir;
+}
+
+std::optional<Kind> parse_kind(std::string_view name) noexcept {
+    for (uint8_t k = 1; k <= 6; ++k)
+        if (name == kind_name(static_cast<Kind>(k))) return static_cast<Kind>(k);
+    return std::nullopt;
+}
+
+std::string target_name(Kind kind, uint16_t sm, Variant variant) {
+    const char* prefix = kind == Kind::cubin ? "sm_" : kind == Kind::ptx ? "compute_" : kind == Kind::ltoir ? "lto_" : nullptr;
+    if (prefix == nullptr) return kind_name(kind);
+    return std::string(prefix) + std::to_string(sm) + variant_suffix(variant);
+}
+
+std::optional<Target> parse_target(std::string_view text) noexcept {
+    Target target;
+    if (text.starts_with("sm_")) {
+        target.kind = Kind::cubin;
+        text.remove_prefix(3);
+    } else if (text.starts_with("compute_")) {
+        target.kind = Kind::ptx;
+        text.remove_prefix(8);
+    } else if (text.starts_with("lto_")) {
+        target.kind = Kind::ltoir;
+        text.remove_prefix(4);
+    } else {
+        return std::nullopt;
+    }
+    if (!text.empty() && (text.back() == 'a' || text.back() == 'f')) {
+        target.variant = text.back() == 'a' ? Variant::a : Variant::f;
+        text.remove_suffix(1);
+    }
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || value < 10 || value > 999) return std::nullopt;
+    target.sm = static_cast<uint16_t>(value);
+    return target;
+}
+
+std::string sm_capability(uint16_t sm) {
+    return std::to_string(sm / 10) + "." + std::to_string(sm % 10);
+}
+
+bool valid_name(std::string_view name) noexcept {
+    if (name.empty() || name.size() > limits::max_name_length) return false;
+    for (const char c : name)
+        if (c <= ' ' || c > '~') return false;
+    return true;
+}
+
+}  // namespace sdm::archive

@@ -1,0 +1,132 @@
+// The sdm archive format, version 1.0: constants, on-disk field offsets and hard limits.
+// docs/FORMAT.md documents every byte; this header is its machine-readable twin. Fields are
+// little-endian and read through bytes.hpp, never by casting a struct over the mapping, so the
+// same code reads an archive embedded in a library, mmapped, or at any alignment.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace sdm::archive {
+
+// PNG-style magic: a high-bit byte catches 7-bit transports, CR LF and LF catch newline
+// conversion in either direction, ^Z stops `type` on DOS-descended systems.
+inline constexpr std::array<uint8_t, 8> kMagic{0x89, 'S', 'D', 'M', '\r', '\n', 0x1a, '\n'};
+
+inline constexpr uint16_t kFormatMajor = 1;  // a reader refuses any other major
+inline constexpr uint16_t kFormatMinor = 0;  // newer minors only add optional fields and feature bits
+
+inline constexpr uint32_t kHeaderSize = 128;  // minimum; a later minor may grow it (multiple of 8)
+inline constexpr uint32_t kRecordSize = 64;   // minimum; a later minor may grow it (multiple of 8)
+inline constexpr uint32_t kZstdAlignment = 64;     // compressed payloads start on 64-byte boundaries
+inline constexpr uint32_t kStoredAlignment = 4096; // stored payloads start on page boundaries
+inline constexpr uint32_t kNoRef = 0xffffffffu;
+
+// Header field offsets (bytes from the archive start).
+namespace header {
+inline constexpr size_t magic = 0;             // 8 bytes
+inline constexpr size_t format_major = 8;      // u16
+inline constexpr size_t format_minor = 10;     // u16
+inline constexpr size_t header_size = 12;      // u32
+inline constexpr size_t archive_size = 16;     // u64
+inline constexpr size_t index_offset = 24;     // u64, == header_size
+inline constexpr size_t index_count = 32;      // u32
+inline constexpr size_t record_size = 36;      // u32
+inline constexpr size_t strings_offset = 40;   // u64, == index_offset + count * record_size
+inline constexpr size_t strings_size = 48;     // u64
+inline constexpr size_t payload_offset = 56;   // u64, first byte a payload may occupy
+inline constexpr size_t required_features = 64;  // u64, an unknown bit means reject
+inline constexpr size_t optional_features = 72;  // u64, unknown bits are ignored
+inline constexpr size_t kernel_abi_major = 80;   // u16
+inline constexpr size_t kernel_abi_minor = 82;   // u16
+inline constexpr size_t flags = 84;              // u32, reserved, zero in 1.0
+inline constexpr size_t created_by = 88;         // 16 bytes, NUL-padded ASCII of the writer ("sdm 0.1.0")
+inline constexpr size_t meta_hash = 104;         // u64 XXH3-64 of index + string table
+inline constexpr size_t reserved = 112;          // 8 bytes, zero in 1.0
+inline constexpr size_t header_hash = 120;       // u64 XXH3-64 of header bytes [0,120) and [128,header_size)
+}  // namespace header
+
+// Index record field offsets (bytes from the record start).
+namespace record {
+inline constexpr size_t name_offset = 0;   // u32, into the string table
+inline constexpr size_t name_length = 4;   // u16
+inline constexpr size_t kind = 6;          // u8
+inline constexpr size_t codec = 7;         // u8
+inline constexpr size_t sm = 8;            // u16, major*10+minor (90, 100, 103, 120); 0 for arch-free kinds
+inline constexpr size_t variant = 10;      // u8
+inline constexpr size_t flags = 11;        // u8, reserved, zero in 1.0
+inline constexpr size_t ref = 12;          // u32, entry index of the dictionary or prefix; kNoRef otherwise
+inline constexpr size_t data_offset = 16;  // u64
+inline constexpr size_t stored_size = 24;  // u64
+inline constexpr size_t raw_size = 32;     // u64
+inline constexpr size_t raw_hash = 40;     // 16 bytes, XXH3-128 of the raw bytes (high 64 bits first)
+inline constexpr size_t stored_hash = 56;  // u64, XXH3-64 of the stored bytes
+}  // namespace record
+
+enum class Kind : uint8_t {
+    cubin = 1,       // ELF64 for one SM (sm_XY[a|f])
+    ptx = 2,         // PTX text for one virtual arch (compute_XY[a|f])
+    ltoir = 3,       // NVVM LTO-IR for one virtual arch (nvJitLink input)
+    fatbin = 4,      // an nvcc fatbinary; arch-free in the index (sm 0)
+    manifest = 5,    // the binary manifest (manifest.hpp); at most one per archive
+    dictionary = 6,  // a zstd dictionary other entries reference (codec zstd_dict)
+};
+
+enum class Codec : uint8_t {
+    stored = 0,       // raw bytes, page-aligned: can go to the driver straight from the mapping
+    zstd = 1,         // one zstd frame
+    zstd_dict = 2,    // one zstd frame compressed with the dictionary entry `ref`
+    zstd_prefix = 3,  // one zstd frame compressed with the raw bytes of entry `ref` as prefix
+};
+
+enum class Variant : uint8_t {
+    base = 0,  // sm_90: runs on 9.x with minor >= 0 (cubin), or any later arch (PTX)
+    a = 1,     // sm_90a: arch-specific features; runs on exactly 9.0
+    f = 2,     // sm_100f: family-specific; runs on the same family (10.x) with minor >= its own
+};
+
+// Hard limits a reader enforces before allocating anything. Generous for real kernels
+// (PyTorch's largest cubin is a few tens of MB); a file that exceeds them is refused.
+namespace limits {
+inline constexpr uint32_t max_entries = 65536;
+inline constexpr uint32_t max_name_length = 256;
+inline constexpr uint64_t max_raw_entry = 1ull << 30;        // 1 GiB per entry
+inline constexpr uint64_t max_raw_total = 16ull << 30;       // 16 GiB across the archive
+inline constexpr uint64_t max_strings = 16ull << 20;         // 16 MiB of names
+inline constexpr uint32_t max_window_log = 27;               // zstd window up to 128 MiB
+inline constexpr uint32_t max_header_size = 4096;
+inline constexpr uint32_t max_record_size = 1024;
+}  // namespace limits
+
+// Feature bits. None are defined in 1.0: every bit set in required_features is unknown and makes
+// a 1.0 reader refuse the archive; bits in optional_features are ignored.
+inline constexpr uint64_t kKnownRequiredFeatures = 0;
+
+const char* kind_name(Kind kind) noexcept;      // "cubin", "ptx", ..., "kind-7" is never returned: see is_known
+const char* codec_name(Codec codec) noexcept;
+const char* variant_suffix(Variant variant) noexcept;  // "", "a", "f"
+bool is_known(Kind kind) noexcept;
+bool is_known(Codec codec) noexcept;
+bool is_known(Variant variant) noexcept;
+bool kind_has_arch(Kind kind) noexcept;  // cubin, ptx, ltoir
+std::optional<Kind> parse_kind(std::string_view name) noexcept;
+
+// A target as written on the command line and in messages: sm_90a (cubin), compute_90 (PTX),
+// lto_90 (LTO-IR). Kind + sm + variant in, text out, and back.
+struct Target {
+    Kind kind{Kind::cubin};
+    uint16_t sm{0};
+    Variant variant{Variant::base};
+};
+std::string target_name(Kind kind, uint16_t sm, Variant variant);
+std::optional<Target> parse_target(std::string_view text) noexcept;
+std::string sm_capability(uint16_t sm);  // 90 -> "9.0", 103 -> "10.3"
+
+// Names of modules and kernels: 1..max_name_length bytes of printable ASCII without space.
+bool valid_name(std::string_view name) noexcept;
+
+}  // namespace sdm::archive

@@ -1,0 +1,293 @@
+#include "plan_expr.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <optional>
+
+namespace sdm::archive {
+namespace {
+
+constexpr size_t kMaxLength = 1024;
+constexpr size_t kMaxDepth = 64;
+
+struct FunctionSpec {
+    std::string_view name;
+    Expression::Op op;
+    int arity;
+};
+constexpr FunctionSpec kFunctions[] = {
+    {"min", Expression::Op::min, 2},           {"max", Expression::Op::max, 2},
+    {"ceil_div", Expression::Op::ceil_div, 2}, {"prev_pow2", Expression::Op::prev_pow2, 1},
+    {"next_pow2", Expression::Op::next_pow2, 1}, {"clamp", Expression::Op::clamp, 3},
+    {"log2", Expression::Op::log2, 1},
+};
+
+// Recursive descent, emitting postfix. Precedence, lowest first: ?:, ||, &&, comparisons, + -, * / %, unary.
+class Parser {
+public:
+    Parser(std::string_view text, std::span<const std::string> variables) : text_(text), variables_(variables) {}
+
+    Result<std::vector<Expression::Instruction>> run() {
+        if (!ternary(0)) return failure();
+        skip_space();
+        if (at_ < text_.size()) return fail_at("unexpected '" + std::string(1, text_[at_]) + "'");
+        return std::move(out_);
+    }
+
+private:
+    using Op = Expression::Op;
+
+    Error failure() { return error_; }
+    Error fail_at(const std::string& why) {
+        error_ = make_error(ErrorCode::invalid_argument, "plan expression '" + std::string(text_) + "': " + why + " at column " + std::to_string(at_ + 1));
+        return error_;
+    }
+    bool fail(const std::string& why) {
+        fail_at(why);
+        return false;
+    }
+    void skip_space() {
+        while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
+    }
+    bool accept(std::string_view token) {
+        skip_space();
+        if (text_.substr(at_).starts_with(token)) {
+            at_ += token.size();
+            return true;
+        }
+        return false;
+    }
+    void emit(Op op, int64_t value = 0) { out_.push_back({op, value}); }
+
+    bool ternary(size_t depth) {
+        if (depth > kMaxDepth) return fail("nested too deeply");
+        if (!logical_or(depth)) return false;
+        if (accept("?")) {
+            if (!ternary(depth + 1)) return false;
+            if (!accept(":")) return fail("expected ':'");
+            if (!ternary(depth + 1)) return false;
+            emit(Op::select);
+        }
+        return true;
+    }
+    bool logical_or(size_t d) {
+        if (!logical_and(d)) return false;
+        while (accept("||")) {
+            if (!logical_and(d)) return false;
+            emit(Op::lor);
+        }
+        return true;
+    }
+    bool logical_and(size_t d) {
+        if (!comparison(d)) return false;
+        while (accept("&&")) {
+            if (!comparison(d)) return false;
+            emit(Op::land);
+        }
+        return true;
+    }
+    bool comparison(size_t d) {
+        if (!additive(d)) return false;
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"<=", Op::le}, {">=", Op::ge}, {"==", Op::eq},
+                                                                   {"!=", Op::ne}, {"<", Op::lt},  {">", Op::gt}};
+        for (const auto& [token, op] : kOps)
+            if (accept(token)) {
+                if (!additive(d)) return false;
+                emit(op);
+                return true;
+            }
+        return true;
+    }
+    bool additive(size_t d) {
+        if (!multiplicative(d)) return false;
+        for (;;) {
+            if (accept("+")) {
+                if (!multiplicative(d)) return false;
+                emit(Op::add);
+            } else if (accept("-")) {
+                if (!multiplicative(d)) return false;
+                emit(Op::sub);
+            } else {
+                return true;
+            }
+        }
+    }
+    bool multiplicative(size_t d) {
+        if (!unary(d)) return false;
+        for (;;) {
+            Op op;
+            if (accept("*")) op = Op::mul;
+            else if (accept("/")) op = Op::div;
+            else if (accept("%")) op = Op::mod;
+            else return true;
+            if (!unary(d)) return false;
+            emit(op);
+        }
+    }
+    bool unary(size_t d) {
+        if (d > kMaxDepth) return fail("nested too deeply");
+        if (accept("-")) {
+            if (!unary(d + 1)) return false;
+            emit(Op::neg);
+            return true;
+        }
+        if (accept("!")) {
+            if (!unary(d + 1)) return false;
+            emit(Op::lnot);
+            return true;
+        }
+        return primary(d + 1);
+    }
+    bool primary(size_t d) {
+        skip_space();
+        if (at_ >= text_.size()) return fail("expression ends early");
+        const char c = text_[at_];
+        if (c == '(') {
+            ++at_;
+            if (!ternary(d + 1)) return false;
+            return accept(")") || fail("expected ')'");
+        }
+        if (std::isdigit(static_cast<unsigned char>(c))) {
+            int64_t value = 0;
+            const auto [end, ec] = std::from_chars(text_.data() + at_, text_.data() + text_.size(), value);
+            if (ec != std::errc{}) return fail("number out of range");
+            at_ = static_cast<size_t>(end - text_.data());
+            if (at_ < text_.size() && (std::isalpha(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_'))
+                return fail("malformed number");
+            emit(Op::constant, value);
+            return true;
+        }
+        if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            const size_t start = at_;
+            while (at_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_')) ++at_;
+            const std::string_view name = text_.substr(start, at_ - start);
+            if (accept("(")) {
+                const auto fn = std::find_if(std::begin(kFunctions), std::end(kFunctions), [&](const auto& f) { return f.name == name; });
+                if (fn == std::end(kFunctions)) return fail("unknown function '" + std::string(name) + "'");
+                for (int arg = 0; arg < fn->arity; ++arg) {
+                    if (arg > 0 && !accept(",")) return fail(std::string(name) + " takes " + std::to_string(fn->arity) + " arguments");
+                    if (!ternary(d + 1)) return false;
+                }
+                if (!accept(")")) return fail(std::string(name) + " takes " + std::to_string(fn->arity) + " arguments");
+                emit(fn->op);
+                return true;
+            }
+            const auto var = std::find(variables_.begin(), variables_.end(), name);
+            if (var == variables_.end()) {
+                std::string known;
+                for (const auto& v : variables_) known += (known.empty() ? "" : ", ") + v;
+                at_ = start;
+                return fail("unknown name '" + std::string(name) + "' (known: " + known + ")");
+            }
+            emit(Op::variable, var - variables_.begin());
+            return true;
+        }
+        return fail("unexpected '" + std::string(1, c) + "'");
+    }
+
+    std::string_view text_;
+    std::span<const std::string> variables_;
+    size_t at_{0};
+    std::vector<Expression::Instruction> out_;
+    Error error_;
+};
+
+std::optional<int64_t> checked(bool overflow, int64_t value) {
+    if (overflow) return std::nullopt;
+    return value;
+}
+
+}  // namespace
+
+Result<Expression> Expression::parse(std::string_view text, std::span<const std::string> variables) {
+    if (text.empty()) return make_error(ErrorCode::invalid_argument, "empty plan expression");
+    if (text.size() > kMaxLength) return make_error(ErrorCode::invalid_argument, "plan expression longer than 1024 characters");
+    Parser parser(text, variables);
+    auto program = parser.run();
+    if (!program) return std::move(program).error();
+    Expression e;
+    e.text_ = std::string(text);
+    e.program_ = std::move(*program);
+    return e;
+}
+
+Result<int64_t> Expression::evaluate(std::span<const int64_t> values) const {
+    int64_t stack[kMaxDepth * 4 + 8];
+    size_t top = 0;
+    const auto fail = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, "plan expression '" + text_ + "': " + why); };
+    for (const Instruction& in : program_) {
+        if (top >= std::size(stack) - 1) return fail("too complex to evaluate");
+        if (in.op == Op::constant) {
+            stack[top++] = in.value;
+            continue;
+        }
+        if (in.op == Op::variable) {
+            if (static_cast<size_t>(in.value) >= values.size()) return fail("a variable has no value");
+            stack[top++] = values[static_cast<size_t>(in.value)];
+            continue;
+        }
+        std::optional<int64_t> r;
+        int64_t a = 0, b = 0, c = 0, out = 0;
+        switch (in.op) {
+        case Op::neg: a = stack[--top]; r = checked(__builtin_sub_overflow(int64_t{0}, a, &out), out); break;
+        case Op::lnot: a = stack[--top]; r = a == 0; break;
+        case Op::prev_pow2:
+        case Op::next_pow2:
+        case Op::log2: {
+            a = stack[--top];
+            if (a < 1) return fail("argument " + std::to_string(a) + " of a power-of-two function is below 1");
+            const int log = 63 - __builtin_clzll(static_cast<uint64_t>(a));
+            if (in.op == Op::log2) r = log;
+            else if (in.op == Op::prev_pow2) r = int64_t{1} << log;
+            else if ((a & (a - 1)) == 0) r = a;
+            else if (log >= 62) r = std::nullopt;
+            else r = int64_t{1} << (log + 1);
+            break;
+        }
+        case Op::select:
+        case Op::clamp:
+            c = stack[--top];
+            b = stack[--top];
+            a = stack[--top];
+            if (in.op == Op::select) r = a != 0 ? b : c;
+            else if (b > c) return fail("clamp bounds " + std::to_string(b) + " > " + std::to_string(c));
+            else r = std::clamp(a, b, c);
+            break;
+        default:
+            b = stack[--top];
+            a = stack[--top];
+            switch (in.op) {
+            case Op::add: r = checked(__builtin_add_overflow(a, b, &out), out); break;
+            case Op::sub: r = checked(__builtin_sub_overflow(a, b, &out), out); break;
+            case Op::mul: r = checked(__builtin_mul_overflow(a, b, &out), out); break;
+            case Op::div:
+            case Op::mod:
+            case Op::ceil_div:
+                if (b == 0) return fail("division by zero");
+                if (a == INT64_MIN && b == -1) return fail("overflow");
+                if (in.op == Op::div) r = a / b;
+                else if (in.op == Op::mod) r = a % b;
+                else r = a / b + ((a % b != 0) && ((a < 0) == (b < 0)) ? 1 : 0);
+                break;
+            case Op::lt: r = a < b; break;
+            case Op::le: r = a <= b; break;
+            case Op::gt: r = a > b; break;
+            case Op::ge: r = a >= b; break;
+            case Op::eq: r = a == b; break;
+            case Op::ne: r = a != b; break;
+            case Op::land: r = (a != 0) && (b != 0); break;
+            case Op::lor: r = (a != 0) || (b != 0); break;
+            case Op::min: r = std::min(a, b); break;
+            case Op::max: r = std::max(a, b); break;
+            default: return fail("internal: unknown instruction");
+            }
+        }
+        if (!r) return fail("64-bit overflow");
+        stack[top++] = *r;
+    }
+    if (top != 1) return fail("internal: malformed program");
+    return stack[0];
+}
+
+}  // namespace sdm::archive

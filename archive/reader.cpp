@@ -1,0 +1,296 @@
+#include "reader.hpp"
+
+#include <algorithm>
+#include <tuple>
+
+#include "codec.hpp"
+#include "file_map.hpp"
+
+namespace sdm::archive {
+namespace {
+
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+// A fuzzer cannot forge checksums; skipping them lets it reach the structure checks behind them.
+constexpr bool kCheckHashes = false;
+#else
+constexpr bool kCheckHashes = true;
+#endif
+
+auto entry_key(const Entry& e) { return std::tuple(e.name, static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
+
+uint64_t header_hash(Bytes b, uint32_t header_size) {
+    if (header_size == kHeaderSize) return xxh3_64(b.first(header::header_hash));
+    ByteVector joined(b.begin(), b.begin() + header::header_hash);
+    joined.insert(joined.end(), b.begin() + kHeaderSize, b.begin() + header_size);
+    return xxh3_64(joined);
+}
+
+}  // namespace
+
+Result<Archive> Archive::open_memory(Bytes bytes, std::string label, std::shared_ptr<const void> keep_alive) {
+    Archive archive;
+    archive.label_ = std::move(label);
+    archive.bytes_ = bytes;
+    archive.keep_alive_ = std::move(keep_alive);
+    SDM_TRY(archive.validate());
+    return archive;
+}
+
+Result<Archive> Archive::open_file(const std::string& path) {
+    auto map = FileMap::open(path);
+    if (!map) return make_error(map.error().code, "archive " + map.error().message);
+    auto archive = open_memory((*map)->bytes(), path, *map);
+    if (!archive) return archive;
+    archive->file_ = std::move(*map);
+    return archive;
+}
+
+Result<void> Archive::validate() {
+    const Bytes b = bytes_;
+    const auto fail = [&](const std::string& why) {
+        return make_error(ErrorCode::corrupt, "archive " + label_ + ": " + why);
+    };
+    if (b.size() < kHeaderSize)
+        return fail("only " + std::to_string(b.size()) + " bytes, shorter than the 128-byte header (truncated, or not an sdm archive)");
+    if (!std::equal(kMagic.begin(), kMagic.end(), reinterpret_cast<const uint8_t*>(b.data()))) {
+        if (load_u8(b, 0) == 0x7f && load_u8(b, 1) == 'E') return fail("this is an ELF file (a cubin?), not an sdm archive; pack it with `sdm pack`");
+        if (std::equal(kMagic.begin() + 1, kMagic.begin() + 4, reinterpret_cast<const uint8_t*>(b.data()) + 1))
+            return fail("the magic is damaged: the file went through a text-mode transfer (newline or 8-bit conversion); copy it in binary mode");
+        return fail("no sdm archive magic at the start (not an sdm archive)");
+    }
+    HeaderInfo& h = header_;
+    h.format_major = load_u16(b, header::format_major);
+    h.format_minor = load_u16(b, header::format_minor);
+    if (h.format_major != kFormatMajor)
+        return make_error(ErrorCode::unsupported, "archive " + label_ + ": format " + std::to_string(h.format_major) + "." +
+                                                      std::to_string(h.format_minor) + " cannot be read by this sdm (it reads format " +
+                                                      std::to_string(kFormatMajor) + ".x); use an sdm release that reads it, or repack the archive");
+    h.header_size = load_u32(b, header::header_size);
+    if (h.header_size < kHeaderSize || h.header_size > limits::max_header_size || h.header_size % 8 != 0)
+        return fail("header size " + std::to_string(h.header_size) + " is not a multiple of 8 between 128 and 4096");
+    if (h.header_size > b.size()) return fail("truncated inside the header");
+    if (kCheckHashes && header_hash(b, h.header_size) != load_u64(b, header::header_hash))
+        return fail("header checksum mismatch (the first " + std::to_string(h.header_size) + " bytes are damaged)");
+
+    h.archive_size = load_u64(b, header::archive_size);
+    if (h.archive_size > b.size())
+        return fail("truncated: the header says " + std::to_string(h.archive_size) + " bytes, only " + std::to_string(b.size()) +
+                    " are present; copy the file again");
+    if (h.archive_size < b.size())
+        return fail(std::to_string(b.size() - h.archive_size) + " bytes follow the end of the archive (" + std::to_string(h.archive_size) +
+                    " bytes); the file was appended to or overwritten");
+    h.required_features = load_u64(b, header::required_features);
+    h.optional_features = load_u64(b, header::optional_features);
+    if ((h.required_features & ~kKnownRequiredFeatures) != 0)
+        return make_error(ErrorCode::unsupported, "archive " + label_ + ": needs format features 0x" +
+                                                      hex(h.required_features & ~kKnownRequiredFeatures) +
+                                                      " that this sdm does not know; update sdm");
+    if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return fail("reserved header fields are not zero");
+    h.kernel_abi_major = load_u16(b, header::kernel_abi_major);
+    h.kernel_abi_minor = load_u16(b, header::kernel_abi_minor);
+    {
+        const auto text = as_text(b.subspan(header::created_by, 16));
+        h.created_by = std::string(text.substr(0, text.find('\0')));
+    }
+
+    const uint64_t index_offset = load_u64(b, header::index_offset);
+    const uint32_t count = load_u32(b, header::index_count);
+    h.record_size = load_u32(b, header::record_size);
+    const uint64_t strings_offset = load_u64(b, header::strings_offset);
+    const uint64_t strings_size = load_u64(b, header::strings_size);
+    h.payload_offset = load_u64(b, header::payload_offset);
+    if (index_offset != h.header_size) return fail("the index does not follow the header");
+    if (count > limits::max_entries) return fail(std::to_string(count) + " entries exceed the limit of " + std::to_string(limits::max_entries));
+    if (h.record_size < kRecordSize || h.record_size > limits::max_record_size || h.record_size % 8 != 0)
+        return fail("index record size " + std::to_string(h.record_size) + " is not a multiple of 8 between 64 and 1024");
+    const uint64_t index_bytes = uint64_t{count} * h.record_size;  // <= 2^16 * 2^10: no overflow
+    if (strings_offset != index_offset + index_bytes) return fail("the string table does not follow the index");
+    if (strings_size > limits::max_strings) return fail("string table of " + std::to_string(strings_size) + " bytes exceeds the limit");
+    if (!in_bounds(strings_offset, strings_size, h.archive_size)) return fail("the string table runs past the end of the archive");
+    const uint64_t meta_end = strings_offset + strings_size;
+    if (h.payload_offset < meta_end || h.payload_offset > h.archive_size || h.payload_offset % kZstdAlignment != 0)
+        return fail("payload region offset " + std::to_string(h.payload_offset) + " is misplaced");
+    if (kCheckHashes && xxh3_64(b.subspan(index_offset, meta_end - index_offset)) != load_u64(b, header::meta_hash))
+        return fail("index checksum mismatch (the entry table or names are damaged)");
+
+    const Bytes strings = b.subspan(strings_offset, strings_size);
+    entries_.reserve(count);
+    uint64_t total_raw = 0;
+    size_t manifests = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        const Bytes r = b.subspan(index_offset + uint64_t{i} * h.record_size, h.record_size);
+        const auto entry_fail = [&](const std::string& why) { return fail("entry " + std::to_string(i) + ": " + why); };
+        Entry e;
+        const uint32_t name_offset = load_u32(r, record::name_offset);
+        const uint16_t name_length = load_u16(r, record::name_length);
+        if (!in_bounds(name_offset, name_length, strings.size())) return entry_fail("name outside the string table");
+        e.name = as_text(strings.subspan(name_offset, name_length));
+        if (!valid_name(e.name)) return entry_fail("name is empty, too long, or not printable ASCII");
+        e.kind = static_cast<Kind>(load_u8(r, record::kind));
+        e.codec = static_cast<Codec>(load_u8(r, record::codec));
+        e.sm = load_u16(r, record::sm);
+        e.variant = static_cast<Variant>(load_u8(r, record::variant));
+        e.ref = load_u32(r, record::ref);
+        e.data_offset = load_u64(r, record::data_offset);
+        e.stored_size = load_u64(r, record::stored_size);
+        e.raw_size = load_u64(r, record::raw_size);
+        e.raw_hash = load_hash128(r, record::raw_hash);
+        e.stored_hash = load_u64(r, record::stored_hash);
+        const std::string who = "entry " + std::to_string(i) + " (" + std::string(e.name) + ")";
+        if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
+        for (size_t extra = kRecordSize; extra < h.record_size; ++extra)
+            if (load_u8(r, extra) != 0 && h.format_minor == 0) return entry_fail("bytes past the 1.0 record are not zero");
+        if (!is_known(e.kind))
+            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who + " has kind " + std::to_string(static_cast<int>(e.kind)) +
+                                                          ", unknown to this sdm; update sdm");
+        if (!is_known(e.codec))
+            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who + " uses codec " +
+                                                          std::to_string(static_cast<int>(e.codec)) + ", unknown to this sdm; update sdm");
+        if (!is_known(e.variant)) return fail(who + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
+        if (kind_has_arch(e.kind) ? (e.sm < 10 || e.sm > 999) : (e.sm != 0 || e.variant != Variant::base))
+            return fail(who + ": arch " + std::to_string(e.sm) + " does not fit kind " + kind_name(e.kind));
+        if (e.raw_size > limits::max_raw_entry)
+            return fail(who + ": raw size " + std::to_string(e.raw_size) + " exceeds the per-entry limit of " + std::to_string(limits::max_raw_entry));
+        total_raw += e.raw_size;
+        if (total_raw > limits::max_raw_total) return fail("the entries' raw sizes add up past the limit of " + std::to_string(limits::max_raw_total));
+        if (e.codec == Codec::stored) {
+            if (e.stored_size != e.raw_size) return fail(who + ": a stored entry whose stored and raw sizes differ");
+            if (e.data_offset % kStoredAlignment != 0) return fail(who + ": stored payload not aligned to 4096 bytes");
+        } else {
+            if (e.stored_size == 0) return fail(who + ": empty compressed payload");
+            if (e.data_offset % kZstdAlignment != 0) return fail(who + ": compressed payload not aligned to 64 bytes");
+            // A zstd frame cannot expand data by more than its block overhead.
+            if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return fail(who + ": stored size larger than any zstd frame of its raw size");
+        }
+        if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
+            return fail(who + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
+                        ") lies outside the payload region");
+        if (e.kind == Kind::manifest && ++manifests > 1) return fail("more than one manifest entry");
+        if (!entries_.empty() && !(entry_key(entries_.back()) < entry_key(e)))
+            return fail(entry_key(entries_.back()) == entry_key(e) ? who + ": duplicate entry " + e.target()
+                                                                   : who + ": the index is not sorted");
+        entries_.push_back(e);
+    }
+    // References: after all records are known.
+    for (size_t i = 0; i < entries_.size(); ++i) {
+        const Entry& e = entries_[i];
+        const std::string who = "entry " + std::to_string(i) + " (" + std::string(e.name) + ")";
+        if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
+            if (e.ref >= entries_.size() || e.ref == i) return fail(who + ": references missing entry " + std::to_string(e.ref));
+            const Entry& r = entries_[e.ref];
+            if (r.codec != Codec::stored && r.codec != Codec::zstd)
+                return fail(who + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
+            if ((e.codec == Codec::zstd_dict) != (r.kind == Kind::dictionary))
+                return fail(who + ": " + codec_name(e.codec) + " references a " + kind_name(r.kind) + " entry");
+        } else if (e.ref != kNoRef) {
+            return fail(who + ": codec " + codec_name(e.codec) + " with a reference");
+        }
+    }
+    // Payload ranges must not overlap.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    ranges.reserve(entries_.size());
+    for (const Entry& e : entries_)
+        if (e.stored_size > 0) ranges.emplace_back(e.data_offset, e.stored_size);
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i - 1].first + ranges[i - 1].second > ranges[i].first)
+            return fail("payloads at offsets " + std::to_string(ranges[i - 1].first) + " and " + std::to_string(ranges[i].first) + " overlap");
+    return {};
+}
+
+std::optional<size_t> Archive::find(std::string_view name, Kind kind, uint16_t sm, Variant variant) const {
+    const auto key = std::tuple(name, static_cast<uint8_t>(kind), sm, static_cast<uint8_t>(variant));
+    const auto it = std::lower_bound(entries_.begin(), entries_.end(), key,
+                                     [](const Entry& e, const auto& k) { return entry_key(e) < k; });
+    if (it == entries_.end() || entry_key(*it) != key) return std::nullopt;
+    return static_cast<size_t>(it - entries_.begin());
+}
+
+std::pair<size_t, size_t> Archive::find_name(std::string_view name) const {
+    const auto lo = std::lower_bound(entries_.begin(), entries_.end(), name, [](const Entry& e, std::string_view n) { return e.name < n; });
+    const auto hi = std::upper_bound(lo, entries_.end(), name, [](std::string_view n, const Entry& e) { return n < e.name; });
+    return {static_cast<size_t>(lo - entries_.begin()), static_cast<size_t>(hi - entries_.begin())};
+}
+
+std::optional<size_t> Archive::find_manifest() const {
+    for (size_t i = 0; i < entries_.size(); ++i)
+        if (entries_[i].kind == Kind::manifest) return i;
+    return std::nullopt;
+}
+
+std::string Archive::describe(size_t index) const {
+    const Entry& e = entries_.at(index);
+    return std::string(kind_name(e.kind)) + " " + std::string(e.name) +
+           (kind_has_arch(e.kind) ? ", " + e.target() : std::string()) + " (entry " + std::to_string(index) + ") of archive " + label_;
+}
+
+Result<void> Archive::check_stored(size_t index) const {
+    const Entry& e = entries_[index];
+    if (kCheckHashes && xxh3_64(bytes_.subspan(e.data_offset, e.stored_size)) != e.stored_hash)
+        return make_error(ErrorCode::corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
+    return {};
+}
+
+Result<void> Archive::read_into(size_t index, std::span<std::byte> out) const {
+    const Entry& e = entries_[index];
+    SDM_TRY(check_stored(index));
+    const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
+    if (e.codec == Codec::stored) {
+        std::copy(stored.begin(), stored.end(), out.begin());
+    } else {
+        ByteVector reference;
+        if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
+            reference.resize(entries_[e.ref].raw_size);
+            SDM_TRY(read_into(e.ref, reference));
+        }
+        SDM_TRY(zstd_decompress(stored, out, CodecReference{e.codec, reference}, describe(index)));
+    }
+    if (kCheckHashes && xxh3_128(out) != e.raw_hash)
+        return make_error(ErrorCode::corrupt, describe(index) + ": decompressed bytes fail their checksum");
+    return {};
+}
+
+Result<ByteVector> Archive::read(size_t index) const {
+    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
+    ByteVector out;
+    try {
+        out.resize(entries_[index].raw_size);
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(entries_[index].raw_size) + " bytes");
+    }
+    SDM_TRY(read_into(index, out));
+    return out;
+}
+
+Result<Bytes> Archive::view(size_t index) const {
+    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
+    const Entry& e = entries_[index];
+    if (e.codec != Codec::stored) return make_error(ErrorCode::invalid_argument, describe(index) + " is compressed; read it instead");
+    SDM_TRY(check_stored(index));
+    const Bytes raw = bytes_.subspan(e.data_offset, e.stored_size);
+    if (kCheckHashes && xxh3_128(raw) != e.raw_hash) return make_error(ErrorCode::corrupt, describe(index) + ": bytes fail their checksum");
+    return raw;
+}
+
+Result<void> Archive::verify() const {
+    for (size_t i = 0; i < entries_.size(); ++i) {
+        auto raw = read(i);
+        if (!raw) return std::move(raw).error();
+    }
+    // Every byte not covered by header, index, strings or a payload must be zero padding.
+    std::vector<std::pair<uint64_t, uint64_t>> covered;
+    covered.emplace_back(0, load_u64(bytes_, header::strings_offset) + load_u64(bytes_, header::strings_size));
+    for (const Entry& e : entries_) covered.emplace_back(e.data_offset, e.stored_size);
+    std::sort(covered.begin(), covered.end());
+    uint64_t at = 0;
+    covered.emplace_back(header_.archive_size, 0);
+    for (const auto& [offset, size] : covered) {
+        for (; at < offset; ++at)
+            if (bytes_[at] != std::byte{0})
+                return make_error(ErrorCode::corrupt, "archive " + label_ + ": padding byte at offset " + std::to_string(at) + " is not zero");
+        at = std::max(at, offset + size);
+    }
+    return {};
+}
+
+}  // namespace sdm::archive

@@ -1,0 +1,92 @@
+// Reading an archive: open validates the header, the index and the string table (limits, ranges,
+// order, references, checksums) before anything is allocated for entries; reading an entry checks
+// the XXH3-64 of its stored bytes before decompressing and the XXH3-128 of the raw bytes after.
+// An Archive is immutable after open and safe to share across threads.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bytes.hpp"
+#include "format.hpp"
+#include "hash.hpp"
+#include "result.hpp"
+
+namespace sdm::archive {
+
+class FileMap;
+
+struct Entry {
+    std::string_view name;  // points into the archive bytes
+    Kind kind{Kind::cubin};
+    Codec codec{Codec::zstd};
+    uint16_t sm{0};
+    Variant variant{Variant::base};
+    uint32_t ref{kNoRef};
+    uint64_t data_offset{0};
+    uint64_t stored_size{0};
+    uint64_t raw_size{0};
+    Hash128 raw_hash{};
+    uint64_t stored_hash{0};
+
+    std::string target() const { return target_name(kind, sm, variant); }  // sm_90a, compute_80, manifest
+};
+
+struct HeaderInfo {
+    uint16_t format_major{0}, format_minor{0};
+    uint32_t header_size{0}, record_size{0};
+    uint64_t archive_size{0};
+    uint64_t payload_offset{0};
+    uint64_t required_features{0}, optional_features{0};
+    uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
+    std::string created_by;
+};
+
+class Archive {
+public:
+    // Validates `bytes` and keeps a view of them; `keep_alive` (may be null) owns them. `label`
+    // names the archive in every message ("embedded", a path).
+    static Result<Archive> open_memory(Bytes bytes, std::string label, std::shared_ptr<const void> keep_alive = {});
+    // Maps the file (or reads it where it cannot be mapped) and validates it.
+    static Result<Archive> open_file(const std::string& path);
+
+    const std::string& label() const noexcept { return label_; }
+    const HeaderInfo& header() const noexcept { return header_; }
+    const std::vector<Entry>& entries() const noexcept { return entries_; }
+    Bytes bytes() const noexcept { return bytes_; }
+    const FileMap* file() const noexcept { return file_.get(); }
+
+    // Binary search of the sorted index.
+    std::optional<size_t> find(std::string_view name, Kind kind, uint16_t sm, Variant variant) const;
+    // The index range [first, last) of every entry named `name`.
+    std::pair<size_t, size_t> find_name(std::string_view name) const;
+    std::optional<size_t> find_manifest() const;
+
+    // The verified raw bytes of entry `index`.
+    Result<ByteVector> read(size_t index) const;
+    // Stored entries only: the verified raw bytes inside the archive, without a copy.
+    Result<Bytes> view(size_t index) const;
+    // Reads and checks every entry, and that every byte outside header, index, strings and
+    // payloads is zero padding. The first failure is returned, naming the entry.
+    Result<void> verify() const;
+    // "module gather, sm_90a (entry 3) of archive kernels.sdma" for messages.
+    std::string describe(size_t index) const;
+
+private:
+    Archive() = default;
+    Result<void> validate();
+    Result<void> check_stored(size_t index) const;
+    Result<void> read_into(size_t index, std::span<std::byte> out) const;
+
+    std::string label_;
+    Bytes bytes_{};
+    std::shared_ptr<const void> keep_alive_;
+    std::shared_ptr<const FileMap> file_;
+    HeaderInfo header_;
+    std::vector<Entry> entries_;
+};
+
+}  // namespace sdm::archive

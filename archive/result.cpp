@@ -1,0 +1,19 @@
+#include "result.hpp"
+
+namespace sdm {
+
+const char* error_code_name(ErrorCode code) noexcept {
+    switch (code) {
+    case ErrorCode::invalid_argument: return "invalid argument";
+    case ErrorCode::corrupt: return "corrupt";
+    case ErrorCode::unsupported: return "unsupported";
+    case ErrorCode::io: return "i/o error";
+    case ErrorCode::not_found: return "not found";
+    case ErrorCode::out_of_memory: return "out of memory";
+    case ErrorCode::mismatch: return "mismatch";
+    case ErrorCode::internal: return "internal error";
+    }
+    return "unknown error";
+}
+
+}  // namespace sdm

@@ -1,0 +1,40 @@
+// The `sdm` subcommands. Each returns the process exit status (0 success, 1 failure, 2 usage)
+// and prints its own errors to stderr, naming the file or entry and the fix.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sdm::tools {
+
+struct PackOptions {
+    std::string manifest;             // TOML source; empty: an archive without a manifest
+    std::string output;
+    std::vector<std::string> images;  // MODULE:TARGET=PATH (sm_90a, compute_80, lto_90, fatbin)
+    int level{19};
+    std::string dict{"auto"};         // auto | off
+    std::string prefix{"auto"};       // auto | off
+    bool store_cubins{false};
+    bool quiet{false};
+};
+int run_pack(const PackOptions& options);
+
+int run_ls(const std::string& archive, bool json);
+int run_verify(const std::vector<std::string>& archives, bool quiet);
+int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest);
+int run_diff(const std::string& left, const std::string& right, bool json);
+
+// Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
+class Progress {
+public:
+    Progress(std::string label, bool enabled);
+    void update(size_t done, size_t total);
+    void finish();
+
+private:
+    std::string label_;
+    bool enabled_;
+    int last_{-1};
+};
+
+}  // namespace sdm::tools

@@ -1,0 +1,94 @@
+// sdm diff: entries added, removed and changed between two archives, and the manifest's changes.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+#include "commands.hpp"
+#include "manifest.hpp"
+#include "reader.hpp"
+
+namespace sdm::tools {
+namespace {
+
+std::string key_text(const archive::Entry& e) {
+    return fmt::format("{}:{}", e.name, archive::kind_has_arch(e.kind) ? e.target() : archive::kind_name(e.kind));
+}
+
+std::optional<archive::Manifest> manifest_of(const archive::Archive& a) {
+    const auto m = a.find_manifest();
+    if (!m) return std::nullopt;
+    auto raw = a.read(*m);
+    if (!raw) return std::nullopt;
+    auto decoded = archive::decode_manifest(*raw);
+    if (!decoded) return std::nullopt;
+    return std::move(*decoded);
+}
+
+}  // namespace
+
+int run_diff(const std::string& left_path, const std::string& right_path, bool json) {
+    auto left = archive::Archive::open_file(left_path);
+    auto right = archive::Archive::open_file(right_path);
+    for (const auto* a : {&left, &right})
+        if (!*a) {
+            fmt::print(stderr, "sdm diff: {}\n", a->error().message);
+            return 2;
+        }
+    std::map<std::string, const archive::Entry*> l, r;
+    for (const auto& e : left->entries())
+        if (e.kind != archive::Kind::dictionary && e.kind != archive::Kind::manifest) l[key_text(e)] = &e;
+    for (const auto& e : right->entries())
+        if (e.kind != archive::Kind::dictionary && e.kind != archive::Kind::manifest) r[key_text(e)] = &e;
+    std::vector<std::string> added, removed, changed;
+    for (const auto& [k, e] : r)
+        if (!l.count(k)) added.push_back(k);
+    for (const auto& [k, e] : l) {
+        const auto it = r.find(k);
+        if (it == r.end()) removed.push_back(k);
+        else if (it->second->raw_hash != e->raw_hash) changed.push_back(k);
+    }
+    // Manifest: ABI, content version, kernels.
+    std::vector<std::string> manifest_changes;
+    const auto lm = manifest_of(*left), rm = manifest_of(*right);
+    if (lm.has_value() != rm.has_value()) {
+        manifest_changes.push_back(lm ? "manifest removed" : "manifest added");
+    } else if (lm) {
+        if (lm->kernel_abi_major != rm->kernel_abi_major || lm->kernel_abi_minor != rm->kernel_abi_minor)
+            manifest_changes.push_back(fmt::format("kernel ABI {}.{} -> {}.{}", lm->kernel_abi_major, lm->kernel_abi_minor, rm->kernel_abi_major,
+                                                   rm->kernel_abi_minor));
+        if (lm->content_version != rm->content_version)
+            manifest_changes.push_back(fmt::format("content version {} -> {}", lm->content_version, rm->content_version));
+        for (const auto& k : rm->kernels)
+            if (!lm->find_kernel(k.name)) manifest_changes.push_back("kernel added: " + k.name);
+        for (const auto& k : lm->kernels) {
+            const auto* other = rm->find_kernel(k.name);
+            if (!other) {
+                manifest_changes.push_back("kernel removed: " + k.name);
+                continue;
+            }
+            if (other->module != k.module) manifest_changes.push_back(fmt::format("kernel {}: module {} -> {}", k.name, k.module, other->module));
+            if (other->signature != k.signature)
+                manifest_changes.push_back(fmt::format("kernel {}: signature {} -> {}", k.name, archive::signature_text(k.signature),
+                                                       archive::signature_text(other->signature)));
+            if (other->problem != k.problem || other->plans != k.plans)
+                manifest_changes.push_back(fmt::format("kernel {}: plan table changed", k.name));
+        }
+    }
+    const bool same = added.empty() && removed.empty() && changed.empty() && manifest_changes.empty();
+    if (json) {
+        fmt::print("{}\n", nlohmann::json{{"added", added}, {"removed", removed}, {"changed", changed}, {"manifest", manifest_changes}, {"identical", same}}
+                               .dump(2));
+    } else if (same) {
+        fmt::print("{} and {} hold the same entries and manifest\n", left_path, right_path);
+    } else {
+        for (const auto& k : added) fmt::print("+ {}\n", k);
+        for (const auto& k : removed) fmt::print("- {}\n", k);
+        for (const auto& k : changed) fmt::print("~ {}\n", k);
+        for (const auto& k : manifest_changes) fmt::print("! manifest: {}\n", k);
+        fmt::print("{} added, {} removed, {} changed, {} manifest changes\n", added.size(), removed.size(), changed.size(), manifest_changes.size());
+    }
+    return same ? 0 : 1;
+}
+
+}  // namespace sdm::tools

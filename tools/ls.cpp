@@ -1,0 +1,77 @@
+// sdm ls: the index as a table, or JSON.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "manifest.hpp"
+#include "reader.hpp"
+
+namespace sdm::tools {
+
+int run_ls(const std::string& path, bool json) {
+    auto a = archive::Archive::open_file(path);
+    if (!a) {
+        fmt::print(stderr, "sdm ls: {}\n", a.error().message);
+        return 1;
+    }
+    const auto& h = a->header();
+    std::optional<archive::Manifest> manifest;
+    if (const auto m = a->find_manifest()) {
+        auto raw = a->read(*m);
+        if (raw) {
+            auto decoded = archive::decode_manifest(*raw);
+            if (decoded) manifest = std::move(*decoded);
+        }
+    }
+    if (json) {
+        nlohmann::json out;
+        out["path"] = path;
+        out["format"] = fmt::format("{}.{}", h.format_major, h.format_minor);
+        out["kernel_abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
+        out["created_by"] = h.created_by;
+        out["size"] = h.archive_size;
+        if (manifest) out["content_version"] = manifest->content_version;
+        out["entries"] = nlohmann::json::array();
+        for (size_t i = 0; i < a->entries().size(); ++i) {
+            const auto& e = a->entries()[i];
+            nlohmann::json j{{"index", i},
+                             {"name", std::string(e.name)},
+                             {"kind", archive::kind_name(e.kind)},
+                             {"target", e.target()},
+                             {"codec", archive::codec_name(e.codec)},
+                             {"raw_size", e.raw_size},
+                             {"stored_size", e.stored_size},
+                             {"offset", e.data_offset},
+                             {"xxh3_128", e.raw_hash.hex()}};
+            if (e.ref != archive::kNoRef) j["ref"] = e.ref;
+            out["entries"].push_back(std::move(j));
+        }
+        if (manifest) {
+            out["kernels"] = nlohmann::json::array();
+            for (const auto& k : manifest->kernels)
+                out["kernels"].push_back({{"name", k.name}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},
+                                          {"problem", k.problem}, {"plan_rules", k.plans.size()}});
+        }
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+    }
+    fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
+               h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
+               manifest ? ", content " + manifest->content_version : std::string(), h.created_by.empty() ? "" : ", written by " + h.created_by);
+    fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6}  {}\n", "#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref");
+    for (size_t i = 0; i < a->entries().size(); ++i) {
+        const auto& e = a->entries()[i];
+        fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6.3f}  {}\n", i, e.name, archive::kind_name(e.kind),
+                   archive::kind_has_arch(e.kind) ? e.target() : "-", archive::codec_name(e.codec), e.raw_size, e.stored_size,
+                   e.raw_size ? static_cast<double>(e.stored_size) / static_cast<double>(e.raw_size) : 0.0,
+                   e.ref == archive::kNoRef ? std::string("-") : std::to_string(e.ref));
+    }
+    if (manifest && !manifest->kernels.empty()) {
+        fmt::print("\n{:<32} {:<24} {:<36} {}\n", "kernel", "module", "signature", "plan rules");
+        for (const auto& k : manifest->kernels)
+            fmt::print("{:<32} {:<24} {:<36} {}\n", k.name, k.module, archive::signature_text(k.signature), k.plans.size());
+    }
+    return 0;
+}
+
+}  // namespace sdm::tools

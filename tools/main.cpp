@@ -1,0 +1,72 @@
+// sdm: the command-line tool over the archive format (and, as they land, the runtime).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "sdm_version.h"
+
+int main(int argc, char** argv) {
+    CLI::App app{"sdm: pack, inspect and verify sdm kernel archives"};
+    app.set_version_flag("--version", std::string("sdm ") + SDM_VERSION_STRING);
+    app.require_subcommand(1);
+
+    sdm::tools::PackOptions pack;
+    auto* pack_cmd = app.add_subcommand("pack", "Pack a manifest and compiled images into an archive");
+    pack_cmd->add_option("-m,--manifest", pack.manifest, "Manifest source (TOML); see docs/FORMAT.md")->check(CLI::ExistingFile);
+    pack_cmd->add_option("-o,--output", pack.output, "Archive to write (replaced atomically)")->required();
+    pack_cmd->add_option("images", pack.images, "Images as MODULE:TARGET=PATH, TARGET one of sm_XY[a|f], compute_XY[a|f], lto_XY[a|f], fatbin");
+    pack_cmd->add_option("--level", pack.level, "zstd level, 1-22")->capture_default_str();
+    pack_cmd->add_option("--dict", pack.dict, "auto: add a trained zstd dictionary only where it pays including its own size; off")
+        ->capture_default_str();
+    pack_cmd->add_option("--prefix", pack.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
+    pack_cmd->add_flag("--store-cubins", pack.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
+    pack_cmd->add_flag("-q,--quiet", pack.quiet, "No progress bar, no summary");
+
+    std::string ls_path;
+    bool ls_json = false;
+    auto* ls_cmd = app.add_subcommand("ls", "List an archive's entries and kernels");
+    ls_cmd->add_option("archive", ls_path, "Archive file")->required();
+    ls_cmd->add_flag("--json", ls_json, "Machine-readable output");
+
+    std::vector<std::string> verify_paths;
+    bool verify_quiet = false;
+    auto* verify_cmd = app.add_subcommand("verify", "Check every checksum and parse; exit 1 naming the first bad entry");
+    verify_cmd->add_option("archives", verify_paths, "Archive files")->required();
+    verify_cmd->add_flag("-q,--quiet", verify_quiet, "Print only failures");
+
+    std::string extract_path, extract_dir = ".";
+    std::vector<std::string> extract_entries;
+    bool extract_raw = false;
+    auto* extract_cmd = app.add_subcommand("extract", "Write entries back to files");
+    extract_cmd->add_option("archive", extract_path, "Archive file")->required();
+    extract_cmd->add_option("entries", extract_entries, "MODULE:TARGET, 'manifest' or entry numbers (default: all)");
+    extract_cmd->add_option("-C,--directory", extract_dir, "Directory to write into")->capture_default_str();
+    extract_cmd->add_flag("--raw-manifest", extract_raw, "Write the manifest in its binary form instead of TOML");
+
+    std::string diff_left, diff_right;
+    bool diff_json = false;
+    auto* diff_cmd = app.add_subcommand("diff", "Entries added, removed and changed between two archives (exit 1 when they differ)");
+    diff_cmd->add_option("old", diff_left, "Archive file")->required();
+    diff_cmd->add_option("new", diff_right, "Archive file")->required();
+    diff_cmd->add_flag("--json", diff_json, "Machine-readable output");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    try {
+        if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
+        if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json);
+        if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
+        if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw);
+        if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
+    } catch (const std::bad_alloc&) {
+        fmt::print(stderr, "sdm: out of memory\n");
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "sdm: internal error: {}\n", e.what());
+        return 1;
+    }
+    return 2;
+}

@@ -1,0 +1,189 @@
+#include "manifest_source.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "format.hpp"
+
+namespace sdm::tools {
+namespace {
+
+using archive::Manifest;
+
+Error bad(const std::string& path, const toml::source_region& where, const std::string& why) {
+    return make_error(ErrorCode::invalid_argument,
+                      path + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column) + ": " + why);
+}
+
+Result<void> only_keys(const std::string& path, const toml::table& table, std::initializer_list<std::string_view> allowed,
+                       const std::string& what) {
+    for (const auto& [key, value] : table) {
+        if (std::find(allowed.begin(), allowed.end(), key.str()) == allowed.end()) {
+            std::string list;
+            for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+            return bad(path, value.source(), "unknown key '" + std::string(key.str()) + "' in " + what + " (allowed: " + list + ")");
+        }
+    }
+    return {};
+}
+
+Result<std::string> text(const std::string& path, const toml::table& t, std::string_view key, const std::string& what, bool required,
+                         std::string fallback = {}) {
+    const toml::node* node = t.get(key);
+    if (node == nullptr) {
+        if (required) return bad(path, t.source(), what + " needs '" + std::string(key) + "'");
+        return fallback;
+    }
+    if (const auto* s = node->as_string()) return std::string(s->get());
+    return bad(path, node->source(), what + ": '" + std::string(key) + "' must be a string");
+}
+
+// A plan expression may be written as a string or, when constant, as an integer or boolean.
+Result<std::string> expression(const std::string& path, const toml::node* node, const std::string& what, std::string fallback) {
+    if (node == nullptr) return fallback;
+    if (const auto* s = node->as_string()) return std::string(s->get());
+    if (const auto* i = node->as_integer()) return std::to_string(i->get());
+    if (const auto* b = node->as_boolean()) return std::string(b->get() ? "1" : "0");
+    return bad(path, node->source(), what + " must be an expression string, an integer or a boolean");
+}
+
+Result<std::pair<uint16_t, uint16_t>> version_pair(const std::string& path, const toml::node* node, const std::string& what) {
+    const auto* s = node ? node->as_string() : nullptr;
+    if (s == nullptr) return bad(path, node ? node->source() : toml::source_region{}, what + " must be a \"major.minor\" string");
+    const std::string v = s->get();
+    unsigned major = 0, minor = 0;
+    char extra = 0;
+    if (std::sscanf(v.c_str(), "%u.%u%c", &major, &minor, &extra) != 2 || major > 65535 || minor > 65535)
+        return bad(path, node->source(), what + " '" + v + "' must be \"major.minor\"");
+    return std::pair<uint16_t, uint16_t>(static_cast<uint16_t>(major), static_cast<uint16_t>(minor));
+}
+
+}  // namespace
+
+Result<Manifest> parse_manifest_source(const std::string& source, const std::string& path) {
+    toml::table root;
+    try {
+        root = toml::parse(source, path);
+    } catch (const toml::parse_error& e) {
+        return bad(path, e.source(), std::string(e.description()));
+    }
+    SDM_TRY(only_keys(path, root, {"archive", "kernel"}, "the manifest"));
+    Manifest m;
+    const toml::table* archive = root["archive"].as_table();
+    if (archive == nullptr) return bad(path, root.source(), "the manifest needs an [archive] table with kernel_abi");
+    SDM_TRY(only_keys(path, *archive, {"kernel_abi", "content_version"}, "[archive]"));
+    auto abi = version_pair(path, archive->get("kernel_abi"), "[archive] kernel_abi");
+    if (!abi) return std::move(abi).error();
+    m.kernel_abi_major = abi->first;
+    m.kernel_abi_minor = abi->second;
+    auto content = text(path, *archive, "content_version", "[archive]", false);
+    if (!content) return std::move(content).error();
+    m.content_version = *content;
+
+    if (const toml::node* kernels = root.get("kernel")) {
+        const toml::array* list = kernels->as_array();
+        if (list == nullptr) return bad(path, kernels->source(), "'kernel' must be an array of tables ([[kernel]])");
+        for (const toml::node& node : *list) {
+            const toml::table* k = node.as_table();
+            if (k == nullptr) return bad(path, node.source(), "each [[kernel]] must be a table");
+            SDM_TRY(only_keys(path, *k, {"name", "module", "signature", "problem", "plan"}, "[[kernel]]"));
+            archive::KernelSpec spec;
+            auto name = text(path, *k, "name", "[[kernel]]", true);
+            if (!name) return std::move(name).error();
+            spec.name = *name;
+            const std::string what = "kernel " + spec.name;
+            auto module = text(path, *k, "module", what, true);
+            if (!module) return std::move(module).error();
+            spec.module = *module;
+            auto signature = text(path, *k, "signature", what, true);
+            if (!signature) return std::move(signature).error();
+            auto parsed = archive::parse_signature(*signature);
+            if (!parsed) return bad(path, k->get("signature")->source(), what + ": " + parsed.error().message);
+            spec.signature = std::move(*parsed);
+            if (const toml::node* problem = k->get("problem")) {
+                const toml::array* p = problem->as_array();
+                if (p == nullptr) return bad(path, problem->source(), what + ": problem must be an array of names");
+                for (const toml::node& n : *p) {
+                    if (!n.is_string()) return bad(path, n.source(), what + ": problem parameter names are strings");
+                    spec.problem.push_back(n.as_string()->get());
+                }
+            }
+            if (const toml::node* plans = k->get("plan")) {
+                const toml::array* p = plans->as_array();
+                if (p == nullptr) return bad(path, plans->source(), what + ": 'plan' must be an array of tables ([[kernel.plan]])");
+                for (const toml::node& n : *p) {
+                    const toml::table* r = n.as_table();
+                    if (r == nullptr) return bad(path, n.source(), what + ": each [[kernel.plan]] must be a table");
+                    SDM_TRY(only_keys(path, *r, {"class", "capability", "when", "block", "blocks_per_sm", "smem", "grid", "cluster", "pdl"},
+                                      "[[kernel.plan]]"));
+                    archive::PlanRule rule;
+                    const std::string rw = what + " plan rule " + std::to_string(spec.plans.size());
+                    auto cls = text(path, *r, "class", rw, true);
+                    if (!cls) return std::move(cls).error();
+                    rule.device_class = *cls;
+                    if (const toml::node* cap = r->get("capability")) {
+                        auto pair = version_pair(path, cap, rw + " capability");
+                        if (!pair) return std::move(pair).error();
+                        rule.capability = static_cast<uint16_t>(pair->first * 10 + pair->second);
+                    }
+                    const std::pair<std::string*, const char*> fields[] = {
+                        {&rule.when, "when"}, {&rule.block, "block"}, {&rule.blocks_per_sm, "blocks_per_sm"},
+                        {&rule.smem, "smem"}, {&rule.grid, "grid"}, {&rule.pdl, "pdl"}};
+                    for (const auto& [field, key] : fields) {
+                        auto e = expression(path, r->get(key), rw + " " + key, *field);
+                        if (!e) return std::move(e).error();
+                        *field = *e;
+                    }
+                    if (rule.block.empty() || rule.grid.empty()) return bad(path, r->source(), rw + " needs block and grid");
+                    if (const toml::node* cluster = r->get("cluster")) {
+                        const toml::array* c = cluster->as_array();
+                        if (c == nullptr || c->size() != 3) return bad(path, cluster->source(), rw + ": cluster must be an array of 3 expressions");
+                        for (size_t i = 0; i < 3; ++i) {
+                            auto e = expression(path, c->get(i), rw + " cluster", "1");
+                            if (!e) return std::move(e).error();
+                            rule.cluster[i] = *e;
+                        }
+                    }
+                    spec.plans.push_back(std::move(rule));
+                }
+            }
+            m.kernels.push_back(std::move(spec));
+        }
+    }
+    auto valid = archive::validate_manifest(m);
+    if (!valid) return make_error(ErrorCode::invalid_argument, path + ": " + valid.error().message);
+    return m;
+}
+
+std::string format_manifest_source(const Manifest& m) {
+    std::ostringstream out;
+    toml::table archive{{"kernel_abi", std::to_string(m.kernel_abi_major) + "." + std::to_string(m.kernel_abi_minor)},
+                        {"content_version", m.content_version}};
+    toml::array kernels;
+    for (const auto& k : m.kernels) {
+        toml::array problem;
+        for (const auto& p : k.problem) problem.push_back(p);
+        toml::array plans;
+        for (const auto& r : k.plans) {
+            toml::table rule{{"class", r.device_class}, {"when", r.when}, {"block", r.block}, {"blocks_per_sm", r.blocks_per_sm},
+                             {"smem", r.smem}, {"grid", r.grid}, {"cluster", toml::array{r.cluster[0], r.cluster[1], r.cluster[2]}},
+                             {"pdl", r.pdl}};
+            if (r.capability != 0) rule.insert("capability", archive::sm_capability(r.capability));
+            plans.push_back(std::move(rule));
+        }
+        toml::table kernel{{"name", k.name}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},
+                           {"problem", std::move(problem)}};
+        if (!plans.empty()) kernel.insert("plan", std::move(plans));
+        kernels.push_back(std::move(kernel));
+    }
+    toml::table root{{"archive", std::move(archive)}};
+    if (!kernels.empty()) root.insert("kernel", std::move(kernels));
+    out << root << "\n";
+    return out.str();
+}
+
+}  // namespace sdm::tools
