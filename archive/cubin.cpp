@@ -1,5 +1,6 @@
 // ELF64 parsing of cubins: every offset and count is checked against the buffer before use.
 #include <algorithm>
+#include <optional>
 
 #include "image.hpp"
 
@@ -16,6 +17,28 @@ constexpr size_t kSectionHeaderSize = 64;
 constexpr size_t kSymbolSize = 24;
 
 Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid cubin: " + why); }
+
+// The name of a section, or "" when the section-name table does not hold it.
+std::string_view section_name(Bytes b, uint64_t shoff, uint16_t shstrndx, uint32_t name) {
+    const size_t sh = shoff + size_t{shstrndx} * kSectionHeaderSize;
+    const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
+    if (!in_bounds(off, size, b.size()) || name >= size) return {};
+    const auto names = as_text(b.subspan(off, size));
+    const auto end = names.find('\0', name);
+    return end == std::string_view::npos ? std::string_view{} : names.substr(name, end - name);
+}
+
+// ptxas records its command line in the .note.nv.tkinfo note ("-arch sm_90a -m 64"): the only
+// place a cubin names its a/f variant. Absent (older toolkits, stripped notes): unknown.
+std::optional<Variant> tool_kit_variant(Bytes note) {
+    const auto text = as_text(note);
+    const auto at = text.find("-arch sm_");
+    if (at == std::string_view::npos) return std::nullopt;
+    size_t end = at + 6;
+    while (end < text.size() && text[end] != ' ' && text[end] != '\0') ++end;
+    const auto target = parse_target("compute_" + std::string(text.substr(at + 9, end - at - 9)));
+    return target ? std::optional<Variant>(target->variant) : std::nullopt;
+}
 
 }  // namespace
 
@@ -46,6 +69,14 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     if (shentsize != kSectionHeaderSize) return bad("section header size " + std::to_string(shentsize));
     const auto table = checked_mul(shnum, kSectionHeaderSize);
     if (!table || !in_bounds(shoff, *table, b.size())) return bad("section headers out of bounds");
+    const uint16_t shstrndx = load_u16(b, 62);
+    for (uint16_t s = 0; s < shnum; ++s) {
+        const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
+        if (s == 0 || shstrndx >= shnum) continue;
+        const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
+        if (section_name(b, shoff, shstrndx, load_u32(b, sh)) == ".note.nv.tkinfo" && in_bounds(off, size, b.size()))
+            info.variant = tool_kit_variant(b.subspan(off, size));
+    }
     for (uint16_t s = 0; s < shnum; ++s) {
         const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
         if (load_u32(b, sh + 4) != kShtSymtab) continue;

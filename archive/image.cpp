@@ -47,7 +47,7 @@ Result<ImageInfo> check_declared_target(Kind kind, uint16_t sm, Variant variant,
                               "; pass the target the image was compiled for");
     }
     if (info->variant && *info->variant != variant) {
-        return make_error(ErrorCode::mismatch, what + ": declared " + declared + " but its .target is " +
+        return make_error(ErrorCode::mismatch, what + ": declared " + declared + " but its bytes are for " +
                                                    target_name(kind, info->sm, *info->variant) +
                                                    "; pass the target the image was compiled for");
     }

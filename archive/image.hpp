@@ -18,21 +18,22 @@ namespace sdm::archive {
 struct ImageInfo {
     Kind kind{Kind::cubin};
     uint16_t sm{0};                    // the SM (cubin) or virtual arch (PTX, LTO-IR); 0 when unknown
-    std::optional<Variant> variant;    // PTX names it on .target; cubins and LTO-IR do not record it
+    std::optional<Variant> variant;    // PTX: its .target; cubins: ptxas's command line in .note.nv.tkinfo; LTO-IR: unknown
     uint16_t ptx_isa{0};               // PTX .version as major*10+minor (9.0 -> 90); 0 for other kinds
     uint8_t elf_abi_version{0};        // cubins: EI_ABIVERSION (7: older toolkits, 8: CUDA 13)
     std::vector<std::string> kernels;  // entry points: cubin STO_CUDA_ENTRY functions, PTX .entry
 };
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With
-// EI_ABIVERSION 8 the SM is bits 8-15 of e_flags (sm_90: 0x06005a04); with 7, e_flags & 0xff.
+// EI_ABIVERSION 8 the SM is bits 8-15 of e_flags (sm_90: 0x06005a04); with 7, e_flags & 0xff. The
+// ELF header does not record a/f; ptxas's note .note.nv.tkinfo does ("-arch sm_90a"), when present.
 Result<ImageInfo> inspect_cubin(Bytes bytes);
-// PTX: `.version X.Y` and `.target sm_XY[a|f]` before the first function; `.entry NAME(`.
+// PTX: the first `.version X.Y` and the first `.target sm_XY[a|f]` directives; every `.entry NAME(`.
 Result<ImageInfo> inspect_ptx(Bytes bytes);
 // LTO-IR (NVVM IR container): magic 0x7f4e43ed; the arch, times 10, as u16 at byte 26 (observed on
 // nvcc 11.x-13.0 output for lto_75..lto_121f; the variant is not recorded).
 Result<ImageInfo> inspect_ltoir(Bytes bytes);
-// Fatbin: magic 0xba55ed50, version 1, then its declared size; arch-free in the index.
+// Fatbin: magic 0xba55ed50 and a declared size within the bytes; arch-free in the index.
 Result<ImageInfo> inspect_fatbin(Bytes bytes);
 Result<ImageInfo> inspect_image(Kind kind, Bytes bytes);
 

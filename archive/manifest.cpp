@@ -9,6 +9,7 @@ namespace sdm::archive {
 namespace {
 
 constexpr uint8_t kManifestMagic[4] = {'S', 'D', 'M', 'M'};
+constexpr size_t kPreamble = 12;   // "SDMM", u16 major, u16 minor, u32 body size
 constexpr size_t kItemHeader = 8;  // u16 tag, u16 flags, u32 length
 constexpr uint16_t kRequiredFlag = 1;
 constexpr size_t kMaxString = 1024;
@@ -299,7 +300,7 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
     SDM_TRY(validate_manifest(m));
     Encoder e;
     e.bytes().insert(e.bytes().end(), reinterpret_cast<const std::byte*>(kManifestMagic), reinterpret_cast<const std::byte*>(kManifestMagic) + 4);
-    e.bytes().resize(8);
+    e.bytes().resize(kPreamble);
     store_u16(e.bytes(), 4, kManifestMajor);
     store_u16(e.bytes(), 6, kManifestMinor);
     std::byte abi[4];
@@ -333,19 +334,24 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
         }
         e.close(kernel);
     }
+    store_u32(e.bytes(), 8, static_cast<uint32_t>(e.bytes().size() - kPreamble));
     return e.take();
 }
 
 Result<Manifest> decode_manifest(Bytes b) {
-    if (b.size() < 8 || !std::equal(kManifestMagic, kManifestMagic + 4, reinterpret_cast<const uint8_t*>(b.data())))
+    if (b.size() < kPreamble || !std::equal(kManifestMagic, kManifestMagic + 4, reinterpret_cast<const uint8_t*>(b.data())))
         return bad("no manifest magic 'SDMM'");
     const uint16_t major = load_u16(b, 4), minor = load_u16(b, 6);
     if (major != kManifestMajor)
         return make_error(ErrorCode::unsupported, "manifest format " + std::to_string(major) + "." + std::to_string(minor) +
                                                       " cannot be read by this sdm (it reads " + std::to_string(kManifestMajor) + ".x); update sdm");
+    // The body size catches a truncation that falls between two items.
+    if (load_u32(b, 8) != b.size() - kPreamble)
+        return bad("the body holds " + std::to_string(b.size() - kPreamble) + " bytes, the preamble says " + std::to_string(load_u32(b, 8)) +
+                   " (truncated or extended)");
     Manifest m;
     bool have_abi = false;
-    SDM_TRY(fields(b.subspan(8), "manifest", {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}},
+    SDM_TRY(fields(b.subspan(kPreamble), "manifest", {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::kernel_abi) {
                            if (item.payload.size() != 4) return bad("kernel ABI must be 4 bytes");

@@ -54,7 +54,7 @@ struct Manifest {
     uint16_t kernel_abi_major{0};
     uint16_t kernel_abi_minor{0};
     std::string content_version;
-    std::vector<KernelSpec> kernels;  // sorted by name after decode
+    std::vector<KernelSpec> kernels;  // sorted by name (decode and the TOML reader sort them)
 
     const KernelSpec* find_kernel(std::string_view name) const;
 };

@@ -193,9 +193,12 @@ private:
     Error error_;
 };
 
-std::optional<int64_t> checked(bool overflow, int64_t value) {
-    if (overflow) return std::nullopt;
-    return value;
+// The builtins write their result through the pointer; evaluate them before reading it.
+template <typename F>
+std::optional<int64_t> checked(F&& op) {
+    int64_t out = 0;
+    if (op(&out)) return std::nullopt;
+    return out;
 }
 
 }  // namespace
@@ -212,61 +215,77 @@ Result<Expression> Expression::parse(std::string_view text, std::span<const std:
     return e;
 }
 
+// An error poisons its value instead of stopping evaluation, so that `c ? a : b`, `&&` and `||`
+// fail only when the branch they take failed: `N > 0 ? X / N : 0` is fine for N == 0.
 Result<int64_t> Expression::evaluate(std::span<const int64_t> values) const {
-    int64_t stack[kMaxDepth * 4 + 8];
+    struct Slot {
+        int64_t value;
+        const char* error;  // non-null: this value could not be computed
+    };
+    Slot stack[kMaxDepth * 4 + 8];
     size_t top = 0;
     const auto fail = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, "plan expression '" + text_ + "': " + why); };
     for (const Instruction& in : program_) {
         if (top >= std::size(stack) - 1) return fail("too complex to evaluate");
         if (in.op == Op::constant) {
-            stack[top++] = in.value;
+            stack[top++] = {in.value, nullptr};
             continue;
         }
         if (in.op == Op::variable) {
             if (static_cast<size_t>(in.value) >= values.size()) return fail("a variable has no value");
-            stack[top++] = values[static_cast<size_t>(in.value)];
+            stack[top++] = {values[static_cast<size_t>(in.value)], nullptr};
             continue;
         }
-        std::optional<int64_t> r;
-        int64_t a = 0, b = 0, c = 0, out = 0;
-        switch (in.op) {
-        case Op::neg: a = stack[--top]; r = checked(__builtin_sub_overflow(int64_t{0}, a, &out), out); break;
-        case Op::lnot: a = stack[--top]; r = a == 0; break;
-        case Op::prev_pow2:
-        case Op::next_pow2:
-        case Op::log2: {
-            a = stack[--top];
-            if (a < 1) return fail("argument " + std::to_string(a) + " of a power-of-two function is below 1");
-            const int log = 63 - __builtin_clzll(static_cast<uint64_t>(a));
-            if (in.op == Op::log2) r = log;
-            else if (in.op == Op::prev_pow2) r = int64_t{1} << log;
-            else if ((a & (a - 1)) == 0) r = a;
-            else if (log >= 62) r = std::nullopt;
-            else r = int64_t{1} << (log + 1);
-            break;
-        }
-        case Op::select:
-        case Op::clamp:
-            c = stack[--top];
-            b = stack[--top];
-            a = stack[--top];
-            if (in.op == Op::select) r = a != 0 ? b : c;
-            else if (b > c) return fail("clamp bounds " + std::to_string(b) + " > " + std::to_string(c));
-            else r = std::clamp(a, b, c);
-            break;
-        default:
-            b = stack[--top];
-            a = stack[--top];
+        const int arity = in.op == Op::neg || in.op == Op::lnot || in.op == Op::prev_pow2 || in.op == Op::next_pow2 || in.op == Op::log2 ? 1
+                          : in.op == Op::select || in.op == Op::clamp                                                                 ? 3
+                                                                                                                                      : 2;
+        top -= static_cast<size_t>(arity);
+        const Slot* arg = &stack[top];
+        Slot out{0, nullptr};
+        if (in.op == Op::select) {
+            out = arg[0].error ? arg[0] : (arg[0].value != 0 ? arg[1] : arg[2]);
+        } else if (in.op == Op::land || in.op == Op::lor) {
+            const bool decided = !arg[0].error && ((in.op == Op::land) == (arg[0].value == 0));
+            if (decided) out = {in.op == Op::lor ? 1 : 0, nullptr};
+            else if (arg[0].error) out = arg[0];
+            else if (arg[1].error) out = arg[1];
+            else out = {arg[1].value != 0, nullptr};
+        } else if (const Slot* bad = std::find_if(arg, arg + arity, [](const Slot& a) { return a.error != nullptr; }); bad != arg + arity) {
+            out = *bad;
+        } else {
+            const int64_t a = arg[0].value, b = arity > 1 ? arg[1].value : 0, c = arity > 2 ? arg[2].value : 0;
+            std::optional<int64_t> r;
+            const char* error = "64-bit overflow";
             switch (in.op) {
-            case Op::add: r = checked(__builtin_add_overflow(a, b, &out), out); break;
-            case Op::sub: r = checked(__builtin_sub_overflow(a, b, &out), out); break;
-            case Op::mul: r = checked(__builtin_mul_overflow(a, b, &out), out); break;
+            case Op::neg: r = checked([&](int64_t* o) { return __builtin_sub_overflow(int64_t{0}, a, o); }); break;
+            case Op::lnot: r = a == 0; break;
+            case Op::prev_pow2:
+            case Op::next_pow2:
+            case Op::log2: {
+                if (a < 1) {
+                    error = "the argument of a power-of-two function is below 1";
+                    break;
+                }
+                const int log = 63 - __builtin_clzll(static_cast<uint64_t>(a));
+                if (in.op == Op::log2) r = log;
+                else if (in.op == Op::prev_pow2) r = int64_t{1} << log;
+                else if ((a & (a - 1)) == 0) r = a;
+                else if (log < 62) r = int64_t{1} << (log + 1);
+                break;
+            }
+            case Op::clamp:
+                if (b > c) error = "clamp bounds are reversed (low > high)";
+                else r = std::clamp(a, b, c);
+                break;
+            case Op::add: r = checked([&](int64_t* o) { return __builtin_add_overflow(a, b, o); }); break;
+            case Op::sub: r = checked([&](int64_t* o) { return __builtin_sub_overflow(a, b, o); }); break;
+            case Op::mul: r = checked([&](int64_t* o) { return __builtin_mul_overflow(a, b, o); }); break;
             case Op::div:
             case Op::mod:
             case Op::ceil_div:
-                if (b == 0) return fail("division by zero");
-                if (a == INT64_MIN && b == -1) return fail("overflow");
-                if (in.op == Op::div) r = a / b;
+                if (b == 0) error = "division by zero";
+                else if (a == INT64_MIN && b == -1) error = "64-bit overflow";
+                else if (in.op == Op::div) r = a / b;
                 else if (in.op == Op::mod) r = a % b;
                 else r = a / b + ((a % b != 0) && ((a < 0) == (b < 0)) ? 1 : 0);
                 break;
@@ -276,18 +295,17 @@ Result<int64_t> Expression::evaluate(std::span<const int64_t> values) const {
             case Op::ge: r = a >= b; break;
             case Op::eq: r = a == b; break;
             case Op::ne: r = a != b; break;
-            case Op::land: r = (a != 0) && (b != 0); break;
-            case Op::lor: r = (a != 0) || (b != 0); break;
             case Op::min: r = std::min(a, b); break;
             case Op::max: r = std::max(a, b); break;
             default: return fail("internal: unknown instruction");
             }
+            out = r ? Slot{*r, nullptr} : Slot{0, error};
         }
-        if (!r) return fail("64-bit overflow");
-        stack[top++] = *r;
+        stack[top++] = out;
     }
     if (top != 1) return fail("internal: malformed program");
-    return stack[0];
+    if (stack[0].error) return fail(stack[0].error);
+    return stack[0].value;
 }
 
 }  // namespace sdm::archive

@@ -85,7 +85,12 @@ Result<void> Archive::validate() {
         return make_error(ErrorCode::unsupported, "archive " + label_ + ": needs format features 0x" +
                                                       hex(h.required_features & ~kKnownRequiredFeatures) +
                                                       " that this sdm does not know; update sdm");
-    if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return fail("reserved header fields are not zero");
+    // Reserved fields and bytes past the 1.0 header are zero in 1.0; a later minor may define them.
+    if (h.format_minor == 0) {
+        if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return fail("reserved header fields are not zero");
+        for (size_t extra = kHeaderSize; extra < h.header_size; ++extra)
+            if (load_u8(b, extra) != 0) return fail("bytes past the 1.0 header are not zero");
+    }
     h.kernel_abi_major = load_u16(b, header::kernel_abi_major);
     h.kernel_abi_minor = load_u16(b, header::kernel_abi_minor);
     {
@@ -137,9 +142,11 @@ Result<void> Archive::validate() {
         e.raw_hash = load_hash128(r, record::raw_hash);
         e.stored_hash = load_u64(r, record::stored_hash);
         const std::string who = "entry " + std::to_string(i) + " (" + std::string(e.name) + ")";
-        if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
-        for (size_t extra = kRecordSize; extra < h.record_size; ++extra)
-            if (load_u8(r, extra) != 0 && h.format_minor == 0) return entry_fail("bytes past the 1.0 record are not zero");
+        if (h.format_minor == 0) {
+            if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
+            for (size_t extra = kRecordSize; extra < h.record_size; ++extra)
+                if (load_u8(r, extra) != 0) return entry_fail("bytes past the 1.0 record are not zero");
+        }
         if (!is_known(e.kind))
             return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who + " has kind " + std::to_string(static_cast<int>(e.kind)) +
                                                           ", unknown to this sdm; update sdm");

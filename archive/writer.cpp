@@ -88,6 +88,11 @@ Result<void> ArchiveWriter::add(WriterInput input) {
     }
     for (const auto& other : inputs_)
         if (input_key(other) == input_key(input)) return make_error(ErrorCode::invalid_argument, "duplicate entry: " + what);
+    uint64_t total = input.bytes.size();
+    for (const auto& other : inputs_) total += other.bytes.size();
+    if (total > limits::max_raw_total)
+        return make_error(ErrorCode::invalid_argument, what + ": the entries add up to " + std::to_string(total) +
+                                                           " bytes, past the archive limit of " + std::to_string(limits::max_raw_total));
     if (inputs_.size() + 2 > limits::max_entries)
         return make_error(ErrorCode::invalid_argument, "more than " + std::to_string(limits::max_entries - 1) + " entries");
     inputs_.push_back(std::move(input));
@@ -123,7 +128,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
 
     // 1. Plain zstd for everything; stored where compression does not pay or was not asked for.
     parallel_for(n, threads, tick, [&](size_t i) {
-        const bool store = options_.store_cubins && in[i].kind == Kind::cubin;
+        const bool store = !options_.compress || (options_.store_cubins && in[i].kind == Kind::cubin);
         if (!store) {
             auto c = zstd_compress(in[i].bytes, level, {Codec::zstd, {}});
             if (!c) return record_error(std::move(c).error());
@@ -140,7 +145,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
 
     // 2. Prefix coding: each image against earlier images of the same kind, first those of the same
     // module (other archs: sm_86 beside sm_80), then those of the same arch (other modules).
-    if (options_.prefix) {
+    if (options_.prefix && options_.compress) {
         std::vector<std::vector<size_t>> candidates(n);
         for (size_t i = 0; i < n; ++i) {
             if (!image_kind(in[i].kind) || pinned[i] || choice[i].codec == Codec::stored) continue;
@@ -201,7 +206,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     // exceed its own stored size (zstd dictionaries pay for many small, similar payloads).
     ByteVector dictionary, dictionary_stored;
     std::vector<size_t> dictionary_users;
-    if (options_.dictionary) {
+    if (options_.dictionary && options_.compress) {
         std::vector<size_t> eligible;
         std::vector<Bytes> samples;
         size_t sample_bytes = 0;
@@ -230,7 +235,8 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             size_t gain = 0;
             for (size_t t = 0; t < eligible.size(); ++t)
                 if (trial_out[t].size() < choice[eligible[t]].stored.size()) gain += choice[eligible[t]].stored.size() - trial_out[t].size();
-            // The dictionary costs its stored bytes, a record, its name and up to 63 bytes of alignment.
+            // The dictionary costs its stored bytes, a record, its name and its alignment (64 bytes when
+            // compressed, which a dictionary of this size always is in practice).
             if (gain > dictionary_stored.size() + kRecordSize + 64 + std::strlen(kDictionaryName)) {
                 for (size_t t = 0; t < eligible.size(); ++t)
                     if (trial_out[t].size() < choice[eligible[t]].stored.size()) {

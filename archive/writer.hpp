@@ -19,6 +19,7 @@ struct WriterOptions {
     bool dictionary{true};      // add a trained zstd dictionary where it pays including its own size
     bool prefix{true};          // code an entry against a similar entry's raw bytes where it pays
     bool store_cubins{false};   // keep cubins uncompressed (page-aligned, mappable straight to the driver)
+    bool compress{true};        // false: store every entry uncompressed
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
     unsigned threads{0};        // 0: one per hardware thread
     // Called from the writing thread as entries finish compressing (done <= total).

@@ -15,6 +15,7 @@ struct PackOptions {
     std::string dict{"auto"};         // auto | off
     std::string prefix{"auto"};       // auto | off
     bool store_cubins{false};
+    bool store{false};
     bool quiet{false};
 };
 int run_pack(const PackOptions& options);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     pack_cmd->add_option("--prefix", pack.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
     pack_cmd->add_flag("--store-cubins", pack.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
+    pack_cmd->add_flag("--store", pack.store, "Keep every entry uncompressed");
     pack_cmd->add_flag("-q,--quiet", pack.quiet, "No progress bar, no summary");
 
     std::string ls_path;

@@ -128,6 +128,8 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                     if (const toml::node* cap = r->get("capability")) {
                         auto pair = version_pair(path, cap, rw + " capability");
                         if (!pair) return std::move(pair).error();
+                        if (pair->first < 1 || pair->first > 99 || pair->second > 9)
+                            return bad(path, cap->source(), rw + ": capability must be \"major.minor\" with a one-digit minor (\"9.0\", \"10.3\")");
                         rule.capability = static_cast<uint16_t>(pair->first * 10 + pair->second);
                     }
                     const std::pair<std::string*, const char*> fields[] = {
@@ -156,6 +158,7 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
     }
     auto valid = archive::validate_manifest(m);
     if (!valid) return make_error(ErrorCode::invalid_argument, path + ": " + valid.error().message);
+    std::sort(m.kernels.begin(), m.kernels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return m;
 }
 

@@ -9,6 +9,7 @@
 #include "image.hpp"
 #include "manifest_source.hpp"
 #include "reader.hpp"
+#include "verify.hpp"
 #include "writer.hpp"
 
 namespace sdm::tools {
@@ -66,6 +67,7 @@ int run_pack(const PackOptions& o) {
     wo.dictionary = o.dict == "auto";
     wo.prefix = o.prefix == "auto";
     wo.store_cubins = o.store_cubins;
+    wo.compress = !o.store;
     wo.progress = [&](size_t done, size_t total) { progress.update(done, total); };
     archive::ArchiveWriter writer(wo);
 
@@ -143,9 +145,9 @@ int run_pack(const PackOptions& o) {
     }
     // Read back what was written before it replaces anything.
     auto check = archive::Archive::open_memory(*bytes, o.output);
-    if (!check || !check->verify()) {
-        fmt::print(stderr, "sdm pack: internal error: the written archive does not verify: {}\n",
-                   check ? check->verify().error().message : check.error().message);
+    const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
+    if (!checked) {
+        fmt::print(stderr, "sdm pack: internal error: the written archive does not verify: {}\n", checked.error().message);
         return 1;
     }
     auto written = archive::write_file_atomic(o.output, *bytes);

@@ -2,9 +2,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "image.hpp"
-#include "manifest.hpp"
 #include "reader.hpp"
+#include "verify.hpp"
 
 namespace sdm::tools {
 namespace {
@@ -12,21 +11,7 @@ namespace {
 Result<size_t> verify_one(const std::string& path) {
     auto a = archive::Archive::open_file(path);
     if (!a) return std::move(a).error();
-    SDM_TRY(a->verify());
-    // Beyond checksums: each entry must parse as what the index says it is.
-    for (size_t i = 0; i < a->entries().size(); ++i) {
-        const auto& e = a->entries()[i];
-        if (e.kind == archive::Kind::dictionary) continue;
-        auto raw = a->read(i);
-        if (!raw) return std::move(raw).error();
-        if (e.kind == archive::Kind::manifest) {
-            auto m = archive::decode_manifest(*raw);
-            if (!m) return make_error(m.error().code, a->describe(i) + ": " + m.error().message);
-            continue;
-        }
-        auto info = archive::check_declared_target(e.kind, e.sm, e.variant, *raw, a->describe(i));
-        if (!info) return std::move(info).error();
-    }
+    SDM_TRY(archive::verify_archive(*a));
     return a->entries().size();
 }
 

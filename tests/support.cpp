@@ -1,0 +1,164 @@
+#include "support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "file_map.hpp"
+#include "codec.hpp"
+#include "hash.hpp"
+#include "manifest_source.hpp"
+
+namespace sdm::test {
+
+std::string data_path(const std::string& name) { return std::string(SDM_TEST_DATA) + "/" + name; }
+
+archive::ByteVector data_file(const std::string& name) {
+    auto bytes = archive::read_file(data_path(name));
+    if (!bytes) FAIL(bytes.error().message);
+    return std::move(*bytes);
+}
+
+archive::Manifest test_manifest() {
+    const auto bytes = data_file("manifest.toml");
+    auto m = tools::parse_manifest_source(std::string(archive::as_text(bytes)), data_path("manifest.toml"));
+    if (!m) FAIL(m.error().message);
+    return std::move(*m);
+}
+
+std::vector<archive::WriterInput> test_inputs() {
+    using archive::Kind;
+    using archive::Variant;
+    std::vector<archive::WriterInput> in;
+    const auto add = [&](Kind kind, uint16_t sm, Variant variant, const std::string& file) {
+        in.push_back({"kernels", kind, sm, variant, data_file(file)});
+    };
+    add(Kind::cubin, 80, Variant::base, "kernels.sm_80.cubin");
+    add(Kind::cubin, 86, Variant::base, "kernels.sm_86.cubin");
+    add(Kind::cubin, 90, Variant::base, "kernels.sm_90.cubin");
+    add(Kind::cubin, 90, Variant::a, "kernels.sm_90a.cubin");
+    add(Kind::cubin, 100, Variant::f, "kernels.sm_100f.cubin");
+    add(Kind::cubin, 120, Variant::base, "kernels.sm_120.cubin");
+    add(Kind::ptx, 80, Variant::base, "kernels.compute_80.ptx");
+    add(Kind::ptx, 90, Variant::base, "kernels.compute_90.ptx");
+    add(Kind::ltoir, 90, Variant::base, "kernels.lto_90.ltoir");
+    in.push_back({"kernels", Kind::fatbin, 0, Variant::base, data_file("kernels.fatbin")});
+    auto manifest = archive::encode_manifest(test_manifest());
+    if (!manifest) FAIL(manifest.error().message);
+    in.push_back({"manifest", Kind::manifest, 0, Variant::base, std::move(*manifest)});
+    return in;
+}
+
+archive::ByteVector build_archive(const archive::WriterOptions& options) {
+    archive::ArchiveWriter writer(options);
+    for (auto& input : test_inputs()) {
+        auto added = writer.add(std::move(input));
+        if (!added) FAIL(added.error().message);
+    }
+    auto bytes = writer.finish();
+    if (!bytes) FAIL(bytes.error().message);
+    return std::move(*bytes);
+}
+
+size_t record_field(archive::Bytes a, size_t index, size_t field) {
+    return archive::load_u64(a, archive::header::index_offset) + index * archive::load_u32(a, archive::header::record_size) + field;
+}
+
+void rehash_stored(archive::ByteVector& a, size_t index) {
+    const uint64_t offset = archive::load_u64(a, record_field(a, index, archive::record::data_offset));
+    const uint64_t size = archive::load_u64(a, record_field(a, index, archive::record::stored_size));
+    archive::store_u64(a, record_field(a, index, archive::record::stored_hash), archive::xxh3_64(archive::Bytes(a).subspan(offset, size)));
+}
+
+void reseal(archive::ByteVector& a) {
+    using namespace archive;
+    const uint64_t index = load_u64(a, header::index_offset);
+    const uint64_t end = load_u64(a, header::strings_offset) + load_u64(a, header::strings_size);
+    store_u64(a, header::meta_hash, xxh3_64(Bytes(a).subspan(index, end - index)));
+    store_u64(a, header::header_hash, xxh3_64(Bytes(a).first(header::header_hash)));
+}
+
+std::string open_error(archive::Bytes bytes) {
+    auto a = archive::Archive::open_memory(bytes, "test.sdma");
+    return a ? std::string() : a.error().message;
+}
+
+std::vector<CorruptCase> corrupt_cases() {
+    using namespace archive;
+    WriterOptions o;
+    o.dictionary = o.prefix = false;
+    const ByteVector good = build_archive(o);
+    auto a = Archive::open_memory(good, "good");
+    if (!a) FAIL(a.error().message);
+    const size_t sm80 = a->find("kernels", Kind::cubin, 80, Variant::base).value();
+    const size_t sm86 = a->find("kernels", Kind::cubin, 86, Variant::base).value();
+    const size_t sm90 = a->find("kernels", Kind::cubin, 90, Variant::base).value();
+    const Entry& e90 = a->entries()[sm90];
+    size_t last = 0;  // the entry whose payload ends the file
+    for (size_t i = 0; i < a->entries().size(); ++i)
+        if (a->entries()[i].data_offset > a->entries()[last].data_offset) last = i;
+
+    std::vector<CorruptCase> out;
+    const auto add = [&](std::string name, bool opens, std::string expect, auto&& edit) {
+        ByteVector b = good;
+        edit(b);
+        out.push_back({std::move(name), std::move(b), opens, std::move(expect)});
+    };
+    add("truncated", false, "truncated: the header says", [](ByteVector& b) { b.resize(b.size() - 100); });
+    add("text-mode", false, "text-mode transfer", [](ByteVector& b) { b.insert(b.begin() + 4, std::byte{'\r'}); });
+    add("header-flip", false, "header checksum mismatch", [](ByteVector& b) { b[header::archive_size] ^= std::byte{1}; });
+    add("index-flip", false, "index checksum mismatch", [&](ByteVector& b) { b[record_field(b, sm90, record::raw_size)] ^= std::byte{1}; });
+    add("payload-flip", true, "stored bytes fail their checksum", [&](ByteVector& b) { b[e90.data_offset + e90.stored_size / 2] ^= std::byte{1}; });
+    add("trailing-bytes", false, "bytes follow the end of the archive", [](ByteVector& b) { b.push_back(std::byte{0}); });
+    add("newer-major", false, "cannot be read by this sdm", [](ByteVector& b) {
+        store_u16(b, header::format_major, 2);
+        reseal(b);
+    });
+    add("unknown-feature", false, "needs format features", [](ByteVector& b) {
+        store_u64(b, header::required_features, 1);
+        reseal(b);
+    });
+    add("duplicate", false, "duplicate entry", [&](ByteVector& b) {
+        store_u16(b, record_field(b, sm86, record::sm), 80);
+        reseal(b);
+    });
+    add("overlap", false, "overlap", [&](ByteVector& b) {
+        store_u64(b, record_field(b, sm90, record::data_offset), load_u64(b, record_field(b, sm80, record::data_offset)));
+        reseal(b);
+    });
+    add("oversized", false, "exceeds the per-entry limit", [&](ByteVector& b) {
+        store_u64(b, record_field(b, sm90, record::raw_size), uint64_t{1} << 31);
+        reseal(b);
+    });
+    add("two-frames", true, "bytes follow the zstd frame", [&](ByteVector& b) {
+        const auto frame = zstd_compress(as_bytes("a second frame"), 3, {}).value();
+        b.insert(b.end(), frame.begin(), frame.end());
+        store_u64(b, header::archive_size, b.size());
+        store_u64(b, record_field(b, last, record::stored_size), a->entries()[last].stored_size + frame.size());
+        rehash_stored(b, last);
+        reseal(b);
+    });
+    add("raw-checksum", true, "decompressed bytes fail their checksum", [&](ByteVector& b) {
+        store_u64(b, record_field(b, sm90, record::raw_hash), 0);  // the stored bytes are fine; the raw digest is not
+        reseal(b);
+    });
+    add("wrong-arch", true, "declared sm_81 but its bytes are for sm_80", [&](ByteVector& b) {
+        store_u16(b, record_field(b, sm80, record::sm), 81);
+        reseal(b);
+    });
+    add("padding", true, "padding byte at offset", [&](ByteVector& b) {
+        // The last byte before the first payload that does not directly follow another one.
+        std::vector<std::pair<uint64_t, uint64_t>> ranges;
+        for (const Entry& e : a->entries()) ranges.emplace_back(e.data_offset, e.data_offset + e.stored_size);
+        std::sort(ranges.begin(), ranges.end());
+        for (size_t i = 1; i < ranges.size(); ++i)
+            if (ranges[i].first > ranges[i - 1].second) {
+                b[ranges[i].first - 1] = std::byte{0x55};
+                return;
+            }
+        FAIL("the test archive has no padding");
+    });
+    return out;
+}
+
+}  // namespace sdm::test

@@ -1,0 +1,45 @@
+// Shared helpers of the Catch2 tests: the committed nvcc outputs under tests/data, a writer over
+// them, and surgery on archive bytes (change a field, then re-seal the checksums so that the
+// reader's structural checks, not its checksums, are what a test exercises).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bytes.hpp"
+#include "format.hpp"
+#include "manifest.hpp"
+#include "reader.hpp"
+#include "writer.hpp"
+
+namespace sdm::test {
+
+std::string data_path(const std::string& name);  // tests/data/<name>
+archive::ByteVector data_file(const std::string& name);
+archive::Manifest test_manifest();                // tests/data/manifest.toml, parsed
+
+// Every kind: cubins (base, a, f), PTX, LTO-IR, a fatbin and the manifest.
+std::vector<archive::WriterInput> test_inputs();
+archive::ByteVector build_archive(const archive::WriterOptions& options = {});
+
+// Byte offset of record `index`'s field `field` (archive::record::*).
+size_t record_field(archive::Bytes archive, size_t index, size_t field);
+// Recomputes the stored hash of entry `index` from its current range.
+void rehash_stored(archive::ByteVector& archive, size_t index);
+// Recomputes the index and header checksums.
+void reseal(archive::ByteVector& archive);
+
+std::string open_error(archive::Bytes bytes);  // "" when it opens
+
+// The golden corrupt archives (tests/golden/corrupt): each damage, whether the archive still
+// opens (the damage hides behind valid checksums, so only reading or verifying finds it), and the
+// text its error must contain.
+struct CorruptCase {
+    std::string name;
+    archive::ByteVector bytes;
+    bool opens;
+    std::string expect;
+};
+std::vector<CorruptCase> corrupt_cases();
+
+}  // namespace sdm::test

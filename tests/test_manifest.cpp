@@ -1,0 +1,116 @@
+// The manifest: binary round trip, forward compatibility of its TLV tree, validation, and the
+// TOML source the packer reads.
+#include <catch2/catch.hpp>
+
+#include "manifest.hpp"
+#include "manifest_source.hpp"
+#include "support.hpp"
+
+using namespace sdm;
+using namespace sdm::archive;
+
+namespace {
+std::string source_error(const std::string& toml) {
+    auto m = tools::parse_manifest_source(toml, "m.toml");
+    return m ? std::string() : m.error().message;
+}
+const std::string kHeader = "[archive]\nkernel_abi = \"1.0\"\n";
+}  // namespace
+
+TEST_CASE("manifest round trip: TOML -> binary -> manifest -> TOML", "[manifest]") {
+    const Manifest m = test::test_manifest();
+    CHECK(m.kernel_abi_major == 1);
+    CHECK(m.kernel_abi_minor == 2);
+    CHECK(m.content_version == "tests.1");
+    REQUIRE(m.kernels.size() == 2);
+    auto bytes = encode_manifest(m);
+    REQUIRE(bytes);
+    auto back = decode_manifest(*bytes);
+    REQUIRE(back);
+    REQUIRE(back->kernels.size() == 2);
+    const KernelSpec* scale = back->find_kernel("scale");
+    REQUIRE(scale);
+    CHECK(scale->module == "kernels");
+    CHECK(signature_text(scale->signature) == "ptr,f32,i32");
+    CHECK(scale->problem == std::vector<std::string>{"N"});
+    REQUIRE(scale->plans.size() == 3);
+    CHECK(scale->plans[0].capability == 90);
+    CHECK(scale->plans[0].pdl == "1");
+    CHECK(scale->plans[1].cluster[0] == "2");
+    CHECK(scale->plans[1].when == "N > l2_bytes / 4");
+    CHECK(scale->plans == m.find_kernel("scale")->plans);
+    CHECK(back->find_kernel("missing") == nullptr);
+    // The TOML the tool writes back parses to the same manifest.
+    auto again = tools::parse_manifest_source(tools::format_manifest_source(*back), "extracted.toml");
+    REQUIRE(again);
+    CHECK(encode_manifest(*again).value() == *bytes);
+}
+
+TEST_CASE("a later minor's optional fields are skipped, its required ones refused", "[manifest]") {
+    auto bytes = encode_manifest(test::test_manifest()).value();
+    // Append a top-level item with an unknown tag (99): optional first, then required.
+    ByteVector optional = bytes;
+    const std::byte item[12] = {std::byte{99}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{4}, std::byte{0},
+                                std::byte{0},  std::byte{0}, std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    optional.insert(optional.end(), std::begin(item), std::end(item));
+    store_u32(optional, 8, static_cast<uint32_t>(optional.size() - 12));  // the body size in the preamble
+    auto decoded = decode_manifest(optional);
+    REQUIRE(decoded);
+    CHECK(decoded->kernels.size() == 2);
+
+    ByteVector required = optional;
+    required[bytes.size() + 2] = std::byte{1};  // flags: required
+    auto refused = decode_manifest(required);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == ErrorCode::unsupported);
+    CHECK_THAT(refused.error().message, Catch::Contains("required field 99") && Catch::Contains("update sdm"));
+
+    ByteVector newer = bytes;
+    store_u16(newer, 4, 2);
+    CHECK(decode_manifest(newer).error().code == ErrorCode::unsupported);
+
+    ByteVector truncated(bytes.begin(), bytes.end() - 3);
+    CHECK_THAT(decode_manifest(truncated).error().message, Catch::Contains("truncated or extended"));
+    store_u32(truncated, 8, static_cast<uint32_t>(truncated.size() - 12));
+    CHECK_THAT(decode_manifest(truncated).error().message, Catch::Contains("runs past its container"));
+    CHECK_THAT(decode_manifest(as_bytes("not a manifest")).error().message, Catch::Contains("no manifest magic"));
+    // Every truncation fails cleanly.
+    for (size_t n = 0; n < bytes.size(); ++n) CHECK_FALSE(decode_manifest(Bytes(bytes).first(n)));
+}
+
+TEST_CASE("manifest validation names the kernel and the rule", "[manifest]") {
+    const auto scale = [](Manifest& m) -> KernelSpec& { return m.kernels.at(m.kernels[0].name == "scale" ? 0 : 1); };
+    Manifest m = test::test_manifest();
+    scale(m).plans[0].device_class = "volta";
+    CHECK_THAT(validate_manifest(m).error().message, Catch::Contains("kernel scale plan rule 0") && Catch::Contains("class must be modern, a100 or rtx"));
+    m = test::test_manifest();
+    scale(m).plans[2].device_class = "rtx";
+    scale(m).plans[2].capability = 90;
+    CHECK_THAT(validate_manifest(m).error().message, Catch::Contains("capability 9.0 is not in class rtx"));
+    m = test::test_manifest();
+    scale(m).plans[0].block = "smem * 2";  // smem is computed after block
+    CHECK_THAT(validate_manifest(m).error().message, Catch::Contains("unknown name 'smem'"));
+    m = test::test_manifest();
+    m.kernels.push_back(m.kernels[0]);
+    CHECK_THAT(validate_manifest(m).error().message, Catch::Contains("listed twice"));
+    m = test::test_manifest();
+    scale(m).problem.push_back("sms");
+    CHECK_THAT(validate_manifest(m).error().message, Catch::Contains("problem parameter 'sms'"));
+    CHECK_THAT(parse_signature("ptr,float").error().message, Catch::Contains("unknown type 'float'"));
+    CHECK(parse_signature("ptr, i32 ,f64")->size() == 3);
+    CHECK(parse_signature("")->empty());
+}
+
+TEST_CASE("manifest source errors carry file, line and column", "[manifest]") {
+    CHECK_THAT(source_error("[archive]\nkernel_abi = 1\n"), Catch::Contains("m.toml:2") && Catch::Contains("\"major.minor\""));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr\"\nsignatur = \"x\"\n"),
+               Catch::Contains("m.toml:7") && Catch::Contains("unknown key 'signatur'"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\n"), Catch::Contains("needs 'signature'"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr\"\n[[kernel.plan]]\nclass = \"modern\"\nblock = 1\n"),
+               Catch::Contains("needs block and grid"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr\"\n[[kernel.plan]]\nclass = \"modern\"\n"
+                                      "block = \"2 +\"\ngrid = 1\n"),
+               Catch::Contains("plan expression '2 +'"));
+    CHECK_THAT(source_error("[archive\n"), Catch::Contains("m.toml:1"));
+    CHECK_THAT(source_error("kernel_abi = \"1.0\"\n"), Catch::Contains("unknown key 'kernel_abi'"));
+}

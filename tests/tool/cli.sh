@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The sdm command line end to end: pack the test kernels, list, verify, extract, repack, diff,
+# and refuse bad input with a message naming it. Usage: cli.sh SDM DATA_DIR
+set -euo pipefail
+sdm=$1 data=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_fail() {  # expect_fail SUBSTRING command...
+  local want=$1; shift
+  if "$@" >"$work/out" 2>"$work/err"; then fail "succeeded: $*"; fi
+  grep -qF -- "$want" "$work/err" || { cat "$work/err" >&2; fail "stderr of '$*' lacks '$want'"; }
+}
+images=(kernels:sm_80="$data/kernels.sm_80.cubin" kernels:sm_86="$data/kernels.sm_86.cubin"
+        kernels:sm_90a="$data/kernels.sm_90a.cubin" kernels:sm_100f="$data/kernels.sm_100f.cubin"
+        kernels:compute_80="$data/kernels.compute_80.ptx" kernels:lto_90="$data/kernels.lto_90.ltoir"
+        kernels:fatbin="$data/kernels.fatbin")
+
+"$sdm" pack -q -m "$data/manifest.toml" -o "$work/a.sdma" "${images[@]}"
+"$sdm" verify "$work/a.sdma" | grep -q "ok, 8 entries"
+"$sdm" ls "$work/a.sdma" | grep -q "kernel ABI 1.2"
+"$sdm" ls --json "$work/a.sdma" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert len(j["entries"])==8 and j["kernel_abi"]=="1.2", j'
+
+# Extract everything and repack from the extracted files: the same archive, byte for byte.
+"$sdm" extract "$work/a.sdma" -C "$work/x" >/dev/null
+cmp "$work/x/kernels.sm_90a.cubin" "$data/kernels.sm_90a.cubin"
+cmp "$work/x/kernels.compute_80.ptx" "$data/kernels.compute_80.ptx"
+"$sdm" pack -q -m "$work/x/manifest.toml" -o "$work/b.sdma" kernels:sm_80="$work/x/kernels.sm_80.cubin" \
+  kernels:sm_86="$work/x/kernels.sm_86.cubin" kernels:sm_90a="$work/x/kernels.sm_90a.cubin" \
+  kernels:sm_100f="$work/x/kernels.sm_100f.cubin" kernels:compute_80="$work/x/kernels.compute_80.ptx" \
+  kernels:lto_90="$work/x/kernels.lto_90.ltoir" kernels:fatbin="$work/x/kernels.fatbin"
+cmp "$work/a.sdma" "$work/b.sdma"
+"$sdm" diff "$work/a.sdma" "$work/b.sdma" | grep -q "same entries"
+"$sdm" extract "$work/a.sdma" -C "$work/y" kernels:sm_90a manifest | grep -q manifest.toml
+[ "$(ls "$work/y" | wc -l)" = 2 ] || fail "extract of a selection wrote $(ls "$work/y")"
+
+# diff: an added arch, a changed image, a manifest change; exit 1 when they differ.
+sed 's/content_version = "tests.1"/content_version = "tests.2"/' "$data/manifest.toml" >"$work/m2.toml"
+"$sdm" pack -q -m "$work/m2.toml" -o "$work/c.sdma" "${images[@]}" kernels:sm_120="$data/kernels.sm_120.cubin"
+set +e; "$sdm" diff "$work/a.sdma" "$work/c.sdma" >"$work/diff"; rc=$?; set -e
+[ $rc = 1 ] || fail "diff exit $rc"
+grep -q "^+ kernels:sm_120" "$work/diff" && grep -q "content version tests.1 -> tests.2" "$work/diff" || { cat "$work/diff"; fail "diff output"; }
+
+# Refusals, each naming the input and the fix.
+expect_fail "declared sm_90 but its bytes are for sm_80" "$sdm" pack -q -o "$work/bad.sdma" kernels:sm_90="$data/kernels.sm_80.cubin"
+expect_fail "must be MODULE:TARGET=PATH" "$sdm" pack -q -o "$work/bad.sdma" "$data/kernels.sm_80.cubin"
+expect_fail "target 'sm_9x'" "$sdm" pack -q -o "$work/bad.sdma" kernels:sm_9x="$data/kernels.sm_80.cubin"
+expect_fail "no image of it was given" "$sdm" pack -q -m "$data/manifest.toml" -o "$work/bad.sdma" other:sm_80="$data/kernels.sm_80.cubin"
+printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "nope"\nmodule = "kernels"\nsignature = "ptr"\n' >"$work/m3.toml"
+expect_fail "does not define kernel(s) nope" "$sdm" pack -q -m "$work/m3.toml" -o "$work/bad.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
+expect_fail "cannot open" "$sdm" verify "$work/missing.sdma"
+[ ! -e "$work/bad.sdma" ] || fail "a refused pack left an output file"
+echo "cli: all checks passed"
