@@ -156,7 +156,7 @@ int run_pack(const PackOptions& o) {
         return 1;
     }
     if (!o.quiet)
-        fmt::print("{}: {} entries, {} raw bytes -> {} bytes ({:.3f}x); {} prefix-coded, {} with a {}-byte dictionary, {} stored\n",
+        fmt::print("{}: {} entries, {} raw bytes -> {} bytes ({:.3f}x); {} prefix-coded, {} dictionary-coded ({} bytes of dictionary), {} stored\n",
                    o.output, report.entries, report.raw_bytes, report.archive_bytes,
                    report.raw_bytes ? static_cast<double>(report.archive_bytes) / static_cast<double>(report.raw_bytes) : 0.0,
                    report.prefix_coded, report.dictionary_coded, report.dictionary_bytes, report.stored);

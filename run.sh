@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# sdm's two set-up commands for a fresh machine (Debian/Ubuntu):
+#   ./run.sh demo   install what is missing, build, run the main job
+#   ./run.sh test   install what is missing, build with warnings as errors, run every test;
+#                   the last line is "N passed, N failed" (counted from Meson's test log)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(meson ninja-build pkg-config g++ cmake python3 libzstd-dev libxxhash-dev libmsgsl-dev catch2
+          libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null; then sudo=(sudo); else
+      echo "run.sh: missing packages: ${missing[*]}" >&2
+      echo "run.sh: install them as root: apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "run.sh: missing packages (Debian names): ${missing[*]}; install their equivalents and rerun" >&2
+    exit 1
+  fi
+  echo "run.sh: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+configure() {  # configure BUILD_DIR [meson options...]
+  local dir=$1; shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson configure "$dir" "$@" >/dev/null
+  else
+    meson setup "$dir" "$@"
+  fi
+}
+
+count_results() {  # the closing line, from Meson's machine-readable test log
+  python3 - "$1/meson-logs/testlog.json" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for line in open(sys.argv[1]):
+    result = json.loads(line)["result"]
+    if result in ("OK", "EXPECTEDFAIL"): passed += 1
+    elif result == "SKIP": skipped += 1
+    else: failed += 1
+print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+PY
+}
+
+case "${1:-}" in
+  test)
+    install_missing
+    configure build -Dwerror=true -Dtests=enabled
+    ninja -C build
+    status=0
+    meson test -C build --print-errorlogs --num-processes 2 || status=$?
+    count_results build
+    exit $status
+    ;;
+  demo)
+    install_missing
+    configure build
+    ninja -C build
+    exec ./tools/demo.sh build
+    ;;
+  *)
+    echo "usage: ./run.sh demo | test" >&2
+    exit 2
+    ;;
+esac
