@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <gsl/assert>
+
 #include "codec.hpp"
 #include "file_map.hpp"
 
@@ -239,6 +241,7 @@ Result<void> Archive::check_stored(size_t index) const {
 }
 
 Result<void> Archive::read_into(size_t index, std::span<std::byte> out) const {
+    Expects(index < entries_.size() && out.size() == entries_[index].raw_size);
     const Entry& e = entries_[index];
     SDM_TRY(check_stored(index));
     const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);

@@ -7,6 +7,8 @@
 #include <thread>
 #include <tuple>
 
+#include <gsl/narrow>
+
 #include "codec.hpp"
 #include "hash.hpp"
 #include "image.hpp"
@@ -277,7 +279,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             name_offsets[i] = name_offsets[i - 1];
             continue;
         }
-        name_offsets[i] = static_cast<uint32_t>(strings.size());
+        name_offsets[i] = gsl::narrow<uint32_t>(strings.size());
         strings += in[i].name;
     }
     const uint64_t index_offset = kHeaderSize;
@@ -303,7 +305,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     store_u32(o, header::header_size, kHeaderSize);
     store_u64(o, header::archive_size, at);
     store_u64(o, header::index_offset, index_offset);
-    store_u32(o, header::index_count, static_cast<uint32_t>(count));
+    store_u32(o, header::index_count, gsl::narrow<uint32_t>(count));
     store_u32(o, header::record_size, kRecordSize);
     store_u64(o, header::strings_offset, strings_offset);
     store_u64(o, header::strings_size, strings.size());
@@ -315,7 +317,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     for (size_t i = 0; i < count; ++i) {
         const std::span<std::byte> r = o.subspan(index_offset + i * kRecordSize, kRecordSize);
         store_u32(r, record::name_offset, name_offsets[i]);
-        store_u16(r, record::name_length, static_cast<uint16_t>(in[i].name.size()));
+        store_u16(r, record::name_length, gsl::narrow<uint16_t>(in[i].name.size()));
         store_u8(r, record::kind, static_cast<uint8_t>(in[i].kind));
         store_u8(r, record::codec, static_cast<uint8_t>(choice[i].codec));
         store_u16(r, record::sm, in[i].sm);
