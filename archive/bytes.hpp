@@ -2,6 +2,7 @@
 // bytes. Every read is bounds-checked by the caller's validation first; these helpers only decode.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -15,17 +16,23 @@ namespace sdm::archive {
 using Bytes = std::span<const std::byte>;
 using ByteVector = std::vector<std::byte>;
 
+// One unaligned load each (a byte-at-a-time loop over std::byte does not fold into one).
 inline uint16_t load_u16(Bytes b, size_t at) {
-    return static_cast<uint16_t>(std::to_integer<uint16_t>(b[at]) | (std::to_integer<uint16_t>(b[at + 1]) << 8));
+    uint16_t v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap16(v);
+    return v;
 }
 inline uint32_t load_u32(Bytes b, size_t at) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < 4; ++i) v |= std::to_integer<uint32_t>(b[at + i]) << (8 * i);
+    uint32_t v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
     return v;
 }
 inline uint64_t load_u64(Bytes b, size_t at) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; ++i) v |= std::to_integer<uint64_t>(b[at + i]) << (8 * i);
+    uint64_t v;
+    std::memcpy(&v, b.data() + at, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
     return v;
 }
 inline uint8_t load_u8(Bytes b, size_t at) { return std::to_integer<uint8_t>(b[at]); }

@@ -19,6 +19,7 @@ constexpr bool kCheckHashes = true;
 #endif
 
 auto entry_key(const Entry& e) { return std::tuple(e.name, static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
+auto tail_key(const Entry& e) { return std::tuple(static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 
 uint64_t header_hash(Bytes b, uint32_t header_size) {
     if (header_size == kHeaderSize) return xxh3_64(b.first(header::header_hash));
@@ -124,15 +125,20 @@ Result<void> Archive::validate() {
     entries_.reserve(count);
     uint64_t total_raw = 0;
     size_t manifests = 0;
+    uint32_t prev_name_offset = 0;
+    uint16_t prev_name_length = 0;
     for (uint32_t i = 0; i < count; ++i) {
         const Bytes r = b.subspan(index_offset + uint64_t{i} * h.record_size, h.record_size);
         const auto entry_fail = [&](const std::string& why) { return fail("entry " + std::to_string(i) + ": " + why); };
-        Entry e;
+        Entry& e = entries_.emplace_back();  // filled in place: a failure discards the whole Archive
         const uint32_t name_offset = load_u32(r, record::name_offset);
         const uint16_t name_length = load_u16(r, record::name_length);
         if (!in_bounds(name_offset, name_length, strings.size())) return entry_fail("name outside the string table");
         e.name = as_text(strings.subspan(name_offset, name_length));
-        if (!valid_name(e.name)) return entry_fail("name is empty, too long, or not printable ASCII");
+        const bool same_name = i > 0 && name_offset == prev_name_offset && name_length == prev_name_length;
+        if (!same_name && !valid_name(e.name)) return entry_fail("name is empty, too long, or not printable ASCII");
+        prev_name_offset = name_offset;
+        prev_name_length = name_length;
         e.kind = static_cast<Kind>(load_u8(r, record::kind));
         e.codec = static_cast<Codec>(load_u8(r, record::codec));
         e.sm = load_u16(r, record::sm);
@@ -143,59 +149,67 @@ Result<void> Archive::validate() {
         e.raw_size = load_u64(r, record::raw_size);
         e.raw_hash = load_hash128(r, record::raw_hash);
         e.stored_hash = load_u64(r, record::stored_hash);
-        const std::string who = "entry " + std::to_string(i) + " (" + std::string(e.name) + ")";
+        // Built only on failure: formatting it for every record cost most of the open time.
+        const auto who = [&] { return "entry " + std::to_string(i) + " (" + std::string(e.name) + ")"; };
         if (h.format_minor == 0) {
             if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
             for (size_t extra = kRecordSize; extra < h.record_size; ++extra)
                 if (load_u8(r, extra) != 0) return entry_fail("bytes past the 1.0 record are not zero");
         }
         if (!is_known(e.kind))
-            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who + " has kind " + std::to_string(static_cast<int>(e.kind)) +
+            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who() + " has kind " + std::to_string(static_cast<int>(e.kind)) +
                                                           ", unknown to this sdm; update sdm");
         if (!is_known(e.codec))
-            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who + " uses codec " +
+            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who() + " uses codec " +
                                                           std::to_string(static_cast<int>(e.codec)) + ", unknown to this sdm; update sdm");
-        if (!is_known(e.variant)) return fail(who + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
+        if (!is_known(e.variant)) return fail(who() + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
         if (kind_has_arch(e.kind) ? (e.sm < 10 || e.sm > 999) : (e.sm != 0 || e.variant != Variant::base))
-            return fail(who + ": arch " + std::to_string(e.sm) + " does not fit kind " + kind_name(e.kind));
+            return fail(who() + ": arch " + std::to_string(e.sm) + " does not fit kind " + kind_name(e.kind));
         if (e.raw_size > limits::max_raw_entry)
-            return fail(who + ": raw size " + std::to_string(e.raw_size) + " exceeds the per-entry limit of " + std::to_string(limits::max_raw_entry));
+            return fail(who() + ": raw size " + std::to_string(e.raw_size) + " exceeds the per-entry limit of " + std::to_string(limits::max_raw_entry));
         total_raw += e.raw_size;
         if (total_raw > limits::max_raw_total) return fail("the entries' raw sizes add up past the limit of " + std::to_string(limits::max_raw_total));
         if (e.codec == Codec::stored) {
-            if (e.stored_size != e.raw_size) return fail(who + ": a stored entry whose stored and raw sizes differ");
-            if (e.data_offset % kStoredAlignment != 0) return fail(who + ": stored payload not aligned to 4096 bytes");
+            if (e.stored_size != e.raw_size) return fail(who() + ": a stored entry whose stored and raw sizes differ");
+            if (e.data_offset % kStoredAlignment != 0) return fail(who() + ": stored payload not aligned to 4096 bytes");
         } else {
-            if (e.stored_size == 0) return fail(who + ": empty compressed payload");
-            if (e.data_offset % kZstdAlignment != 0) return fail(who + ": compressed payload not aligned to 64 bytes");
+            if (e.stored_size == 0) return fail(who() + ": empty compressed payload");
+            if (e.data_offset % kZstdAlignment != 0) return fail(who() + ": compressed payload not aligned to 64 bytes");
             // A zstd frame cannot expand data by more than its block overhead.
-            if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return fail(who + ": stored size larger than any zstd frame of its raw size");
+            if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return fail(who() + ": stored size larger than any zstd frame of its raw size");
         }
         if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
-            return fail(who + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
+            return fail(who() + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
                         ") lies outside the payload region");
         if (e.kind == Kind::manifest && ++manifests > 1) return fail("more than one manifest entry");
-        if (!entries_.empty() && !(entry_key(entries_.back()) < entry_key(e)))
-            return fail(entry_key(entries_.back()) == entry_key(e) ? who + ": duplicate entry " + e.target()
-                                                                   : who + ": the index is not sorted");
-        entries_.push_back(e);
+        // Records of one module share one string-table name (the writer stores each name once):
+        // its text was checked above, and only the rest of the key needs comparing.
+        if (i > 0 && !(same_name ? tail_key(entries_[i - 1]) < tail_key(e) : entry_key(entries_[i - 1]) < entry_key(e)))
+            return fail(entry_key(entries_[i - 1]) == entry_key(e) ? who() + ": duplicate entry " + e.target()
+                                                                   : who() + ": the index is not sorted");
     }
     // References: after all records are known.
     for (size_t i = 0; i < entries_.size(); ++i) {
         const Entry& e = entries_[i];
-        const std::string who = "entry " + std::to_string(i) + " (" + std::string(e.name) + ")";
+        // Built only on failure: formatting it for every record cost most of the open time.
+        const auto who = [&] { return "entry " + std::to_string(i) + " (" + std::string(e.name) + ")"; };
         if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
-            if (e.ref >= entries_.size() || e.ref == i) return fail(who + ": references missing entry " + std::to_string(e.ref));
+            if (e.ref >= entries_.size() || e.ref == i) return fail(who() + ": references missing entry " + std::to_string(e.ref));
             const Entry& r = entries_[e.ref];
             if (r.codec != Codec::stored && r.codec != Codec::zstd)
-                return fail(who + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
+                return fail(who() + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
             if ((e.codec == Codec::zstd_dict) != (r.kind == Kind::dictionary))
-                return fail(who + ": " + codec_name(e.codec) + " references a " + kind_name(r.kind) + " entry");
+                return fail(who() + ": " + codec_name(e.codec) + " references a " + kind_name(r.kind) + " entry");
         } else if (e.ref != kNoRef) {
-            return fail(who + ": codec " + codec_name(e.codec) + " with a reference");
+            return fail(who() + ": codec " + codec_name(e.codec) + " with a reference");
         }
     }
-    // Payload ranges must not overlap.
+    // Payload ranges must not overlap. The writer lays payloads out in index order: check that in
+    // one pass, and sort only an archive laid out otherwise.
+    bool in_order = true;
+    for (size_t i = 1; i < entries_.size() && in_order; ++i)
+        in_order = entries_[i - 1].data_offset + entries_[i - 1].stored_size <= entries_[i].data_offset;
+    if (in_order) return {};
     std::vector<std::pair<uint64_t, uint64_t>> ranges;
     ranges.reserve(entries_.size());
     for (const Entry& e : entries_)

@@ -145,15 +145,17 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     });
     if (failed) return first_error;
 
-    // 2. Prefix coding: each image against earlier images of the same kind, first those of the same
-    // module (other archs: sm_86 beside sm_80), then those of the same arch (other modules).
+    // 2. Prefix coding: each image against other images of the same kind, first those of the same
+    // module (other archs: sm_86 beside sm_80), then those of the same arch (other modules). A base
+    // stays plain (references go one step), so which images become bases matters most: the trials
+    // that save most are taken first, and an image may reference one after it in the index.
     if (options_.prefix && options_.compress) {
         std::vector<std::vector<size_t>> candidates(n);
         for (size_t i = 0; i < n; ++i) {
             if (!image_kind(in[i].kind) || pinned[i] || choice[i].codec == Codec::stored) continue;
             std::vector<size_t> same_name, same_arch;
-            for (size_t j = 0; j < i; ++j) {
-                if (in[j].kind != in[i].kind) continue;
+            for (size_t j = 0; j < n; ++j) {
+                if (j == i || in[j].kind != in[i].kind) continue;
                 if (in[j].name == in[i].name) same_name.push_back(j);
                 else if (in[j].sm == in[i].sm && in[j].variant == in[i].variant) same_arch.push_back(j);
             }
@@ -182,25 +184,21 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             ++done;
         });
         if (failed) return first_error;
-        // In index order, so a base is always decided before the entries that may reference it.
-        for (size_t t = 0; t < trials.size();) {
-            const size_t i = trials[t].first;
-            size_t best = kNoRef;
-            double best_size = static_cast<double>(choice[i].stored.size()) * kPrefixGain;
-            for (; t < trials.size() && trials[t].first == i; ++t) {
-                const size_t j = trials[t].second;
-                if (referrer[j]) continue;
-                if (static_cast<double>(trial_out[t].size()) < best_size) {
-                    best_size = static_cast<double>(trial_out[t].size());
-                    best = t;
-                }
-            }
-            if (best != kNoRef) {
-                const size_t j = trials[best].second;
-                choice[i] = Choice{Codec::zstd_prefix, static_cast<uint32_t>(j), std::move(trial_out[best])};
-                referrer[i] = true;
-                pinned[j] = true;
-            }
+        // Largest saving first (ties: trial order, so the result is deterministic). An image that
+        // references another can no longer be a base, and a base can no longer reference.
+        std::vector<std::pair<size_t, size_t>> order;  // (bytes saved, trial)
+        for (size_t t = 0; t < trials.size(); ++t) {
+            const size_t plain = choice[trials[t].first].stored.size();
+            if (static_cast<double>(trial_out[t].size()) < static_cast<double>(plain) * kPrefixGain)
+                order.emplace_back(plain - trial_out[t].size(), t);
+        }
+        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+        for (const auto& [saved, t] : order) {
+            const auto [i, j] = trials[t];
+            if (referrer[i] || pinned[i] || referrer[j]) continue;
+            choice[i] = Choice{Codec::zstd_prefix, static_cast<uint32_t>(j), std::move(trial_out[t])};
+            referrer[i] = true;
+            pinned[j] = true;
         }
     }
 
