@@ -12,6 +12,12 @@ const char* error_code_name(ErrorCode code) noexcept {
     case ErrorCode::out_of_memory: return "out of memory";
     case ErrorCode::mismatch: return "mismatch";
     case ErrorCode::internal: return "internal error";
+    case ErrorCode::no_driver: return "no driver";
+    case ErrorCode::driver_too_old: return "driver too old";
+    case ErrorCode::driver: return "driver error";
+    case ErrorCode::no_device: return "no device";
+    case ErrorCode::unsupported_device: return "unsupported device";
+    case ErrorCode::not_built: return "not built";
     }
     return "unknown error";
 }

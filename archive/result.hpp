@@ -19,8 +19,15 @@ enum class ErrorCode : int32_t {
     io = 4,                // the operating system refused (open, read, mmap, write, rename)
     not_found = 5,         // no such entry, kernel, file
     out_of_memory = 6,
-    mismatch = 7,          // declared metadata disagrees with the bytes (arch, kind)
+    mismatch = 7,          // declared metadata disagrees with the bytes (arch, kind, ABI, signature)
     internal = 8,          // a broken invariant inside sdm: report it
+    // The runtime's own failures.
+    no_driver = 9,            // libcuda could not be loaded
+    driver_too_old = 10,      // the driver lacks a CUDA version or an entry point sdm needs
+    driver = 11,              // a driver call failed (Error::native holds the CUresult)
+    no_device = 12,           // no such device ordinal
+    unsupported_device = 13,  // outside the hardware matrix
+    not_built = 14,           // this build lacks the feature (a Meson feature was off)
 };
 
 const char* error_code_name(ErrorCode code) noexcept;
@@ -28,6 +35,8 @@ const char* error_code_name(ErrorCode code) noexcept;
 struct Error {
     ErrorCode code{ErrorCode::internal};
     std::string message;
+    int32_t native{0};  // the CUresult / nvJitLink result behind it, 0 when none
+    std::string log;    // a backend's log (JIT error log), empty when none
 };
 
 template <typename T>
@@ -71,7 +80,7 @@ private:
 };
 
 inline Error make_error(ErrorCode code, std::string message) {
-    return Error{code, std::move(message)};
+    return Error{code, std::move(message), 0, {}};
 }
 
 }  // namespace sdm

@@ -22,7 +22,7 @@ Result<DeviceClass> classify(int32_t ordinal, std::string_view name, Capability 
     if ((sm == 90 || sm == 100 || sm == 103) && smem_optin_bytes >= kModernSmem) return DeviceClass::modern;
     if (sm == 80 && smem_optin_bytes == kA100Smem) return DeviceClass::a100;
     if ((sm == 86 || sm == 89 || sm == 120) && smem_optin_bytes == kRtxSmem) return DeviceClass::rtx;
-    return make_error(ErrorCode::unsupported,
+    return make_error(ErrorCode::unsupported_device,
                       "sparse_delta_memory supports NVIDIA H100 / B200 / GB300 (compute capability 9.0 / 10.0 / 10.3), A100 (8.0) "
                       "and RTX 30 / 40 / 50 (8.6 / 8.9 / 12.0); device " +
                           std::to_string(ordinal) + " (" + std::string(name) + ") has compute capability " + std::to_string(cc.major) +

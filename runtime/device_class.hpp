@@ -29,7 +29,7 @@ struct Capability {
 const char* device_class_name(DeviceClass c) noexcept;  // "modern", "a100", "rtx"
 std::optional<DeviceClass> parse_device_class(std::string_view name) noexcept;
 
-// The class of a device, or ErrorCode::unsupported with the seed's message naming the supported
+// The class of a device, or ErrorCode::unsupported_device with the seed's message naming the supported
 // GPUs and this device's ordinal, name, capability and opt-in shared memory.
 Result<DeviceClass> classify(int32_t ordinal, std::string_view name, Capability cc, int32_t smem_optin_bytes);
 

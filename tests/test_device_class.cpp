@@ -44,7 +44,7 @@ TEST_CASE("every row of the hardware matrix classifies as the seed's backend() d
             CHECK(*c == *row.expected);
         } else {
             REQUIRE_FALSE(c);
-            CHECK(c.error().code == ErrorCode::unsupported);
+            CHECK(c.error().code == ErrorCode::unsupported_device);
             const std::string cap = std::to_string(row.cc.major) + "." + std::to_string(row.cc.minor);
             CHECK_THAT(c.error().message, Catch::Contains("supports NVIDIA H100 / B200 / GB300 (compute capability 9.0 / 10.0 / 10.3), A100 (8.0)") &&
                                               Catch::Contains("device 3 (" + std::string(row.name) + ")") &&

@@ -1,0 +1,325 @@
+// The C ABI (include/sdm/sdm.h): a thin layer that checks arguments, translates handles and
+// statuses, and keeps every exception on this side of the boundary. Logic lives below it.
+#include "sdm/sdm.h"
+
+#include <cstring>
+#include <new>
+
+#include "capi_internal.hpp"
+#include "device_class.hpp"
+#include "runtime.hpp"
+#include "sdm_version.h"
+
+using sdm::Error;
+using sdm::ErrorCode;
+using sdm::Result;
+
+struct sdm_runtime {
+    sdm::runtime::Runtime impl;
+    explicit sdm_runtime(sdm::runtime::RuntimeOptions o) : impl(std::move(o)) {}
+};
+
+namespace sdm::capi {
+
+sdm_status status_of(ErrorCode code) noexcept {
+    switch (code) {
+    case ErrorCode::invalid_argument: return SDM_ERROR_INVALID_ARGUMENT;
+    case ErrorCode::corrupt: return SDM_ERROR_ARCHIVE_CORRUPT;
+    case ErrorCode::unsupported: return SDM_ERROR_ARCHIVE_UNSUPPORTED;
+    case ErrorCode::io: return SDM_ERROR_IO;
+    case ErrorCode::not_found: return SDM_ERROR_NOT_FOUND;
+    case ErrorCode::out_of_memory: return SDM_ERROR_OUT_OF_MEMORY;
+    case ErrorCode::mismatch: return SDM_ERROR_MISMATCH;
+    case ErrorCode::internal: return SDM_ERROR_INTERNAL;
+    case ErrorCode::no_driver: return SDM_ERROR_NO_DRIVER;
+    case ErrorCode::driver_too_old: return SDM_ERROR_DRIVER_TOO_OLD;
+    case ErrorCode::driver: return SDM_ERROR_DRIVER;
+    case ErrorCode::no_device: return SDM_ERROR_NO_DEVICE;
+    case ErrorCode::unsupported_device: return SDM_ERROR_UNSUPPORTED_DEVICE;
+    case ErrorCode::not_built: return SDM_ERROR_UNSUPPORTED;
+    }
+    return SDM_ERROR_INTERNAL;
+}
+
+// Hands `e` to the caller (when it asked) and to the runtime's last error; returns its status.
+sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept {
+    const sdm_status status = status_of(e.code);
+    try {
+        if (runtime != nullptr) runtime->impl.record_error(e);
+        if (out != nullptr) *out = new sdm_error{status, std::move(e.message), e.native, std::move(e.log)};
+    } catch (...) {
+        if (out != nullptr) *out = nullptr;  // no memory for the details: the status still says it
+    }
+    return status;
+}
+
+sdm_status fail(sdm_runtime* runtime, sdm_error** out, ErrorCode code, std::string message) noexcept {
+    try {
+        return fail(runtime, out, make_error(code, std::move(message)));
+    } catch (...) {
+        if (out != nullptr) *out = nullptr;
+        return status_of(code);
+    }
+}
+
+sdm_status ok(sdm_error** out) noexcept {
+    if (out != nullptr) *out = nullptr;
+    return SDM_OK;
+}
+
+// Runs `body` (returning sdm_status), mapping any exception onto a status.
+template <typename Body>
+sdm_status guarded(sdm_runtime* runtime, sdm_error** out, Body&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return fail(runtime, out, ErrorCode::out_of_memory, "out of memory");
+    } catch (const std::exception& e) {
+        return fail(runtime, out, ErrorCode::internal, std::string("internal error: ") + e.what() + "; please report it");
+    } catch (...) {
+        return fail(runtime, out, ErrorCode::internal, "internal error: unknown exception; please report it");
+    }
+}
+
+// A struct the caller sized: at least the 1.0 size `minimum`.
+bool sized(const void* p, uint32_t struct_size, size_t minimum) noexcept { return p != nullptr && struct_size >= minimum; }
+
+std::string struct_size_message(const char* type, uint32_t given, size_t minimum) {
+    return std::string(type) + ".struct_size is " + std::to_string(given) + ", below the " + std::to_string(minimum) +
+           " bytes of ABI 1.0: set it to sizeof(" + type + ")";
+}
+
+sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
+
+}  // namespace sdm::capi
+
+using namespace sdm::capi;
+
+extern "C" {
+
+SDM_API const char* sdm_status_string(sdm_status status) {
+    switch (status) {
+    case SDM_OK: return "SDM_OK";
+    case SDM_ERROR_INVALID_ARGUMENT: return "SDM_ERROR_INVALID_ARGUMENT";
+    case SDM_ERROR_OUT_OF_MEMORY: return "SDM_ERROR_OUT_OF_MEMORY";
+    case SDM_ERROR_NO_DRIVER: return "SDM_ERROR_NO_DRIVER";
+    case SDM_ERROR_DRIVER_TOO_OLD: return "SDM_ERROR_DRIVER_TOO_OLD";
+    case SDM_ERROR_DRIVER: return "SDM_ERROR_DRIVER";
+    case SDM_ERROR_NO_DEVICE: return "SDM_ERROR_NO_DEVICE";
+    case SDM_ERROR_UNSUPPORTED_DEVICE: return "SDM_ERROR_UNSUPPORTED_DEVICE";
+    case SDM_ERROR_ARCHIVE_CORRUPT: return "SDM_ERROR_ARCHIVE_CORRUPT";
+    case SDM_ERROR_ARCHIVE_UNSUPPORTED: return "SDM_ERROR_ARCHIVE_UNSUPPORTED";
+    case SDM_ERROR_IO: return "SDM_ERROR_IO";
+    case SDM_ERROR_NOT_FOUND: return "SDM_ERROR_NOT_FOUND";
+    case SDM_ERROR_UNSUPPORTED: return "SDM_ERROR_UNSUPPORTED";
+    case SDM_ERROR_NO_IMAGE: return "SDM_ERROR_NO_IMAGE";
+    case SDM_ERROR_IMAGE_REFUSED: return "SDM_ERROR_IMAGE_REFUSED";
+    case SDM_ERROR_JIT: return "SDM_ERROR_JIT";
+    case SDM_ERROR_MISMATCH: return "SDM_ERROR_MISMATCH";
+    case SDM_ERROR_GRAPH_CAPTURE: return "SDM_ERROR_GRAPH_CAPTURE";
+    case SDM_ERROR_INTERNAL: return "SDM_ERROR_INTERNAL";
+    default: return "SDM_ERROR_UNKNOWN";
+    }
+}
+
+SDM_API uint32_t sdm_abi_version(void) { return (uint32_t{SDM_ABI_VERSION_MAJOR} << 16) | SDM_ABI_VERSION_MINOR; }
+SDM_API const char* sdm_version_string(void) { return SDM_VERSION_STRING; }
+
+SDM_API sdm_status sdm_error_code(const sdm_error* error) { return error != nullptr ? error->code : SDM_OK; }
+SDM_API const char* sdm_error_message(const sdm_error* error) { return error != nullptr ? error->message.c_str() : ""; }
+SDM_API int32_t sdm_error_native(const sdm_error* error) { return error != nullptr ? error->native : 0; }
+SDM_API const char* sdm_error_log(const sdm_error* error) { return error != nullptr ? error->log.c_str() : ""; }
+SDM_API void sdm_error_destroy(sdm_error* error) { delete error; }
+
+SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
+    return guarded(nullptr, error, [&]() -> sdm_status {
+        if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
+        constexpr size_t kMinimum = offsetof(sdm_runtime_params, cuda_context) + sizeof(void*);
+        sdm::runtime::RuntimeOptions options;
+        if (params != nullptr) {
+            if (!sized(params, params->struct_size, kMinimum))
+                return fail(nullptr, error, ErrorCode::invalid_argument,
+                            "sdm_runtime_create: " + struct_size_message("sdm_runtime_params", params->struct_size, kMinimum));
+            if (params->log_level < SDM_LOG_OFF || params->log_level > SDM_LOG_DEBUG)
+                return fail(nullptr, error, ErrorCode::invalid_argument,
+                            "sdm_runtime_create: log_level " + std::to_string(params->log_level) + " is not SDM_LOG_OFF..SDM_LOG_DEBUG");
+            options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
+            options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
+            if (params->log_fn != nullptr) {
+                const sdm_log_fn fn = params->log_fn;
+                void* user = params->log_user_data;
+                options.log_sink = [fn, user](sdm::runtime::LogLevel level, std::string_view message) {
+                    const std::string text(message);  // NUL-terminated for the host
+                    fn(user, static_cast<sdm_log_level>(level), text.c_str(), text.size());
+                };
+            }
+            if (params->cuda_driver != nullptr) options.cuda_driver = params->cuda_driver;
+            options.host_context = static_cast<CUcontext>(params->cuda_context);
+        }
+        *runtime = new sdm_runtime(std::move(options));
+        return ok(error);
+    });
+}
+
+SDM_API void sdm_runtime_destroy(sdm_runtime* runtime) { delete runtime; }
+
+SDM_API sdm_status sdm_runtime_last_error(sdm_runtime* runtime, sdm_error** last) {
+    return guarded(nullptr, nullptr, [&]() -> sdm_status {
+        if (runtime == nullptr || last == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
+        const auto e = runtime->impl.last_error();
+        if (!e) return SDM_ERROR_NOT_FOUND;
+        *last = new sdm_error{status_of(e->code), e->message, e->native, e->log};
+        return SDM_OK;
+    });
+}
+
+SDM_API sdm_status sdm_archive_mount_file(sdm_runtime* runtime, const char* path, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || path == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_mount_file: runtime and path must not be NULL");
+        auto r = runtime->impl.mount_file(path);
+        return r ? ok(error) : fail(runtime, error, std::move(r).error());
+    });
+}
+
+SDM_API sdm_status sdm_archive_mount_memory(sdm_runtime* runtime, const void* data, size_t size, const char* label, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || (data == nullptr && size != 0))
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_mount_memory: runtime and data must not be NULL");
+        auto r = runtime->impl.mount_memory({static_cast<const std::byte*>(data), size}, label != nullptr ? label : "memory");
+        return r ? ok(error) : fail(runtime, error, std::move(r).error());
+    });
+}
+
+SDM_API sdm_status sdm_archive_count(sdm_runtime* runtime, uint32_t* count, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || count == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_count: runtime and count must not be NULL");
+        *count = static_cast<uint32_t>(runtime->impl.archives().size());
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sdm_archive_info* info, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = sizeof(sdm_archive_info);
+        if (runtime == nullptr || info == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_info_get: runtime and info must not be NULL");
+        if (!sized(info, info->struct_size, kMinimum))
+            return fail(runtime, error, ErrorCode::invalid_argument,
+                        "sdm_archive_info_get: " + struct_size_message("sdm_archive_info", info->struct_size, kMinimum));
+        const auto archives = runtime->impl.archives();
+        if (index >= archives.size())
+            return fail(runtime, error, ErrorCode::not_found,
+                        "sdm_archive_info_get: archive " + std::to_string(index) + " is not mounted (" + std::to_string(archives.size()) + " are)");
+        const auto& m = *archives[index];  // kept alive by the runtime until it is destroyed
+        const auto& h = m.archive.header();
+        sdm_archive_info out{};
+        out.struct_size = info->struct_size;
+        out.entry_count = static_cast<uint32_t>(m.archive.entries().size());
+        out.kernel_count = m.manifest ? static_cast<uint32_t>(m.manifest->kernels.size()) : 0;
+        out.kernel_abi_major = h.kernel_abi_major;
+        out.kernel_abi_minor = h.kernel_abi_minor;
+        out.format_major = h.format_major;
+        out.format_minor = h.format_minor;
+        out.embedded = m.embedded ? 1 : 0;
+        out.size_bytes = h.archive_size;
+        out.label = m.archive.label().c_str();
+        out.content_version = m.manifest ? m.manifest->content_version.c_str() : "";
+        std::memcpy(info, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_driver_version(sdm_runtime* runtime, int32_t* version, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || version == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_driver_version: runtime and version must not be NULL");
+        auto d = runtime->impl.driver();
+        if (!d) return fail(runtime, error, std::move(d).error());
+        *version = (*d)->version();
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_device_count(sdm_runtime* runtime, int32_t* count, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || count == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_device_count: runtime and count must not be NULL");
+        auto n = runtime->impl.devices().count();
+        if (!n) return fail(runtime, error, std::move(n).error());
+        *count = *n;
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_info* info, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = sizeof(sdm_device_info);
+        if (runtime == nullptr || info == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_device_info_get: runtime and info must not be NULL");
+        if (!sized(info, info->struct_size, kMinimum))
+            return fail(runtime, error, ErrorCode::invalid_argument,
+                        "sdm_device_info_get: " + struct_size_message("sdm_device_info", info->struct_size, kMinimum));
+        auto p = runtime->impl.devices().properties(ordinal);
+        if (!p) return fail(runtime, error, std::move(p).error());
+        auto c = runtime->impl.devices().device_class(ordinal);
+        sdm_device_info out{};
+        out.struct_size = info->struct_size;
+        out.ordinal = ordinal;
+        out.capability_major = p->capability.major;
+        out.capability_minor = p->capability.minor;
+        out.sm_count = p->sm_count;
+        out.l2_bytes = p->l2_bytes;
+        out.smem_optin_bytes = p->smem_optin_bytes;
+        if (c) {
+            out.device_class = static_cast<sdm_device_class>(*c);
+            out.smem_cap_bytes = sdm::runtime::class_smem_cap(*c);
+            out.smem_per_sm_bytes = sdm::runtime::class_smem_per_sm(*c);
+            out.pdl_allowed = sdm::runtime::class_allows_pdl(*c) ? 1 : 0;
+            out.clusters_allowed = sdm::runtime::class_allows_clusters(*c) ? 1 : 0;
+        } else if (c.error().code != ErrorCode::unsupported_device) {
+            return fail(runtime, error, std::move(c).error());
+        }
+        std::strncpy(out.name, p->name.c_str(), sizeof(out.name) - 1);
+        std::memcpy(info, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_device_class_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_class* device_class, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || device_class == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_device_class_get: runtime and device_class must not be NULL");
+        auto c = runtime->impl.devices().device_class(ordinal);
+        if (!c) return fail(runtime, error, std::move(c).error());
+        *device_class = static_cast<sdm_device_class>(*c);
+        return ok(error);
+    });
+}
+
+SDM_API const char* sdm_device_class_name(sdm_device_class device_class) {
+    switch (device_class) {
+    case SDM_DEVICE_CLASS_MODERN: return "modern";
+    case SDM_DEVICE_CLASS_A100: return "a100";
+    case SDM_DEVICE_CLASS_RTX: return "rtx";
+    default: return "unsupported";
+    }
+}
+
+SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api) {
+    static const sdm_api table = {
+        sizeof(sdm_api),         SDM_ABI_VERSION_MINOR,   sdm_status_string,      sdm_abi_version,        sdm_version_string,
+        sdm_error_code,          sdm_error_message,       sdm_error_native,       sdm_error_log,          sdm_error_destroy,
+        sdm_runtime_create,      sdm_runtime_destroy,     sdm_runtime_last_error, sdm_archive_mount_file, sdm_archive_mount_memory,
+        sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
+        sdm_device_class_get,    sdm_device_class_name,
+    };
+    if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
+    if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;
+    *minor = SDM_ABI_VERSION_MINOR;
+    *api = &table;
+    return SDM_OK;
+}
+
+}  // extern "C"

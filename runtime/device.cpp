@@ -1,0 +1,92 @@
+#include "device.hpp"
+
+#include <array>
+
+namespace sdm::runtime {
+
+Result<int32_t> Devices::count() {
+    auto driver = driver_();
+    if (!driver) return std::move(driver).error();
+    if (!(*driver)->has_devices()) return 0;
+    int n = 0;
+    SDM_TRY(SDM_DRIVER_CALL(**driver, cuDeviceGetCount, "counting CUDA devices", &n));
+    return static_cast<int32_t>(n);
+}
+
+std::optional<Devices::Value> Devices::memo_get(const Key& key) const {
+    std::lock_guard lock(mutex_);
+    const auto it = memo_.find(key);
+    if (it == memo_.end()) return std::nullopt;
+    return it->second;
+}
+
+void Devices::memo_put(Key key, Value value) {
+    std::lock_guard lock(mutex_);
+    if (memo_.size() >= kMemoLimit) memo_.clear();
+    memo_.emplace(std::move(key), std::move(value));
+}
+
+size_t Devices::memo_size() const {
+    std::lock_guard lock(mutex_);
+    return memo_.size();
+}
+
+Result<DeviceProperties> Devices::read_properties(int32_t ordinal) {
+    auto driver_result = driver_();
+    if (!driver_result) return std::move(driver_result).error();
+    Driver& driver = **driver_result;
+    auto n = count();
+    if (!n) return std::move(n).error();
+    if (ordinal < 0 || ordinal >= *n)
+        return make_error(ErrorCode::no_device, "there is no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(*n) +
+                                                    " visible; check CUDA_VISIBLE_DEVICES)");
+    const std::string what = "reading CUDA device " + std::to_string(ordinal);
+    CUdevice device = 0;
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuDeviceGet, what, &device, ordinal));
+    std::array<char, 256> name{};
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuDeviceGetName, what, name.data(), static_cast<int>(name.size() - 1), device));
+    DeviceProperties p;
+    p.ordinal = ordinal;
+    p.name = name.data();
+    const auto attribute = [&](CUdevice_attribute a, int& out) { return SDM_DRIVER_CALL(driver, cuDeviceGetAttribute, what, &out, a, device); };
+    int major = 0, minor = 0, optin = 0, sms = 0, l2 = 0;
+    SDM_TRY(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, major));
+    SDM_TRY(attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, minor));
+    SDM_TRY(attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, optin));
+    SDM_TRY(attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sms));
+    SDM_TRY(attribute(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, l2));
+    p.capability = {major, minor};
+    p.smem_optin_bytes = optin;
+    p.sm_count = sms;
+    p.l2_bytes = static_cast<uint64_t>(l2);
+    return p;
+}
+
+Result<DeviceProperties> Devices::properties(int32_t ordinal) {
+    const std::optional<ForcedRow> row = current_forced_row();
+    Key key{Read::properties, ordinal, row};
+    if (auto hit = memo_get(key)) return std::get<DeviceProperties>(*hit);
+    auto p = read_properties(ordinal);
+    if (!p) return p;  // errors are never memoized
+    if (row) {
+        p->capability = row->capability;
+        p->smem_optin_bytes = row->smem_optin_bytes;
+        p->sm_count = row->sm_count;
+        if (row->l2_bytes) p->l2_bytes = *row->l2_bytes;
+    }
+    memo_put(std::move(key), *p);
+    return p;
+}
+
+Result<DeviceClass> Devices::device_class(int32_t ordinal) {
+    Key key{Read::device_class, ordinal, current_forced_row()};
+    if (auto hit = memo_get(key)) return std::get<DeviceClass>(*hit);
+    auto p = properties(ordinal);
+    if (!p) return std::move(p).error();
+    auto c = classify(ordinal, p->name, p->capability, p->smem_optin_bytes);
+    if (!c) return c;
+    memo_put(std::move(key), *c);
+    return c;
+}
+
+}  // namespace sdm::runtime

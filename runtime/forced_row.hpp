@@ -1,0 +1,37 @@
+// TEST ONLY: forced hardware rows (the seed's _device._force_row). While a row is pushed, every
+// device reports its capability, opt-in shared memory, SM count and (when given) L2 size, so a test
+// reproduces any row of the hardware matrix on any machine, the fake driver's or a real GPU.
+// Process-wide, like the seed's; rows nest, and popping out of order is an error. Not part of the
+// stable ABI: reached from C through tests/abi/sdm_testing.h only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <tuple>
+
+#include "device_class.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+struct ForcedRow {
+    Capability capability;
+    int32_t smem_optin_bytes{0};
+    int32_t sm_count{0};
+    std::optional<uint64_t> l2_bytes;
+    bool operator==(const ForcedRow&) const = default;
+    auto operator<=>(const ForcedRow& other) const {
+        return std::tie(capability.major, capability.minor, smem_optin_bytes, sm_count, l2_bytes) <=>
+               std::tie(other.capability.major, other.capability.minor, other.smem_optin_bytes, other.sm_count, other.l2_bytes);
+    }
+};
+
+// Pushes a row; the token pops it.
+uint64_t push_forced_row(const ForcedRow& row);
+// Pops the row of `token`. A token that is not the innermost row is still removed, and the call
+// reports the out-of-order exit as an error (as the seed raises after restoring the stack).
+Result<void> pop_forced_row(uint64_t token);
+// The innermost row, if any.
+std::optional<ForcedRow> current_forced_row();
+
+}  // namespace sdm::runtime

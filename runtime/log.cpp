@@ -1,0 +1,40 @@
+#include "log.hpp"
+
+#include <cstdio>
+#include <mutex>
+
+#include "platform.hpp"
+
+namespace sdm::runtime {
+
+std::optional<LogLevel> Logger::parse_level(std::string_view text) {
+    if (text == "off" || text == "none") return LogLevel::off;
+    if (text == "error") return LogLevel::error;
+    if (text == "warn" || text == "warning") return LogLevel::warn;
+    if (text == "info") return LogLevel::info;
+    if (text == "debug") return LogLevel::debug;
+    return std::nullopt;
+}
+
+Logger::Logger(Sink sink, LogLevel level) : sink_(std::move(sink)), level_(level) {
+    if (level_ != LogLevel::off) return;
+    level_ = LogLevel::warn;
+    if (const auto text = platform::env("SDM_LOG")) {
+        if (const auto parsed = parse_level(*text)) level_ = *parsed;
+        else std::fprintf(stderr, "sdm: SDM_LOG=%s names no level (error, warn, info, debug); using warn\n", text->c_str());
+    }
+}
+
+void Logger::log(LogLevel level, std::string_view message) const {
+    if (!enabled(level)) return;
+    if (sink_) {
+        sink_(level, message);
+        return;
+    }
+    static std::mutex stderr_mutex;  // whole lines, even from several threads
+    static constexpr const char* kNames[] = {"", "error", "warning", "info", "debug"};
+    std::lock_guard lock(stderr_mutex);
+    std::fprintf(stderr, "sdm: %s: %.*s\n", kNames[static_cast<int>(level)], static_cast<int>(message.size()), message.data());
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,68 @@
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+
+Runtime::Runtime(RuntimeOptions options)
+    : options_(std::move(options)), log_(options_.log_sink, options_.log_level), devices_([this] { return driver(); }) {
+    // The embedded archive lands with the kernels (issue 7); until then there is none to mount.
+    if (options_.mount_embedded) log_.debug("this libsdm was built without an embedded archive");
+}
+
+Result<std::shared_ptr<Driver>> Runtime::driver() {
+    std::lock_guard lock(mutex_);
+    if (driver_) return driver_;
+    auto loaded = Driver::load(options_.cuda_driver);
+    if (!loaded) {
+        log_.debug(loaded.error().message);
+        return loaded;
+    }
+    driver_ = std::move(*loaded);
+    log_.info("loaded CUDA driver " + driver_->path() + " version " + std::to_string(driver_->version()));
+    return driver_;
+}
+
+Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
+    if (const auto index = mounted->archive.find_manifest()) {
+        auto raw = mounted->archive.read(*index);
+        if (!raw) return std::move(raw).error();
+        auto manifest = archive::decode_manifest(*raw);
+        if (!manifest) return make_error(manifest.error().code, mounted->archive.describe(*index) + ": " + manifest.error().message);
+        mounted->manifest = std::move(*manifest);
+    }
+    log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
+    std::lock_guard lock(mutex_);
+    archives_.push_back(std::move(mounted));
+    return {};
+}
+
+Result<void> Runtime::mount_file(const std::string& path) {
+    auto a = archive::Archive::open_file(path);
+    if (!a) return std::move(a).error();
+    auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr});
+    return mount(std::move(mounted));
+}
+
+Result<void> Runtime::mount_memory(archive::Bytes bytes, const std::string& label) {
+    auto owned = std::make_shared<const archive::ByteVector>(bytes.begin(), bytes.end());
+    auto a = archive::Archive::open_memory(*owned, label, owned);
+    if (!a) return std::move(a).error();
+    return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned}));
+}
+
+std::vector<std::shared_ptr<const MountedArchive>> Runtime::archives() const {
+    std::lock_guard lock(mutex_);
+    return archives_;
+}
+
+void Runtime::record_error(const Error& error) {
+    log_.debug(error.message);
+    std::lock_guard lock(mutex_);
+    last_error_ = error;
+}
+
+std::optional<Error> Runtime::last_error() const {
+    std::lock_guard lock(mutex_);
+    return last_error_;
+}
+
+}  // namespace sdm::runtime
