@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include "capi_internal.hpp"
 #include "device_class.hpp"
@@ -134,8 +135,9 @@ SDM_API void sdm_error_destroy(sdm_error* error) { delete error; }
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
-        constexpr size_t kMinimum = offsetof(sdm_runtime_params, cuda_context) + sizeof(void*);
+        constexpr size_t kMinimum = sizeof(sdm_runtime_params);
         sdm::runtime::RuntimeOptions options;
+        std::vector<uint32_t> unknown_extensions;
         if (params != nullptr) {
             if (!sized(params, params->struct_size, kMinimum))
                 return fail(nullptr, error, ErrorCode::invalid_argument,
@@ -143,8 +145,14 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             if (params->log_level < SDM_LOG_OFF || params->log_level > SDM_LOG_DEBUG)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
                             "sdm_runtime_create: log_level " + std::to_string(params->log_level) + " is not SDM_LOG_OFF..SDM_LOG_DEBUG");
+            if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE}) != 0)
+                return fail(nullptr, error, ErrorCode::invalid_argument,
+                            "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI 1.0 knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)");
             options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
-            options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
+            if (params->log_level == SDM_LOG_OFF) options.log_level = sdm::runtime::LogLevel::off;
+            else if (params->log_level != SDM_LOG_DEFAULT) options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
+            for (const sdm_chain* link = params->next; link != nullptr; link = link->next)
+                unknown_extensions.push_back(link->type);  // 1.0 defines none: each is skipped (and logged below)
             if (params->log_fn != nullptr) {
                 const sdm_log_fn fn = params->log_fn;
                 void* user = params->log_user_data;
@@ -157,6 +165,8 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             options.host_context = static_cast<CUcontext>(params->cuda_context);
         }
         *runtime = new sdm_runtime(std::move(options));
+        for (const uint32_t type : unknown_extensions)
+            (*runtime)->impl.log().debug("sdm_runtime_create: skipped extension type " + std::to_string(type) + ", unknown to ABI 1.0");
         return ok(error);
     });
 }

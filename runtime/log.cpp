@@ -16,9 +16,8 @@ std::optional<LogLevel> Logger::parse_level(std::string_view text) {
     return std::nullopt;
 }
 
-Logger::Logger(Sink sink, LogLevel level) : sink_(std::move(sink)), level_(level) {
-    if (level_ != LogLevel::off) return;
-    level_ = LogLevel::warn;
+Logger::Logger(Sink sink, std::optional<LogLevel> level) : sink_(std::move(sink)), level_(level.value_or(LogLevel::warn)) {
+    if (level) return;
     if (const auto text = platform::env("SDM_LOG")) {
         if (const auto parsed = parse_level(*text)) level_ = *parsed;
         else std::fprintf(stderr, "sdm: SDM_LOG=%s names no level (error, warn, info, debug); using warn\n", text->c_str());

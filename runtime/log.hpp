@@ -15,8 +15,8 @@ enum class LogLevel : int { off = 0, error = 1, warn = 2, info = 3, debug = 4 };
 class Logger {
 public:
     using Sink = std::function<void(LogLevel, std::string_view)>;
-    // `level` off (0) means "not set": $SDM_LOG decides, else warn.
-    Logger(Sink sink, LogLevel level);
+    // `level` unset: $SDM_LOG decides, else warn.
+    Logger(Sink sink, std::optional<LogLevel> level);
 
     bool enabled(LogLevel level) const noexcept { return level != LogLevel::off && level <= level_; }
     void log(LogLevel level, std::string_view message) const;

@@ -20,7 +20,7 @@ namespace sdm::runtime {
 struct RuntimeOptions {
     bool mount_embedded{true};
     Logger::Sink log_sink;
-    LogLevel log_level{LogLevel::off};  // off: $SDM_LOG, else warn
+    std::optional<LogLevel> log_level;  // unset: $SDM_LOG, else warn
     std::string cuda_driver;            // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     CUcontext host_context{nullptr};    // the host's own context; null: primary contexts
 };

@@ -25,6 +25,14 @@ int run_verify(const std::vector<std::string>& archives, bool quiet);
 int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest);
 int run_diff(const std::string& left, const std::string& right, bool json);
 
+struct InfoOptions {
+    bool json{false};
+    std::vector<std::string> archives;  // mounted in order
+    std::string driver;                 // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
+    std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
+};
+int run_info(const InfoOptions& options);
+
 // Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
 class Progress {
 public:

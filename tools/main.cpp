@@ -6,7 +6,7 @@
 #include "sdm_version.h"
 
 int main(int argc, char** argv) {
-    CLI::App app{"sdm: pack, inspect and verify sdm kernel archives"};
+    CLI::App app{"sdm: pack, inspect and verify sdm kernel archives; show what the runtime sees"};
     app.set_version_flag("--version", std::string("sdm ") + SDM_VERSION_STRING);
     app.require_subcommand(1);
 
@@ -51,6 +51,13 @@ int main(int argc, char** argv) {
     diff_cmd->add_option("new", diff_right, "Archive file")->required();
     diff_cmd->add_flag("--json", diff_json, "Machine-readable output");
 
+    sdm::tools::InfoOptions info;
+    auto* info_cmd = app.add_subcommand("info", "The driver, every visible GPU and its class, nvJitLink, and the mounted archives");
+    info_cmd->add_flag("--json", info.json, "Machine-readable output");
+    info_cmd->add_option("-a,--archive", info.archives, "Mount these archive files");
+    info_cmd->add_option("--driver", info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
+    info_cmd->add_option("--nvjitlink", info.nvjitlink, "libnvJitLink to probe (default: $SDM_NVJITLINK, then the usual places)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -62,6 +69,7 @@ int main(int argc, char** argv) {
         if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
         if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw);
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
+        if (info_cmd->parsed()) return sdm::tools::run_info(info);
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "sdm: out of memory\n");
         return 1;

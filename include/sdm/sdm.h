@@ -5,6 +5,8 @@
  * - Every fallible call returns an sdm_status (SDM_OK = 0). Its last parameter, `error`, may be
  *   NULL; otherwise on failure *error receives a new sdm_error (code, message, native CUresult,
  *   log) that the caller releases with sdm_error_destroy. On success *error is set to NULL.
+ *   (Two calls have no `error` parameter: sdm_runtime_last_error, which hands out an error
+ *   itself, and sdm_get_api, whose only failures are a NULL argument and an unknown major.)
  *   A failed call leaves its other out-parameters untouched. The runtime also keeps its last
  *   error (sdm_runtime_last_error), so hosts that cannot pass a pointer still get the message.
  * - Every struct that crosses the boundary starts with uint32_t struct_size: set it to
@@ -54,7 +56,7 @@ enum {
     SDM_ERROR_ARCHIVE_CORRUPT = 8,    /* an archive failed a check (checksum, range, structure) */
     SDM_ERROR_ARCHIVE_UNSUPPORTED = 9,/* an archive needs a newer sdm (format, feature, codec) */
     SDM_ERROR_IO = 10,                /* the operating system refused (open, read, mmap) */
-    SDM_ERROR_NOT_FOUND = 11,         /* no such kernel, archive, file */
+    SDM_ERROR_NOT_FOUND = 11,         /* no such kernel or mounted archive (a missing file is SDM_ERROR_IO) */
     SDM_ERROR_UNSUPPORTED = 12,       /* this build or platform lacks the feature */
     SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device */
     SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation */
@@ -79,6 +81,7 @@ SDM_API const char* sdm_version_string(void);
 
 typedef struct sdm_error sdm_error;
 
+/* For a NULL error: SDM_OK, "", 0 and "" respectively. */
 SDM_API sdm_status sdm_error_code(const sdm_error* error);
 /* The message: names the thing (archive, device, kernel) and, where there is one, the fix.
  * Owned by the error. Never NULL (an empty string for a NULL error). */
@@ -94,15 +97,30 @@ SDM_API void sdm_error_destroy(sdm_error* error);
 /* ---- logging ------------------------------------------------------------------------------- */
 
 typedef int32_t sdm_log_level;
-enum { SDM_LOG_OFF = 0, SDM_LOG_ERROR = 1, SDM_LOG_WARN = 2, SDM_LOG_INFO = 3, SDM_LOG_DEBUG = 4 };
+enum {
+    SDM_LOG_OFF = -1,    /* nothing, whatever $SDM_LOG says */
+    SDM_LOG_DEFAULT = 0, /* $SDM_LOG (error, warn, info, debug, off), else SDM_LOG_WARN */
+    SDM_LOG_ERROR = 1,
+    SDM_LOG_WARN = 2,
+    SDM_LOG_INFO = 3,
+    SDM_LOG_DEBUG = 4
+};
 
-/* `message` is NUL-terminated, `length` bytes long, valid during the call only. Called on the
- * thread that logs; it must not call back into the same runtime's destroy. */
+/* `level` is SDM_LOG_ERROR..SDM_LOG_DEBUG. `message` is NUL-terminated, `length` bytes long, valid
+ * during the call only. Called on the thread that logs; it must not destroy the runtime. */
 typedef void (*sdm_log_fn)(void* user_data, sdm_log_level level, const char* message, size_t length);
 
 /* ---- runtime ------------------------------------------------------------------------------- */
 
 typedef struct sdm_runtime sdm_runtime;
+
+/* The head of every extension struct hung on a `next` chain: a later minor adds a `type` and a
+ * struct beginning with this header; a library that does not know a type skips it. */
+typedef struct sdm_chain {
+    uint32_t struct_size;
+    uint32_t type;
+    const struct sdm_chain* next;
+} sdm_chain;
 
 enum {
     /* Do not mount the archive embedded in libsdm (only the ones the host mounts). */
@@ -114,11 +132,12 @@ typedef struct sdm_runtime_params {
     uint32_t flags;            /* SDM_RUNTIME_* */
     sdm_log_fn log_fn;         /* NULL: warnings and errors go to stderr */
     void* log_user_data;
-    sdm_log_level log_level;   /* 0: from $SDM_LOG (error, warn, info, debug), else warn */
+    sdm_log_level log_level;   /* SDM_LOG_DEFAULT (0), SDM_LOG_OFF, or a level */
     int32_t reserved0;         /* zero */
     const char* cuda_driver;   /* path of libcuda to load; NULL: $SDM_CUDA_DRIVER, else libcuda.so.1 */
     void* cuda_context;        /* a CUcontext the host owns, used for every device operation of its
                                   device; NULL: each device's primary context */
+    const sdm_chain* next;     /* extensions (none are defined in 1.0; unknown types are skipped) */
 } sdm_runtime_params;
 
 /* Creates a runtime. Cheap: the driver is loaded on first need, and a machine without one still
@@ -126,12 +145,16 @@ typedef struct sdm_runtime_params {
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error);
 /* Accepts NULL. Not thread-safe with other calls on the same runtime. */
 SDM_API void sdm_runtime_destroy(sdm_runtime* runtime);
-/* A copy of the last error any call on this runtime reported (SDM_ERROR_NOT_FOUND if none yet). */
+/* A copy of the last error any call on this runtime reported, for hosts that cannot pass an
+ * `error` pointer: SDM_OK with *last set to a new error the caller destroys; SDM_ERROR_NOT_FOUND
+ * when no call has failed yet; SDM_ERROR_INVALID_ARGUMENT for NULL arguments. */
 SDM_API sdm_status sdm_runtime_last_error(sdm_runtime* runtime, sdm_error** last);
 
 /* ---- archives ------------------------------------------------------------------------------ */
 
-/* Mounts an archive file (mapped read-only). Later mounts take precedence over earlier ones. */
+/* Mounts an archive file (mapped read-only). Later mounts take precedence over earlier ones. A
+ * missing or unreadable file is SDM_ERROR_IO, a damaged one SDM_ERROR_ARCHIVE_CORRUPT, one that
+ * needs a newer sdm SDM_ERROR_ARCHIVE_UNSUPPORTED; each message names the file. */
 SDM_API sdm_status sdm_archive_mount_file(sdm_runtime* runtime, const char* path, sdm_error** error);
 /* Mounts an archive from memory. The bytes are copied; `label` names it in messages (may be NULL). */
 SDM_API sdm_status sdm_archive_mount_memory(sdm_runtime* runtime, const void* data, size_t size, const char* label,
@@ -167,7 +190,8 @@ enum {
 
 /* The CUDA driver's version (12080 for 12.8); loads the driver if needed. */
 SDM_API sdm_status sdm_driver_version(sdm_runtime* runtime, int32_t* version, sdm_error** error);
-/* Visible CUDA devices; 0 is a success. */
+/* Visible CUDA devices; 0 is a success. Without a driver: SDM_ERROR_NO_DRIVER (and likewise for
+ * every device call), while archives still mount and list. */
 SDM_API sdm_status sdm_device_count(sdm_runtime* runtime, int32_t* count, sdm_error** error);
 
 typedef struct sdm_device_info {

@@ -1,0 +1,492 @@
+// sdm.hpp: a header-only C++ wrapper (C++17 and later) over the stable C ABI in sdm.h.
+//
+// It calls only the functions sdm.h declares, so it adds nothing to libsdm's ABI: a host built
+// with it runs on any libsdm with the same ABI major and a minor >= the one in its sdm.h, which
+// sdm::check_abi() verifies at run time.
+//
+// Errors: every call returns sdm::Status or sdm::Result<T> (a value or an sdm::Error). Nothing
+// here throws, and the header compiles and works with -fno-exceptions. A host built with
+// exceptions that wants them defines SDM_HPP_EXCEPTIONS before including this header and gets
+// sdm::Exception, sdm::value_or_throw() and sdm::throw_if_error(); without exceptions enabled that
+// macro has no effect.
+//
+// Memory: the C calls report out-of-memory as SDM_ERROR_OUT_OF_MEMORY. The wrapper copies strings
+// into std::string and std::vector like any C++ code; with -fno-exceptions an allocation failure
+// there ends the process the way it does everywhere in the standard library.
+//
+// Threads: as in sdm.h, every function may be called from any thread, and one Runtime may be used
+// from several threads at once, except where its comment says otherwise. Error and Result are
+// values: copies of one Error may be read from several threads at once.
+#ifndef SDM_SDM_HPP
+#define SDM_SDM_HPP
+
+#include "sdm.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if defined(SDM_HPP_EXCEPTIONS) && defined(__cpp_exceptions)
+#include <stdexcept>
+#endif
+
+namespace sdm {
+
+// ---- errors -------------------------------------------------------------------------------------
+
+// A failure: the status, the message (naming the archive, device or kernel, and the fix), the
+// native CUresult / nvJitLink code and a backend's log. It owns the sdm_error the C call returned.
+//
+// Copies share that sdm_error (shared ownership, one allocation per error) rather than Error being
+// move-only, because an Error is a value a host passes around and stores (Result<T> stays copyable
+// when T is), and because sdm::Exception carries one: exception objects must copy without
+// throwing, which a shared_ptr does and a deep copy of the strings does not. The sdm_error is never
+// changed after the C call made it, so sharing it between threads is safe.
+//
+// A default-constructed Error means "no error": code() is SDM_OK, message() and log() are "".
+class Error {
+public:
+    Error() noexcept = default;
+
+    // An error made on this side of the ABI (check_abi makes these). `code` should be a failure
+    // status, not SDM_OK.
+    Error(sdm_status code, std::string message) : state_(std::make_shared<State>(code, nullptr, std::move(message))) {}
+
+    // Takes ownership of `error`, which a C call returned with the failure `status`, and releases
+    // it when the last copy of the Error goes. `error` may be NULL (the caller passed no pointer,
+    // or sdm had no memory for the details); message() is then the status's name. For hosts that
+    // call sdm.h functions themselves through Runtime::get().
+    static Error adopt(sdm_status status, sdm_error* error) {
+        std::unique_ptr<sdm_error, ErrorDeleter> owned(error);  // released if the allocation below fails
+        Error adopted;
+        adopted.state_ = std::make_shared<State>(status, owned.get(), error != nullptr ? std::string() : std::string(sdm_status_string(status)));
+        owned.release();  // the State owns it now
+        return adopted;
+    }
+
+    // The status (SDM_ERROR_*); SDM_OK for "no error".
+    sdm_status code() const noexcept { return state_ ? state_->code : SDM_OK; }
+    // The status's name ("SDM_ERROR_IO"); static.
+    const char* code_name() const noexcept { return sdm_status_string(code()); }
+    // The message; owned by this Error (and its copies), valid while one of them lives. Never NULL.
+    const char* message() const noexcept {
+        if (!state_) return "";
+        return state_->error != nullptr ? sdm_error_message(state_->error) : state_->message.c_str();
+    }
+    // The CUresult behind SDM_ERROR_DRIVER, the nvJitLink result behind SDM_ERROR_JIT; 0 when none.
+    int32_t native() const noexcept { return state_ && state_->error != nullptr ? sdm_error_native(state_->error) : 0; }
+    // A backend's log (the JIT error log), or ""; owned like message().
+    const char* log() const noexcept { return state_ && state_->error != nullptr ? sdm_error_log(state_->error) : ""; }
+    // The C error object, for passing to sdm.h functions; NULL for "no error" and for errors made
+    // on this side. Owned by this Error (and its copies).
+    const sdm_error* c_error() const noexcept { return state_ ? state_->error : nullptr; }
+    // "SDM_ERROR_IO: <message>", for logs and exception texts.
+    std::string describe() const { return std::string(code_name()) + ": " + message(); }
+
+private:
+    struct ErrorDeleter {
+        void operator()(sdm_error* error) const noexcept { sdm_error_destroy(error); }
+    };
+    struct State {
+        State(sdm_status status, sdm_error* owned, std::string text) noexcept : code(status), error(owned), message(std::move(text)) {}
+        State(const State&) = delete;
+        State& operator=(const State&) = delete;
+        ~State() { sdm_error_destroy(error); }
+
+        sdm_status code;
+        sdm_error* error;     // owned; NULL for errors made on this side
+        std::string message;  // used when error is NULL
+    };
+    std::shared_ptr<const State> state_;
+};
+
+// ---- Result and Status --------------------------------------------------------------------------
+
+// A value or an Error. Test it (ok(), operator bool) before reading the value: value(), operator*
+// and operator-> require ok(), as std::optional's operator* does. Copyable when T is.
+template <typename T>
+class [[nodiscard]] Result {
+    static_assert(!std::is_same<T, Error>::value, "Result<Error> cannot tell its two sides apart; use std::optional<Error>");
+    static_assert(!std::is_reference<T>::value, "Result holds values");
+
+public:
+    Result(T value) noexcept(std::is_nothrow_move_constructible<T>::value) : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+    // `error` should be a failure (code() != SDM_OK).
+    Result(Error error) noexcept : error_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+    bool ok() const noexcept { return value_.has_value(); }
+    explicit operator bool() const noexcept { return ok(); }
+    // SDM_OK when ok(), else the error's status.
+    sdm_status code() const noexcept { return error_.code(); }
+    // The error; a default Error (SDM_OK, "") when ok().
+    const Error& error() const noexcept { return error_; }
+
+    // Requires ok().
+    T& value() & noexcept { return *value_; }
+    const T& value() const& noexcept { return *value_; }
+    T&& value() && noexcept { return std::move(*value_); }
+    T& operator*() & noexcept { return *value_; }
+    const T& operator*() const& noexcept { return *value_; }
+    T&& operator*() && noexcept { return std::move(*value_); }
+    T* operator->() noexcept { return &*value_; }
+    const T* operator->() const noexcept { return &*value_; }
+
+    // The value, or `fallback` when !ok().
+    template <typename U>
+    T value_or(U&& fallback) const& {
+        return value_ ? *value_ : static_cast<T>(std::forward<U>(fallback));
+    }
+    template <typename U>
+    T value_or(U&& fallback) && {
+        return value_ ? std::move(*value_) : static_cast<T>(std::forward<U>(fallback));
+    }
+
+private:
+    std::optional<T> value_;
+    Error error_;
+};
+
+// Success, or an Error.
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() noexcept = default;  // success
+    // `error` should be a failure (code() != SDM_OK).
+    Result(Error error) noexcept : error_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+    bool ok() const noexcept { return error_.code() == SDM_OK; }
+    explicit operator bool() const noexcept { return ok(); }
+    sdm_status code() const noexcept { return error_.code(); }
+    const Error& error() const noexcept { return error_; }
+
+private:
+    Error error_;
+};
+
+using Status = Result<void>;
+
+namespace detail {
+
+// The Status of a C call that returned `status` and, on failure, `error`. Make the call first:
+// passing it as this function's argument beside `error` would read `error` before the call sets it
+// (argument evaluation order is unspecified).
+inline Status status_of(sdm_status status, sdm_error* error) {
+    if (status != SDM_OK) return Error::adopt(status, error);
+    return Status();
+}
+
+// Calls `call(T* out, sdm_error** error)` and returns *out or the error.
+template <typename T, typename Call>
+Result<T> get(Call&& call) {
+    T value{};
+    sdm_error* error = nullptr;
+    const sdm_status status = std::forward<Call>(call)(&value, &error);
+    if (status != SDM_OK) return Error::adopt(status, error);
+    return value;
+}
+
+}  // namespace detail
+
+// ---- versions -----------------------------------------------------------------------------------
+
+// The name of a status ("SDM_ERROR_NO_DRIVER", "SDM_ERROR_UNKNOWN" for values the library does not
+// know); static.
+inline const char* status_string(sdm_status status) noexcept { return sdm_status_string(status); }
+
+// (major << 16) | minor of the ABI in the sdm.h this program was compiled with.
+constexpr uint32_t header_abi_version() noexcept { return (uint32_t{SDM_ABI_VERSION_MAJOR} << 16) | uint32_t{SDM_ABI_VERSION_MINOR}; }
+// (major << 16) | minor of the ABI the loaded libsdm implements.
+inline uint32_t library_abi_version() noexcept { return sdm_abi_version(); }
+// The loaded libsdm's release ("0.1.0"); static.
+inline const char* library_version() noexcept { return sdm_version_string(); }
+
+// Whether a libsdm implementing ABI `library_abi` ((major << 16) | minor) can serve this program:
+// the same major as SDM_ABI_VERSION_MAJOR and a minor >= SDM_ABI_VERSION_MINOR. Otherwise
+// SDM_ERROR_MISMATCH with a message giving both versions and the fix.
+inline Status check_abi(uint32_t library_abi) {
+    const uint32_t major = library_abi >> 16;
+    if (major == SDM_ABI_VERSION_MAJOR && library_abi >= header_abi_version()) return Status();  // same major, minor >= ours
+    const std::string library = "libsdm " + std::string(sdm_version_string()) + " implements C ABI " + std::to_string(major) + "." +
+                                std::to_string(library_abi & 0xffffu);
+    const std::string header = std::to_string(SDM_ABI_VERSION_MAJOR) + "." + std::to_string(SDM_ABI_VERSION_MINOR);
+    if (major != SDM_ABI_VERSION_MAJOR)
+        return Error(SDM_ERROR_MISMATCH, library + ", but this program was built against ABI " + header +
+                                             " (sdm.h); different majors are incompatible: use a libsdm with ABI major " +
+                                             std::to_string(SDM_ABI_VERSION_MAJOR) + ", or rebuild the program against this libsdm's sdm.h");
+    return Error(SDM_ERROR_MISMATCH, library + ", older than the ABI " + header +
+                                         " this program was built against (sdm.h), so functions it calls may be missing: use a libsdm with ABI " +
+                                         header + " or newer");
+}
+
+// check_abi() of the loaded libsdm. Call it once at start-up, before other sdm calls.
+inline Status check_abi() { return check_abi(sdm_abi_version()); }
+
+// ---- archives and devices -----------------------------------------------------------------------
+
+// One mounted archive (sdm_archive_info), with its strings copied.
+struct ArchiveInfo {
+    std::string label;            // the path, or the label given to mount_memory
+    std::string content_version;  // from the manifest; "" without one
+    uint64_t size_bytes = 0;
+    uint32_t entry_count = 0;
+    uint32_t kernel_count = 0;
+    uint16_t kernel_abi_major = 0;
+    uint16_t kernel_abi_minor = 0;
+    uint16_t format_major = 0;
+    uint16_t format_minor = 0;
+    bool embedded = false;        // the archive embedded in libsdm
+};
+
+// One CUDA device (sdm_device_info), with its name copied.
+struct DeviceInfo {
+    std::string name;  // the driver's name for the device
+    int32_t ordinal = 0;
+    int32_t capability_major = 0;
+    int32_t capability_minor = 0;
+    sdm_device_class device_class = SDM_DEVICE_CLASS_UNSUPPORTED;  // unsupported outside the hardware matrix
+    int32_t sm_count = 0;
+    uint64_t l2_bytes = 0;
+    int32_t smem_optin_bytes = 0;   // the device's own opt-in shared memory per block
+    int32_t smem_cap_bytes = 0;     // what the class's plans assume (0 when unsupported)
+    int32_t smem_per_sm_bytes = 0;  // smem_cap_bytes + 1,024 reserved per block (0 when unsupported)
+    bool pdl_allowed = false;       // programmatic dependent launch
+    bool clusters_allowed = false;  // thread-block clusters
+};
+
+// "modern", "a100", "rtx", "unsupported"; static.
+inline const char* device_class_name(sdm_device_class device_class) noexcept { return sdm_device_class_name(device_class); }
+
+// ---- the runtime --------------------------------------------------------------------------------
+
+// Receives sdm's log lines. `message` is valid during the call only. It runs on the thread that
+// made the call that logs, possibly on several threads at once, so it must be thread-safe. It must
+// not destroy the Runtime that calls it. An exception it throws is swallowed: it must not unwind
+// through libsdm.
+using LogFunction = std::function<void(sdm_log_level level, std::string_view message)>;
+
+// sdm_runtime_params, in C++ types. The defaults are sdm's.
+struct RuntimeOptions {
+    uint32_t flags = 0;                     // SDM_RUNTIME_* (SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)
+    sdm_log_level log_level = SDM_LOG_DEFAULT;  // $SDM_LOG, else warn; SDM_LOG_OFF for silence
+    LogFunction log;                        // empty: warnings and errors go to stderr
+    std::string cuda_driver;                // libcuda path; empty: $SDM_CUDA_DRIVER, else libcuda.so.1
+    void* cuda_context = nullptr;           // a CUcontext the host owns; NULL: primary contexts
+};
+
+// Owns an sdm_runtime (and the log function it calls). Move-only; a moved-from or
+// default-constructed Runtime is empty: its calls fail with SDM_ERROR_INVALID_ARGUMENT, and
+// destroying it does nothing. Destroying, moving and assigning a Runtime are not thread-safe with
+// other calls on it; every other member is.
+class Runtime {
+public:
+    using Options = RuntimeOptions;
+
+    Runtime() noexcept = default;  // empty
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+    Runtime(Runtime&& other) noexcept : log_(std::move(other.log_)), handle_(std::exchange(other.handle_, nullptr)) {}
+    Runtime& operator=(Runtime&& other) noexcept {
+        if (this != &other) {
+            sdm_runtime_destroy(handle_);  // before its log function goes
+            handle_ = std::exchange(other.handle_, nullptr);
+            log_ = std::move(other.log_);
+        }
+        return *this;
+    }
+    ~Runtime() { sdm_runtime_destroy(handle_); }
+
+    // Creates a runtime (sdm_runtime_create). Cheap: the driver loads on first need, and a machine
+    // without one still mounts and lists archives. The log function is copied and kept alive until
+    // the runtime is destroyed.
+    static Result<Runtime> create(const Options& options = Options()) {
+        std::unique_ptr<LogFunction> log;
+        sdm_runtime_params params{};
+        params.struct_size = sizeof(params);
+        params.flags = options.flags;
+        params.log_level = options.log_level;
+        params.cuda_driver = options.cuda_driver.empty() ? nullptr : options.cuda_driver.c_str();
+        params.cuda_context = options.cuda_context;
+        if (options.log) {
+            log = std::make_unique<LogFunction>(options.log);
+            params.log_fn = &Runtime::forward_log;
+            params.log_user_data = log.get();  // stable across moves of the Runtime: it is on the heap
+        }
+        sdm_runtime* handle = nullptr;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_runtime_create(&params, &handle, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return Runtime(handle, std::move(log));
+    }
+
+    // Whether this Runtime holds a runtime.
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    // The C handle, for sdm.h functions this wrapper does not cover; owned by this Runtime, valid
+    // until it is destroyed or moved from. Do not destroy it.
+    sdm_runtime* get() const noexcept { return handle_; }
+
+    // A copy of the last error any call on this runtime reported, from any thread; std::nullopt
+    // when there is none yet (or the Runtime is empty, or sdm had no memory for the copy). Every
+    // call here returns its own Error, so this is for diagnostics.
+    std::optional<Error> last_error() const {
+        sdm_error* last = nullptr;
+        if (sdm_runtime_last_error(handle_, &last) != SDM_OK || last == nullptr) return std::nullopt;
+        return Error::adopt(sdm_error_code(last), last);
+    }
+
+    // Mounts an archive file, mapped read-only (sdm_archive_mount_file). Later mounts take
+    // precedence over earlier ones.
+    Status mount_file(const std::string& path) {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_archive_mount_file(handle_, path.c_str(), &error);
+        return detail::status_of(status, error);
+    }
+    // Mounts an archive from memory (sdm_archive_mount_memory); the bytes are copied. `label`
+    // names it in messages and in archives(); empty: sdm's default label.
+    Status mount_memory(const void* data, size_t size, const std::string& label = std::string()) {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_archive_mount_memory(handle_, data, size, label.empty() ? nullptr : label.c_str(), &error);
+        return detail::status_of(status, error);
+    }
+
+    // The number of mounted archives.
+    Result<uint32_t> archive_count() const {
+        return detail::get<uint32_t>([this](uint32_t* count, sdm_error** error) { return sdm_archive_count(handle_, count, error); });
+    }
+    // Mounted archive `index`, in mount order; SDM_ERROR_NOT_FOUND past the end.
+    Result<ArchiveInfo> archive_info(uint32_t index) const {
+        sdm_archive_info c{};
+        c.struct_size = sizeof(c);
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_archive_info_get(handle_, index, &c, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        ArchiveInfo info;
+        info.label = c.label != nullptr ? c.label : "";
+        info.content_version = c.content_version != nullptr ? c.content_version : "";
+        info.size_bytes = c.size_bytes;
+        info.entry_count = c.entry_count;
+        info.kernel_count = c.kernel_count;
+        info.kernel_abi_major = c.kernel_abi_major;
+        info.kernel_abi_minor = c.kernel_abi_minor;
+        info.format_major = c.format_major;
+        info.format_minor = c.format_minor;
+        info.embedded = c.embedded != 0;
+        return info;
+    }
+    // Every mounted archive, in mount order. Archives are never unmounted, so one mounted by
+    // another thread meanwhile is either listed or not, never half.
+    Result<std::vector<ArchiveInfo>> archives() const {
+        const auto count = archive_count();
+        if (!count) return count.error();
+        std::vector<ArchiveInfo> list;
+        list.reserve(*count);
+        for (uint32_t index = 0; index < *count; ++index) {
+            auto info = archive_info(index);
+            if (!info) return info.error();
+            list.push_back(std::move(*info));
+        }
+        return list;
+    }
+
+    // The CUDA driver's version (12080 for 12.8); loads the driver if needed:
+    // SDM_ERROR_NO_DRIVER names the library it tried.
+    Result<int32_t> driver_version() const {
+        return detail::get<int32_t>([this](int32_t* version, sdm_error** error) { return sdm_driver_version(handle_, version, error); });
+    }
+    // Visible CUDA devices; 0 is a success.
+    Result<int32_t> device_count() const {
+        return detail::get<int32_t>([this](int32_t* count, sdm_error** error) { return sdm_device_count(handle_, count, error); });
+    }
+    // Device `ordinal`, supported or not.
+    Result<DeviceInfo> device_info(int32_t ordinal) const {
+        sdm_device_info c{};
+        c.struct_size = sizeof(c);
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_device_info_get(handle_, ordinal, &c, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        DeviceInfo info;
+        // Bounded: a name filling the whole array would have no NUL.
+        info.name.assign(c.name, static_cast<size_t>(std::find(c.name, c.name + sizeof(c.name), '\0') - c.name));
+        info.ordinal = c.ordinal;
+        info.capability_major = c.capability_major;
+        info.capability_minor = c.capability_minor;
+        info.device_class = c.device_class;
+        info.sm_count = c.sm_count;
+        info.l2_bytes = c.l2_bytes;
+        info.smem_optin_bytes = c.smem_optin_bytes;
+        info.smem_cap_bytes = c.smem_cap_bytes;
+        info.smem_per_sm_bytes = c.smem_per_sm_bytes;
+        info.pdl_allowed = c.pdl_allowed != 0;
+        info.clusters_allowed = c.clusters_allowed != 0;
+        return info;
+    }
+    // Device `ordinal`'s class (device_class_name() names it), or SDM_ERROR_UNSUPPORTED_DEVICE with
+    // a message naming the supported GPUs and the device's name, capability and shared memory.
+    Result<sdm_device_class> device_class(int32_t ordinal) const {
+        return detail::get<sdm_device_class>(
+            [this, ordinal](sdm_device_class* device_class, sdm_error** error) { return sdm_device_class_get(handle_, ordinal, device_class, error); });
+    }
+
+private:
+    Runtime(sdm_runtime* handle, std::unique_ptr<LogFunction> log) noexcept : log_(std::move(log)), handle_(handle) {}
+
+    // sdm_log_fn: forwards to the LogFunction in `user_data`.
+    static void forward_log(void* user_data, sdm_log_level level, const char* message, size_t length) noexcept {
+        const std::string_view text = message != nullptr ? std::string_view(message, length) : std::string_view();
+#if defined(__cpp_exceptions)
+        try {
+            (*static_cast<const LogFunction*>(user_data))(level, text);
+        } catch (...) {
+            // Unwinding through libsdm's C frames is undefined; a log line is not worth failing the call.
+        }
+#else
+        (*static_cast<const LogFunction*>(user_data))(level, text);
+#endif
+    }
+
+    std::unique_ptr<LogFunction> log_;  // declared first: outlives handle_'s use of it
+    sdm_runtime* handle_ = nullptr;
+};
+
+// ---- exceptions, for hosts that want them -------------------------------------------------------
+//
+// Free functions rather than members of Result, so that Result is the same class in every
+// translation unit of a program whether or not it defines SDM_HPP_EXCEPTIONS.
+#if defined(SDM_HPP_EXCEPTIONS) && defined(__cpp_exceptions)
+
+// Thrown by value_or_throw and throw_if_error. what() is "SDM_ERROR_IO: <message>"; error() keeps
+// the native code and log. Copying it never throws.
+class Exception : public std::runtime_error {
+public:
+    explicit Exception(Error error) : std::runtime_error(error.describe()), error_(std::move(error)) {}
+    sdm_status code() const noexcept { return error_.code(); }
+    const Error& error() const noexcept { return error_; }
+
+private:
+    Error error_;
+};
+
+// The value, or throws sdm::Exception with the error.
+template <typename T>
+T value_or_throw(Result<T> result) {
+    if (!result) throw Exception(result.error());
+    return std::move(result).value();
+}
+
+// Throws sdm::Exception when `status` is a failure.
+inline void throw_if_error(const Status& status) {
+    if (!status) throw Exception(status.error());
+}
+
+#endif
+
+}  // namespace sdm
+
+#endif  // SDM_SDM_HPP

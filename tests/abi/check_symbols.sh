@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The symbols libsdm exports must be exactly tests/abi/symbols.txt: the C ABI and nothing else
+# (no C++ internals, no zstd or xxHash). Adding a function means adding it here, to the function
+# table and to docs/ABI_CHANGELOG.md. Usage: check_symbols.sh LIBSDM SYMBOLS_TXT
+set -euo pipefail
+actual=$(nm -D --defined-only "$1" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sed 's/@@.*//' | sort)
+if ! diff -u "$2" <(echo "$actual"); then
+  echo "FAIL: libsdm's exported symbols differ from $2 (+ exported, - expected)" >&2
+  exit 1
+fi
+nm -D --defined-only "$1" | grep -q ' SDM_1$' || { echo "FAIL: no SDM_1 version node" >&2; exit 1; }
+echo "symbols: $(echo "$actual" | wc -l) exported, as listed"

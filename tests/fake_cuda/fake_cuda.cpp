@@ -1,0 +1,920 @@
+// A fake CUDA driver for machines without a GPU: enough of the Driver API for sdm's runtime
+// (devices, primary contexts, module loading, function attributes), configured by environment
+// variables, with failures injectable per entry point. Modules are checked the way the real
+// driver checks them, with sdm's own image parsers: a cubin must match the device's SM (a and f
+// variants included), PTX must target an arch the device can JIT for, in an ISA the configured
+// driver version knows. Nothing runs: there is no memory, no stream, no launch.
+//
+// Like libcuda, it exports cuGetProcAddress(_v2), cuInit and cuDriverGetVersion; every other
+// entry point is reachable only through cuGetProcAddress, by its base name ("cuCtxPushCurrent",
+// not "cuCtxPushCurrent_v2"). Types and enum values come from the toolkit's cuda.h. The test
+// helpers and the configuration are documented in sdm_fake_cuda.h.
+#include <cuda.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "image.hpp"
+#include "sdm_fake_cuda.h"
+
+#define SDM_FAKE_EXPORT __attribute__((visibility("default")))
+
+// Handles are pointers to these: cuda.h only declares the structs, the driver defines them.
+struct CUctx_st {
+    int device{0};
+    int refcount{0};  // primary context retains; 0: inactive (its modules are gone)
+};
+struct CUfunc_st;
+struct CUmod_st {
+    CUctx_st* context{nullptr};
+    int device{0};
+    std::vector<std::string> kernels;
+    int binary_version{0};  // cubin: its SM; PTX: the device's major*10+minor
+    int ptx_version{0};     // cubin: its SM; PTX: its .target arch
+    std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+};
+struct CUfunc_st {
+    CUmod_st* module{nullptr};
+    std::string name;
+};
+
+namespace {
+
+// ---- entry points -----------------------------------------------------------------------------
+
+#define SDM_FAKE_ENTRIES(X)                                                                          \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress)        \
+    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)   \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
+    X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
+    X(cuStreamIsCapturing)
+
+enum Entry : int {
+#define SDM_FAKE_ENUM(name) e_##name,
+    SDM_FAKE_ENTRIES(SDM_FAKE_ENUM)
+#undef SDM_FAKE_ENUM
+        kEntryCount
+};
+
+constexpr std::array<const char*, kEntryCount> kEntryNames{
+#define SDM_FAKE_NAME(name) #name,
+    SDM_FAKE_ENTRIES(SDM_FAKE_NAME)
+#undef SDM_FAKE_NAME
+};
+
+std::optional<Entry> find_entry(std::string_view name) {
+    for (int e = 0; e < kEntryCount; ++e)
+        if (name == kEntryNames[static_cast<size_t>(e)]) return static_cast<Entry>(e);
+    return std::nullopt;
+}
+
+// ---- error codes ------------------------------------------------------------------------------
+
+struct ErrorText {
+    CUresult code;
+    const char* name;
+    const char* text;
+};
+
+#define SDM_FAKE_ERR(code, text) ErrorText{code, #code, text}
+constexpr ErrorText kErrors[] = {
+    SDM_FAKE_ERR(CUDA_SUCCESS, "no error"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    SDM_FAKE_ERR(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    SDM_FAKE_ERR(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    SDM_FAKE_ERR(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    SDM_FAKE_ERR(CUDA_ERROR_STUB_LIBRARY, "CUDA driver is a stub library"),
+    SDM_FAKE_ERR(CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER, "the call requires a newer driver"),
+    SDM_FAKE_ERR(CUDA_ERROR_DEVICE_UNAVAILABLE, "CUDA-capable device(s) is/are busy or unavailable"),
+    SDM_FAKE_ERR(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    SDM_FAKE_ERR(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+    SDM_FAKE_ERR(CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"),
+    SDM_FAKE_ERR(CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found"),
+    SDM_FAKE_ERR(CUDA_ERROR_UNSUPPORTED_PTX_VERSION, "the provided PTX was compiled with an unsupported toolchain."),
+    SDM_FAKE_ERR(CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled"),
+    SDM_FAKE_ERR(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+    SDM_FAKE_ERR(CUDA_ERROR_OPERATING_SYSTEM, "OS call failed or operation not supported on this OS"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    SDM_FAKE_ERR(CUDA_ERROR_ILLEGAL_STATE, "the operation cannot be performed in the present state"),
+    SDM_FAKE_ERR(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    SDM_FAKE_ERR(CUDA_ERROR_NOT_READY, "device not ready"),
+    SDM_FAKE_ERR(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+    SDM_FAKE_ERR(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"),
+    SDM_FAKE_ERR(CUDA_ERROR_LAUNCH_TIMEOUT, "the launch timed out and was terminated"),
+    SDM_FAKE_ERR(CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "primary context for the specified device has already been initialized"),
+    SDM_FAKE_ERR(CUDA_ERROR_CONTEXT_IS_DESTROYED, "context is destroyed"),
+    SDM_FAKE_ERR(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    SDM_FAKE_ERR(CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE, "too many blocks in cooperative launch"),
+    SDM_FAKE_ERR(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    SDM_FAKE_ERR(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    SDM_FAKE_ERR(CUDA_ERROR_SYSTEM_NOT_READY, "system not yet initialized"),
+    SDM_FAKE_ERR(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "system has unsupported display driver / cuda driver combination"),
+    SDM_FAKE_ERR(CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "forward compatibility was attempted on non supported HW"),
+    SDM_FAKE_ERR(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "operation not permitted when stream is capturing"),
+    SDM_FAKE_ERR(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "operation failed due to a previous error during capture"),
+    SDM_FAKE_ERR(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "operation would make the legacy stream depend on a capturing blocking stream"),
+    SDM_FAKE_ERR(CUDA_ERROR_TIMEOUT, "wait operation timed out"),
+    SDM_FAKE_ERR(CUDA_ERROR_INVALID_CLUSTER_SIZE, "invalid cluster size"),
+    SDM_FAKE_ERR(CUDA_ERROR_FUNCTION_NOT_LOADED, "function not loaded"),
+    SDM_FAKE_ERR(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef SDM_FAKE_ERR
+
+const ErrorText* find_error(CUresult code) {
+    for (const auto& e : kErrors)
+        if (e.code == code) return &e;
+    return nullptr;
+}
+
+// ---- configuration ----------------------------------------------------------------------------
+
+struct Device {
+    std::string name;
+    int major{0};
+    int minor{0};
+    int smem_optin{0};
+    int sm_count{0};
+    int l2_bytes{0};
+    int cc() const { return major * 10 + minor; }
+};
+
+struct FailRule {
+    Entry entry{e_cuInit};
+    CUresult code{CUDA_SUCCESS};
+    int64_t nth{0};  // 1-based call number; 0: every call
+};
+
+constexpr int kDefaultVersion = 13000;
+
+struct Config {
+    std::vector<Device> devices;
+    int version{kDefaultVersion};
+    std::vector<FailRule> fails;
+    std::set<std::string, std::less<>> missing;
+};
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+    std::vector<std::string_view> out;
+    for (size_t at = 0;;) {
+        const size_t end = s.find(sep, at);
+        out.push_back(s.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at));
+        if (end == std::string_view::npos) return out;
+        at = end + 1;
+    }
+}
+
+template <typename T>
+std::optional<T> parse_int(std::string_view s) {
+    s = trim(s);
+    T v{};
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+const char* env(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+}
+
+bool env_flag(const char* name) {
+    const std::string_view v = trim(env(name));
+    return !v.empty() && v != "0";
+}
+
+int env_version() {
+    const std::string_view v = trim(env("SDM_FAKE_CUDA_VERSION"));
+    if (v.empty()) return kDefaultVersion;
+    const auto n = parse_int<int>(v);
+    return n && *n > 0 ? *n : kDefaultVersion;
+}
+
+// Parses the environment. On a malformed variable: an empty optional and `error` says what.
+std::optional<Config> read_config(std::string& error) {
+    Config c;
+    const auto rows = split(env("SDM_FAKE_CUDA_DEVICES"), ';');
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const std::string_view row = trim(rows[i]);
+        if (row.empty()) continue;  // "" or a trailing ';'
+        const auto fields = split(row, ',');
+        Device d;
+        bool ok = fields.size() == 5;
+        if (ok) {
+            d.name = std::string(trim(fields[0]));
+            const std::string_view cc = trim(fields[1]);
+            const size_t dot = cc.find('.');
+            const auto major = dot == std::string_view::npos ? std::nullopt : parse_int<int>(cc.substr(0, dot));
+            const auto minor = dot == std::string_view::npos ? std::nullopt : parse_int<int>(cc.substr(dot + 1));
+            const auto smem = parse_int<int>(fields[2]);
+            const auto sms = parse_int<int>(fields[3]);
+            const auto l2 = parse_int<int>(fields[4]);
+            ok = !d.name.empty() && d.name.size() < 256 && major && minor && *major >= 1 && *major <= 99 && *minor >= 0 &&
+                 *minor <= 9 && smem && *smem > 0 && sms && *sms > 0 && l2 && *l2 >= 0;
+            if (ok) {
+                d.major = *major;
+                d.minor = *minor;
+                d.smem_optin = *smem;
+                d.sm_count = *sms;
+                d.l2_bytes = *l2;
+            }
+        }
+        if (!ok) {
+            error = "SDM_FAKE_CUDA_DEVICES row " + std::to_string(i + 1) + " '" + std::string(row) +
+                    "' is malformed: expected name,major.minor,smem_optin_bytes,sm_count,l2_bytes "
+                    "(e.g. NVIDIA H200,9.0,232448,132,62914560)";
+            return std::nullopt;
+        }
+        c.devices.push_back(std::move(d));
+    }
+
+    const std::string_view version = trim(env("SDM_FAKE_CUDA_VERSION"));
+    if (!version.empty()) {
+        const auto v = parse_int<int>(version);
+        if (!v || *v <= 0) {
+            error = "SDM_FAKE_CUDA_VERSION '" + std::string(version) + "' is not a driver version (e.g. 12080)";
+            return std::nullopt;
+        }
+        c.version = *v;
+    }
+
+    for (const std::string_view item_raw : split(env("SDM_FAKE_CUDA_FAIL"), ',')) {
+        const std::string_view item = trim(item_raw);
+        if (item.empty()) continue;
+        const auto bad = [&](const std::string& why) {
+            error = "SDM_FAKE_CUDA_FAIL item '" + std::string(item) + "': " + why +
+                    " (expected entry=code[@n], e.g. cuModuleLoadData=CUDA_ERROR_OUT_OF_MEMORY@2)";
+            return std::nullopt;
+        };
+        const size_t eq = item.find('=');
+        if (eq == std::string_view::npos) return bad("no '='");
+        const auto entry = find_entry(trim(item.substr(0, eq)));
+        if (!entry) return bad("'" + std::string(trim(item.substr(0, eq))) + "' is no entry point of the fake driver");
+        std::string_view code = item.substr(eq + 1);
+        FailRule rule{*entry, CUDA_SUCCESS, 0};
+        if (const size_t at = code.find('@'); at != std::string_view::npos) {
+            const auto n = parse_int<int64_t>(code.substr(at + 1));
+            if (!n || *n < 1) return bad("the call number after '@' must be 1 or more");
+            rule.nth = *n;
+            code = code.substr(0, at);
+        }
+        code = trim(code);
+        if (const auto n = parse_int<int>(code)) {
+            rule.code = static_cast<CUresult>(*n);
+        } else {
+            const auto e = std::find_if(std::begin(kErrors), std::end(kErrors), [&](const ErrorText& t) { return code == t.name; });
+            if (e == std::end(kErrors)) return bad("'" + std::string(code) + "' is neither a number nor a known CUDA_ERROR_ name");
+            rule.code = e->code;
+        }
+        c.fails.push_back(rule);
+    }
+
+    for (const std::string_view name : split(env("SDM_FAKE_CUDA_MISSING"), ','))
+        if (!trim(name).empty()) c.missing.emplace(trim(name));
+    return c;
+}
+
+// The newest PTX ISA the JIT of a driver version accepts (13.0 -> 9.0, 12.8 -> 8.7).
+int max_ptx_isa(int driver_version) {
+    if (driver_version >= 13000) return (driver_version / 1000 - 4) * 10 + (driver_version % 1000) / 10;
+    struct Row {
+        int version, isa;
+    };
+    static constexpr Row kRows[] = {{12090, 88}, {12080, 87}, {12050, 85}, {12040, 84}, {12030, 83}, {12020, 82},
+                                    {12010, 81}, {12000, 80}, {11080, 78}, {11070, 77}, {11060, 76}, {11050, 75},
+                                    {11040, 74}, {11030, 73}, {11020, 72}, {11010, 71}, {11000, 70}, {10020, 65},
+                                    {10010, 64}, {10000, 63}, {9020, 62},  {9010, 61},  {9000, 60}};
+    for (const auto& r : kRows)
+        if (driver_version >= r.version) return r.isa;
+    return 50;
+}
+
+std::string isa_text(int isa) { return std::to_string(isa / 10) + "." + std::to_string(isa % 10); }
+
+// ---- state ------------------------------------------------------------------------------------
+
+struct State {
+    std::mutex mu;
+    Config config;
+    bool initialized{false};
+    std::array<int64_t, kEntryCount> calls{};
+    std::vector<std::unique_ptr<CUctx_st>> contexts;  // the primary context of ordinal i, once retained
+    std::map<const CUmod_st*, std::unique_ptr<CUmod_st>> modules;
+    std::set<const CUfunc_st*> functions;
+};
+
+// Leaked on purpose: no destructor runs while another thread may still call in at exit.
+State& state() {
+    static State* s = [] {
+        auto* st = new State;
+        std::string ignored;
+        if (auto c = read_config(ignored)) st->config = std::move(*c);  // cuInit reports errors
+        return st;
+    }();
+    return *s;
+}
+
+// The calling thread's context stack. Trivially destructible, so no TLS destructor pins the
+// library; contexts are never freed, so a stale entry stays safe to compare.
+constexpr int kMaxStack = 256;
+thread_local CUctx_st* tls_stack[kMaxStack];
+thread_local int tls_depth = 0;
+
+CUctx_st* current() { return tls_depth > 0 ? tls_stack[tls_depth - 1] : nullptr; }
+
+using Lock = std::unique_lock<std::mutex>;
+
+// Counts the call and applies the failure configuration: a code to return, or nullopt to go on.
+std::optional<CUresult> enter(State& s, Entry e) {
+    const int64_t n = ++s.calls[static_cast<size_t>(e)];
+    for (const auto& rule : s.config.fails)
+        if (rule.entry == e && (rule.nth == 0 || rule.nth == n)) return rule.code;
+    return std::nullopt;
+}
+
+// Every entry point but the version, error-text and proc-address ones starts with this.
+#define SDM_FAKE_ENTER(e)                                    \
+    State& s = state();                                      \
+    Lock lock(s.mu);                                         \
+    if (const auto injected = enter(s, e)) return *injected; \
+    if (!s.initialized) return CUDA_ERROR_NOT_INITIALIZED
+
+bool valid_context(const State& s, const CUctx_st* ctx) {
+    return ctx && std::any_of(s.contexts.begin(), s.contexts.end(), [&](const auto& c) { return c.get() == ctx; });
+}
+
+const Device* device(const State& s, CUdevice dev) {
+    return dev >= 0 && static_cast<size_t>(dev) < s.config.devices.size() ? &s.config.devices[static_cast<size_t>(dev)] : nullptr;
+}
+
+void unload(State& s, const CUmod_st* m) {
+    const auto it = s.modules.find(m);
+    if (it == s.modules.end()) return;
+    for (const auto& [name, f] : it->second->functions) s.functions.erase(f.get());
+    s.modules.erase(it);
+}
+
+void unload_context_modules(State& s, const CUctx_st* ctx) {
+    std::vector<const CUmod_st*> doomed;
+    for (const auto& [m, module] : s.modules)
+        if (module->context == ctx) doomed.push_back(m);
+    for (const auto* m : doomed) unload(s, m);
+}
+
+// ---- initialization and versions --------------------------------------------------------------
+
+CUresult CUDAAPI impl_cuInit(unsigned int flags) {
+    State& s = state();
+    Lock lock(s.mu);
+    std::string error;
+    auto config = read_config(error);
+    s.calls.fill(0);
+    s.config = config ? std::move(*config) : Config{};
+    s.initialized = false;
+    if (!config) {
+        std::fprintf(stderr, "sdm fake CUDA driver: cuInit: %s\n", error.c_str());
+        ++s.calls[e_cuInit];
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (const auto injected = enter(s, e_cuInit)) return *injected;
+    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (s.config.devices.empty()) return CUDA_ERROR_NO_DEVICE;  // as libcuda on a machine without a GPU
+    s.initialized = true;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDriverGetVersion(int* version) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (const auto injected = enter(s, e_cuDriverGetVersion)) return *injected;
+    if (!version) return CUDA_ERROR_INVALID_VALUE;
+    // The environment as it is now (the real call needs no cuInit, and sdm asks before cuInit;
+    // tests change the version between runtimes).
+    *version = env_version();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuGetErrorName(CUresult error, const char** str) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (const auto injected = enter(s, e_cuGetErrorName)) return *injected;
+    if (!str) return CUDA_ERROR_INVALID_VALUE;
+    const ErrorText* e = find_error(error);
+    *str = e ? e->name : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI impl_cuGetErrorString(CUresult error, const char** str) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (const auto injected = enter(s, e_cuGetErrorString)) return *injected;
+    if (!str) return CUDA_ERROR_INVALID_VALUE;
+    const ErrorText* e = find_error(error);
+    *str = e ? e->text : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI impl_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult* status);
+
+// ---- devices ----------------------------------------------------------------------------------
+
+CUresult CUDAAPI impl_cuDeviceGetCount(int* count) {
+    SDM_FAKE_ENTER(e_cuDeviceGetCount);
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    *count = static_cast<int>(s.config.devices.size());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDeviceGet(CUdevice* dev, int ordinal) {
+    SDM_FAKE_ENTER(e_cuDeviceGet);
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    if (!device(s, ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    *dev = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDeviceGetName(char* name, int len, CUdevice dev) {
+    SDM_FAKE_ENTER(e_cuDeviceGetName);
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    const Device* d = device(s, dev);
+    if (!d) return CUDA_ERROR_INVALID_DEVICE;
+    const size_t n = std::min(d->name.size(), static_cast<size_t>(len) - 1);
+    std::memcpy(name, d->name.data(), n);
+    name[n] = '\0';
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+    SDM_FAKE_ENTER(e_cuDeviceGetAttribute);
+    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    const Device* d = device(s, dev);
+    if (!d) return CUDA_ERROR_INVALID_DEVICE;
+    switch (attrib) {
+        case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = d->sm_count; break;
+        case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: *pi = d->l2_bytes; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = d->major; break;
+        case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = d->minor; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *pi = d->smem_optin; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: *pi = 49152; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *pi = d->smem_optin + 1024; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+        case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
+        case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *pi = d->major >= 9 ? 1 : 0; break;
+        case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *pi = 32; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDeviceTotalMem(size_t* bytes, CUdevice dev) {
+    SDM_FAKE_ENTER(e_cuDeviceTotalMem);
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (!device(s, dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = size_t{80} << 30;
+    return CUDA_SUCCESS;
+}
+
+// ---- contexts ---------------------------------------------------------------------------------
+
+CUresult CUDAAPI impl_cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+    SDM_FAKE_ENTER(e_cuDevicePrimaryCtxRetain);
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!device(s, dev)) return CUDA_ERROR_INVALID_DEVICE;
+    const auto i = static_cast<size_t>(dev);
+    if (s.contexts.size() <= i) s.contexts.resize(i + 1);
+    if (!s.contexts[i]) {
+        s.contexts[i] = std::make_unique<CUctx_st>();
+        s.contexts[i]->device = dev;
+    }
+    ++s.contexts[i]->refcount;
+    *pctx = s.contexts[i].get();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuDevicePrimaryCtxRelease(CUdevice dev) {
+    SDM_FAKE_ENTER(e_cuDevicePrimaryCtxRelease);
+    if (!device(s, dev)) return CUDA_ERROR_INVALID_DEVICE;
+    const auto i = static_cast<size_t>(dev);
+    if (s.contexts.size() <= i || !s.contexts[i] || s.contexts[i]->refcount == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    // The last release destroys the context's resources, as the real driver does.
+    if (--s.contexts[i]->refcount == 0) unload_context_modules(s, s.contexts[i].get());
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxPushCurrent(CUcontext ctx) {
+    SDM_FAKE_ENTER(e_cuCtxPushCurrent);
+    if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_context(s, ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == kMaxStack) return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_stack[tls_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxPopCurrent(CUcontext* pctx) {
+    SDM_FAKE_ENTER(e_cuCtxPopCurrent);
+    if (tls_depth == 0) return CUDA_ERROR_INVALID_CONTEXT;
+    CUctx_st* ctx = tls_stack[--tls_depth];
+    if (pctx) *pctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxGetCurrent(CUcontext* pctx) {
+    SDM_FAKE_ENTER(e_cuCtxGetCurrent);
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = current();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxSetCurrent(CUcontext ctx) {
+    SDM_FAKE_ENTER(e_cuCtxSetCurrent);
+    if (!ctx) {  // pops the top, or nothing on an empty stack
+        if (tls_depth > 0) --tls_depth;
+        return CUDA_SUCCESS;
+    }
+    if (!valid_context(s, ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == 0) tls_depth = 1;
+    tls_stack[tls_depth - 1] = ctx;
+    return CUDA_SUCCESS;
+}
+
+// The calling thread's current context if it is usable, else the error a real driver returns.
+CUresult usable_current(const State& s, CUctx_st*& ctx) {
+    ctx = current();
+    if (!ctx || !valid_context(s, ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx->refcount == 0) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxGetDevice(CUdevice* dev) {
+    SDM_FAKE_ENTER(e_cuCtxGetDevice);
+    if (!dev) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    *dev = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxSynchronize(void) {
+    SDM_FAKE_ENTER(e_cuCtxSynchronize);
+    CUctx_st* ctx = nullptr;
+    return usable_current(s, ctx);
+}
+
+// ---- modules ----------------------------------------------------------------------------------
+
+struct LoadFailure {
+    CUresult code;
+    std::string log;
+};
+
+uint64_t read_u64(const unsigned char* p, uint64_t at) {
+    uint64_t v;
+    std::memcpy(&v, p + at, sizeof v);
+    return v;
+}
+uint32_t read_u32(const unsigned char* p, uint64_t at) {
+    uint32_t v;
+    std::memcpy(&v, p + at, sizeof v);
+    return v;
+}
+uint16_t read_u16(const unsigned char* p, uint64_t at) {
+    uint16_t v;
+    std::memcpy(&v, p + at, sizeof v);
+    return v;
+}
+
+// cuModuleLoadData gets no size: an ELF image's extent is what its headers say it covers (the
+// header, the section and program header tables, every section's and segment's bytes).
+std::optional<uint64_t> elf_extent(const unsigned char* p) {
+    constexpr uint64_t kLimit = uint64_t{1} << 30;
+    if (p[4] != 2 || p[5] != 1) return std::nullopt;  // ELF64 little-endian only
+    uint64_t extent = 64;
+    const auto cover = [&](uint64_t offset, uint64_t size) {
+        if (offset > kLimit || size > kLimit || offset + size > kLimit) return false;
+        extent = std::max(extent, offset + size);
+        return true;
+    };
+    const uint64_t phoff = read_u64(p, 32), shoff = read_u64(p, 40);
+    const uint16_t phentsize = read_u16(p, 54), phnum = read_u16(p, 56), shentsize = read_u16(p, 58), shnum = read_u16(p, 60);
+    if (shnum > 0) {
+        if (shentsize != 64 || !cover(shoff, uint64_t{shnum} * 64)) return std::nullopt;
+        for (uint64_t i = 0; i < shnum; ++i) {
+            const uint64_t sh = shoff + i * 64;
+            if (read_u32(p, sh + 4) == 8) continue;  // SHT_NOBITS occupies no file bytes
+            if (!cover(read_u64(p, sh + 24), read_u64(p, sh + 32))) return std::nullopt;
+        }
+    }
+    if (phnum > 0) {
+        if (phentsize != 56 || !cover(phoff, uint64_t{phnum} * 56)) return std::nullopt;
+        for (uint64_t i = 0; i < phnum; ++i) {
+            const uint64_t ph = phoff + i * 56;
+            if (!cover(read_u64(p, ph + 8), read_u64(p, ph + 32))) return std::nullopt;
+        }
+    }
+    return extent;
+}
+
+// A PTX module is NUL-terminated text. Stops at the first byte no text holds, so binary bytes are
+// refused before reading far past them.
+std::optional<size_t> text_length(const unsigned char* p) {
+    for (size_t n = 0;; ++n) {
+        const unsigned char c = p[n];
+        if (c == 0) return n == 0 ? std::nullopt : std::optional<size_t>(n);
+        if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f' && c != '\v') || c == 0x7f) return std::nullopt;
+    }
+}
+
+std::string device_text(int ordinal, const Device& d) {
+    return "device " + std::to_string(ordinal) + " (" + d.name + ", compute capability " + std::to_string(d.major) + "." +
+           std::to_string(d.minor) + ")";
+}
+
+// Decides what the real driver would do with `image` on device `d`: the module's facts, or the failure.
+std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, int ordinal, const Device& d,
+                                                                 const void* image) {
+    using sdm::archive::Variant;
+    const auto* p = static_cast<const unsigned char*>(image);
+    auto module = std::make_unique<CUmod_st>();
+    module->device = ordinal;
+
+    if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
+        const auto extent = elf_extent(p);
+        if (!extent) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "not a valid cubin: ELF headers out of range"};
+        auto info = sdm::archive::inspect_cubin(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
+        if (!info) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, info.error().message};
+        const int sm = info->sm, major = sm / 10, minor = sm % 10;
+        const Variant variant = info->variant.value_or(Variant::base);
+        const bool runs = variant == Variant::a ? (major == d.major && minor == d.minor) : (major == d.major && minor <= d.minor);
+        if (!runs)
+            return LoadFailure{CUDA_ERROR_NO_BINARY_FOR_GPU,
+                               "cubin for sm_" + std::to_string(sm) + sdm::archive::variant_suffix(variant) +
+                                   " cannot run on " + device_text(ordinal, d)};
+        module->kernels = std::move(info->kernels);
+        module->binary_version = sm;
+        module->ptx_version = sm;
+        return module;
+    }
+
+    const auto length = text_length(p);
+    if (!length) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "neither a cubin (ELF) nor PTX text"};
+    if (env_flag("SDM_FAKE_CUDA_DISABLE_JIT"))
+        return LoadFailure{CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found (SDM_FAKE_CUDA_DISABLE_JIT)"};
+    auto info = sdm::archive::inspect_ptx(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *length));
+    if (!info) return LoadFailure{CUDA_ERROR_INVALID_PTX, "ptxas fatal   : " + info.error().message};
+    const int max_isa = max_ptx_isa(s.config.version);
+    if (info->ptx_isa > max_isa)
+        return LoadFailure{CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+                           "ptxas application ptx input; fatal   : Unsupported .version " + isa_text(info->ptx_isa) +
+                               "; current version is '" + isa_text(max_isa) + "' (driver " +
+                               std::to_string(s.config.version) + ")"};
+    const int target = info->sm, dev_cc = d.cc();
+    const Variant variant = info->variant.value_or(Variant::base);
+    const bool fits = variant == Variant::a   ? target == dev_cc
+                      : variant == Variant::f ? (target / 10 == d.major && target <= dev_cc)
+                                              : target <= dev_cc;
+    if (!fits)
+        return LoadFailure{CUDA_ERROR_NO_BINARY_FOR_GPU,
+                           "ptxas fatal   : PTX .target sm_" + std::to_string(target) + sdm::archive::variant_suffix(variant) +
+                               " cannot be compiled for " + device_text(ordinal, d)};
+    module->kernels = std::move(info->kernels);
+    module->binary_version = dev_cc;
+    module->ptx_version = target;
+    return module;
+}
+
+void write_log(unsigned int count, const CUjit_option* options, void** values, const std::string& error_log) {
+    char* error_buffer = nullptr;
+    char* info_buffer = nullptr;
+    void** error_size = nullptr;
+    void** info_size = nullptr;
+    for (unsigned int i = 0; i < count; ++i) {
+        switch (options[i]) {
+            case CU_JIT_ERROR_LOG_BUFFER: error_buffer = static_cast<char*>(values[i]); break;
+            case CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES: error_size = &values[i]; break;
+            case CU_JIT_INFO_LOG_BUFFER: info_buffer = static_cast<char*>(values[i]); break;
+            case CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES: info_size = &values[i]; break;
+            default: break;
+        }
+    }
+    // IN: the buffer's size; OUT: the bytes written, without the NUL.
+    const auto fill = [](char* buffer, void** size, const std::string& text) {
+        if (!buffer || !size) return;
+        const auto capacity = static_cast<size_t>(reinterpret_cast<uintptr_t>(*size));
+        if (capacity == 0) return;
+        const size_t n = std::min(text.size(), capacity - 1);
+        std::memcpy(buffer, text.data(), n);
+        buffer[n] = '\0';
+        *size = reinterpret_cast<void*>(static_cast<uintptr_t>(n));
+    };
+    fill(error_buffer, error_size, error_log);
+    fill(info_buffer, info_size, std::string());
+}
+
+CUresult load_module(State& s, CUmodule* module, const void* image, unsigned int count, const CUjit_option* options,
+                     void** values) {
+    if (!module || !image || (count > 0 && (!options || !values))) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    const Device* d = device(s, ctx->device);
+    if (!d) return CUDA_ERROR_INVALID_CONTEXT;  // the context's device left the configuration
+    auto result = load_image(s, ctx->device, *d, image);
+    if (auto* failure = std::get_if<LoadFailure>(&result)) {
+        write_log(count, options, values, failure->log);
+        return failure->code;
+    }
+    write_log(count, options, values, std::string());
+    auto m = std::move(std::get<std::unique_ptr<CUmod_st>>(result));
+    m->context = ctx;
+    *module = m.get();
+    s.modules.emplace(m.get(), std::move(m));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuModuleLoadData(CUmodule* module, const void* image) {
+    SDM_FAKE_ENTER(e_cuModuleLoadData);
+    return load_module(s, module, image, 0, nullptr, nullptr);
+}
+
+CUresult CUDAAPI impl_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int count, CUjit_option* options,
+                                         void** values) {
+    SDM_FAKE_ENTER(e_cuModuleLoadDataEx);
+    return load_module(s, module, image, count, options, values);
+}
+
+CUresult CUDAAPI impl_cuModuleUnload(CUmodule module) {
+    SDM_FAKE_ENTER(e_cuModuleUnload);
+    if (!s.modules.contains(module)) return CUDA_ERROR_INVALID_HANDLE;
+    unload(s, module);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+    SDM_FAKE_ENTER(e_cuModuleGetFunction);
+    if (!function || !name) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.modules.find(module);
+    if (it == s.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+    CUmod_st& m = *it->second;
+    if (const auto f = m.functions.find(std::string_view(name)); f != m.functions.end()) {
+        *function = f->second.get();
+        return CUDA_SUCCESS;
+    }
+    if (std::find(m.kernels.begin(), m.kernels.end(), name) == m.kernels.end()) return CUDA_ERROR_NOT_FOUND;
+    auto f = std::make_unique<CUfunc_st>();
+    f->module = &m;
+    f->name = name;
+    *function = f.get();
+    s.functions.insert(f.get());
+    m.functions.emplace(name, std::move(f));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction function) {
+    SDM_FAKE_ENTER(e_cuFuncGetAttribute);
+    if (!pi) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.functions.contains(function)) return CUDA_ERROR_INVALID_HANDLE;
+    switch (attrib) {
+        case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = function->module->ptx_version; break;
+        case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = function->module->binary_version; break;
+        case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
+        case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+        case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
+        case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
+        case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 0; break;
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 49152; break;
+        default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    return CUDA_SUCCESS;
+}
+
+// ---- streams ----------------------------------------------------------------------------------
+
+CUresult CUDAAPI impl_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status) {
+    SDM_FAKE_ENTER(e_cuStreamIsCapturing);
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    const bool default_stream = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); default_stream && r != CUDA_SUCCESS) return r;
+    *status = env_flag("SDM_FAKE_CUDA_CAPTURING") ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+// ---- cuGetProcAddress -------------------------------------------------------------------------
+
+template <typename F>
+void* proc(F* f) {
+    return reinterpret_cast<void*>(f);
+}
+
+struct Proc {
+    Entry entry;
+    void* fn;
+};
+
+// Each implementation is checked against cuda.h's prototype of the name (the macro-expanded,
+// current version: cuDeviceTotalMem is cuDeviceTotalMem_v2, cuGetProcAddress cuGetProcAddress_v2).
+// The three names libcuda exports resolve to the exports themselves, as dlsym finds them.
+const std::array<Proc, kEntryCount> kProcs = [] {
+    std::array<Proc, kEntryCount> procs{{
+#define SDM_FAKE_PROC(name) {e_##name, proc(static_cast<decltype(&::name)>(&impl_##name))},
+        SDM_FAKE_ENTRIES(SDM_FAKE_PROC)
+#undef SDM_FAKE_PROC
+    }};
+    procs[e_cuInit].fn = proc(&::cuInit);
+    procs[e_cuDriverGetVersion].fn = proc(&::cuDriverGetVersion);
+    procs[e_cuGetProcAddress].fn = proc(&::cuGetProcAddress);  // cuGetProcAddress_v2
+    return procs;
+}();
+
+CUresult CUDAAPI impl_cuGetProcAddress(const char* symbol, void** pfn, int /*cuda_version*/, cuuint64_t /*flags*/,
+                                       CUdriverProcAddressQueryResult* status) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (const auto injected = enter(s, e_cuGetProcAddress)) return *injected;
+    if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+    const auto entry = find_entry(symbol);
+    if (!entry || s.config.missing.contains(std::string_view(symbol))) {
+        *pfn = nullptr;
+        if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = kProcs[static_cast<size_t>(*entry)].fn;
+    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+// ---- exports ----------------------------------------------------------------------------------
+
+extern "C" {
+
+SDM_FAKE_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { return impl_cuInit(flags); }
+
+SDM_FAKE_EXPORT CUresult CUDAAPI cuDriverGetVersion(int* version) { return impl_cuDriverGetVersion(version); }
+
+SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                                     CUdriverProcAddressQueryResult* status) {
+    return impl_cuGetProcAddress(symbol, pfn, cuda_version, flags, status);
+}
+
+// The CUDA 11.3-11.8 ABI of the unversioned name has no status parameter.
+#undef cuGetProcAddress
+SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
+SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
+    return impl_cuGetProcAddress(symbol, pfn, cuda_version, flags, nullptr);
+}
+
+SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
+    if (!entry_point) return -1;
+    State& s = state();
+    Lock lock(s.mu);
+    const std::string_view name(entry_point);
+    if (name == "@modules") return static_cast<int64_t>(s.modules.size());
+    if (name == "@contexts") {
+        int64_t retained = 0;
+        for (const auto& c : s.contexts)
+            if (c) retained += c->refcount;
+        return retained;
+    }
+    const auto entry = find_entry(name);
+    return entry ? s.calls[static_cast<size_t>(*entry)] : -1;
+}
+
+SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
+    State& s = state();
+    Lock lock(s.mu);
+    s.initialized = false;
+    s.calls.fill(0);
+    s.modules.clear();
+    s.functions.clear();
+    for (const auto& c : s.contexts)
+        if (c) c->refcount = 0;
+    tls_depth = 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,314 @@
+// The C++ wrapper (include/sdm/sdm.hpp) against the real libsdm, without a GPU: a runtime whose
+// driver path does not exist, archive mounts that fail and one that succeeds, the log callback,
+// moves, the ABI check and the exception helpers. Needs SDM_TEST_ARCHIVE, the path of
+// tests/golden/kernels.sdma (kernel ABI 1.2, content "tests.1", 10 entries + manifest, 2 kernels).
+#define SDM_HPP_EXCEPTIONS
+#include <sdm/sdm.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#ifndef SDM_TEST_ARCHIVE
+#error "define SDM_TEST_ARCHIVE as the path of tests/golden/kernels.sdma"
+#endif
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+constexpr const char* kMissingDriver = "/nonexistent/sdm-test/libcuda.so.1";
+constexpr const char* kMissingArchive = "/nonexistent/sdm-test/missing.sdma";
+
+// A runtime that sees only what a test mounts and whose driver cannot load; the log level is set
+// so that $SDM_LOG does not change what a test sees.
+sdm::Runtime::Options offline_options() {
+    sdm::Runtime::Options options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    options.cuda_driver = kMissingDriver;
+    options.log_level = SDM_LOG_WARN;
+    return options;
+}
+
+sdm::Runtime create(const sdm::Runtime::Options& options) {
+    auto runtime = sdm::Runtime::create(options);
+    if (!runtime) FAIL(runtime.error().describe());
+    REQUIRE(runtime.value());
+    return std::move(runtime).value();
+}
+
+std::vector<char> file_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE(in);
+    return std::vector<char>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Log lines gathered from whichever thread logs them.
+struct LogLines {
+    std::mutex mutex;
+    std::vector<std::pair<sdm_log_level, std::string>> lines;
+
+    sdm::LogFunction sink() {
+        return [this](sdm_log_level level, std::string_view message) {
+            std::lock_guard<std::mutex> lock(mutex);
+            lines.emplace_back(level, std::string(message));
+        };
+    }
+    size_t size() {
+        std::lock_guard<std::mutex> lock(mutex);
+        return lines.size();
+    }
+    bool any_contains(const std::string& text) {
+        std::lock_guard<std::mutex> lock(mutex);
+        return std::any_of(lines.begin(), lines.end(), [&](const auto& line) { return line.second.find(text) != std::string::npos; });
+    }
+};
+
+void check_golden(const sdm::ArchiveInfo& info) {
+    CHECK(info.content_version == "tests.1");
+    CHECK(info.entry_count == 11);
+    CHECK(info.kernel_count == 2);
+    CHECK(info.kernel_abi_major == 1);
+    CHECK(info.kernel_abi_minor == 2);
+    CHECK(info.format_major == 1);
+    CHECK_FALSE(info.embedded);
+    CHECK(info.size_bytes == file_bytes(SDM_TEST_ARCHIVE).size());
+}
+
+}  // namespace
+
+TEST_CASE("check_abi accepts the linked libsdm and explains a mismatch", "[cpp]") {
+    const sdm::Status status = sdm::check_abi();
+    if (!status) FAIL(status.error().describe());
+    CHECK(status.code() == SDM_OK);
+    CHECK(sdm::library_abi_version() >> 16 == SDM_ABI_VERSION_MAJOR);
+    CHECK(sdm::header_abi_version() == ((uint32_t{SDM_ABI_VERSION_MAJOR} << 16) | SDM_ABI_VERSION_MINOR));
+    CHECK_FALSE(std::string(sdm::library_version()).empty());
+
+    // A newer minor serves an older host; another major does not.
+    CHECK(sdm::check_abi(sdm::header_abi_version() + 1).ok());
+    const sdm::Status other_major = sdm::check_abi(uint32_t{SDM_ABI_VERSION_MAJOR + 1} << 16);
+    REQUIRE_FALSE(other_major);
+    CHECK(other_major.code() == SDM_ERROR_MISMATCH);
+    const std::string message = other_major.error().message();
+    CHECK_THAT(message, Contains("ABI " + std::to_string(SDM_ABI_VERSION_MAJOR + 1) + ".0"));
+    CHECK_THAT(message, Contains("ABI " + std::to_string(SDM_ABI_VERSION_MAJOR) + "." + std::to_string(SDM_ABI_VERSION_MINOR)));
+    CHECK_THAT(message, Contains("major"));
+}
+
+TEST_CASE("names of statuses and device classes", "[cpp]") {
+    CHECK(std::string(sdm::status_string(SDM_ERROR_IO)) == "SDM_ERROR_IO");
+    CHECK(std::string(sdm::status_string(12345)) == "SDM_ERROR_UNKNOWN");
+    CHECK(std::string(sdm::device_class_name(SDM_DEVICE_CLASS_MODERN)) == "modern");
+    CHECK(std::string(sdm::device_class_name(SDM_DEVICE_CLASS_A100)) == "a100");
+    CHECK(std::string(sdm::device_class_name(SDM_DEVICE_CLASS_RTX)) == "rtx");
+    CHECK(std::string(sdm::device_class_name(SDM_DEVICE_CLASS_UNSUPPORTED)) == "unsupported");
+}
+
+TEST_CASE("a driver that does not load is SDM_ERROR_NO_DRIVER naming its path", "[cpp]") {
+    const sdm::Runtime runtime = create(offline_options());
+
+    const auto version = runtime.driver_version();
+    REQUIRE_FALSE(version);
+    CHECK(version.code() == SDM_ERROR_NO_DRIVER);
+    CHECK_THAT(std::string(version.error().message()), Contains(kMissingDriver));
+    CHECK(version.value_or(-1) == -1);
+
+    // The runtime keeps it as its last error, for hosts that passed no error pointer.
+    const auto last = runtime.last_error();
+    REQUIRE(last);
+    CHECK(last->code() == SDM_ERROR_NO_DRIVER);
+    CHECK_THAT(std::string(last->message()), Contains(kMissingDriver));
+
+    CHECK(runtime.device_count().code() == SDM_ERROR_NO_DRIVER);
+    CHECK(runtime.device_info(0).code() == SDM_ERROR_NO_DRIVER);
+    CHECK(runtime.device_class(0).code() == SDM_ERROR_NO_DRIVER);
+
+    // Archives need no driver; this runtime has none mounted.
+    const auto archives = runtime.archives();
+    REQUIRE(archives);
+    CHECK(archives->empty());
+}
+
+TEST_CASE("a runtime without errors has no last error", "[cpp]") {
+    const sdm::Runtime runtime = create(offline_options());
+    CHECK_FALSE(runtime.last_error());
+}
+
+TEST_CASE("mount failures: a missing file is SDM_ERROR_IO, garbage is SDM_ERROR_ARCHIVE_CORRUPT", "[cpp]") {
+    sdm::Runtime runtime = create(offline_options());
+
+    const sdm::Status missing = runtime.mount_file(kMissingArchive);
+    REQUIRE_FALSE(missing);
+    CHECK(missing.code() == SDM_ERROR_IO);
+    CHECK_THAT(std::string(missing.error().message()), Contains(kMissingArchive));
+
+    const std::vector<char> garbage(4096, 'x');
+    const sdm::Status corrupt = runtime.mount_memory(garbage.data(), garbage.size(), "garbage in memory");
+    REQUIRE_FALSE(corrupt);
+    CHECK(corrupt.code() == SDM_ERROR_ARCHIVE_CORRUPT);
+    CHECK_THAT(std::string(corrupt.error().message()), Contains("garbage in memory"));
+
+    const std::vector<char> short_garbage(16, '\0');
+    CHECK(runtime.mount_memory(short_garbage.data(), short_garbage.size()).code() == SDM_ERROR_ARCHIVE_CORRUPT);
+
+    CHECK(runtime.archive_count().value_or(99) == 0);
+}
+
+TEST_CASE("the golden archive mounts from a file and from memory, and lists in mount order", "[cpp]") {
+    sdm::Runtime runtime = create(offline_options());
+
+    const sdm::Status from_file = runtime.mount_file(SDM_TEST_ARCHIVE);
+    if (!from_file) FAIL(from_file.error().describe());
+    const std::vector<char> bytes = file_bytes(SDM_TEST_ARCHIVE);
+    const sdm::Status from_memory = runtime.mount_memory(bytes.data(), bytes.size(), "golden copy");
+    if (!from_memory) FAIL(from_memory.error().describe());
+
+    CHECK(runtime.archive_count().value_or(0) == 2);
+    const auto archives = runtime.archives();
+    REQUIRE(archives);
+    REQUIRE(archives->size() == 2);
+    CHECK((*archives)[0].label == SDM_TEST_ARCHIVE);
+    CHECK((*archives)[1].label == "golden copy");
+    for (const sdm::ArchiveInfo& info : *archives) {
+        INFO(info.label);
+        check_golden(info);
+    }
+
+    const auto past_end = runtime.archive_info(2);
+    REQUIRE_FALSE(past_end);
+    CHECK(past_end.code() == SDM_ERROR_NOT_FOUND);
+}
+
+TEST_CASE("the log callback receives messages and outlives the options it came from", "[cpp]") {
+    LogLines log;
+    sdm::Runtime runtime;
+    {
+        sdm::Runtime::Options options = offline_options();
+        options.log_level = SDM_LOG_DEBUG;
+        options.log = log.sink();
+        runtime = create(options);
+    }  // the options' copy of the function is gone; the runtime keeps its own
+
+    REQUIRE(runtime.mount_file(SDM_TEST_ARCHIVE));
+    CHECK_FALSE(runtime.driver_version());
+
+    REQUIRE(log.size() > 0);
+    CHECK((log.any_contains(SDM_TEST_ARCHIVE) || log.any_contains(kMissingDriver)));
+    std::lock_guard<std::mutex> lock(log.mutex);
+    for (const auto& line : log.lines) {
+        INFO(line.second);
+        CHECK(line.first >= SDM_LOG_ERROR);
+        CHECK(line.first <= SDM_LOG_DEBUG);
+        CHECK_FALSE(line.second.empty());
+    }
+}
+
+TEST_CASE("a log callback that throws does not fail the call that logs", "[cpp]") {
+    sdm::Runtime::Options options = offline_options();
+    options.log_level = SDM_LOG_DEBUG;
+    int calls = 0;
+    options.log = [&calls](sdm_log_level, std::string_view) {
+        ++calls;
+        throw std::runtime_error("a host's logger failed");
+    };
+    sdm::Runtime runtime = create(options);
+    CHECK(runtime.mount_file(SDM_TEST_ARCHIVE));
+    CHECK(runtime.archive_count().value_or(0) == 1);
+    CHECK(calls > 0);
+}
+
+TEST_CASE("a failed create returns the error", "[cpp]") {
+    sdm::Runtime::Options options = offline_options();
+    options.log_level = static_cast<sdm_log_level>(99);
+    options.log = [](sdm_log_level, std::string_view) {};
+    const auto runtime = sdm::Runtime::create(options);
+    REQUIRE_FALSE(runtime);
+    CHECK(runtime.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(runtime.error().message()), Contains("log_level"));
+}
+
+TEST_CASE("moving a Runtime leaves the source empty and safe to use and destroy", "[cpp]") {
+    LogLines log;
+    sdm::Runtime::Options options = offline_options();
+    options.log_level = SDM_LOG_DEBUG;
+    options.log = log.sink();
+    sdm::Runtime first = create(options);
+    REQUIRE(first.mount_file(SDM_TEST_ARCHIVE));
+    sdm_runtime* const handle = first.get();
+
+    sdm::Runtime second = std::move(first);
+    CHECK_FALSE(first);  // NOLINT(bugprone-use-after-move): the point of the test
+    CHECK(first.get() == nullptr);
+    CHECK(second.get() == handle);
+    CHECK(first.archive_count().code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK(first.mount_file(SDM_TEST_ARCHIVE).code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_FALSE(first.last_error());
+    CHECK(second.archive_count().value_or(0) == 1);
+
+    // The log function moved with the runtime.
+    const size_t before = log.size();
+    CHECK_FALSE(second.driver_version());
+    CHECK(log.size() > before);
+
+    sdm::Runtime third;
+    third = std::move(second);
+    CHECK_FALSE(second);  // NOLINT(bugprone-use-after-move)
+    CHECK(third.get() == handle);
+    CHECK(third.archive_count().value_or(0) == 1);
+
+    third = sdm::Runtime();  // destroys the runtime
+    CHECK_FALSE(third);
+}
+
+TEST_CASE("Error: copies share the C error; a default Error is no error", "[cpp]") {
+    sdm::Runtime runtime = create(offline_options());
+    const sdm::Status missing = runtime.mount_file(kMissingArchive);
+    REQUIRE_FALSE(missing);
+    const sdm::Error copy = missing.error();
+    CHECK(copy.code() == SDM_ERROR_IO);
+    CHECK(copy.c_error() != nullptr);
+    CHECK(copy.c_error() == missing.error().c_error());
+    CHECK(copy.message() == missing.error().message());  // the same string, not a copy
+    CHECK(copy.native() == 0);
+    CHECK(std::string(copy.log()).empty());
+    CHECK_THAT(copy.describe(), StartsWith("SDM_ERROR_IO: "));
+
+    const sdm::Error none;
+    CHECK(none.code() == SDM_OK);
+    CHECK(std::string(none.message()).empty());
+    CHECK(sdm::Status().ok());
+
+    const sdm::Error made_here(SDM_ERROR_MISMATCH, "made here");
+    CHECK(made_here.code() == SDM_ERROR_MISMATCH);
+    CHECK(std::string(made_here.message()) == "made here");
+    CHECK(made_here.c_error() == nullptr);
+
+    // A failure whose details sdm could not allocate still names its status.
+    CHECK(std::string(sdm::Error::adopt(SDM_ERROR_OUT_OF_MEMORY, nullptr).message()) == "SDM_ERROR_OUT_OF_MEMORY");
+}
+
+TEST_CASE("value_or_throw and throw_if_error throw sdm::Exception with the status", "[cpp]") {
+    sdm::Runtime runtime = create(offline_options());
+    CHECK_NOTHROW(sdm::throw_if_error(runtime.mount_file(SDM_TEST_ARCHIVE)));
+    CHECK(sdm::value_or_throw(runtime.archive_count()) == 1);
+    CHECK_THROWS_AS(sdm::throw_if_error(runtime.mount_file(kMissingArchive)), sdm::Exception);
+    try {
+        sdm::value_or_throw(runtime.driver_version());
+        FAIL("no exception");
+    } catch (const sdm::Exception& e) {
+        CHECK(e.code() == SDM_ERROR_NO_DRIVER);
+        CHECK_THAT(std::string(e.what()), StartsWith("SDM_ERROR_NO_DRIVER: ") && Contains(kMissingDriver));
+        CHECK(e.error().c_error() != nullptr);
+    }
+    sdm::Runtime moved = sdm::value_or_throw(sdm::Runtime::create(offline_options()));
+    CHECK(moved);
+}

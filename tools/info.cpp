@@ -1,0 +1,116 @@
+// sdm info: the driver, every visible GPU with its class, nvJitLink, and the mounted archives.
+// A machine without a driver still gets the archive part and a clear line saying why not the rest.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "device_class.hpp"
+#include "jit_nvjitlink.hpp"
+#include "runtime.hpp"
+
+namespace sdm::tools {
+
+int run_info(const InfoOptions& o) {
+    runtime::RuntimeOptions options;
+    options.cuda_driver = o.driver;
+    options.log_level = runtime::LogLevel::error;
+    runtime::Runtime rt(std::move(options));
+    int status = 0;
+    for (const auto& path : o.archives) {
+        auto mounted = rt.mount_file(path);
+        if (!mounted) {
+            fmt::print(stderr, "sdm info: {}\n", mounted.error().message);
+            status = 1;
+        }
+    }
+
+    nlohmann::json out;
+    auto driver = rt.driver();
+    if (driver) {
+        out["driver"] = {{"path", (*driver)->path()}, {"version", (*driver)->version()},
+                         {"version_text", fmt::format("{}.{}", (*driver)->version() / 1000, (*driver)->version() % 1000 / 10)}};
+    } else {
+        out["driver"] = {{"error", driver.error().message}};
+    }
+    out["devices"] = nlohmann::json::array();
+    if (driver) {
+        auto count = rt.devices().count();
+        if (!count) {
+            out["devices_error"] = count.error().message;
+            status = 1;
+        }
+        for (int32_t i = 0; count && i < *count; ++i) {
+            auto p = rt.devices().properties(i);
+            if (!p) {
+                out["devices"].push_back({{"ordinal", i}, {"error", p.error().message}});
+                status = 1;
+                continue;
+            }
+            nlohmann::json d{{"ordinal", i},
+                             {"name", p->name},
+                             {"capability", fmt::format("{}.{}", p->capability.major, p->capability.minor)},
+                             {"sm_count", p->sm_count},
+                             {"l2_bytes", p->l2_bytes},
+                             {"smem_optin_bytes", p->smem_optin_bytes}};
+            auto c = rt.devices().device_class(i);
+            if (c) {
+                d["class"] = runtime::device_class_name(*c);
+                d["smem_cap_bytes"] = runtime::class_smem_cap(*c);
+                d["smem_per_sm_bytes"] = runtime::class_smem_per_sm(*c);
+                d["pdl"] = runtime::class_allows_pdl(*c);
+                d["clusters"] = runtime::class_allows_clusters(*c);
+            } else {
+                d["class"] = "unsupported";
+                d["unsupported"] = c.error().message;
+            }
+            out["devices"].push_back(std::move(d));
+        }
+    }
+    auto jit = runtime::load_nvjitlink(o.nvjitlink);
+    if (jit) out["nvjitlink"] = {{"path", jit->library.path()}, {"version", fmt::format("{}.{}", jit->major, jit->minor)}};
+    else out["nvjitlink"] = {{"error", jit.error().message}};
+    out["archives"] = nlohmann::json::array();
+    for (const auto& m : rt.archives()) {
+        const auto& h = m->archive.header();
+        out["archives"].push_back({{"label", m->archive.label()},
+                                   {"embedded", m->embedded},
+                                   {"entries", m->archive.entries().size()},
+                                   {"kernels", m->manifest ? m->manifest->kernels.size() : 0},
+                                   {"kernel_abi", fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor)},
+                                   {"content_version", m->manifest ? m->manifest->content_version : ""}});
+    }
+
+    if (o.json) {
+        fmt::print("{}\n", out.dump(2));
+        return status;
+    }
+    if (driver)
+        fmt::print("driver: {} (CUDA {})\n", out["driver"]["path"].get<std::string>(), out["driver"]["version_text"].get<std::string>());
+    else
+        fmt::print("driver: none: {}\n", driver.error().message);
+    if (driver && out["devices"].empty()) fmt::print("devices: none visible\n");
+    for (const auto& d : out["devices"]) {
+        if (d.contains("error")) {
+            fmt::print("device {}: {}\n", d["ordinal"].get<int>(), d["error"].get<std::string>());
+            continue;
+        }
+        fmt::print("device {}: {}, compute capability {}, class {}, {} SMs, {} B L2, {} B opt-in shared memory per block",
+                   d["ordinal"].get<int>(), d["name"].get<std::string>(), d["capability"].get<std::string>(), d["class"].get<std::string>(),
+                   d["sm_count"].get<int>(), d["l2_bytes"].get<uint64_t>(), d["smem_optin_bytes"].get<int>());
+        if (d.contains("smem_cap_bytes"))
+            fmt::print(", plans assume {} B (per SM {} B), PDL {}, clusters {}\n", d["smem_cap_bytes"].get<int>(), d["smem_per_sm_bytes"].get<int>(),
+                       d["pdl"].get<bool>() ? "yes" : "no", d["clusters"].get<bool>() ? "yes" : "no");
+        else
+            fmt::print("\n  {}\n", d["unsupported"].get<std::string>());
+    }
+    if (jit) fmt::print("nvJitLink: {} (version {}.{})\n", jit->library.path(), jit->major, jit->minor);
+    else fmt::print("nvJitLink: not found ({})\n", jit.error().message.substr(0, jit.error().message.find('\n')));
+    if (out["archives"].empty()) fmt::print("archives: none mounted (this build embeds none; pass --archive FILE)\n");
+    for (const auto& a : out["archives"])
+        fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}\n", a["label"].get<std::string>(),
+                   a["embedded"].get<bool>() ? " (embedded)" : "", a["entries"].get<size_t>(), a["kernels"].get<size_t>(),
+                   a["kernel_abi"].get<std::string>(), a["content_version"].get<std::string>());
+    return status;
+}
+
+}  // namespace sdm::tools
