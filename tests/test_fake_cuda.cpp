@@ -306,6 +306,10 @@ TEST_CASE("device rows and their attributes", "[fake_cuda]") {
     CHECK(device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0) == 12);
     CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
     CHECK(version == 12080);
+    // The version needs no cuInit (hosts ask before theirs), so it is read at each call.
+    setenv("SDM_FAKE_CUDA_VERSION", "11080", 1);
+    CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
+    CHECK(version == 11080);
 }
 
 TEST_CASE("no device: cuInit says CUDA_ERROR_NO_DEVICE, as libcuda does", "[fake_cuda]") {

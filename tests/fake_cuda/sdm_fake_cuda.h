@@ -7,8 +7,8 @@
  *                          ';' (NVIDIA H200,9.0,232448,132,62914560). Unset or empty: no device,
  *                          and cuInit returns CUDA_ERROR_NO_DEVICE as libcuda does.
  *   SDM_FAKE_CUDA_VERSION  the driver version, default 13000. It bounds the PTX ISA the JIT takes
- *                          (13000: 9.0, 12080: 8.7, 12040: 8.4, 12000: 8.0). Before a successful
- *                          cuInit, cuDriverGetVersion reads it directly.
+ *                          (13000: 9.0, 12080: 8.7, 12040: 8.4, 12000: 8.0), as read by cuInit.
+ *                          cuDriverGetVersion reads it at each call (it needs no cuInit).
  *   SDM_FAKE_CUDA_FAIL     "entry=code[@n],...": the entry point (base name) returns `code` (a
  *                          number or a CUDA_ERROR_ name) on its n-th call since cuInit, or on every
  *                          call. A cuInit rule applies to the cuInit that reads it.

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The GPU tests, run on the GPU machine from a build folder carried there (docs/GPU_TESTS.md):
+#   tests/gpu/run.sh BUILD_DIR
+# Writes every log under $OUT (or ./gpu-out) and prints a summary table last.
+set -uo pipefail
+build=${1:-build-gpu}
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+# Libraries the build links that the GPU machine's image may lack travel in BUILD_DIR/gpu-libs.
+export LD_LIBRARY_PATH="$PWD/$build/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+results=()
+run() {  # run NAME COMMAND...: log to $out/NAME.log, record the exit status
+  local name=$1; shift
+  echo "== $name: $*"
+  "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  cat "$out/$name.log"
+  results+=("$name $rc")
+}
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$out/nvidia-smi.log" 2>&1
+cat "$out/nvidia-smi.log"
+run sdm-info "$build/tools/sdm" info -a tests/golden/kernels.sdma
+run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
+run gpu-device "$build/tests/test_gpu_device"
+# The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
+run capi-fake "$build/tests/test_capi"
+run cpp-wrapper "$build/tests/test_cpp_wrapper"
+echo
+echo "| test | exit |"
+echo "|---|---|"
+status=0
+for r in "${results[@]}"; do
+  set -- $r
+  echo "| $1 | $2 |"
+  [ "$2" = 0 ] || status=1
+done | tee "$out/summary.md"
+grep -q "| [^|]* | [1-9]" "$out/summary.md" && exit 1
+exit 0
