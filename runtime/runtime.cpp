@@ -21,6 +21,14 @@ Result<std::shared_ptr<Driver>> Runtime::driver() {
     return driver_;
 }
 
+Result<Contexts*> Runtime::contexts() {
+    auto d = driver();
+    if (!d) return std::move(d).error();
+    std::lock_guard lock(mutex_);
+    if (!contexts_) contexts_ = std::make_unique<Contexts>(*d, options_.host_context);
+    return contexts_.get();
+}
+
 Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
     if (const auto index = mounted->archive.find_manifest()) {
         auto raw = mounted->archive.read(*index);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "context.hpp"
 #include "device.hpp"
 #include "driver.hpp"
 #include "log.hpp"
@@ -43,6 +44,8 @@ public:
     // call tries again.
     Result<std::shared_ptr<Driver>> driver();
     Devices& devices() noexcept { return devices_; }
+    // The contexts device work runs in (loads the driver on first need).
+    Result<Contexts*> contexts();
     CUcontext host_context() const noexcept { return options_.host_context; }
 
     Result<void> mount_file(const std::string& path);
@@ -62,6 +65,7 @@ private:
     Devices devices_;
     mutable std::mutex mutex_;
     std::shared_ptr<Driver> driver_;
+    std::unique_ptr<Contexts> contexts_;  // released before driver_ (declared after it)
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
     std::optional<Error> last_error_;
 };

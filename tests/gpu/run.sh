@@ -22,6 +22,7 @@ cat "$out/nvidia-smi.log"
 run sdm-info "$build/tools/sdm" info -a tests/golden/kernels.sdma
 run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
+run gpu-context "$build/tests/test_gpu_context"
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
 run capi-fake "$build/tests/test_capi"
 run cpp-wrapper "$build/tests/test_cpp_wrapper"

@@ -38,7 +38,8 @@ int main() {
     check(status == SDM_OK, std::string("sdm_device_count: ") + sdm_status_string(status) + " " + sdm_error_message(error));
     sdm_error_destroy(error);
     int32_t version = 0;
-    check(sdm_driver_version(rt, &version, nullptr) == SDM_OK && version >= 12000, "driver version " + std::to_string(version) + " >= 12000");
+    const sdm_status version_status = sdm_driver_version(rt, &version, nullptr);
+    check(version_status == SDM_OK && version >= 12000, "driver version " + std::to_string(version) + " >= 12000");
 
     for (int32_t i = 0; i < count; ++i) {
         sdm_device_info info{};

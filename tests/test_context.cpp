@@ -1,0 +1,99 @@
+// Contexts through the fake driver: the primary context by default (retained once, released with
+// the runtime), or the host's own (used as is, never released); ContextScope restores the thread.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include <dlfcn.h>
+
+#include "runtime.hpp"
+#include "sdm_fake_cuda.h"
+
+using namespace sdm;
+using namespace sdm::runtime;
+
+namespace {
+
+void* fake_symbol(const char* name) {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    void* sym = dlsym(lib, name);
+    REQUIRE(sym != nullptr);
+    return sym;  // the fake is linked -z nodelete: the handle may be dropped
+}
+
+int64_t fake_calls(const char* what) { return reinterpret_cast<int64_t (*)(const char*)>(fake_symbol("sdm_fake_cuda_calls"))(what); }
+
+RuntimeOptions fake_options() {
+    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560;NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040", 1);
+    setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);
+    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    setenv("SDM_FAKE_CUDA_MISSING", "", 1);
+    RuntimeOptions o;
+    o.cuda_driver = SDM_FAKE_CUDA_PATH;
+    return o;
+}
+
+Result<CUdevice> current_device(Driver& driver) {
+    CUdevice device = -1;
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuCtxGetDevice, "asking the current device", &device));
+    return device;
+}
+
+}  // namespace
+
+TEST_CASE("primary contexts: retained once per device, current inside a scope, released with the runtime", "[context]") {
+    {
+        Runtime rt(fake_options());
+        auto contexts = rt.contexts();
+        REQUIRE(contexts);
+        auto c0 = (*contexts)->get(0);
+        auto c1 = (*contexts)->get(1);
+        REQUIRE(c0);
+        REQUIRE(c1);
+        CHECK(*c0 != *c1);
+        CHECK((*contexts)->get(0).value() == *c0);  // retained once
+        CHECK(fake_calls("cuDevicePrimaryCtxRetain") == 2);
+        CHECK(fake_calls("@contexts") == 2);
+        Driver& driver = (*contexts)->driver();
+        CHECK_FALSE(current_device(driver));  // nothing current on this thread
+        {
+            auto scope = ContextScope::enter(driver, *c1);
+            REQUIRE(scope);
+            CHECK(current_device(driver).value() == 1);
+            {
+                auto inner = ContextScope::enter(driver, *c0);
+                REQUIRE(inner);
+                CHECK(current_device(driver).value() == 0);
+            }
+            CHECK(current_device(driver).value() == 1);  // restored
+        }
+        CHECK_FALSE(current_device(driver));
+        auto missing = (*contexts)->get(5);
+        REQUIRE_FALSE(missing);
+        CHECK(missing.error().code == ErrorCode::driver);
+        CHECK_THAT(missing.error().message, Catch::Contains("primary context of CUDA device 5"));
+    }
+    CHECK(fake_calls("@contexts") == 0);  // the runtime released what it retained
+}
+
+TEST_CASE("a host's own context is used as is and never released", "[context]") {
+    RuntimeOptions o = fake_options();
+    Runtime probe(o);  // loads the fake and runs cuInit with this configuration
+    REQUIRE(probe.driver());
+    using Retain = CUresult (*)(CUcontext*, CUdevice);
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    void* fn = nullptr;
+    REQUIRE(reinterpret_cast<GetProc>(fake_symbol("cuGetProcAddress_v2"))("cuDevicePrimaryCtxRetain", &fn, 12000, 0, nullptr) == CUDA_SUCCESS);
+    CUcontext host = nullptr;
+    REQUIRE(reinterpret_cast<Retain>(fn)(&host, 0) == CUDA_SUCCESS);
+    {
+        o.host_context = host;
+        Runtime rt(o);
+        auto contexts = rt.contexts();
+        REQUIRE(contexts);
+        CHECK((*contexts)->get(0).value() == host);
+        CHECK((*contexts)->get(1).value() == host);  // the engine's context serves its work
+    }
+    CHECK(fake_calls("@contexts") == 1);  // still the host's
+}
