@@ -32,8 +32,10 @@ echo
 echo "== a cubin declared for the wrong arch: sdm pack refuses it"
 "$sdm" pack -q -o "$work/bad.sdma" kernels:sm_90=$data/kernels.sm_80.cubin || true
 echo
-if [ -x "$build/bench/archive_bench" ] && [ -n "$(ls "$build"/bench/*.fatbin 2>/dev/null)" ]; then
-  echo "== archive size against nvcc -compress-mode=size (bench corpus): ninja -C $build bench-archive"
-fi
-echo "The runtime (driver loading, image selection, JIT, launch) lands with the next issues; this build"
-echo "has the archive format, the sdm tool and their tests."
+echo
+echo "== sdm info (the driver, every GPU and its class, nvJitLink, the archive)"
+"$sdm" info -a "$work/kernels.sdma" || true
+echo
+echo "Loading and launching kernels land with the next issues; the archive size and open-time bench"
+echo "is 'ninja -C $build bench-archive' (needs nvcc; figures in bench/RESULTS.md)."
+
