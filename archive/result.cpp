@@ -18,6 +18,9 @@ const char* error_code_name(ErrorCode code) noexcept {
     case ErrorCode::no_device: return "no device";
     case ErrorCode::unsupported_device: return "unsupported device";
     case ErrorCode::not_built: return "not built";
+    case ErrorCode::no_image: return "no image";
+    case ErrorCode::jit: return "JIT failed";
+    case ErrorCode::graph_capture: return "graph capture";
     }
     return "unknown error";
 }

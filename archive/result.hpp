@@ -28,6 +28,9 @@ enum class ErrorCode : int32_t {
     no_device = 12,           // no such device ordinal
     unsupported_device = 13,  // outside the hardware matrix
     not_built = 14,           // this build lacks the feature (a Meson feature was off)
+    no_image = 15,            // no image of a module fits the device
+    jit = 16,                 // a JIT backend failed (Error::log holds its log)
+    graph_capture = 17,       // the work would JIT while a stream captures a graph
 };
 
 const char* error_code_name(ErrorCode code) noexcept;

@@ -38,6 +38,9 @@ sdm_status status_of(ErrorCode code) noexcept {
     case ErrorCode::no_device: return SDM_ERROR_NO_DEVICE;
     case ErrorCode::unsupported_device: return SDM_ERROR_UNSUPPORTED_DEVICE;
     case ErrorCode::not_built: return SDM_ERROR_UNSUPPORTED;
+    case ErrorCode::no_image: return SDM_ERROR_NO_IMAGE;
+    case ErrorCode::jit: return SDM_ERROR_JIT;
+    case ErrorCode::graph_capture: return SDM_ERROR_GRAPH_CAPTURE;
     }
     return SDM_ERROR_INTERNAL;
 }

@@ -1,0 +1,56 @@
+// Image selection (DESIGN.md, "Image selection"): a pure function of the images a module holds and
+// the device's capability and class, so every row of the hardware matrix is tested without a GPU.
+// For a device of capability X.Y, in order:
+//   1. a cubin for exactly X.Y (the `a` one first; an `a` cubin only ever on exactly X.Y);
+//   2. an `f` cubin of the same family with minor <= Y; then a base cubin of the same major with
+//      minor <= Y, highest first;
+//   3. PTX, then LTO-IR, with the highest virtual arch <= X.Y (same rules for `a` and `f`), to be
+//      linked for sm_XY;
+//   4. a fatbin (the driver chooses inside it);
+//   else ErrorCode::no_image, listing what the module holds and what the device is.
+// On a `modern` device, step 2 and 3 candidates older than the class (below compute_90) are not
+// eligible: their arch guards compile the portable path, which the modern plans do not expect.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "device_class.hpp"
+#include "format.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+struct ImageCandidate {
+    size_t index{0};  // the caller's handle (an archive entry index)
+    archive::Kind kind{archive::Kind::cubin};
+    uint16_t sm{0};
+    archive::Variant variant{archive::Variant::base};
+};
+
+enum class SelectionPath : int { cubin = 1, jit = 2, fatbin = 3 };
+
+struct Selection {
+    ImageCandidate image;
+    SelectionPath path{SelectionPath::cubin};
+    uint16_t target_sm{0};                                     // what to link for (jit)
+    archive::Variant target_variant{archive::Variant::base};   // sm_90a when the PTX is compute_90a
+    std::string reason;                                        // "exact cubin", "family cubin", ...
+};
+
+struct SelectionDevice {
+    Capability capability;
+    DeviceClass device_class{DeviceClass::modern};
+    std::string description;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+};
+
+// Whether an image compiled for (sm, variant) can run on capability `cc` at all, as the driver
+// decides: the same major; minor <= the device's; `a` only on exactly that capability.
+bool runs_on(uint16_t sm, archive::Variant variant, Capability cc);
+
+// `module` and `where` (the archive) name the module in the no-image message.
+Result<Selection> select_image(const std::vector<ImageCandidate>& images, const SelectionDevice& device, const std::string& module,
+                               const std::string& where);
+
+}  // namespace sdm::runtime
