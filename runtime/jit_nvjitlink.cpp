@@ -1,10 +1,36 @@
 #include "jit_nvjitlink.hpp"
 
-#include <vector>
+#include <chrono>
+
+#include <dlfcn.h>
+#include <nvJitLink.h>
 
 namespace sdm::runtime {
+namespace {
 
-Result<NvJitLink> load_nvjitlink(const std::string& path) {
+// nvJitLink's C API through pointers resolved by plain name (the header maps its names onto
+// versioned symbols, which would pin sdm to one nvJitLink release).
+using Create = nvJitLinkResult (*)(nvJitLinkHandle*, uint32_t, const char**);
+using Destroy = nvJitLinkResult (*)(nvJitLinkHandle*);
+using AddData = nvJitLinkResult (*)(nvJitLinkHandle, nvJitLinkInputType, const void*, size_t, const char*);
+using Complete = nvJitLinkResult (*)(nvJitLinkHandle);
+using Size = nvJitLinkResult (*)(nvJitLinkHandle, size_t*);
+using Get = nvJitLinkResult (*)(nvJitLinkHandle, void*);
+using GetText = nvJitLinkResult (*)(nvJitLinkHandle, char*);
+using Version = nvJitLinkResult (*)(unsigned*, unsigned*);
+
+std::string text_log(nvJitLinkHandle h, void* size_fn, void* get_fn) {
+    size_t size = 0;
+    if (reinterpret_cast<Size>(size_fn)(h, &size) != NVJITLINK_SUCCESS || size == 0) return {};
+    std::string text(size, '\0');
+    if (reinterpret_cast<GetText>(get_fn)(h, text.data()) != NVJITLINK_SUCCESS) return {};
+    while (!text.empty() && (text.back() == '\0' || text.back() == '\n')) text.pop_back();
+    return text;
+}
+
+}  // namespace
+
+Result<NvJitLink> NvJitLink::load(const std::string& path) {
     std::vector<std::string> candidates;
     if (!path.empty()) {
         candidates.push_back(path);
@@ -22,18 +48,86 @@ Result<NvJitLink> load_nvjitlink(const std::string& path) {
             tried += "\n  " + candidate + ": " + lib.error().message;
             continue;
         }
-        using Version = int (*)(unsigned*, unsigned*);  // nvJitLinkResult nvJitLinkVersion(unsigned*, unsigned*)
-        const auto version = reinterpret_cast<Version>(lib->symbol("nvJitLinkVersion"));
         NvJitLink out;
-        if (version == nullptr || version(&out.major, &out.minor) != 0) {
+        const auto version = reinterpret_cast<Version>(lib->symbol("nvJitLinkVersion"));
+        if (version == nullptr || version(&out.major_, &out.minor_) != NVJITLINK_SUCCESS) {
             tried += "\n  " + candidate + ": loads, but has no working nvJitLinkVersion (nvJitLink older than 12.3)";
             continue;
         }
-        out.library = std::move(*lib);
+        const std::pair<void**, const char*> symbols[] = {
+            {&out.create_, "nvJitLinkCreate"},          {&out.destroy_, "nvJitLinkDestroy"},
+            {&out.add_data_, "nvJitLinkAddData"},       {&out.complete_, "nvJitLinkComplete"},
+            {&out.cubin_size_, "nvJitLinkGetLinkedCubinSize"}, {&out.cubin_, "nvJitLinkGetLinkedCubin"},
+            {&out.error_log_size_, "nvJitLinkGetErrorLogSize"}, {&out.error_log_, "nvJitLinkGetErrorLog"},
+            {&out.info_log_size_, "nvJitLinkGetInfoLogSize"},   {&out.info_log_, "nvJitLinkGetInfoLog"}};
+        std::string missing;
+        for (const auto& [slot, name] : symbols)
+            if ((*slot = lib->symbol(name)) == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+        if (!missing.empty()) {
+            tried += "\n  " + candidate + ": lacks " + missing;
+            continue;
+        }
+        out.library_ = std::move(*lib);
         return out;
     }
     return make_error(ErrorCode::not_found, "nvJitLink was not found; install the CUDA toolkit's libnvjitlink (or the nvidia-nvjitlink "
                                             "wheel) or set SDM_NVJITLINK to its path. Tried:" + tried);
+}
+
+std::string NvJitLink::file() const {
+    Dl_info info{};
+    if (create_ != nullptr && ::dladdr(create_, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
+    return path();
+}
+
+Result<JitOutput> NvJitLink::link(const JitInput& input, uint16_t sm, archive::Variant variant, const std::vector<std::string>& options) const {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string target = archive::target_name(archive::Kind::cubin, sm, variant);
+    std::vector<std::string> all{"-arch=" + target};
+    if (input.kind == archive::Kind::ltoir) all.emplace_back("-lto");
+    all.insert(all.end(), options.begin(), options.end());
+    std::vector<const char*> argv;
+    for (const auto& o : all) argv.push_back(o.c_str());
+    const std::string what = "nvJitLink " + version() + " linking " + input.name + " for " + target;
+
+    nvJitLinkHandle handle = nullptr;
+    nvJitLinkResult rc = reinterpret_cast<Create>(create_)(&handle, static_cast<uint32_t>(argv.size()), argv.data());
+    if (rc != NVJITLINK_SUCCESS) {
+        Error e = make_error(ErrorCode::jit, what + ": nvJitLinkCreate failed with result " + std::to_string(rc) + " (options: " +
+                                                 [&] { std::string s; for (const auto& o : all) s += (s.empty() ? "" : " ") + o; return s; }() + ")");
+        e.native = rc;
+        return e;
+    }
+    struct Guard {
+        void* destroy;
+        nvJitLinkHandle* handle;
+        ~Guard() { reinterpret_cast<Destroy>(destroy)(handle); }
+    } guard{destroy_, &handle};
+    const nvJitLinkInputType type = input.kind == archive::Kind::ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX;
+    rc = reinterpret_cast<AddData>(add_data_)(handle, type, input.bytes.data(), input.bytes.size(), input.name.c_str());
+    if (rc == NVJITLINK_SUCCESS) rc = reinterpret_cast<Complete>(complete_)(handle);
+    if (rc != NVJITLINK_SUCCESS) {
+        Error e = make_error(ErrorCode::jit, what + " failed with nvJitLink result " + std::to_string(rc) + "; its log follows");
+        e.native = rc;
+        e.log = text_log(handle, error_log_size_, error_log_);
+        if (!e.log.empty()) e.message += ":\n" + e.log;
+        return e;
+    }
+    JitOutput out;
+    size_t size = 0;
+    rc = reinterpret_cast<Size>(cubin_size_)(handle, &size);
+    if (rc == NVJITLINK_SUCCESS) {
+        out.cubin.resize(size);
+        rc = reinterpret_cast<Get>(cubin_)(handle, out.cubin.data());
+    }
+    if (rc != NVJITLINK_SUCCESS) {
+        Error e = make_error(ErrorCode::jit, what + ": reading the linked cubin failed with result " + std::to_string(rc));
+        e.native = rc;
+        return e;
+    }
+    out.info_log = text_log(handle, info_log_size_, info_log_);
+    out.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    return out;
 }
 
 }  // namespace sdm::runtime

@@ -1,22 +1,58 @@
-// nvJitLink, loaded with dlopen only when needed: $SDM_NVJITLINK, then its sonames, then
-// $CUDA_HOME/lib64 and /usr/local/cuda/lib64. This file finds the library and probes its version;
-// linking PTX through it lands with the loading issue.
+// nvJitLink, loaded with dlopen only when a JIT is needed: $SDM_NVJITLINK, then its sonames, then
+// $CUDA_HOME/lib64 and /usr/local/cuda/lib64. It links PTX or LTO-IR for one SM into a cubin,
+// with no GPU and no driver involved, and keeps its error log for the error message.
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "bytes.hpp"
+#include "format.hpp"
 #include "platform.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {
 
-struct NvJitLink {
-    platform::Library library;
-    unsigned major{0};
-    unsigned minor{0};
+struct JitInput {
+    archive::Kind kind{archive::Kind::ptx};  // ptx or ltoir
+    archive::Bytes bytes;
+    std::string name;                        // names the input in nvJitLink's log and in errors
 };
 
-// `path` empty: the search order above. The error lists every place tried.
-Result<NvJitLink> load_nvjitlink(const std::string& path);
+struct JitOutput {
+    archive::ByteVector cubin;
+    std::string info_log;
+    double milliseconds{0};
+};
+
+class NvJitLink {
+public:
+    // `path` empty: the search order above. The error lists every place tried.
+    static Result<NvJitLink> load(const std::string& path);
+
+    unsigned major() const noexcept { return major_; }
+    unsigned minor() const noexcept { return minor_; }
+    std::string version() const { return std::to_string(major_) + "." + std::to_string(minor_); }
+    const std::string& path() const noexcept { return library_.path(); }
+    std::string file() const;  // the file the dynamic loader actually opened
+
+    // Links `input` for sm_XY[a]: the options are -arch=sm_XY[a], -lto for LTO-IR, then `options`.
+    // A failure is ErrorCode::jit with nvJitLink's result in Error::native and its log in Error::log.
+    Result<JitOutput> link(const JitInput& input, uint16_t sm, archive::Variant variant, const std::vector<std::string>& options) const;
+
+private:
+    platform::Library library_;
+    unsigned major_{0}, minor_{0};
+    void* create_{nullptr};
+    void* destroy_{nullptr};
+    void* add_data_{nullptr};
+    void* complete_{nullptr};
+    void* cubin_size_{nullptr};
+    void* cubin_{nullptr};
+    void* error_log_size_{nullptr};
+    void* error_log_{nullptr};
+    void* info_log_size_{nullptr};
+    void* info_log_{nullptr};
+};
 
 }  // namespace sdm::runtime

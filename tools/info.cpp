@@ -66,8 +66,8 @@ int run_info(const InfoOptions& o) {
             out["devices"].push_back(std::move(d));
         }
     }
-    auto jit = runtime::load_nvjitlink(o.nvjitlink);
-    if (jit) out["nvjitlink"] = {{"path", jit->library.path()}, {"version", fmt::format("{}.{}", jit->major, jit->minor)}};
+    auto jit = runtime::NvJitLink::load(o.nvjitlink);
+    if (jit) out["nvjitlink"] = {{"path", jit->file()}, {"version", jit->version()}};
     else out["nvjitlink"] = {{"error", jit.error().message}};
     out["archives"] = nlohmann::json::array();
     for (const auto& m : rt.archives()) {
@@ -103,7 +103,7 @@ int run_info(const InfoOptions& o) {
         else
             fmt::print("\n  {}\n", d["unsupported"].get<std::string>());
     }
-    if (jit) fmt::print("nvJitLink: {} (version {}.{})\n", jit->library.path(), jit->major, jit->minor);
+    if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
     else fmt::print("nvJitLink: not found ({})\n", jit.error().message.substr(0, jit.error().message.find('\n')));
     if (out["archives"].empty()) fmt::print("archives: none mounted (this build embeds none; pass --archive FILE)\n");
     for (const auto& a : out["archives"])
