@@ -3,7 +3,17 @@
 #include <cstdlib>
 #include <utility>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace sdm::runtime::platform {
 
@@ -41,6 +51,51 @@ std::optional<std::string> env(const char* name) {
     const char* value = std::getenv(name);
     if (value == nullptr || *value == '\0') return std::nullopt;
     return std::string(value);
+}
+
+Result<FileLock> FileLock::acquire(const std::string& path, double warn_after_seconds, const std::function<void()>& waiting) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return make_error(ErrorCode::io, "cannot open lock file " + path + ": " + std::strerror(errno));
+    const auto started = std::chrono::steady_clock::now();
+    bool warned = false;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            const int err = errno;
+            ::close(fd);
+            return make_error(ErrorCode::io, "cannot lock " + path + ": " + std::strerror(err));
+        }
+        if (!warned && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > warn_after_seconds) {
+            warned = true;
+            if (waiting) waiting();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+FileLock::~FileLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+}
+
+Result<void> make_directories(const std::string& path, unsigned mode) {
+    std::string partial;
+    size_t at = 0;
+    while (at != std::string::npos) {
+        at = path.find('/', at + 1);
+        partial = path.substr(0, at);
+        if (partial.empty()) continue;
+        if (::mkdir(partial.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+            return make_error(ErrorCode::io, "cannot create directory " + partial + ": " + std::strerror(errno));
+    }
+    return {};
+}
+
+std::optional<std::string> home_directory() {
+    if (auto home = env("HOME")) return home;
+    if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_dir != nullptr) return std::string(pw->pw_dir);
+    return std::nullopt;
 }
 
 }  // namespace sdm::runtime::platform
