@@ -165,6 +165,15 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 };
             }
             if (params->cuda_driver != nullptr) options.cuda_driver = params->cuda_driver;
+            if ((params->cache_flags & ~uint32_t{SDM_CACHE_DISABLED | SDM_CACHE_READ_ONLY}) != 0 ||
+                (params->jit_flags & ~uint32_t{SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER}) != 0)
+                return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: unknown cache_flags or jit_flags bits");
+            if (params->cache_dir != nullptr) options.cache.directory = params->cache_dir;
+            options.cache.max_bytes = params->cache_max_bytes;
+            options.cache.disabled = (params->cache_flags & SDM_CACHE_DISABLED) != 0;
+            options.cache.read_only = (params->cache_flags & SDM_CACHE_READ_ONLY) != 0;
+            options.jit.nvjitlink = (params->jit_flags & SDM_JIT_NO_NVJITLINK) == 0;
+            options.jit.driver = (params->jit_flags & SDM_JIT_NO_DRIVER) == 0;
             options.host_context = static_cast<CUcontext>(params->cuda_context);
         }
         *runtime = new sdm_runtime(std::move(options));
@@ -320,13 +329,100 @@ SDM_API const char* sdm_device_class_name(sdm_device_class device_class) {
     }
 }
 
+SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
+                                  sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || name == nullptr || kernel == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_get: runtime, name and kernel must not be NULL");
+        auto k = runtime->impl.modules().kernel(ordinal, name, static_cast<CUstream>(stream));
+        if (!k) return fail(runtime, error, std::move(k).error());
+        // The handle is the runtime's KernelHandle itself: valid until the runtime is destroyed.
+        *kernel = reinterpret_cast<sdm_kernel*>(const_cast<sdm::runtime::KernelHandle*>(*k));
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error) {
+    return guarded(nullptr, error, [&]() -> sdm_status {
+        if (kernel == nullptr || function == nullptr)
+            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
+        *function = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel)->function;
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error) {
+    return guarded(nullptr, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = sizeof(sdm_kernel_info);
+        if (kernel == nullptr || info == nullptr)
+            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_kernel_info_get: kernel and info must not be NULL");
+        if (!sized(info, info->struct_size, kMinimum))
+            return fail(nullptr, error, ErrorCode::invalid_argument,
+                        "sdm_kernel_info_get: " + struct_size_message("sdm_kernel_info", info->struct_size, kMinimum));
+        const auto& k = *reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
+        sdm_kernel_info out{};
+        out.struct_size = info->struct_size;
+        out.ordinal = k.ordinal;
+        out.image_kind = static_cast<uint32_t>(k.image_kind);
+        out.image_sm = k.image_sm;
+        out.loaded_sm = k.loaded_sm;
+        out.source = static_cast<uint32_t>(k.source);
+        out.name = k.name.c_str();
+        out.module = k.module.c_str();
+        out.archive = k.archive.c_str();
+        out.signature = k.signature.c_str();
+        std::memcpy(info, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char* const* names, uint32_t count, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || (count != 0 && names == nullptr))
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload: runtime must not be NULL, nor names when count > 0");
+        std::vector<std::string> list;
+        for (uint32_t i = 0; i < count; ++i) {
+            if (names[i] == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload: names[" + std::to_string(i) + "] is NULL");
+            list.emplace_back(names[i]);
+        }
+        auto r = runtime->impl.modules().preload(ordinal, list);
+        return r ? ok(error) : fail(runtime, error, std::move(r).error());
+    });
+}
+
+SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = sizeof(sdm_cache_stats);
+        if (runtime == nullptr || stats == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_cache_stats_get: runtime and stats must not be NULL");
+        if (!sized(stats, stats->struct_size, kMinimum))
+            return fail(runtime, error, ErrorCode::invalid_argument,
+                        "sdm_cache_stats_get: " + struct_size_message("sdm_cache_stats", stats->struct_size, kMinimum));
+        sdm_cache_stats out{};
+        out.struct_size = stats->struct_size;
+        if (auto* cache = runtime->impl.cache()) {
+            const auto s = cache->stats();
+            out.hits = s.hits;
+            out.misses = s.misses;
+            out.builds = s.builds;
+            out.evictions = s.evictions;
+            out.bad_entries = s.bad_entries;
+            out.bytes_written = s.bytes_written;
+            out.build_milliseconds = s.build_milliseconds;
+        }
+        std::memcpy(stats, &out, kMinimum);
+        return ok(error);
+    });
+}
+
 SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api) {
     static const sdm_api table = {
         sizeof(sdm_api),         SDM_ABI_VERSION_MINOR,   sdm_status_string,      sdm_abi_version,        sdm_version_string,
         sdm_error_code,          sdm_error_message,       sdm_error_native,       sdm_error_log,          sdm_error_destroy,
         sdm_runtime_create,      sdm_runtime_destroy,     sdm_runtime_last_error, sdm_archive_mount_file, sdm_archive_mount_memory,
         sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
-        sdm_device_class_get,    sdm_device_class_name,
+        sdm_device_class_get,    sdm_device_class_name,   sdm_kernel_get,         sdm_kernel_function,    sdm_kernel_info_get,
+        sdm_preload,             sdm_cache_stats_get,
     };
     if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;

@@ -35,7 +35,12 @@ inline constexpr int kCudaApiVersion = 12000;
     X(cuDevicePrimaryCtxRelease)              \
     X(cuCtxPushCurrent)                       \
     X(cuCtxPopCurrent)                        \
-    X(cuCtxGetDevice)
+    X(cuCtxGetDevice)                         \
+    X(cuModuleLoadData)                       \
+    X(cuModuleLoadDataEx)                     \
+    X(cuModuleUnload)                         \
+    X(cuModuleGetFunction)                    \
+    X(cuStreamIsCapturing)
 
 enum class EntryPoint : size_t {
 #define SDM_ENTRY_ENUM(name) name,

@@ -104,7 +104,15 @@ Result<JitOutput> NvJitLink::link(const JitInput& input, uint16_t sm, archive::V
         ~Guard() { reinterpret_cast<Destroy>(destroy)(handle); }
     } guard{destroy_, &handle};
     const nvJitLinkInputType type = input.kind == archive::Kind::ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX;
-    rc = reinterpret_cast<AddData>(add_data_)(handle, type, input.bytes.data(), input.bytes.size(), input.name.c_str());
+    // PTX must reach nvJitLink NUL-terminated (it reads the text as a C string).
+    archive::ByteVector terminated;
+    archive::Bytes data = input.bytes;
+    if (type == NVJITLINK_INPUT_PTX && (data.empty() || data.back() != std::byte{0})) {
+        terminated.assign(data.begin(), data.end());
+        terminated.push_back(std::byte{0});
+        data = terminated;
+    }
+    rc = reinterpret_cast<AddData>(add_data_)(handle, type, data.data(), data.size(), input.name.c_str());
     if (rc == NVJITLINK_SUCCESS) rc = reinterpret_cast<Complete>(complete_)(handle);
     if (rc != NVJITLINK_SUCCESS) {
         Error e = make_error(ErrorCode::jit, what + " failed with nvJitLink result " + std::to_string(rc) + "; its log follows");

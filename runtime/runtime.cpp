@@ -3,7 +3,10 @@
 namespace sdm::runtime {
 
 Runtime::Runtime(RuntimeOptions options)
-    : options_(std::move(options)), log_(options_.log_sink, options_.log_level), devices_([this] { return driver(); }) {
+    : options_(std::move(options)),
+      log_(options_.log_sink, options_.log_level),
+      devices_([this] { return driver(); }),
+      modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive lands with the kernels (issue 7); until then there is none to mount.
     if (options_.mount_embedded) log_.debug("this libsdm was built without an embedded archive");
 }
@@ -19,6 +22,29 @@ Result<std::shared_ptr<Driver>> Runtime::driver() {
     driver_ = std::move(*loaded);
     log_.info("loaded CUDA driver " + driver_->path() + " version " + std::to_string(driver_->version()));
     return driver_;
+}
+
+Cache* Runtime::cache() {
+    std::call_once(cache_once_, [this] {
+        auto opened = Cache::open(options_.cache);
+        if (opened) cache_ = std::move(*opened);
+        else log_.warn("the kernel cache is off: " + opened.error().message);
+    });
+    return cache_ && !cache_->disabled() ? cache_.get() : nullptr;
+}
+
+const NvJitLink* Runtime::nvjitlink() {
+    std::call_once(nvjitlink_once_, [this] {
+        auto loaded = NvJitLink::load(options_.nvjitlink);
+        if (loaded) nvjitlink_ = std::move(*loaded);
+        else nvjitlink_error_ = loaded.error().message;
+    });
+    return nvjitlink_ ? &*nvjitlink_ : nullptr;
+}
+
+std::string Runtime::nvjitlink_error() {
+    (void)nvjitlink();
+    return nvjitlink_error_;
 }
 
 Result<Contexts*> Runtime::contexts() {

@@ -8,15 +8,23 @@
 #include <string>
 #include <vector>
 
+#include "cache.hpp"
 #include "context.hpp"
 #include "device.hpp"
 #include "driver.hpp"
+#include "jit_nvjitlink.hpp"
 #include "log.hpp"
 #include "manifest.hpp"
+#include "modules.hpp"
 #include "reader.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {
+
+struct JitPolicy {
+    bool nvjitlink{true};  // link PTX / LTO-IR with nvJitLink (cached)
+    bool driver{true};     // hand PTX to the driver's own JIT when nvJitLink cannot
+};
 
 struct RuntimeOptions {
     bool mount_embedded{true};
@@ -24,6 +32,9 @@ struct RuntimeOptions {
     std::optional<LogLevel> log_level;  // unset: $SDM_LOG, else warn
     std::string cuda_driver;            // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     CUcontext host_context{nullptr};    // the host's own context; null: primary contexts
+    CacheOptions cache;
+    JitPolicy jit;
+    std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
 };
 
 struct MountedArchive {
@@ -48,6 +59,15 @@ public:
     Result<Contexts*> contexts();
     CUcontext host_context() const noexcept { return options_.host_context; }
 
+    // The cache, opened on first need; null when it cannot be used (the reason is logged once as a
+    // warning, and images are then built every time).
+    Cache* cache();
+    // nvJitLink, loaded on first need; null when absent (nvjitlink_error() says why).
+    const NvJitLink* nvjitlink();
+    std::string nvjitlink_error();
+    const JitPolicy& jit_policy() const noexcept { return options_.jit; }
+    Modules& modules() noexcept { return *modules_; }
+
     Result<void> mount_file(const std::string& path);
     Result<void> mount_memory(archive::Bytes bytes, const std::string& label);
     std::vector<std::shared_ptr<const MountedArchive>> archives() const;
@@ -66,6 +86,11 @@ private:
     mutable std::mutex mutex_;
     std::shared_ptr<Driver> driver_;
     std::unique_ptr<Contexts> contexts_;  // released before driver_ (declared after it)
+    std::once_flag cache_once_, nvjitlink_once_;
+    std::unique_ptr<Cache> cache_;
+    std::optional<NvJitLink> nvjitlink_;
+    std::string nvjitlink_error_;
+    std::unique_ptr<Modules> modules_;    // unloaded first: declared last
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
     std::optional<Error> last_error_;
 };

@@ -138,7 +138,20 @@ typedef struct sdm_runtime_params {
     void* cuda_context;        /* a CUcontext the host owns, used for every device operation of its
                                   device; NULL: each device's primary context */
     const sdm_chain* next;     /* extensions (none are defined in 1.0; unknown types are skipped) */
+    const char* cache_dir;     /* NULL: $SDM_CACHE_DIR, else $XDG_CACHE_HOME/sdm, else ~/.cache/sdm */
+    uint64_t cache_max_bytes;  /* 0: $SDM_CACHE_MAX_BYTES, else 1 GiB */
+    uint32_t cache_flags;      /* SDM_CACHE_* */
+    uint32_t jit_flags;        /* SDM_JIT_*: backends the host forbids */
 } sdm_runtime_params;
+
+enum {
+    SDM_CACHE_DISABLED = 1u << 0,  /* read and write nothing (also $SDM_CACHE_DISABLE=1) */
+    SDM_CACHE_READ_ONLY = 1u << 1  /* read, never write */
+};
+enum {
+    SDM_JIT_NO_NVJITLINK = 1u << 0,  /* never link with nvJitLink */
+    SDM_JIT_NO_DRIVER = 1u << 1      /* never hand PTX to the driver's own JIT */
+};
 
 /* Creates a runtime. Cheap: the driver is loaded on first need, and a machine without one still
  * opens, lists and verifies archives. `params` may be NULL for the defaults. */
@@ -219,6 +232,56 @@ SDM_API sdm_status sdm_device_class_get(sdm_runtime* runtime, int32_t ordinal, s
 /* "modern", "a100", "rtx", "unsupported"; static. */
 SDM_API const char* sdm_device_class_name(sdm_device_class device_class);
 
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+typedef struct sdm_kernel sdm_kernel;
+
+/* The kernel `name` on device `ordinal`, loading its module on first use (once per device and
+ * module, however many threads ask at once): the newest mounted archive listing the kernel serves
+ * it; the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
+ * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
+ * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
+ * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed. */
+SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
+                                  sdm_error** error);
+/* The kernel's CUfunction, for hosts that launch it themselves. */
+SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);
+
+typedef struct sdm_kernel_info {
+    uint32_t struct_size;      /* sizeof(sdm_kernel_info) */
+    int32_t ordinal;
+    uint32_t image_kind;       /* 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin (the archive's kinds) */
+    uint32_t image_sm;         /* the chosen image's arch (90 for sm_90 / compute_90) */
+    uint32_t loaded_sm;        /* what was loaded: the cubin's or the JIT target's SM */
+    uint32_t source;           /* 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin */
+    const char* name;          /* owned by the runtime */
+    const char* module;
+    const char* archive;       /* the archive's label */
+    const char* signature;     /* "ptr,ptr,i32" */
+} sdm_kernel_info;
+
+SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error);
+
+/* Loads eagerly the modules of `names` (count of them), or of every kernel every mounted archive
+ * lists when count is 0, on device `ordinal`; JIT links run in parallel across cores. The first
+ * failure is returned; the other modules still load. */
+SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char* const* names, uint32_t count, sdm_error** error);
+
+typedef struct sdm_cache_stats {
+    uint32_t struct_size;      /* sizeof(sdm_cache_stats) */
+    uint32_t reserved0;
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t builds;           /* JIT links run */
+    uint64_t evictions;
+    uint64_t bad_entries;      /* damaged entries found and removed */
+    uint64_t bytes_written;
+    double build_milliseconds;
+} sdm_cache_stats;
+
+/* This runtime's cache counters (since its creation). */
+SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error);
+
 /* ---- the function table -------------------------------------------------------------------- */
 
 /* For hosts that dlopen libsdm: every function above, in this order, never reordered; later
@@ -246,6 +309,11 @@ typedef struct sdm_api {
     sdm_status (*device_info_get)(sdm_runtime*, int32_t, sdm_device_info*, sdm_error**);
     sdm_status (*device_class_get)(sdm_runtime*, int32_t, sdm_device_class*, sdm_error**);
     const char* (*device_class_name)(sdm_device_class);
+    sdm_status (*kernel_get)(sdm_runtime*, int32_t, const char*, void*, sdm_kernel**, sdm_error**);
+    sdm_status (*kernel_function)(const sdm_kernel*, void**, sdm_error**);
+    sdm_status (*kernel_info_get)(const sdm_kernel*, sdm_kernel_info*, sdm_error**);
+    sdm_status (*preload)(sdm_runtime*, int32_t, const char* const*, uint32_t, sdm_error**);
+    sdm_status (*cache_stats_get)(sdm_runtime*, sdm_cache_stats*, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

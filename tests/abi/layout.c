@@ -75,7 +75,38 @@ PIN_FIELD(sdm_runtime_params, reserved0, 28, 4);
 PIN_FIELD(sdm_runtime_params, cuda_driver, 32, 8);
 PIN_FIELD(sdm_runtime_params, cuda_context, 40, 8);
 PIN_FIELD(sdm_runtime_params, next, 48, 8);
-PIN_SIZE(sdm_runtime_params, 56, 8);
+PIN_FIELD(sdm_runtime_params, cache_dir, 56, 8);
+PIN_FIELD(sdm_runtime_params, cache_max_bytes, 64, 8);
+PIN_FIELD(sdm_runtime_params, cache_flags, 72, 4);
+PIN_FIELD(sdm_runtime_params, jit_flags, 76, 4);
+PIN_SIZE(sdm_runtime_params, 80, 8);
+PIN_VALUE(SDM_CACHE_DISABLED, 1);
+PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
+PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
+PIN_VALUE(SDM_JIT_NO_DRIVER, 2);
+
+PIN_FIELD(sdm_kernel_info, struct_size, 0, 4);
+PIN_FIELD(sdm_kernel_info, ordinal, 4, 4);
+PIN_FIELD(sdm_kernel_info, image_kind, 8, 4);
+PIN_FIELD(sdm_kernel_info, image_sm, 12, 4);
+PIN_FIELD(sdm_kernel_info, loaded_sm, 16, 4);
+PIN_FIELD(sdm_kernel_info, source, 20, 4);
+PIN_FIELD(sdm_kernel_info, name, 24, 8);
+PIN_FIELD(sdm_kernel_info, module, 32, 8);
+PIN_FIELD(sdm_kernel_info, archive, 40, 8);
+PIN_FIELD(sdm_kernel_info, signature, 48, 8);
+PIN_SIZE(sdm_kernel_info, 56, 8);
+
+PIN_FIELD(sdm_cache_stats, struct_size, 0, 4);
+PIN_FIELD(sdm_cache_stats, reserved0, 4, 4);
+PIN_FIELD(sdm_cache_stats, hits, 8, 8);
+PIN_FIELD(sdm_cache_stats, misses, 16, 8);
+PIN_FIELD(sdm_cache_stats, builds, 24, 8);
+PIN_FIELD(sdm_cache_stats, evictions, 32, 8);
+PIN_FIELD(sdm_cache_stats, bad_entries, 40, 8);
+PIN_FIELD(sdm_cache_stats, bytes_written, 48, 8);
+PIN_FIELD(sdm_cache_stats, build_milliseconds, 56, 8);
+PIN_SIZE(sdm_cache_stats, 64, 8);
 
 PIN_FIELD(sdm_chain, struct_size, 0, 4);
 PIN_FIELD(sdm_chain, type, 4, 4);
@@ -136,7 +167,12 @@ PIN_FIELD(sdm_api, device_count, 136, 8);
 PIN_FIELD(sdm_api, device_info_get, 144, 8);
 PIN_FIELD(sdm_api, device_class_get, 152, 8);
 PIN_FIELD(sdm_api, device_class_name, 160, 8);
-PIN_SIZE(sdm_api, 168, 8);
+PIN_FIELD(sdm_api, kernel_get, 168, 8);
+PIN_FIELD(sdm_api, kernel_function, 176, 8);
+PIN_FIELD(sdm_api, kernel_info_get, 184, 8);
+PIN_FIELD(sdm_api, preload, 192, 8);
+PIN_FIELD(sdm_api, cache_stats_get, 200, 8);
+PIN_SIZE(sdm_api, 208, 8);
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; add this platform's numbers (from a probe) before building on it"

@@ -1,0 +1,286 @@
+#include "modules.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "cache.hpp"
+#include "context.hpp"
+#include "jit_nvjitlink.hpp"
+#include "runtime.hpp"
+#include "select.hpp"
+
+namespace sdm::runtime {
+namespace {
+
+using archive::ByteVector;
+using archive::Kind;
+
+std::string device_text(const DeviceProperties& p, DeviceClass c) {
+    return "device " + std::to_string(p.ordinal) + " (" + p.name + ", compute capability " + std::to_string(p.capability.major) + "." +
+           std::to_string(p.capability.minor) + ", class " + device_class_name(c) + ")";
+}
+
+// The driver's JIT wants NUL-terminated PTX.
+ByteVector terminated(ByteVector text) {
+    if (text.empty() || text.back() != std::byte{0}) text.push_back(std::byte{0});
+    return text;
+}
+
+}  // namespace
+
+Modules::~Modules() {
+    auto driver = runtime_.driver();
+    if (!driver) return;
+    for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
+        Slot& s = **it;
+        if (s.module == nullptr) continue;
+        auto scope = ContextScope::enter(**driver, s.context);
+        if (!scope) {
+            runtime_.log().error("unloading a module: " + scope.error().message);
+            continue;
+        }
+        auto r = SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + (s.kernels.empty() ? std::string("?") : s.kernels.begin()->second->module),
+                                 s.module);
+        if (!r) runtime_.log().error(r.error().message);
+    }
+}
+
+Result<std::pair<std::shared_ptr<const MountedArchive>, std::string>> Modules::find(const std::string& name) const {
+    const auto archives = runtime_.archives();
+    std::string mounted;
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
+        mounted += (mounted.empty() ? "" : ", ") + (*it)->archive.label();
+        if (!(*it)->manifest) continue;
+        if (const auto* spec = (*it)->manifest->find_kernel(name)) return std::pair(*it, spec->module);
+    }
+    return make_error(ErrorCode::not_found, "kernel " + name + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
+                                                "); mount the archive that lists it");
+}
+
+std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
+    std::lock_guard lock(mutex_);
+    auto& s = slots_[key];
+    if (!s) s = std::make_shared<Slot>();
+    return s;
+}
+
+Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream) {
+    auto found = find(name);
+    if (!found) return std::move(found).error();
+    const auto& [archive, module] = *found;
+    auto s = slot({ordinal, archive.get(), module});
+    std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
+    if (!s->loaded) {
+        SDM_TRY(load(*s, ordinal, *archive, module, stream));
+        std::lock_guard registry(mutex_);
+        load_order_.push_back(s);
+        pinned_.push_back(archive);
+    }
+    const auto it = s->kernels.find(name);
+    if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + module);
+    return it->second.get();
+}
+
+Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mounted, const std::string& module, CUstream stream) {
+    const archive::Archive& a = mounted.archive;
+    auto props = runtime_.devices().properties(ordinal);
+    if (!props) return std::move(props).error();
+    auto cls = runtime_.devices().device_class(ordinal);
+    if (!cls) return std::move(cls).error();
+    const std::string device = device_text(*props, *cls);
+
+    std::vector<ImageCandidate> candidates;
+    const auto [first, last] = a.find_name(module);
+    for (size_t i = first; i < last; ++i) {
+        const auto& e = a.entries()[i];
+        if (archive::kind_has_arch(e.kind) || e.kind == Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
+    }
+    auto selected = select_image(candidates, {props->capability, *cls, device}, module, "archive " + a.label());
+    if (!selected) return std::move(selected).error();
+    const auto& entry = a.entries()[selected->image.index];
+    const std::string image = a.describe(selected->image.index);
+
+    auto driver_result = runtime_.driver();
+    if (!driver_result) return std::move(driver_result).error();
+    Driver& driver = **driver_result;
+    auto contexts = runtime_.contexts();
+    if (!contexts) return std::move(contexts).error();
+    auto context = (*contexts)->get(ordinal);
+    if (!context) return std::move(context).error();
+    auto scope = ContextScope::enter(driver, *context);
+    if (!scope) return std::move(scope).error();
+
+    Cache* cache = runtime_.cache();  // null: no usable cache (logged once); images are built every time
+    ImageSource source = ImageSource::archive_cubin;
+    std::optional<archive::Hash128> cache_key;
+    ByteVector owned;
+    archive::Bytes bytes;
+    CUmodule cu_module = nullptr;
+    const auto not_capturing = [&]() -> Result<void> {
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        SDM_TRY(SDM_DRIVER_CALL(driver, cuStreamIsCapturing, "checking the stream for graph capture before a JIT", stream, &status));
+        if (status != CU_STREAM_CAPTURE_STATUS_NONE)
+            return make_error(ErrorCode::graph_capture, "loading module " + module + " on " + device + " needs a JIT of " + image +
+                                                            ", but the stream is capturing a CUDA graph. Load it before capture: "
+                                                            "sdm_preload, or one sdm_kernel_get outside the capture");
+        return {};
+    };
+
+    if (selected->path == SelectionPath::cubin && entry.codec == archive::Codec::stored) {
+        auto view = a.view(selected->image.index);  // checked, zero-copy from the mapping
+        if (!view) return std::move(view).error();
+        bytes = *view;
+    } else if (selected->path == SelectionPath::cubin || selected->path == SelectionPath::fatbin) {
+        // Compressed: the verified raw image is kept in the cache, so a warm start skips the decompression.
+        source = selected->path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
+        cache_key = CacheKeyBuilder().field("raw image").field(entry.raw_hash).field(entry.raw_size).key();
+        bool read = false;
+        const auto from_archive = [&]() -> Result<ByteVector> {
+            read = true;
+            return a.read(selected->image.index);
+        };
+        auto raw = cache != nullptr ? cache->get_or_build(*cache_key, from_archive) : from_archive();
+        if (!raw) return std::move(raw).error();
+        if (!read && cache != nullptr) source = ImageSource::cache;
+        owned = std::move(*raw);
+        bytes = owned;
+    } else {
+        auto input = a.read(selected->image.index);
+        if (!input) return std::move(input).error();
+        const std::string target = archive::target_name(Kind::cubin, selected->target_sm, selected->target_variant);
+        const NvJitLink* jit = runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink() : nullptr;
+        if (jit != nullptr) {
+            cache_key = CacheKeyBuilder()
+                            .field("nvJitLink link")
+                            .field(entry.raw_hash)
+                            .field(target)
+                            .field(jit->version())
+                            .field(static_cast<uint64_t>(driver.version()))
+                            .key();
+            bool linked = false;
+            const auto link = [&]() -> Result<ByteVector> {
+                SDM_TRY(not_capturing());
+                linked = true;
+                auto out = jit->link({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
+                if (!out) return std::move(out).error();
+                runtime_.log().info("linked " + image + " for " + target + " with nvJitLink " + jit->version() + " in " +
+                                    std::to_string(out->milliseconds) + " ms");
+                return std::move(out->cubin);
+            };
+            auto cubin = cache != nullptr ? cache->get_or_build(*cache_key, link) : link();
+            if (!cubin) return std::move(cubin).error();
+            source = linked || cache == nullptr ? ImageSource::nvjitlink : ImageSource::cache;
+            owned = std::move(*cubin);
+            bytes = owned;
+        } else if (runtime_.jit_policy().driver && entry.kind == Kind::ptx) {
+            SDM_TRY(not_capturing());
+            source = ImageSource::driver_jit;
+            owned = terminated(std::move(*input));
+            char error_log[16384] = {0};
+            char info_log[4096] = {0};
+            CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                                      CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+            void* values[] = {error_log, reinterpret_cast<void*>(sizeof error_log), info_log, reinterpret_cast<void*>(sizeof info_log)};
+            auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadDataEx, "the driver's JIT of " + image + " on " + device, &cu_module, owned.data(), 4u,
+                                          options, values);
+            if (!loaded) {
+                Error e = std::move(loaded).error();
+                e.code = ErrorCode::jit;
+                e.log = error_log;
+                if (!e.log.empty()) e.message += ":\n" + e.log;
+                return e;
+            }
+        } else {
+            return make_error(ErrorCode::jit, "loading " + image + " on " + device + " needs a JIT, and no backend may run: " +
+                                                  (runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink_error() : std::string("nvJitLink is forbidden by the host")) +
+                                                  (runtime_.jit_policy().driver ? "" : "; the driver's JIT is forbidden by the host"));
+        }
+    }
+    if (cu_module == nullptr) {
+        auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + device, &cu_module, bytes.data());
+        if (!loaded) {
+            if (source == ImageSource::cache && cache_key) ::unlink(cache->entry_path(*cache_key).c_str());
+            return std::move(loaded).error();
+        }
+    }
+    // Every kernel the manifest lists for this module must resolve.
+    std::vector<std::unique_ptr<KernelHandle>> handles;
+    std::string missing;
+    for (const auto& spec : mounted.manifest->kernels) {
+        if (spec.module != module) continue;
+        CUfunction function = nullptr;
+        auto got = SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, cu_module, spec.name.c_str());
+        if (!got) {
+            missing += (missing.empty() ? "" : ", ") + spec.name;
+            continue;
+        }
+        auto h = std::make_unique<KernelHandle>();
+        h->name = spec.name;
+        h->module = module;
+        h->archive = a.label();
+        h->signature = archive::signature_text(spec.signature);
+        h->ordinal = ordinal;
+        h->function = function;
+        h->image_kind = entry.kind;
+        h->image_sm = entry.sm;
+        h->loaded_sm = selected->path == SelectionPath::jit ? selected->target_sm : entry.sm;
+        h->source = source;
+        handles.push_back(std::move(h));
+    }
+    if (!missing.empty()) {
+        (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading an incomplete module", cu_module);
+        std::string evicted;
+        if (cache != nullptr && cache_key && (source == ImageSource::cache || source == ImageSource::nvjitlink)) {
+            ::unlink(cache->entry_path(*cache_key).c_str());
+            evicted = "; its cache entry was removed";
+        }
+        return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + device +
+                                                    ") lacks kernel(s) " + missing + " that the manifest lists" + evicted +
+                                                    ". Rebuild the archive so its images define them");
+    }
+    slot.module = cu_module;
+    slot.context = *context;
+    for (auto& h : handles) slot.kernels.emplace(h->name, std::move(h));
+    slot.loaded = true;
+    runtime_.log().info("loaded module " + module + " from " + image + " on " + device);
+    return {};
+}
+
+Result<void> Modules::preload(int32_t ordinal, const std::vector<std::string>& names) {
+    std::vector<std::string> wanted = names;
+    if (wanted.empty())
+        for (const auto& a : runtime_.archives())
+            if (a->manifest)
+                for (const auto& k : a->manifest->kernels) wanted.push_back(k.name);
+    // One representative kernel per module: loading it loads the module.
+    std::vector<std::string> work;
+    std::set<std::pair<const MountedArchive*, std::string>> seen;
+    for (const auto& name : wanted) {
+        auto found = find(name);
+        if (!found) return std::move(found).error();
+        if (seen.insert({found->first.get(), found->second}).second) work.push_back(name);
+    }
+    std::atomic<size_t> next{0};
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    const auto worker = [&] {
+        for (size_t i = next++; i < work.size(); i = next++) {
+            auto k = kernel(ordinal, work[i], nullptr);
+            if (!k) {
+                std::lock_guard lock(error_mutex);
+                if (!first_error) first_error = std::move(k).error();
+            }
+        }
+    };
+    const unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(work.size()));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    if (first_error) return *first_error;
+    return {};
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,75 @@
+// Modules and kernels: a kernel's module is loaded on first use, once per (device, archive,
+// module) however many threads ask at once (double-checked: a map lookup, then a per-module lock
+// re-checked under it). Loading selects the image for the device (select.hpp), gets its bytes
+// (a stored cubin straight from the mapping; a compressed one through the cache, so a warm start
+// does not decompress again; PTX linked by nvJitLink through the cache; else the driver's JIT),
+// loads it in the device's context, and resolves every kernel the manifest lists for the module.
+// Destroying the registry unloads the modules in reverse load order, logging any failure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "driver.hpp"
+#include "format.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+class Runtime;
+struct MountedArchive;
+
+enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5 };
+
+struct KernelHandle {
+    std::string name;
+    std::string module;
+    std::string archive;
+    std::string signature;
+    int32_t ordinal{0};
+    CUfunction function{nullptr};
+    archive::Kind image_kind{archive::Kind::cubin};
+    uint16_t image_sm{0};
+    uint16_t loaded_sm{0};
+    ImageSource source{ImageSource::archive_cubin};
+};
+
+class Modules {
+public:
+    explicit Modules(Runtime& runtime) : runtime_(runtime) {}
+    ~Modules();
+    Modules(const Modules&) = delete;
+    Modules& operator=(const Modules&) = delete;
+
+    // The kernel `name` on device `ordinal`; `stream` is checked for graph capture before any JIT.
+    Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream);
+    // Loads the modules of `names` (every listed kernel when empty) in parallel; the first error wins.
+    Result<void> preload(int32_t ordinal, const std::vector<std::string>& names);
+
+private:
+    struct Slot {
+        std::mutex mutex;
+        bool loaded{false};
+        CUmodule module{nullptr};
+        CUcontext context{nullptr};
+        std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels;
+    };
+    using Key = std::tuple<int32_t, const MountedArchive*, std::string>;
+
+    Result<std::pair<std::shared_ptr<const MountedArchive>, std::string>> find(const std::string& name) const;  // archive, module
+    std::shared_ptr<Slot> slot(const Key& key);
+    Result<void> load(Slot& slot, int32_t ordinal, const MountedArchive& archive, const std::string& module, CUstream stream);
+
+    Runtime& runtime_;
+    std::mutex mutex_;
+    std::map<Key, std::shared_ptr<Slot>> slots_;
+    std::vector<std::shared_ptr<Slot>> load_order_;
+    std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
+};
+
+}  // namespace sdm::runtime

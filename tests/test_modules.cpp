@@ -1,0 +1,301 @@
+// Loading through the C ABI and the fake driver: selection, the cubin / cache / nvJitLink /
+// driver-JIT paths, one load for many threads, per-device modules, graph capture, kernels a
+// module lacks, preload, and unloading at destroy. The H200 runs the same in tests/gpu.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include <dlfcn.h>
+
+#include "sdm/sdm.h"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using namespace sdm;
+
+namespace {
+
+struct RuntimeDeleter {
+    void operator()(sdm_runtime* r) const { sdm_runtime_destroy(r); }
+};
+using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
+
+struct TempDir {
+    std::string path;
+    TempDir() {
+        char tmpl[] = "/tmp/sdm-modules-test-XXXXXX";
+        REQUIRE(::mkdtemp(tmpl) != nullptr);
+        path = tmpl;
+    }
+    ~TempDir() { fs::remove_all(path); }
+};
+
+int64_t fake_calls(const char* what) {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    return reinterpret_cast<int64_t (*)(const char*)>(dlsym(lib, "sdm_fake_cuda_calls"))(what);
+}
+
+void fake(const char* devices) {
+    setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
+    setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);
+    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    setenv("SDM_FAKE_CUDA_MISSING", "", 1);
+    unsetenv("SDM_FAKE_CUDA_CAPTURING");
+    unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
+}
+
+constexpr const char* kH200 = "NVIDIA H200,9.0,232448,132,62914560";
+constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040";
+
+RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0) {
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cuda_driver = SDM_FAKE_CUDA_PATH;
+    p.cache_dir = cache_dir.c_str();
+    p.jit_flags = jit_flags;
+    p.cache_flags = cache_flags;
+    p.log_level = SDM_LOG_OFF;
+    sdm_runtime* r = nullptr;
+    REQUIRE(sdm_runtime_create(&p, &r, nullptr) == SDM_OK);
+    return RuntimePtr(r);
+}
+
+// An archive of the test kernels: `targets` of module `module`, a manifest listing `kernels` there.
+archive::ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
+                                 std::vector<std::string> kernels = {"axpy", "scale"}) {
+    archive::ArchiveWriter writer;
+    for (const char* t : targets) {
+        const auto target = archive::parse_target(t);
+        REQUIRE(target);
+        const std::string file = std::string("kernels.") + t + (target->kind == archive::Kind::ptx ? ".ptx" : ".cubin");
+        REQUIRE(writer.add({module, target->kind, target->sm, target->variant, test::data_file(file)}));
+    }
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    for (const auto& k : kernels) m.kernels.push_back({k, module, {archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    return writer.finish().value();
+}
+
+void mount(sdm_runtime* rt, const archive::ByteVector& bytes, const char* label) {
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_archive_mount_memory(rt, bytes.data(), bytes.size(), label, &e);
+    if (s != SDM_OK) FAIL(sdm_error_message(e));
+}
+
+sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_status expect = SDM_OK, std::string* message = nullptr) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e);
+    if (message != nullptr) *message = sdm_error_message(e);
+    if (s != expect) FAIL(sdm_status_string(s) << ": " << sdm_error_message(e));
+    sdm_error_destroy(e);
+    sdm_kernel_info info{};
+    info.struct_size = sizeof info;
+    if (s == SDM_OK) REQUIRE(sdm_kernel_info_get(k, &info, nullptr) == SDM_OK);
+    return info;
+}
+
+sdm_cache_stats stats_of(sdm_runtime* rt) {
+    sdm_cache_stats s{};
+    s.struct_size = sizeof s;
+    REQUIRE(sdm_cache_stats_get(rt, &s, nullptr) == SDM_OK);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("cubins: the best one for the device, compressed ones kept verified in the cache", "[modules]") {
+    TempDir cache;
+    fake(kH200);
+    {
+        RuntimePtr rt = make_runtime(cache.path);
+        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+        const auto info = info_of(rt.get(), 0, "scale");
+        CHECK(info.image_kind == 1);
+        CHECK(info.image_sm == 90);  // the sm_90a cubin, chosen before sm_90
+        CHECK(info.source == 1);     // decompressed from the archive, and kept
+        CHECK(std::string(info.module) == "kernels");
+        CHECK(std::string(info.signature) == "ptr,f32,i32");
+        sdm_kernel* k = nullptr;
+        REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
+        void* function = nullptr;
+        REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
+        CHECK(function != nullptr);
+    }
+    // A warm start: the raw image comes from the cache, no decompression.
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    CHECK(info_of(rt.get(), 0, "axpy").source == 2);
+    CHECK(stats_of(rt.get()).hits == 1);
+}
+
+TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {
+    TempDir cache;
+    fake((std::string(kH200) + ";" + kA100).c_str());
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    int32_t version = 0;
+    REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
+    const int64_t before = fake_calls("cuModuleLoadData");
+    std::vector<std::thread> threads;
+    std::atomic<int> ok{0};
+    std::atomic<sdm_kernel*> first{nullptr};
+    for (int t = 0; t < 16; ++t)
+        threads.emplace_back([&, t] {
+            sdm_kernel* k = nullptr;
+            if (sdm_kernel_get(rt.get(), 0, t % 2 ? "scale" : "axpy", nullptr, &k, nullptr) == SDM_OK) ++ok;
+        });
+    for (auto& t : threads) t.join();
+    CHECK(ok == 16);
+    CHECK(fake_calls("cuModuleLoadData") - before == 1);
+    const auto a100 = info_of(rt.get(), 1, "scale");
+    CHECK(a100.image_sm == 80);
+    CHECK(a100.ordinal == 1);
+    CHECK(fake_calls("cuModuleLoadData") - before == 2);
+    CHECK(fake_calls("@modules") == 2);
+}
+
+TEST_CASE("PTX: linked by nvJitLink for the device and cached; the next process hits", "[modules][jit]") {
+    TempDir cache;
+    fake(kH200);
+    const auto ptx_only = make_archive("jit", {"compute_80", "compute_90"});
+    {
+        RuntimePtr rt = make_runtime(cache.path);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        const auto info = info_of(rt.get(), 0, "scale");
+        CHECK(info.image_kind == 2);
+        CHECK(info.image_sm == 90);  // compute_90: compute_80 is not eligible on the modern class
+        CHECK(info.loaded_sm == 90);
+        CHECK(info.source == 3);
+        CHECK(stats_of(rt.get()).builds == 1);
+    }
+    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(rt.get(), 0, "scale").source == 2);
+    CHECK(stats_of(rt.get()).builds == 0);
+    CHECK(stats_of(rt.get()).hits == 1);
+}
+
+TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[modules][select]") {
+    TempDir cache;
+    fake((std::string(kH200) + ";" + kA100).c_str());
+    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), make_archive("old", {"compute_80"}), "old.sdma");
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_NO_IMAGE, &message);
+    CHECK_THAT(message, Catch::Contains("module old of archive old.sdma has no image for device 0 (NVIDIA H200") &&
+                            Catch::Contains("compute_80 older than compute_90"));
+    const auto a100 = info_of(rt.get(), 1, "scale");
+    CHECK(a100.loaded_sm == 80);
+    CHECK(a100.source == 3);
+}
+
+TEST_CASE("the driver's JIT when nvJitLink may not run; its log on failure", "[modules][jit]") {
+    TempDir cache;
+    fake(kH200);
+    const auto ptx_only = make_archive("jit", {"compute_90"});
+    {
+        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        CHECK(info_of(rt.get(), 0, "scale").source == 4);
+    }
+    {
+        setenv("SDM_FAKE_CUDA_DISABLE_JIT", "1", 1);
+        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        std::string message;
+        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+        CHECK_THAT(message, Catch::Contains("the driver's JIT of ptx jit, compute_90") && Catch::Contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND"));
+        unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
+    }
+    RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    CHECK_THAT(message, Catch::Contains("needs a JIT, and no backend may run"));
+}
+
+TEST_CASE("a load that would JIT during graph capture is refused; cubins and warm caches load", "[modules][capture]") {
+    TempDir cache;
+    fake(kH200);
+    setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+    const auto ptx_only = make_archive("jit", {"compute_90"});
+    {
+        RuntimePtr rt = make_runtime(cache.path);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        std::string message;
+        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_GRAPH_CAPTURE, &message);
+        CHECK_THAT(message, Catch::Contains("capturing a CUDA graph") && Catch::Contains("sdm_preload"));
+        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);  // newer mount serves axpy from a cubin
+        CHECK(info_of(rt.get(), 0, "axpy").image_kind == 1);
+    }
+    unsetenv("SDM_FAKE_CUDA_CAPTURING");
+    {
+        RuntimePtr rt = make_runtime(cache.path);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        (void)info_of(rt.get(), 0, "scale");  // links and caches
+    }
+    setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(rt.get(), 0, "scale").source == 2);  // no JIT needed: allowed during capture
+    unsetenv("SDM_FAKE_CUDA_CAPTURING");
+}
+
+TEST_CASE("a module lacking a listed kernel fails naming it, and its cached image is evicted", "[modules]") {
+    TempDir cache;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), make_archive("ghostly", {"compute_90"}, {"axpy", "scale", "ghost"}), "ghost.sdma");
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_NOT_FOUND, &message);
+    CHECK_THAT(message, Catch::Contains("module ghostly of archive ghost.sdma") && Catch::Contains("lacks kernel(s) ghost") &&
+                           Catch::Contains("cache entry was removed"));
+    size_t entries = 0;
+    for (const auto& e : fs::recursive_directory_iterator(cache.path))
+        if (e.path().extension() == ".sdmc") ++entries;
+    CHECK(entries == 0);
+    (void)info_of(rt.get(), 0, "nowhere", SDM_ERROR_NOT_FOUND, &message);
+    CHECK_THAT(message, Catch::Contains("kernel nowhere is in no mounted archive"));
+}
+
+TEST_CASE("preload loads every module, linking in parallel; destroy unloads them all", "[modules][preload]") {
+    TempDir cache;
+    fake(kH200);
+    {
+        RuntimePtr rt = make_runtime(cache.path);
+        mount(rt.get(), make_archive("one", {"compute_90"}), "one.sdma");
+        mount(rt.get(), make_archive("three", {"sm_90a"}, {"axpy"}), "three.sdma");
+        int32_t version = 0;
+        REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
+        const int64_t before = fake_calls("cuModuleLoadData");
+        REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
+        CHECK(fake_calls("cuModuleLoadData") - before == 2);  // modules one and three (three serves axpy: newer mount)
+        CHECK(info_of(rt.get(), 0, "axpy").image_sm == 90);
+        CHECK(std::string(info_of(rt.get(), 0, "axpy").module) == "three");
+        CHECK(fake_calls("cuModuleLoadData") - before == 2);  // already loaded
+        const char* names[] = {"scale"};
+        CHECK(sdm_preload(rt.get(), 0, names, 1, nullptr) == SDM_OK);
+        const char* missing[] = {"nope"};
+        CHECK(sdm_preload(rt.get(), 0, missing, 1, nullptr) == SDM_ERROR_NOT_FOUND);
+        CHECK(fake_calls("@modules") == 2);
+    }
+    CHECK(fake_calls("@modules") == 0);
+    CHECK(fake_calls("@contexts") == 0);
+}
+
+TEST_CASE("an unsupported device gets no module", "[modules]") {
+    TempDir cache;
+    fake("Tesla T4,7.5,65536,40,4194304");
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
+    CHECK_THAT(message, Catch::Contains("Tesla T4"));
+}
