@@ -2,6 +2,7 @@
 // and prints its own errors to stderr, naming the file or entry and the fix.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,24 @@ struct InfoOptions {
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
 };
 int run_info(const InfoOptions& options);
+
+struct CacheCommand {
+    std::string action;     // stats | prune | clear
+    std::string directory;  // empty: $SDM_CACHE_DIR, then the default
+    uint64_t max_bytes{0};  // prune target; 0: the cache's cap
+    bool json{false};
+};
+int run_cache(const CacheCommand& command);
+
+struct JitOptions {
+    std::string input;
+    std::string output;
+    std::vector<std::string> archs;  // "90", "100a", ...
+    std::string nvjitlink;
+    unsigned threads{0};
+    bool quiet{false};
+};
+int run_jit(const JitOptions& options);
 
 // Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
 class Progress {

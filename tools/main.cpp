@@ -58,6 +58,28 @@ int main(int argc, char** argv) {
     info_cmd->add_option("--driver", info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
     info_cmd->add_option("--nvjitlink", info.nvjitlink, "libnvJitLink to probe (default: $SDM_NVJITLINK, then the usual places)");
 
+    sdm::tools::CacheCommand cache;
+    auto* cache_cmd = app.add_subcommand("cache", "The kernel cache: stats, prune, clear");
+    cache_cmd->require_subcommand(1);
+    for (const char* action : {"stats", "prune", "clear"}) {
+        auto* sub = cache_cmd->add_subcommand(action, std::string(action) == "stats" ? "Entries and bytes on disk"
+                                                      : std::string(action) == "prune" ? "Remove least recently used entries down to --max-bytes (default: the cap)"
+                                                                                        : "Remove every entry");
+        sub->add_option("--dir", cache.directory, "Cache directory (default: $SDM_CACHE_DIR, $XDG_CACHE_HOME/sdm, ~/.cache/sdm)");
+        sub->add_option("--max-bytes", cache.max_bytes, "Byte cap (default: $SDM_CACHE_MAX_BYTES, else 1 GiB)");
+        sub->add_flag("--json", cache.json, "Machine-readable output");
+        sub->callback([&cache, action] { cache.action = action; });
+    }
+
+    sdm::tools::JitOptions jit;
+    auto* jit_cmd = app.add_subcommand("jit", "Link every PTX module of an archive for given SMs into an archive of cubins that mounts over it");
+    jit_cmd->add_option("archive", jit.input, "Archive with PTX")->required()->check(CLI::ExistingFile);
+    jit_cmd->add_option("-o,--output", jit.output, "Archive of cubins to write")->required();
+    jit_cmd->add_option("--arch", jit.archs, "SMs to link for, comma-separated: 90,100,120 (a variant: 90a)")->required()->delimiter(',');
+    jit_cmd->add_option("--nvjitlink", jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
+    jit_cmd->add_option("-j,--jobs", jit.threads, "Parallel links (default: one per core)");
+    jit_cmd->add_flag("-q,--quiet", jit.quiet, "No progress bar, no summary");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -70,6 +92,8 @@ int main(int argc, char** argv) {
         if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw);
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
         if (info_cmd->parsed()) return sdm::tools::run_info(info);
+        if (cache_cmd->parsed()) return sdm::tools::run_cache(cache);
+        if (jit_cmd->parsed()) return sdm::tools::run_jit(jit);
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "sdm: out of memory\n");
         return 1;

@@ -50,4 +50,18 @@ printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "nope"\nmodule = "kern
 expect_fail "does not define kernel(s) nope" "$sdm" pack -q -m "$work/m3.toml" -o "$work/bad.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
 expect_fail "cannot open" "$sdm" verify "$work/missing.sdma"
 [ ! -e "$work/bad.sdma" ] || fail "a refused pack left an output file"
+# sdm jit: PTX linked for several SMs into an archive of cubins that verifies and parses as those SMs.
+"$sdm" pack -q -m "$data/manifest.toml" -o "$work/ptx.sdma" kernels:compute_80="$data/kernels.compute_80.ptx" kernels:compute_90="$data/kernels.compute_90.ptx"
+"$sdm" jit -q "$work/ptx.sdma" -o "$work/cubins.sdma" --arch 80,90a,100,120
+"$sdm" verify -q "$work/cubins.sdma"
+for t in sm_80 sm_90a sm_100 sm_120 compute_80 compute_90; do
+  "$sdm" ls --json "$work/cubins.sdma" | python3 -c "import json,sys; j=json.load(sys.stdin); assert any(e['target']=='$t' for e in j['entries']), '$t'"
+done
+expect_fail "--arch 9x is not an SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 9x
+# sdm cache: stats, clear, refusal of a group-writable directory.
+mkdir -p "$work/cache" && chmod 700 "$work/cache"
+"$sdm" cache stats --dir "$work/cache" | grep -q "0 entries"
+"$sdm" cache clear --dir "$work/cache" | grep -q "removed 0 entries"
+chmod 775 "$work/cache"
+expect_fail "group- or world-writable" "$sdm" cache stats --dir "$work/cache"
 echo "cli: all checks passed"

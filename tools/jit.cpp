@@ -1,0 +1,155 @@
+// sdm jit: the fleet pre-build. Links every PTX (and LTO-IR) module of an archive for the given
+// SMs, in parallel, and writes an archive holding the original entries plus those cubins: mounted
+// over (or instead of) the original, production machines never JIT.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "commands.hpp"
+#include "file_map.hpp"
+#include "jit_nvjitlink.hpp"
+#include "reader.hpp"
+#include "select.hpp"
+#include "verify.hpp"
+#include "writer.hpp"
+
+namespace sdm::tools {
+namespace {
+
+struct Job {
+    std::string module;
+    size_t entry;  // the PTX / LTO-IR entry to link
+    uint16_t sm;
+    archive::Variant variant;
+};
+
+// Selection as the runtime would do it for a device of this SM: the class decides whether
+// old-arch PTX is eligible (not on the modern class).
+runtime::DeviceClass class_of(uint16_t sm) {
+    return sm == 90 || sm == 100 || sm == 103 ? runtime::DeviceClass::modern : runtime::DeviceClass::a100;
+}
+
+}  // namespace
+
+int run_jit(const JitOptions& o) {
+    auto input = archive::Archive::open_file(o.input);
+    if (!input) {
+        fmt::print(stderr, "sdm jit: {}\n", input.error().message);
+        return 1;
+    }
+    auto jit = runtime::NvJitLink::load(o.nvjitlink);
+    if (!jit) {
+        fmt::print(stderr, "sdm jit: {}\n", jit.error().message);
+        return 1;
+    }
+    std::vector<archive::Target> targets;
+    for (const auto& a : o.archs) {
+        auto t = archive::parse_target("sm_" + a);
+        if (!t || t->variant == archive::Variant::f) {
+            fmt::print(stderr, "sdm jit: --arch {} is not an SM like 90, 100 or 90a (cubins are linked for one SM)\n", a);
+            return 2;
+        }
+        targets.push_back(*t);
+    }
+    const auto& entries = input->entries();
+    std::set<std::string> modules;
+    for (const auto& e : entries)
+        if (e.kind == archive::Kind::ptx || e.kind == archive::Kind::ltoir) modules.emplace(e.name);
+    std::vector<Job> jobs;
+    for (const auto& module : modules) {
+        const auto [first, last] = input->find_name(module);
+        std::vector<runtime::ImageCandidate> virtuals;
+        for (size_t i = first; i < last; ++i)
+            if (entries[i].kind == archive::Kind::ptx || entries[i].kind == archive::Kind::ltoir)
+                virtuals.push_back({i, entries[i].kind, entries[i].sm, entries[i].variant});
+        for (const auto& t : targets) {
+            if (input->find(module, archive::Kind::cubin, t.sm, t.variant)) continue;  // already there
+            const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of(t.sm), "sm_" + std::to_string(t.sm)};
+            auto s = runtime::select_image(virtuals, device, module, o.input);
+            if (!s) {
+                fmt::print(stderr, "sdm jit: skipping {} for {}: no PTX of it can be linked for that SM\n", module,
+                           archive::target_name(archive::Kind::cubin, t.sm, t.variant));
+                continue;
+            }
+            jobs.push_back({module, s->image.index, t.sm, t.variant == archive::Variant::a ? archive::Variant::a : s->target_variant});
+        }
+    }
+    Progress progress("jit", !o.quiet);
+    std::vector<std::optional<archive::ByteVector>> cubins(jobs.size());
+    std::atomic<size_t> next{0}, done{0};
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    const auto worker = [&](bool report) {
+        for (size_t i = next++; i < jobs.size(); i = next++) {
+            const Job& j = jobs[i];
+            auto raw = input->read(j.entry);
+            Result<runtime::JitOutput> out = raw ? jit->link({entries[j.entry].kind, *raw, input->describe(j.entry)}, j.sm, j.variant, {})
+                                                 : Result<runtime::JitOutput>(raw.error());
+            if (out) {
+                cubins[i] = std::move(out->cubin);
+            } else {
+                std::lock_guard lock(error_mutex);
+                if (!first_error) first_error = out.error();
+            }
+            ++done;
+            if (report) progress.update(done, jobs.size());
+        }
+    };
+    const unsigned threads = std::max(1u, std::min<unsigned>(o.threads ? o.threads : std::thread::hardware_concurrency(),
+                                                             static_cast<unsigned>(std::max<size_t>(jobs.size(), 1))));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker, false);
+    worker(true);
+    for (auto& t : pool) t.join();
+    progress.finish();
+    if (first_error) {
+        fmt::print(stderr, "sdm jit: {}\n", first_error->message);
+        return 1;
+    }
+    archive::ArchiveWriter writer;
+    for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].kind == archive::Kind::dictionary) continue;  // the writer trains its own
+        auto raw = input->read(i);
+        if (!raw) {
+            fmt::print(stderr, "sdm jit: {}\n", raw.error().message);
+            return 1;
+        }
+        auto added = writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, std::move(*raw)});
+        if (!added) {
+            fmt::print(stderr, "sdm jit: {}\n", added.error().message);
+            return 1;
+        }
+    }
+    for (size_t i = 0; i < jobs.size(); ++i) {
+        auto added = writer.add({jobs[i].module, archive::Kind::cubin, jobs[i].sm, jobs[i].variant, std::move(*cubins[i])});
+        if (!added) {
+            fmt::print(stderr, "sdm jit: {}\n", added.error().message);
+            return 1;
+        }
+    }
+    auto bytes = writer.finish();
+    if (!bytes) {
+        fmt::print(stderr, "sdm jit: {}\n", bytes.error().message);
+        return 1;
+    }
+    auto check = archive::Archive::open_memory(*bytes, o.output);
+    const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
+    if (!checked) {
+        fmt::print(stderr, "sdm jit: internal error: the written archive does not verify: {}\n", checked.error().message);
+        return 1;
+    }
+    auto written = archive::write_file_atomic(o.output, *bytes);
+    if (!written) {
+        fmt::print(stderr, "sdm jit: {}\n", written.error().message);
+        return 1;
+    }
+    if (!o.quiet)
+        fmt::print("{}: linked {} cubins ({} modules x {} SMs) with nvJitLink {} on {} threads; {} entries, {} bytes\n", o.output, jobs.size(),
+                   modules.size(), targets.size(), jit->version(), threads, check->entries().size(), bytes->size());
+    return 0;
+}
+
+}  // namespace sdm::tools
