@@ -23,6 +23,7 @@ run sdm-info "$build/tools/sdm" info -a tests/golden/kernels.sdma
 run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
+run gpu-load "$build/tests/test_gpu_load"
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
 run capi-fake "$build/tests/test_capi"
 run cpp-wrapper "$build/tests/test_cpp_wrapper"

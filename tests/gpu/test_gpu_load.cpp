@@ -1,0 +1,246 @@
+// GPU test: loading for real on every visible device. Each kernel of a test archive loads from a
+// cubin, from PTX cold (nvJitLink) and warm (the cache), and through the driver's JIT; kernels run
+// with a checked output; old-arch PTX is refused on the modern class; a load that would JIT while
+// a stream captures a graph is refused; each device gets its own module. Exits 77 without a GPU.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <cuda.h>
+
+#include "sdm/sdm.h"
+#include "file_map.hpp"
+#include "manifest.hpp"
+#include "writer.hpp"
+
+namespace {
+
+int failures = 0;
+void check(bool ok, const std::string& what) {
+    std::printf("%s: %s\n", ok ? "ok" : "FAIL", what.c_str());
+    if (!ok) ++failures;
+}
+
+// The few driver calls the test itself makes, resolved like sdm does.
+struct Cuda {
+    void* lib{nullptr};
+    template <typename F>
+    F get(const char* name) {
+        using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+        static GetProc gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+        void* fn = nullptr;
+        gpa(name, &fn, 12000, 0, nullptr);
+        return reinterpret_cast<F>(fn);
+    }
+};
+
+std::string cache_dir() {
+    char tmpl[] = "/tmp/sdm-gpu-load-XXXXXX";
+    return ::mkdtemp(tmpl);
+}
+
+sdm_runtime* runtime(const std::string& cache, uint32_t jit_flags = 0) {
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cache_dir = cache.c_str();
+    p.jit_flags = jit_flags;
+    sdm_runtime* rt = nullptr;
+    if (sdm_runtime_create(&p, &rt, nullptr) != SDM_OK) std::exit(1);
+    return rt;
+}
+
+sdm::archive::ByteVector data_file(const std::string& name) {
+    auto bytes = sdm::archive::read_file(std::string(SDM_TEST_DATA) + "/" + name);
+    if (!bytes) {
+        std::printf("FAIL: %s\n", bytes.error().message.c_str());
+        std::exit(1);
+    }
+    return std::move(*bytes);
+}
+
+sdm::archive::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets) {
+    sdm::archive::ArchiveWriter writer;
+    for (const char* t : targets) {
+        const auto target = sdm::archive::parse_target(t).value();
+        (void)writer.add({module, target.kind, target.sm, target.variant, data_file(std::string("kernels.") + t + ".ptx")});
+    }
+    sdm::archive::Manifest m;
+    m.kernel_abi_major = 1;
+    m.kernels.push_back({"scale", module, {}, {}, {}});
+    m.kernels.push_back({"axpy", module, {}, {}, {}});
+    (void)writer.add({"manifest", sdm::archive::Kind::manifest, 0, sdm::archive::Variant::base, sdm::archive::encode_manifest(m).value()});
+    return writer.finish().value();
+}
+
+}  // namespace
+
+int main() {
+    Cuda cuda;
+    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW);
+    if (cuda.lib == nullptr) {
+        std::printf("skipped: no CUDA driver\n");
+        return 77;
+    }
+    if (cuda.get<decltype(&cuInit)>("cuInit")(0) != CUDA_SUCCESS) {
+        std::printf("skipped: cuInit failed (no device?)\n");
+        return 77;
+    }
+    int devices = 0;
+    cuda.get<decltype(&cuDeviceGetCount)>("cuDeviceGetCount")(&devices);
+    if (devices == 0) return 77;
+    const auto retain = cuda.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
+    const auto push = cuda.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
+    const auto pop = cuda.get<decltype(&cuCtxPopCurrent)>("cuCtxPopCurrent");
+    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
+    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
+    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+    const auto launch = cuda.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+    const auto stream_create = cuda.get<decltype(&cuStreamCreate)>("cuStreamCreate");
+    const auto begin_capture = cuda.get<decltype(&cuStreamBeginCapture)>("cuStreamBeginCapture");
+    const auto end_capture = cuda.get<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
+    std::mt19937 rng(std::random_device{}());
+
+    // Runs scale(y, 3, n) or axpy(y, x, 0.5, n) on device `ordinal` with fresh random data and checks every element.
+    const auto run_checked = [&](sdm_runtime* rt, int ordinal, const char* name, const std::string& what) {
+        sdm_kernel* k = nullptr;
+        sdm_error* e = nullptr;
+        if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) {
+            check(false, what + ": " + sdm_error_message(e));
+            sdm_error_destroy(e);
+            return 0u;
+        }
+        sdm_kernel_info info{};
+        info.struct_size = sizeof info;
+        sdm_kernel_info_get(k, &info, nullptr);
+        void* fn = nullptr;
+        sdm_kernel_function(k, &fn, nullptr);
+        CUcontext ctx = nullptr;
+        retain(&ctx, ordinal);
+        push(ctx);
+        const int n = 1 << 20;
+        std::vector<float> x(n), y(n), out(n, std::nanf(""));
+        std::uniform_real_distribution<float> dist(-1.f, 1.f);
+        for (int i = 0; i < n; ++i) {
+            x[i] = dist(rng);
+            y[i] = dist(rng);
+        }
+        CUdeviceptr dx = 0, dy = 0;
+        alloc(&dx, n * sizeof(float));
+        alloc(&dy, n * sizeof(float));
+        htod(dx, x.data(), n * sizeof(float));
+        htod(dy, y.data(), n * sizeof(float));
+        float factor = 3.f, a = 0.5f;
+        int count = n;
+        void* scale_args[] = {&dy, &factor, &count};
+        void* axpy_args[] = {&dy, &dx, &a, &count};
+        const bool is_scale = std::strcmp(name, "scale") == 0;
+        const CUresult rc = launch(static_cast<CUfunction>(fn), (n + 255) / 256, 1, 1, 256, 1, 1, 0, nullptr, is_scale ? scale_args : axpy_args, nullptr);
+        const CUresult rs = sync();
+        dtoh(out.data(), dy, n * sizeof(float));
+        int bad = 0;
+        for (int i = 0; i < n; ++i) {
+            const float want = is_scale ? y[i] * 3.f : y[i] + 0.5f * x[i];
+            if (!(std::fabs(out[i] - want) <= 1e-6f * std::fabs(want) + 1e-7f)) ++bad;
+        }
+        mfree(dx);
+        mfree(dy);
+        CUcontext popped = nullptr;
+        pop(&popped);
+        check(rc == CUDA_SUCCESS && rs == CUDA_SUCCESS && bad == 0,
+              what + ": " + name + " on device " + std::to_string(ordinal) + " from " + (info.image_kind == 1 ? "cubin sm_" : "PTX compute_") +
+                  std::to_string(info.image_sm) + " (source " + std::to_string(info.source) + "), " + std::to_string(bad) + " wrong of " + std::to_string(n));
+        return info.source;
+    };
+
+    const auto ptx = ptx_archive("gpuptx", {"compute_80", "compute_90"});
+    for (int d = 0; d < devices; ++d) {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        check(sdm_archive_mount_file(rt, SDM_TEST_ARCHIVE, nullptr) == SDM_OK, "mount the test archive");
+        run_checked(rt, d, "scale", "cubin");
+        run_checked(rt, d, "axpy", "cubin");
+        sdm_runtime_destroy(rt);
+
+        rt = runtime(cache);
+        sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+        check(run_checked(rt, d, "scale", "PTX cold") == 3, "PTX cold is linked by nvJitLink");
+        run_checked(rt, d, "axpy", "PTX cold, same module");
+        sdm_runtime_destroy(rt);
+        rt = runtime(cache);
+        sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+        check(run_checked(rt, d, "axpy", "PTX warm") == 2, "PTX warm comes from the cache");
+        sdm_runtime_destroy(rt);
+        rt = runtime(cache, SDM_JIT_NO_NVJITLINK);
+        sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+        check(run_checked(rt, d, "scale", "driver JIT") == 4, "the driver's JIT when nvJitLink is forbidden");
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
+    // Old-arch PTX on the modern class, and a JIT during graph capture.
+    {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        const auto old = ptx_archive("oldptx", {"compute_80"});
+        sdm_archive_mount_memory(rt, old.data(), old.size(), "old.sdma", nullptr);
+        sdm_device_class c = 0;
+        sdm_device_class_get(rt, 0, &c, nullptr);
+        sdm_kernel* k = nullptr;
+        sdm_error* e = nullptr;
+        const sdm_status s = sdm_kernel_get(rt, 0, "scale", nullptr, &k, &e);
+        if (c == SDM_DEVICE_CLASS_MODERN)
+            check(s == SDM_ERROR_NO_IMAGE && std::strstr(sdm_error_message(e), "older than compute_90") != nullptr,
+                  std::string("compute_80 PTX refused on the modern class: ") + sdm_error_message(e));
+        sdm_error_destroy(e);
+        sdm_runtime_destroy(rt);
+
+        rt = runtime(cache);
+        sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+        CUcontext ctx = nullptr;
+        retain(&ctx, 0);
+        push(ctx);
+        CUstream stream = nullptr;
+        stream_create(&stream, CU_STREAM_NON_BLOCKING);
+        begin_capture(stream, CU_STREAM_CAPTURE_MODE_RELAXED);
+        e = nullptr;
+        const sdm_status captured = sdm_kernel_get(rt, 0, "scale", stream, &k, &e);
+        CUgraph graph = nullptr;
+        end_capture(stream, &graph);
+        CUcontext popped = nullptr;
+        pop(&popped);
+        check(captured == SDM_ERROR_GRAPH_CAPTURE, std::string("a JIT during graph capture is refused: ") + sdm_error_message(e));
+        sdm_error_destroy(e);
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
+    // Several devices: each its own module.
+    if (devices >= 2) {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        sdm_archive_mount_file(rt, SDM_TEST_ARCHIVE, nullptr);
+        sdm_kernel *k0 = nullptr, *k1 = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &k0, nullptr);
+        sdm_kernel_get(rt, 1, "scale", nullptr, &k1, nullptr);
+        void *f0 = nullptr, *f1 = nullptr;
+        sdm_kernel_function(k0, &f0, nullptr);
+        sdm_kernel_function(k1, &f1, nullptr);
+        check(k0 != nullptr && k1 != nullptr && k0 != k1 && f0 != f1, "devices 0 and 1 get their own modules and functions");
+        run_checked(rt, 1, "scale", "second device");
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    } else {
+        std::printf("note: one device: the per-device module check needs two\n");
+    }
+    std::printf("%d failure(s)\n", failures);
+    return failures == 0 ? 0 : 1;
+}
