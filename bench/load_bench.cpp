@@ -1,0 +1,108 @@
+// The loader bench's measuring program (bench/load_bench.sh drives it). One measurement per
+// process, because what a process start pays is the FIRST load in a fresh process (a repeated load
+// of the same bytes is 2-3x faster: the driver keeps state). Context creation happens before the
+// clock starts in every mode, so each figure is the load alone. Prints microseconds on stdout.
+//   load_bench raw-cubin FILE                 cuModuleLoadData of a cubin (the floor)
+//   load_bench driver-ptx FILE                cuModuleLoadData of PTX (the driver's JIT)
+//   load_bench nvjitlink FILE SM              nvJitLink link of PTX, then cuModuleLoadData
+//   load_bench nvjitlink-serial SM FILE...    the same for several PTX files, one after another
+//   load_bench sdm ARCHIVE KERNEL CACHE_DIR   sdm_runtime_create + mount + sdm_kernel_get
+//   load_bench sdm-preload ARCHIVE CACHE_DIR  sdm_runtime_create + mount + sdm_preload (everything)
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <dlfcn.h>
+#include <cuda.h>
+
+#include "jit_nvjitlink.hpp"
+#include "sdm/sdm.h"
+
+namespace {
+
+std::vector<char> slurp(const char* path, bool terminate) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (terminate) bytes.push_back('\0');
+    return bytes;
+}
+
+template <typename F>
+F driver_fn(void* lib, const char* name) {
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    static GetProc gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    void* fn = nullptr;
+    gpa(name, &fn, 12000, 0, nullptr);
+    return reinterpret_cast<F>(fn);
+}
+
+int fail(const char* what) {
+    std::fprintf(stderr, "load_bench: %s\n", what);
+    return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) return fail("usage: see the comment at the top of bench/load_bench.cpp");
+    const std::string mode = argv[1];
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (lib == nullptr) return fail("no CUDA driver");
+    // Untimed: the driver, the device's primary context, current on this thread.
+    if (driver_fn<decltype(&cuInit)>(lib, "cuInit")(0) != CUDA_SUCCESS) return fail("cuInit failed");
+    CUcontext ctx = nullptr;
+    if (driver_fn<decltype(&cuDevicePrimaryCtxRetain)>(lib, "cuDevicePrimaryCtxRetain")(&ctx, 0) != CUDA_SUCCESS) return fail("no context");
+    driver_fn<decltype(&cuCtxPushCurrent)>(lib, "cuCtxPushCurrent")(ctx);
+    const auto load = driver_fn<decltype(&cuModuleLoadData)>(lib, "cuModuleLoadData");
+    CUmodule module = nullptr;
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point start, stop;
+
+    if (mode == "raw-cubin" || mode == "driver-ptx") {
+        const auto bytes = slurp(argv[2], mode == "driver-ptx");
+        start = Clock::now();
+        const CUresult rc = load(&module, bytes.data());
+        stop = Clock::now();
+        if (rc != CUDA_SUCCESS) return fail("cuModuleLoadData failed");
+    } else if (mode == "nvjitlink" || mode == "nvjitlink-serial") {
+        auto jit = sdm::runtime::NvJitLink::load("");
+        if (!jit) return fail(jit.error().message.c_str());
+        const bool serial = mode == "nvjitlink-serial";
+        const uint16_t sm = static_cast<uint16_t>(std::stoi(argv[serial ? 2 : 3]));
+        std::vector<std::vector<char>> inputs;
+        for (int i = serial ? 3 : 2; i < (serial ? argc : 3); ++i) inputs.push_back(slurp(argv[i], false));
+        start = Clock::now();
+        for (const auto& ptx : inputs) {
+            auto out = jit->link({sdm::archive::Kind::ptx, {reinterpret_cast<const std::byte*>(ptx.data()), ptx.size()}, "bench.ptx"}, sm,
+                                 sdm::archive::Variant::base, {});
+            if (!out) return fail(out.error().message.c_str());
+            if (load(&module, out->cubin.data()) != CUDA_SUCCESS) return fail("cuModuleLoadData of the linked cubin failed");
+        }
+        stop = Clock::now();
+    } else if (mode == "sdm" || mode == "sdm-preload") {
+        const bool preload = mode == "sdm-preload";
+        if (argc < (preload ? 4 : 5)) return fail("sdm needs ARCHIVE KERNEL CACHE_DIR; sdm-preload ARCHIVE CACHE_DIR");
+        sdm_runtime_params p{};
+        p.struct_size = sizeof p;
+        p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+        p.cache_dir = argv[preload ? 3 : 4];
+        sdm_runtime* rt = nullptr;
+        sdm_error* e = nullptr;
+        start = Clock::now();
+        sdm_status s = sdm_runtime_create(&p, &rt, &e);
+        if (s == SDM_OK) s = sdm_archive_mount_file(rt, argv[2], &e);
+        sdm_kernel* k = nullptr;
+        if (s == SDM_OK) s = preload ? sdm_preload(rt, 0, nullptr, 0, &e) : sdm_kernel_get(rt, 0, argv[3], nullptr, &k, &e);
+        stop = Clock::now();
+        if (s != SDM_OK) return fail(sdm_error_message(e));
+        // The runtime stays: destroying it (unloading) is not part of a start.
+    } else {
+        return fail("unknown mode");
+    }
+    std::printf("%.1f\n", std::chrono::duration<double, std::micro>(stop - start).count());
+    return 0;
+}

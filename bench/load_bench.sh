@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Loader bench on a GPU machine (issue 4): medians over fresh processes, ratios against the raw
+# driver and nvJitLink measured in the same run. Usage: bench/load_bench.sh BUILD_DIR
+# BUILD_DIR holds tools/sdm, bench/load_bench, bench/large.sm_90.cubin (about 2 MB) and the bench
+# corpus's bench/gemm.{sm_90.cubin,compute_90.ptx} (ninja -C BUILD_DIR bench/load_bench
+# bench/large.sm_90.cubin bench/gemm.sm_90.cubin bench/gemm.compute_90.ptx).
+# Sizes: small (tests/data, 5.6 KB cubin), medium (the corpus GEMM, about 150 KB), large (about
+# 2 MB; its fully unrolled code takes ptxas minutes, so it is timed for the cubin path only).
+set -uo pipefail
+build=$1
+out=${OUT:-load-bench-out}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/$build/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+sdm=$build/tools/sdm
+lb=$build/bench/load_bench
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+median() {  # median NAME RUNS COMMAND...: the median of RUNS fresh processes, every value logged
+  local name=$1 runs=$2; shift 2
+  for _ in $(seq "$runs"); do "$@" || echo "nan"; done >"$out/$name.txt" 2>>"$out/errors.log"
+  python3 -c "import statistics,sys; v=[float(x) for x in open('$out/$name.txt') if x.strip()!='nan']; print(statistics.median(v) if v else float('nan'))"
+}
+entries() { grep -o '\.entry [A-Za-z0-9_$]*' "$1" | awk '{print $2}'; }
+manifest() {  # manifest MODULE KERNEL... > toml
+  local module=$1; shift
+  printf '[archive]\nkernel_abi = "1.0"\ncontent_version = "bench"\n'
+  for k in "$@"; do printf '[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,ptr,i32"\n' "$k" "$module"; done
+}
+
+cp tests/data/kernels.sm_90.cubin "$work/small.sm_90.cubin"
+cp tests/data/kernels.compute_90.ptx "$work/small.compute_90.ptx"
+cp "$build/bench/gemm.sm_90.cubin" "$work/medium.sm_90.cubin"
+cp "$build/bench/gemm.compute_90.ptx" "$work/medium.compute_90.ptx"
+cp "$build/bench/large.sm_90.cubin" "$work/large.sm_90.cubin"
+for size in small medium large; do
+  if [ -f "$work/$size.compute_90.ptx" ]; then
+    kernel=$(entries "$work/$size.compute_90.ptx" | head -1)
+  else  # the large module's first kernel, as nvcc mangles it
+    kernel=_Z5chainILi1024ELi1EEvPfPKfi
+  fi
+  manifest "$size" "$kernel" >"$work/$size.toml"
+  "$sdm" pack -q -m "$work/$size.toml" -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
+  [ -f "$work/$size.compute_90.ptx" ] && "$sdm" pack -q -m "$work/$size.toml" -o "$work/$size-ptx.sdma" "$size:compute_90=$work/$size.compute_90.ptx"
+  eval "kernel_$size=$kernel"
+done
+# Sixteen PTX modules with their own kernel names (renamed copies of the medium module).
+images=() names=()
+for i in $(seq 0 15); do
+  sed "s/_Z/m${i}_Z/g" "$work/medium.compute_90.ptx" >"$work/m$i.ptx"
+  names+=($(entries "$work/m$i.ptx" | head -1 | sed "s/^/m$i:/"))
+  images+=("m$i:compute_90=$work/m$i.ptx")
+done
+{ printf '[archive]\nkernel_abi = "1.0"\n'
+  for n in "${names[@]}"; do printf '[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,ptr,i32"\n' "${n#*:}" "${n%%:*}"; done; } >"$work/sixteen.toml"
+"$sdm" pack -q --prefix off -m "$work/sixteen.toml" -o "$work/sixteen.sdma" "${images[@]}"
+
+declare -A r
+for size in small medium large; do
+  k=kernel_$size
+  r[raw_$size]=$(median raw_$size 15 "$lb" raw-cubin "$work/$size.sm_90.cubin")
+  "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size" >/dev/null  # warm the sdm cache
+  r[sdm_warm_$size]=$(median sdm_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
+  [ $size = large ] && continue
+  CUDA_CACHE_PATH="$work/cc-$size" "$lb" driver-ptx "$work/$size.compute_90.ptx" >/dev/null  # warm the driver's ComputeCache
+  r[driver_warm_$size]=$(CUDA_CACHE_PATH="$work/cc-$size" median driver_warm_$size 15 "$lb" driver-ptx "$work/$size.compute_90.ptx")
+  "$lb" sdm "$work/$size-ptx.sdma" "${!k}" "$work/ptxcache-$size" >/dev/null
+  r[sdm_ptx_warm_$size]=$(median sdm_ptx_warm_$size 15 "$lb" sdm "$work/$size-ptx.sdma" "${!k}" "$work/ptxcache-$size")
+  runs=7; [ $size = small ] && runs=11
+  r[nvjitlink_cold_$size]=$(CUDA_CACHE_DISABLE=1 median nvjitlink_cold_$size $runs "$lb" nvjitlink "$work/$size.compute_90.ptx" 90)
+  cold() { rm -rf "$work/cold"; CUDA_CACHE_DISABLE=1 "$lb" sdm "$work/$size-ptx.sdma" "${!k}" "$work/cold"; }
+  r[sdm_cold_$size]=$(median sdm_cold_$size $runs cold)
+done
+ptxs=(); for i in $(seq 0 15); do ptxs+=("$work/m$i.ptx"); done
+r[serial16]=$(CUDA_CACHE_DISABLE=1 median serial16 3 "$lb" nvjitlink-serial 90 "${ptxs[@]}")
+preload() { rm -rf "$work/pcache"; CUDA_CACHE_DISABLE=1 "$lb" sdm-preload "$work/sixteen.sdma" "$work/pcache"; }
+r[preload16]=$(median preload16 3 preload)
+
+ratio() { python3 -c "a,b=$1,$2; print(f'{a/b:.2f}x' if b==b and b>0 else 'n/a')"; }
+{
+echo "### Loader (issue 4): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
+echo
+echo "Medians of fresh processes (one load each; context creation before the clock). sm_90 cubins: small $(stat -c %s "$work/small.sm_90.cubin") B, medium $(stat -c %s "$work/medium.sm_90.cubin") B, large $(stat -c %s "$work/large.sm_90.cubin") B."
+echo
+echo "| measure | small us | medium us | large us | ratio small | ratio medium | ratio large | target |"
+echo "|---|--:|--:|--:|--:|--:|--:|---|"
+echo "| (a) cuModuleLoadData of the raw cubin (the floor) | ${r[raw_small]} | ${r[raw_medium]} | ${r[raw_large]} | | | | |"
+echo "| (a) sdm warm start: create + mount + kernel_get, compressed archive, warm cache | ${r[sdm_warm_small]} | ${r[sdm_warm_medium]} | ${r[sdm_warm_large]} | $(ratio ${r[sdm_warm_small]} ${r[raw_small]}) | $(ratio ${r[sdm_warm_medium]} ${r[raw_medium]}) | $(ratio ${r[sdm_warm_large]} ${r[raw_large]}) | <= 1.2x the floor |"
+echo "| (b) driver PTX JIT, its ComputeCache warm | ${r[driver_warm_small]} | ${r[driver_warm_medium]} | | | | | |"
+echo "| (b) sdm PTX, its cache warm | ${r[sdm_ptx_warm_small]} | ${r[sdm_ptx_warm_medium]} | | $(ratio ${r[driver_warm_small]} ${r[sdm_ptx_warm_small]}) faster | $(ratio ${r[driver_warm_medium]} ${r[sdm_ptx_warm_medium]}) faster | | >= 2x faster |"
+echo "| (c) nvJitLink alone, cold: link + cuModuleLoadData | ${r[nvjitlink_cold_small]} | ${r[nvjitlink_cold_medium]} | | | | | |"
+echo "| (c) sdm cold PTX (empty cache, CUDA_CACHE_DISABLE=1) | ${r[sdm_cold_small]} | ${r[sdm_cold_medium]} | | $(ratio ${r[sdm_cold_small]} ${r[nvjitlink_cold_small]}) | $(ratio ${r[sdm_cold_medium]} ${r[nvjitlink_cold_medium]}) | | <= 1.05x |"
+echo
+echo "| (d) 16 medium PTX modules, cold | us | speedup | target |"
+echo "|---|--:|--:|---|"
+echo "| linked and loaded one after another (nvJitLink) | ${r[serial16]} | | |"
+echo "| sdm_preload (parallel links) | ${r[preload16]} | $(ratio ${r[serial16]} ${r[preload16]}) | >= 6x on 16 cores |"
+} | tee "$out/load_bench.md"
