@@ -47,7 +47,8 @@ done
 # Sixteen PTX modules with their own kernel names (renamed copies of the medium module).
 images=() names=()
 for i in $(seq 0 15); do
-  sed "s/_Z/m${i}_Z/g" "$work/medium.compute_90.ptx" >"$work/m$i.ptx"
+  script=""; for e in $(entries "$work/medium.compute_90.ptx"); do script+="s/\\b$e\\b/m${i}_$e/g;"; done
+  sed "$script" "$work/medium.compute_90.ptx" >"$work/m$i.ptx"
   names+=($(entries "$work/m$i.ptx" | head -1 | sed "s/^/m$i:/"))
   images+=("m$i:compute_90=$work/m$i.ptx")
 done
@@ -75,8 +76,11 @@ ptxs=(); for i in $(seq 0 15); do ptxs+=("$work/m$i.ptx"); done
 r[serial16]=$(CUDA_CACHE_DISABLE=1 median serial16 3 "$lb" nvjitlink-serial 90 "${ptxs[@]}")
 preload() { rm -rf "$work/pcache"; CUDA_CACHE_DISABLE=1 "$lb" sdm-preload "$work/sixteen.sdma" "$work/pcache"; }
 r[preload16]=$(median preload16 3 preload)
+# Where a warm start spends its time: one more run with sdm's debug log (phase timestamps).
+SDM_LOG=debug "$lb" sdm "$work/small.sdma" "$kernel_small" "$work/cache-small" >"$out/warm_trace.log" 2>&1
+SDM_LOG=debug "$lb" sdm "$work/small-ptx.sdma" "$kernel_small" "$work/ptxcache-small" >>"$out/warm_trace.log" 2>&1
 
-ratio() { python3 -c "a,b=$1,$2; print(f'{a/b:.2f}x' if b==b and b>0 else 'n/a')"; }
+ratio() { python3 -c "a,b=float('$1'),float('$2'); print(f'{a/b:.2f}x' if a==a and b==b and b>0 else 'n/a')"; }
 {
 echo "### Loader (issue 4): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
 echo
@@ -95,4 +99,9 @@ echo "| (d) 16 medium PTX modules, cold | us | speedup | target |"
 echo "|---|--:|--:|---|"
 echo "| linked and loaded one after another (nvJitLink) | ${r[serial16]} | | |"
 echo "| sdm_preload (parallel links) | ${r[preload16]} | $(ratio ${r[serial16]} ${r[preload16]}) | >= 6x on 16 cores |"
+echo
+echo "Warm-start trace (SDM_LOG=debug, small module):"
+echo '```'
+cat "$out/warm_trace.log"
+echo '```'
 } | tee "$out/load_bench.md"

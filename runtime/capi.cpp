@@ -2,6 +2,7 @@
 // statuses, and keeps every exception on this side of the boundary. Logic lives below it.
 #include "sdm/sdm.h"
 
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -334,8 +335,13 @@ SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const c
     return guarded(runtime, error, [&]() -> sdm_status {
         if (runtime == nullptr || name == nullptr || kernel == nullptr)
             return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_get: runtime, name and kernel must not be NULL");
+        const auto started = std::chrono::steady_clock::now();
         auto k = runtime->impl.modules().kernel(ordinal, name, static_cast<CUstream>(stream));
         if (!k) return fail(runtime, error, std::move(k).error());
+        if (runtime->impl.log().enabled(sdm::runtime::LogLevel::debug))
+            runtime->impl.log().debug(std::string("sdm_kernel_get ") + name + ": " +
+                                      std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()) +
+                                      " us");
         // The handle is the runtime's KernelHandle itself: valid until the runtime is destroyed.
         *kernel = reinterpret_cast<sdm_kernel*>(const_cast<sdm::runtime::KernelHandle*>(*k));
         return ok(error);

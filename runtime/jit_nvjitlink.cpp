@@ -2,7 +2,11 @@
 
 #include <chrono>
 
+#include <climits>
+#include <cstdlib>
+
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <nvJitLink.h>
 
 namespace sdm::runtime {
@@ -28,7 +32,35 @@ std::string text_log(nvJitLinkHandle h, void* size_fn, void* get_fn) {
     return text;
 }
 
+std::optional<NvJitLinkLocation> identify(const std::string& file) {
+    char resolved[PATH_MAX];
+    struct stat st {};
+    if (::realpath(file.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    return NvJitLinkLocation{resolved, std::string(resolved) + ":" + std::to_string(st.st_size) + ":" +
+                                           std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec)};
+}
+
 }  // namespace
+
+std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path) {
+    std::string explicit_path = path;
+    if (explicit_path.empty()) explicit_path = platform::env("SDM_NVJITLINK").value_or("");
+    if (!explicit_path.empty()) return explicit_path.find('/') != std::string::npos ? identify(explicit_path) : std::nullopt;
+    std::vector<std::string> dirs;
+    if (const auto ld = platform::env("LD_LIBRARY_PATH"))
+        for (size_t at = 0; at <= ld->size();) {
+            const size_t end = std::min(ld->find(':', at), ld->size());
+            if (end > at) dirs.push_back(ld->substr(at, end - at));
+            at = end + 1;
+        }
+    if (const auto home = platform::env("CUDA_HOME")) dirs.push_back(*home + "/lib64");
+    for (const char* d : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"})
+        dirs.emplace_back(d);
+    for (const char* name : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"})
+        for (const auto& dir : dirs)
+            if (auto found = identify(dir + "/" + name)) return found;
+    return std::nullopt;
+}
 
 Result<NvJitLink> NvJitLink::load(const std::string& path) {
     std::vector<std::string> candidates;

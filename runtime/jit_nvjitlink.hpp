@@ -3,6 +3,7 @@
 // with no GPU and no driver involved, and keeps its error log for the error message.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,17 @@ struct JitOutput {
     std::string info_log;
     double milliseconds{0};
 };
+
+// Where nvJitLink would be loaded from, found without loading it (dlopen of its 100 MB costs
+// milliseconds, which a warm start must not pay): the file and its identity (real path, size,
+// mtime), which keys the cache in place of the version.
+struct NvJitLinkLocation {
+    std::string file;
+    std::string identity;
+};
+// `path` empty: $SDM_NVJITLINK, else the sonames in $LD_LIBRARY_PATH, $CUDA_HOME/lib64,
+// /usr/local/cuda/lib64 and the system library directories. nullopt when no file is found there.
+std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path);
 
 class NvJitLink {
 public:

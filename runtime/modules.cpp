@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <set>
 #include <thread>
 
@@ -83,7 +84,31 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     return it->second.get();
 }
 
+namespace {
+
+// At debug level: where a load spends its time, phase by phase, in one line.
+class PhaseTrace {
+public:
+    explicit PhaseTrace(bool enabled) : enabled_(enabled), last_(std::chrono::steady_clock::now()) {}
+    void mark(const char* phase) {
+        if (!enabled_) return;
+        const auto now = std::chrono::steady_clock::now();
+        text_ += std::string(text_.empty() ? "" : ", ") + phase + " " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(now - last_).count()) + " us";
+        last_ = now;
+    }
+    const std::string& text() const noexcept { return text_; }
+
+private:
+    bool enabled_;
+    std::chrono::steady_clock::time_point last_;
+    std::string text_;
+};
+
+}  // namespace
+
 Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mounted, const std::string& module, CUstream stream) {
+    PhaseTrace trace(runtime_.log().enabled(LogLevel::debug));
     const archive::Archive& a = mounted.archive;
     auto props = runtime_.devices().properties(ordinal);
     if (!props) return std::move(props).error();
@@ -97,6 +122,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
         const auto& e = a.entries()[i];
         if (archive::kind_has_arch(e.kind) || e.kind == Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
     }
+    trace.mark("device");
     auto selected = select_image(candidates, {props->capability, *cls, device}, module, "archive " + a.label());
     if (!selected) return std::move(selected).error();
     const auto& entry = a.entries()[selected->image.index];
@@ -111,6 +137,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
     if (!context) return std::move(context).error();
     auto scope = ContextScope::enter(driver, *context);
     if (!scope) return std::move(scope).error();
+    trace.mark("select+context");
 
     Cache* cache = runtime_.cache();  // null: no usable cache (logged once); images are built every time
     ImageSource source = ImageSource::archive_cubin;
@@ -150,22 +177,30 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
         auto input = a.read(selected->image.index);
         if (!input) return std::move(input).error();
         const std::string target = archive::target_name(Kind::cubin, selected->target_sm, selected->target_variant);
-        const NvJitLink* jit = runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink() : nullptr;
-        if (jit != nullptr) {
+        // The cache key names nvJitLink by the identity of its file, so a warm hit never loads it.
+        std::string identity = runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink_identity() : std::string();
+        const NvJitLink* jit = nullptr;
+        if (runtime_.jit_policy().nvjitlink && identity.empty()) {
+            jit = runtime_.nvjitlink();  // not locatable without loading: load it, and key by its file
+            if (jit != nullptr) identity = jit->file();
+        }
+        if (!identity.empty()) {
             cache_key = CacheKeyBuilder()
                             .field("nvJitLink link")
                             .field(entry.raw_hash)
                             .field(target)
-                            .field(jit->version())
+                            .field(identity)
                             .field(static_cast<uint64_t>(driver.version()))
                             .key();
             bool linked = false;
             const auto link = [&]() -> Result<ByteVector> {
                 SDM_TRY(not_capturing());
+                const NvJitLink* linker = runtime_.nvjitlink();
+                if (linker == nullptr) return make_error(ErrorCode::jit, "loading " + image + " needs nvJitLink: " + runtime_.nvjitlink_error());
                 linked = true;
-                auto out = jit->link({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
+                auto out = linker->link({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
                 if (!out) return std::move(out).error();
-                runtime_.log().info("linked " + image + " for " + target + " with nvJitLink " + jit->version() + " in " +
+                runtime_.log().info("linked " + image + " for " + target + " with nvJitLink " + linker->version() + " in " +
                                     std::to_string(out->milliseconds) + " ms");
                 return std::move(out->cubin);
             };
@@ -198,6 +233,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
                                                   (runtime_.jit_policy().driver ? "" : "; the driver's JIT is forbidden by the host"));
         }
     }
+    trace.mark("image");
     if (cu_module == nullptr) {
         auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + device, &cu_module, bytes.data());
         if (!loaded) {
@@ -205,6 +241,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
             return std::move(loaded).error();
         }
     }
+    trace.mark("cuModuleLoad");
     // Every kernel the manifest lists for this module must resolve.
     std::vector<std::unique_ptr<KernelHandle>> handles;
     std::string missing;
@@ -244,7 +281,9 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
     slot.context = *context;
     for (auto& h : handles) slot.kernels.emplace(h->name, std::move(h));
     slot.loaded = true;
+    trace.mark("functions");
     runtime_.log().info("loaded module " + module + " from " + image + " on " + device);
+    if (!trace.text().empty()) runtime_.log().debug("load of module " + module + ": " + trace.text());
     return {};
 }
 

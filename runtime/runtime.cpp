@@ -1,5 +1,7 @@
 #include "runtime.hpp"
 
+#include <chrono>
+
 namespace sdm::runtime {
 
 Runtime::Runtime(RuntimeOptions options)
@@ -14,7 +16,11 @@ Runtime::Runtime(RuntimeOptions options)
 Result<std::shared_ptr<Driver>> Runtime::driver() {
     std::lock_guard lock(mutex_);
     if (driver_) return driver_;
+    const auto started = std::chrono::steady_clock::now();
     auto loaded = Driver::load(options_.cuda_driver);
+    if (log_.enabled(LogLevel::debug))
+        log_.debug("driver load: " + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()) +
+                   " us");
     if (!loaded) {
         log_.debug(loaded.error().message);
         return loaded;
@@ -33,9 +39,16 @@ Cache* Runtime::cache() {
     return cache_ && !cache_->disabled() ? cache_.get() : nullptr;
 }
 
+std::string Runtime::nvjitlink_identity() {
+    std::call_once(locate_once_, [this] { nvjitlink_location_ = locate_nvjitlink(options_.nvjitlink); });
+    return nvjitlink_location_ ? nvjitlink_location_->identity : std::string();
+}
+
 const NvJitLink* Runtime::nvjitlink() {
+    (void)nvjitlink_identity();
     std::call_once(nvjitlink_once_, [this] {
-        auto loaded = NvJitLink::load(options_.nvjitlink);
+        // The very file the cache key names, when it was located; else the loader's search.
+        auto loaded = NvJitLink::load(nvjitlink_location_ ? nvjitlink_location_->file : options_.nvjitlink);
         if (loaded) nvjitlink_ = std::move(*loaded);
         else nvjitlink_error_ = loaded.error().message;
     });

@@ -65,6 +65,9 @@ public:
     // nvJitLink, loaded on first need; null when absent (nvjitlink_error() says why).
     const NvJitLink* nvjitlink();
     std::string nvjitlink_error();
+    // What keys the cache for nvJitLink builds without loading it: the identity of the file
+    // nvjitlink() loads; empty when it cannot be located without loading (then nvjitlink() decides).
+    std::string nvjitlink_identity();
     const JitPolicy& jit_policy() const noexcept { return options_.jit; }
     Modules& modules() noexcept { return *modules_; }
 
@@ -89,6 +92,8 @@ private:
     std::once_flag cache_once_, nvjitlink_once_;
     std::unique_ptr<Cache> cache_;
     std::optional<NvJitLink> nvjitlink_;
+    std::once_flag locate_once_;
+    std::optional<NvJitLinkLocation> nvjitlink_location_;
     std::string nvjitlink_error_;
     std::unique_ptr<Modules> modules_;    // unloaded first: declared last
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
