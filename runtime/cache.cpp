@@ -161,7 +161,7 @@ std::string Cache::entry_path(const Hash128& key) const {
     return version_dir(directory_) + "/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".sdmc";
 }
 
-std::optional<ByteVector> Cache::get(const Hash128& key) {
+std::optional<Cache::Mapped> Cache::map(const Hash128& key) {
     if (disabled_) return std::nullopt;
     const std::string path = entry_path(key);
     auto map = archive::FileMap::open(path);
@@ -179,7 +179,13 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
     }
     ++hits_;
     if (!read_only_) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency for the LRU trim
-    return ByteVector(payload->begin(), payload->end());
+    return Mapped{std::move(*map), *payload};
+}
+
+std::optional<ByteVector> Cache::get(const Hash128& key) {
+    auto mapped = map(key);
+    if (!mapped) return std::nullopt;
+    return ByteVector(mapped->payload.begin(), mapped->payload.end());
 }
 
 Result<void> Cache::put(const Hash128& key, Bytes payload) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bytes.hpp"
+#include "file_map.hpp"
 #include "hash.hpp"
 #include "result.hpp"
 
@@ -78,6 +79,12 @@ public:
 
     // The checked payload of `key`, or nullopt (absent, or bad and now removed).
     std::optional<archive::ByteVector> get(const archive::Hash128& key);
+    // The same without a copy: the payload inside the mapped entry, valid while `map` lives.
+    struct Mapped {
+        std::shared_ptr<const archive::FileMap> map;
+        archive::Bytes payload;
+    };
+    std::optional<Mapped> map(const archive::Hash128& key);
     // Stores atomically (temporary file, fsync, rename), then trims past the cap. Read-only and
     // disabled caches store nothing and succeed.
     Result<void> put(const archive::Hash128& key, archive::Bytes payload);

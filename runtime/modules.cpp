@@ -142,6 +142,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
     Cache* cache = runtime_.cache();  // null: no usable cache (logged once); images are built every time
     ImageSource source = ImageSource::archive_cubin;
     std::optional<archive::Hash128> cache_key;
+    std::optional<Cache::Mapped> mapped_entry;  // keeps a cache entry mapped until the driver has it
     ByteVector owned;
     archive::Bytes bytes;
     CUmodule cu_module = nullptr;
@@ -168,11 +169,16 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
             read = true;
             return a.read(selected->image.index);
         };
-        auto raw = cache != nullptr ? cache->get_or_build(*cache_key, from_archive) : from_archive();
-        if (!raw) return std::move(raw).error();
-        if (!read && cache != nullptr) source = ImageSource::cache;
-        owned = std::move(*raw);
-        bytes = owned;
+        if (cache != nullptr && (mapped_entry = cache->map(*cache_key))) {
+            source = ImageSource::cache;  // straight from the mapped entry: no copy
+            bytes = mapped_entry->payload;
+        } else {
+            auto raw = cache != nullptr ? cache->get_or_build(*cache_key, from_archive) : from_archive();
+            if (!raw) return std::move(raw).error();
+            if (!read && cache != nullptr) source = ImageSource::cache;
+            owned = std::move(*raw);
+            bytes = owned;
+        }
     } else {
         auto input = a.read(selected->image.index);
         if (!input) return std::move(input).error();
