@@ -24,6 +24,14 @@ run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
+# The case users hit most: PTX from a toolkit newer than the driver. When .device-newer/ travels
+# (docs/GPU_TESTS.md: PTX compiled by CUDA 13.5's NVRTC, and the nvidia-nvjitlink 13.5 library),
+# the same test runs again with that nvJitLink and that PTX.
+if [ -f .device-newer/libnvJitLink.so.13.xz ] && [ -f .device-newer/newer-ptx.sdma ]; then
+  xz -dc .device-newer/libnvJitLink.so.13.xz >/tmp/libnvJitLink.so.13
+  run gpu-load-newer-ptx env SDM_NVJITLINK=/tmp/libnvJitLink.so.13 SDM_TEST_NEWER_PTX_ARCHIVE=.device-newer/newer-ptx.sdma \
+    "$build/tests/test_gpu_load"
+fi
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
 run capi-fake "$build/tests/test_capi"
 run cpp-wrapper "$build/tests/test_cpp_wrapper"

@@ -241,6 +241,25 @@ int main() {
     } else {
         std::printf("note: one device: the per-device module check needs two\n");
     }
+    // PTX from a toolkit newer than the driver (tests/gpu/run.sh sets this up when it has such a
+    // PTX and a newer nvJitLink): the driver's JIT refuses it, sdm's nvJitLink path runs it.
+    if (const char* newer = std::getenv("SDM_TEST_NEWER_PTX_ARCHIVE")) {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache, SDM_JIT_NO_NVJITLINK);
+        check(sdm_archive_mount_file(rt, newer, nullptr) == SDM_OK, std::string("mount ") + newer);
+        sdm_kernel* k = nullptr;
+        sdm_error* e = nullptr;
+        const sdm_status refused = sdm_kernel_get(rt, 0, "scale", nullptr, &k, &e);
+        check(refused == SDM_ERROR_JIT && sdm_error_native(e) == CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+              std::string("the driver's JIT refuses the newer PTX: ") + sdm_error_message(e));
+        sdm_error_destroy(e);
+        sdm_runtime_destroy(rt);
+        rt = runtime(cache);
+        sdm_archive_mount_file(rt, newer, nullptr);
+        check(run_checked(rt, 0, "scale", "newer PTX through nvJitLink") == 3, "the newer PTX loads through sdm's nvJitLink");
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
     std::printf("%d failure(s)\n", failures);
     return failures == 0 ? 0 : 1;
 }
