@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "result.hpp"
+#include "writer.hpp"
+
 namespace sdm::tools {
 
 struct PackOptions {
@@ -51,6 +54,10 @@ struct JitOptions {
     bool quiet{false};
 };
 int run_jit(const JitOptions& options);
+
+// Finishes `writer`, reads the bytes back through the full verification, and only then replaces
+// `output` atomically. Returns the archive's size; errors name the file.
+Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report);
 
 // Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
 class Progress {

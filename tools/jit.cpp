@@ -13,7 +13,6 @@
 #include "jit_nvjitlink.hpp"
 #include "reader.hpp"
 #include "select.hpp"
-#include "verify.hpp"
 #include "writer.hpp"
 
 namespace sdm::tools {
@@ -130,25 +129,15 @@ int run_jit(const JitOptions& o) {
             return 1;
         }
     }
-    auto bytes = writer.finish();
-    if (!bytes) {
-        fmt::print(stderr, "sdm jit: {}\n", bytes.error().message);
-        return 1;
-    }
-    auto check = archive::Archive::open_memory(*bytes, o.output);
-    const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
-    if (!checked) {
-        fmt::print(stderr, "sdm jit: internal error: the written archive does not verify: {}\n", checked.error().message);
-        return 1;
-    }
-    auto written = archive::write_file_atomic(o.output, *bytes);
+    archive::WriterReport report;
+    auto written = write_verified_archive(writer, o.output, &report);
     if (!written) {
         fmt::print(stderr, "sdm jit: {}\n", written.error().message);
         return 1;
     }
     if (!o.quiet)
         fmt::print("{}: linked {} cubins ({} modules x {} SMs) with nvJitLink {} on {} threads; {} entries, {} bytes\n", o.output, jobs.size(),
-                   modules.size(), targets.size(), jit->version(), threads, check->entries().size(), bytes->size());
+                   modules.size(), targets.size(), jit->version(), threads, report.entries, *written);
     return 0;
 }
 

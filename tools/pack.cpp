@@ -8,8 +8,6 @@
 #include "file_map.hpp"
 #include "image.hpp"
 #include "manifest_source.hpp"
-#include "reader.hpp"
-#include "verify.hpp"
 #include "writer.hpp"
 
 namespace sdm::tools {
@@ -137,20 +135,8 @@ int run_pack(const PackOptions& o) {
         }
 
     archive::WriterReport report;
-    auto bytes = writer.finish(&report);
+    auto written = write_verified_archive(writer, o.output, &report);
     progress.finish();
-    if (!bytes) {
-        fmt::print(stderr, "sdm pack: {}\n", bytes.error().message);
-        return 1;
-    }
-    // Read back what was written before it replaces anything.
-    auto check = archive::Archive::open_memory(*bytes, o.output);
-    const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
-    if (!checked) {
-        fmt::print(stderr, "sdm pack: internal error: the written archive does not verify: {}\n", checked.error().message);
-        return 1;
-    }
-    auto written = archive::write_file_atomic(o.output, *bytes);
     if (!written) {
         fmt::print(stderr, "sdm pack: {}\n", written.error().message);
         return 1;

@@ -1,0 +1,20 @@
+#include "commands.hpp"
+#include "file_map.hpp"
+#include "reader.hpp"
+#include "verify.hpp"
+
+namespace sdm::tools {
+
+Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report) {
+    auto bytes = writer.finish(report);
+    if (!bytes) return std::move(bytes).error();
+    // Read back what was written before it replaces anything.
+    auto check = archive::Archive::open_memory(*bytes, output);
+    const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
+    if (!checked)
+        return make_error(ErrorCode::internal, "internal error: the archive written for " + output + " does not verify: " + checked.error().message);
+    SDM_TRY(archive::write_file_atomic(output, *bytes));
+    return bytes->size();
+}
+
+}  // namespace sdm::tools
