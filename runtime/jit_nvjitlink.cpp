@@ -75,7 +75,9 @@ Result<NvJitLink> NvJitLink::load(const std::string& path) {
     }
     std::string tried;
     for (const std::string& candidate : candidates) {
-        auto lib = platform::Library::open(candidate);
+        // Kept loaded: its dlopen costs milliseconds, and a host that makes a second runtime, or
+        // sdm jit's next link, should not pay it again.
+        auto lib = platform::Library::open(candidate, true);
         if (!lib) {
             tried += "\n  " + candidate + ": " + lib.error().message;
             continue;

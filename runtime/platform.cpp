@@ -17,9 +17,9 @@
 
 namespace sdm::runtime::platform {
 
-Result<Library> Library::open(const std::string& path) {
+Result<Library> Library::open(const std::string& path, bool keep_loaded) {
     dlerror();
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (keep_loaded ? RTLD_NODELETE : 0));
     if (handle == nullptr) {
         const char* why = dlerror();
         return make_error(ErrorCode::io, why != nullptr ? why : ("cannot load " + path));

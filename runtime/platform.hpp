@@ -13,7 +13,8 @@ namespace sdm::runtime::platform {
 class Library {
 public:
     // Loads `path` (a file name searched the platform's way, or a path) with local symbol scope.
-    static Result<Library> open(const std::string& path);
+    // `keep_loaded`: never unloaded once loaded (a later open is then a cheap reference).
+    static Result<Library> open(const std::string& path, bool keep_loaded = false);
     Library() = default;
     Library(Library&& other) noexcept;
     Library& operator=(Library&& other) noexcept;
