@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "file_map.hpp"
 #include "codec.hpp"
@@ -10,6 +12,14 @@
 #include "manifest_source.hpp"
 
 namespace sdm::test {
+
+TempDir::TempDir() {
+    char tmpl[] = "/tmp/sdm-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+}
+
+TempDir::~TempDir() { std::filesystem::remove_all(path); }
 
 std::string data_path(const std::string& name) { return std::string(SDM_TEST_DATA) + "/" + name; }
 

@@ -15,6 +15,15 @@
 namespace sdm::test {
 
 std::string data_path(const std::string& name);  // tests/data/<name>
+
+// A fresh directory under /tmp, removed with everything in it when the object goes.
+struct TempDir {
+    std::string path;
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+};
 archive::ByteVector data_file(const std::string& name);
 archive::Manifest test_manifest();                // tests/data/manifest.toml, parsed
 

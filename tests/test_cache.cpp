@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cache.hpp"
+#include "support.hpp"
 #include "file_map.hpp"
 
 using namespace sdm;
@@ -23,16 +24,6 @@ using archive::ByteVector;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/sdm-cache-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
 
 std::unique_ptr<Cache> open_cache(const std::string& dir, uint64_t max_bytes = 0, bool read_only = false, bool disabled = false) {
     CacheOptions o;
@@ -66,7 +57,7 @@ TEST_CASE("keys: every input field counts, length-prefixed", "[cache]") {
 }
 
 TEST_CASE("entries round trip; damaged ones are misses, removed and rebuilt", "[cache]") {
-    TempDir dir;
+    test::TempDir dir;
     auto cache = open_cache(dir.path);
     const auto key = key_of("kernels.ptx");
     CHECK_FALSE(cache->get(key));
@@ -108,7 +99,7 @@ TEST_CASE("entries round trip; damaged ones are misses, removed and rebuilt", "[
 }
 
 TEST_CASE("16 threads asking for one key run one build", "[cache][concurrency]") {
-    TempDir dir;
+    test::TempDir dir;
     auto cache = open_cache(dir.path);
     const auto key = key_of("shared.ptx");
     std::atomic<int> builds{0};
@@ -129,7 +120,7 @@ TEST_CASE("16 threads asking for one key run one build", "[cache][concurrency]")
 }
 
 TEST_CASE("8 processes asking for one key run one build", "[cache][concurrency]") {
-    TempDir dir;
+    test::TempDir dir;
     const std::string log = dir.path + "/builds.log";
     const auto key = key_of("fleet.ptx");
     std::vector<pid_t> children;
@@ -162,7 +153,7 @@ TEST_CASE("8 processes asking for one key run one build", "[cache][concurrency]"
 }
 
 TEST_CASE("a process killed while building or writing leaves nothing that reads back wrong", "[cache][kill]") {
-    TempDir dir;
+    test::TempDir dir;
     const auto key = key_of("killed.ptx");
     const ByteVector big = payload(32 << 20, 9);
     // Killed while holding the lock: the kernel drops it, and the next process builds.
@@ -209,7 +200,7 @@ TEST_CASE("a process killed while building or writing leaves nothing that reads 
 }
 
 TEST_CASE("a cache directory others can write to, or that another user owns, is refused", "[cache][security]") {
-    TempDir dir;
+    test::TempDir dir;
     REQUIRE(::chmod(dir.path.c_str(), 0775) == 0);
     CacheOptions o;
     o.directory = dir.path;
@@ -230,7 +221,7 @@ TEST_CASE("a cache directory others can write to, or that another user owns, is 
 }
 
 TEST_CASE("the byte cap holds, trimming least recently used entries to 75 %", "[cache][evict]") {
-    TempDir dir;
+    test::TempDir dir;
     const uint64_t cap = 1 << 20;
     auto cache = open_cache(dir.path, cap);
     const auto keep = key_of("hot");
@@ -251,7 +242,7 @@ TEST_CASE("the byte cap holds, trimming least recently used entries to 75 %", "[
 }
 
 TEST_CASE("disabled and read-only caches", "[cache][modes]") {
-    TempDir dir;
+    test::TempDir dir;
     const auto key = key_of("mode.ptx");
     {
         auto disabled = open_cache(dir.path, 0, false, true);

@@ -23,16 +23,6 @@ struct RuntimeDeleter {
 };
 using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
 
-struct TempDir {
-    std::string path;
-    TempDir() {
-        char tmpl[] = "/tmp/sdm-modules-test-XXXXXX";
-        REQUIRE(::mkdtemp(tmpl) != nullptr);
-        path = tmpl;
-    }
-    ~TempDir() { fs::remove_all(path); }
-};
-
 int64_t fake_calls(const char* what) {
     void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
     REQUIRE(lib != nullptr);
@@ -111,7 +101,7 @@ sdm_cache_stats stats_of(sdm_runtime* rt) {
 }  // namespace
 
 TEST_CASE("cubins: the best one for the device, compressed ones kept verified in the cache", "[modules]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     {
         RuntimePtr rt = make_runtime(cache.path);
@@ -136,7 +126,7 @@ TEST_CASE("cubins: the best one for the device, compressed ones kept verified in
 }
 
 TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {
-    TempDir cache;
+    test::TempDir cache;
     fake((std::string(kH200) + ";" + kA100).c_str());
     RuntimePtr rt = make_runtime(cache.path);
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
@@ -162,7 +152,7 @@ TEST_CASE("16 threads asking at once cause one load; each device gets its own mo
 }
 
 TEST_CASE("PTX: linked by nvJitLink for the device and cached; the next process hits", "[modules][jit]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     const auto ptx_only = make_archive("jit", {"compute_80", "compute_90"});
     {
@@ -183,7 +173,7 @@ TEST_CASE("PTX: linked by nvJitLink for the device and cached; the next process 
 }
 
 TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[modules][select]") {
-    TempDir cache;
+    test::TempDir cache;
     fake((std::string(kH200) + ";" + kA100).c_str());
     RuntimePtr rt = make_runtime(cache.path);
     mount(rt.get(), make_archive("old", {"compute_80"}), "old.sdma");
@@ -197,7 +187,7 @@ TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[
 }
 
 TEST_CASE("the driver's JIT when nvJitLink may not run; its log on failure", "[modules][jit]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     const auto ptx_only = make_archive("jit", {"compute_90"});
     {
@@ -222,7 +212,7 @@ TEST_CASE("the driver's JIT when nvJitLink may not run; its log on failure", "[m
 }
 
 TEST_CASE("a load that would JIT during graph capture is refused; cubins and warm caches load", "[modules][capture]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
     const auto ptx_only = make_archive("jit", {"compute_90"});
@@ -249,7 +239,7 @@ TEST_CASE("a load that would JIT during graph capture is refused; cubins and war
 }
 
 TEST_CASE("a module lacking a listed kernel fails naming it, and its cached image is evicted", "[modules]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     RuntimePtr rt = make_runtime(cache.path);
     mount(rt.get(), make_archive("ghostly", {"compute_90"}, {"axpy", "scale", "ghost"}), "ghost.sdma");
@@ -266,7 +256,7 @@ TEST_CASE("a module lacking a listed kernel fails naming it, and its cached imag
 }
 
 TEST_CASE("preload loads every module, linking in parallel; destroy unloads them all", "[modules][preload]") {
-    TempDir cache;
+    test::TempDir cache;
     fake(kH200);
     {
         RuntimePtr rt = make_runtime(cache.path);
@@ -291,7 +281,7 @@ TEST_CASE("preload loads every module, linking in parallel; destroy unloads them
 }
 
 TEST_CASE("an unsupported device gets no module", "[modules]") {
-    TempDir cache;
+    test::TempDir cache;
     fake("Tesla T4,7.5,65536,40,4194304");
     RuntimePtr rt = make_runtime(cache.path);
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
