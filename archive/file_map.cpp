@@ -24,7 +24,7 @@ struct Fd {
 
 }  // namespace
 
-Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path) {
+Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, FileMapOptions options) {
     Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
     if (f.fd < 0) return os_error("cannot open", path, errno);
     struct stat st {};
@@ -35,8 +35,9 @@ Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path) {
     map->inode_ = static_cast<uint64_t>(st.st_ino);
     map->mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     if (S_ISDIR(st.st_mode)) return make_error(ErrorCode::invalid_argument, path + " is a directory, not an archive file");
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-        void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, f.fd, 0);
+    const bool small = S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < options.read_below;
+    if (S_ISREG(st.st_mode) && st.st_size > 0 && !small) {
+        void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | (options.populate ? MAP_POPULATE : 0), f.fd, 0);
         if (p != MAP_FAILED) {
             map->data_ = p;
             map->size_ = static_cast<size_t>(st.st_size);
@@ -44,15 +45,19 @@ Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path) {
             return std::shared_ptr<const FileMap>(std::move(map));
         }
     }
-    // Not mappable (empty, a pipe, or mmap refused): read it.
+    // Small, or not mappable (empty, a pipe, or mmap refused): read it, straight into the buffer.
+    // A regular file's size is known: one read, and one more that sees the end.
+    size_t used = 0;
+    map->owned_.resize(S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) + 1 : 65536);
     for (;;) {
-        std::byte buffer[65536];
-        const ssize_t n = ::read(f.fd, buffer, sizeof buffer);
+        if (used == map->owned_.size()) map->owned_.resize(used * 2);
+        const ssize_t n = ::read(f.fd, map->owned_.data() + used, map->owned_.size() - used);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return os_error("cannot read", path, errno);
         if (n == 0) break;
-        map->owned_.insert(map->owned_.end(), buffer, buffer + n);
+        used += static_cast<size_t>(n);
     }
+    map->owned_.resize(used);
     map->data_ = map->owned_.data();
     map->size_ = map->owned_.size();
     return std::shared_ptr<const FileMap>(std::move(map));

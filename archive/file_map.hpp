@@ -11,9 +11,18 @@
 
 namespace sdm::archive {
 
+struct FileMapOptions {
+    // Files smaller than this are read into memory instead of mapped: for a few pages, open + read
+    // is cheaper than mmap, the page faults and the munmap (with its TLB flush) at release.
+    size_t read_below{0};
+    // Maps every page at once (MAP_POPULATE) for a file that will be read whole right away: one
+    // call instead of a page fault per 64 KiB.
+    bool populate{false};
+};
+
 class FileMap {
 public:
-    static Result<std::shared_ptr<const FileMap>> open(const std::string& path);
+    static Result<std::shared_ptr<const FileMap>> open(const std::string& path, FileMapOptions options = {});
     ~FileMap();
     FileMap(const FileMap&) = delete;
     FileMap& operator=(const FileMap&) = delete;

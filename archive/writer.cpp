@@ -130,7 +130,9 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
 
     // 1. Plain zstd for everything; stored where compression does not pay or was not asked for.
     parallel_for(n, threads, tick, [&](size_t i) {
-        const bool store = !options_.compress || (options_.store_cubins && in[i].kind == Kind::cubin);
+        // The manifest is always stored: every mount reads it, and a stored one needs no
+        // decompressor at all (a warm start's cheapest path).
+        const bool store = !options_.compress || (options_.store_cubins && in[i].kind == Kind::cubin) || in[i].kind == Kind::manifest;
         if (!store) {
             auto c = zstd_compress(in[i].bytes, level, {Codec::zstd, {}});
             if (!c) return record_error(std::move(c).error());

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include <fcntl.h>
@@ -27,6 +28,12 @@ constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, ke
 constexpr double kLockWarnSeconds = 5.0;
 constexpr double kTrimTarget = 0.75;
 constexpr auto kStaleTemporary = std::chrono::hours(1);
+// A hit refreshes its entry's time for the LRU trim only when that time is older than this: a
+// warm start then writes nothing (no metadata update per hit), and the trim's order stays right
+// to within ten minutes.
+constexpr int64_t kRecencyGranularityNs = int64_t{600} * 1000000000;
+// Entries below this are read, larger ones mapped with every page populated at once.
+constexpr size_t kReadBelow = 256 * 1024;
 
 std::string version_dir(const std::string& root) { return root + "/v" + std::to_string(kCacheFormat); }
 
@@ -150,7 +157,9 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     cache->directory_ = dir;
     if (cache->disabled_) return cache;
-    if (!cache->read_only_) SDM_TRY(platform::make_directories(version_dir(dir), 0700));
+    struct stat st {};
+    const bool exists = ::stat(version_dir(dir).c_str(), &st) == 0 && S_ISDIR(st.st_mode);  // the usual case: one call, no mkdir
+    if (!cache->read_only_ && !exists) SDM_TRY(platform::make_directories(version_dir(dir), 0700));
     if (cache->read_only_ && ::access(dir.c_str(), F_OK) != 0) return cache;  // nothing to read yet
     SDM_TRY(check_cache_directory(dir));
     return cache;
@@ -164,7 +173,7 @@ std::string Cache::entry_path(const Hash128& key) const {
 std::optional<Cache::Mapped> Cache::map(const Hash128& key) {
     if (disabled_) return std::nullopt;
     const std::string path = entry_path(key);
-    auto map = archive::FileMap::open(path);
+    auto map = archive::FileMap::open(path, {kReadBelow, true});
     if (!map) {
         ++misses_;
         return std::nullopt;
@@ -178,7 +187,12 @@ std::optional<Cache::Mapped> Cache::map(const Hash128& key) {
         return std::nullopt;
     }
     ++hits_;
-    if (!read_only_) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency for the LRU trim
+    if (!read_only_) {
+        timespec now{};
+        ::clock_gettime(CLOCK_REALTIME, &now);
+        const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+        if (now_ns - (*map)->mtime_ns() > kRecencyGranularityNs) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency for the LRU trim
+    }
     return Mapped{std::move(*map), *payload};
 }
 

@@ -70,9 +70,20 @@ Result<Contexts*> Runtime::contexts() {
 
 Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
     if (const auto index = mounted->archive.find_manifest()) {
-        auto raw = mounted->archive.read(*index);
-        if (!raw) return std::move(raw).error();
-        auto manifest = archive::decode_manifest(*raw);
+        // Stored (what the writer makes): decoded straight from the mapping, no decompression.
+        archive::ByteVector copy;
+        archive::Bytes bytes;
+        if (mounted->archive.entries()[*index].codec == archive::Codec::stored) {
+            auto view = mounted->archive.view(*index);
+            if (!view) return std::move(view).error();
+            bytes = *view;
+        } else {
+            auto raw = mounted->archive.read(*index);
+            if (!raw) return std::move(raw).error();
+            copy = std::move(*raw);
+            bytes = copy;
+        }
+        auto manifest = archive::decode_manifest(bytes);
         if (!manifest) return make_error(manifest.error().code, mounted->archive.describe(*index) + ": " + manifest.error().message);
         mounted->manifest = std::move(*manifest);
     }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include "file_map.hpp"
 #include "codec.hpp"
@@ -104,9 +105,6 @@ std::vector<CorruptCase> corrupt_cases() {
     const size_t sm86 = a->find("kernels", Kind::cubin, 86, Variant::base).value();
     const size_t sm90 = a->find("kernels", Kind::cubin, 90, Variant::base).value();
     const Entry& e90 = a->entries()[sm90];
-    size_t last = 0;  // the entry whose payload ends the file
-    for (size_t i = 0; i < a->entries().size(); ++i)
-        if (a->entries()[i].data_offset > a->entries()[last].data_offset) last = i;
 
     std::vector<CorruptCase> out;
     const auto add = [&](std::string name, bool opens, std::string expect, auto&& edit) {
@@ -141,11 +139,21 @@ std::vector<CorruptCase> corrupt_cases() {
         reseal(b);
     });
     add("two-frames", true, "bytes follow the zstd frame", [&](ByteVector& b) {
+        // A second frame right after the last compressed payload: in the padding before the
+        // (stored, page-aligned) payload that follows it, or at the end of the file.
+        size_t z = 0;
+        for (size_t i = 0; i < a->entries().size(); ++i)
+            if (a->entries()[i].codec != Codec::stored && a->entries()[i].data_offset >= a->entries()[z].data_offset) z = i;
         const auto frame = zstd_compress(as_bytes("a second frame"), 3, {}).value();
-        b.insert(b.end(), frame.begin(), frame.end());
+        const uint64_t at = a->entries()[z].data_offset + a->entries()[z].stored_size;
+        if (at + frame.size() > b.size()) b.resize(at + frame.size());
+        for (size_t i = 0; i < a->entries().size(); ++i)
+            if (i != z && a->entries()[i].data_offset >= at && a->entries()[i].data_offset < at + frame.size())
+                throw std::logic_error("two-frames: no room for a second frame after entry " + std::to_string(z));
+        std::copy(frame.begin(), frame.end(), b.begin() + static_cast<std::ptrdiff_t>(at));
         store_u64(b, header::archive_size, b.size());
-        store_u64(b, record_field(b, last, record::stored_size), a->entries()[last].stored_size + frame.size());
-        rehash_stored(b, last);
+        store_u64(b, record_field(b, z, record::stored_size), a->entries()[z].stored_size + frame.size());
+        rehash_stored(b, z);
         reseal(b);
     });
     add("raw-checksum", true, "decompressed bytes fail their checksum", [&](ByteVector& b) {

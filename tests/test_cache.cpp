@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -220,23 +222,52 @@ TEST_CASE("a cache directory others can write to, or that another user owns, is 
     }
 }
 
+namespace {
+// Sets an entry's time (what the LRU trim orders by) to `age` ago.
+void age_entry(const Cache& cache, const sdm::archive::Hash128& key, std::chrono::seconds age) {
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const timespec then{now.tv_sec - age.count(), now.tv_nsec};
+    const timespec times[2] = {then, then};
+    REQUIRE(::utimensat(AT_FDCWD, cache.entry_path(key).c_str(), times, 0) == 0);
+}
+int64_t entry_age_seconds(const Cache& cache, const sdm::archive::Hash128& key) {
+    struct stat st {};
+    REQUIRE(::stat(cache.entry_path(key).c_str(), &st) == 0);
+    return static_cast<int64_t>(::time(nullptr)) - static_cast<int64_t>(st.st_mtime);
+}
+}  // namespace
+
 TEST_CASE("the byte cap holds, trimming least recently used entries to 75 %", "[cache][evict]") {
     test::TempDir dir;
     const uint64_t cap = 1 << 20;
     auto cache = open_cache(dir.path, cap);
-    const auto keep = key_of("hot");
-    REQUIRE(cache->put(keep, payload(100000, 0)));
-    for (int i = 0; i < 40; ++i) {
-        REQUIRE(cache->put(key_of("cold" + std::to_string(i)), payload(100000, static_cast<uint8_t>(i))));
-        REQUIRE(cache->get(keep));  // used every time: never the least recent
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Eight entries used hours ago, the oldest first; "hot" is the oldest of all.
+    const auto hot = key_of("hot");
+    REQUIRE(cache->put(hot, payload(100000, 0)));
+    age_entry(*cache, hot, std::chrono::hours(10));
+    for (int i = 0; i < 8; ++i) {
+        REQUIRE(cache->put(key_of("cold" + std::to_string(i)), payload(100000, static_cast<uint8_t>(i + 1))));
+        age_entry(*cache, key_of("cold" + std::to_string(i)), std::chrono::hours(9) - std::chrono::minutes(i));
+    }
+    // A hit on an entry last used longer ago than the granularity (ten minutes) makes it the newest.
+    REQUIRE(cache->get(hot));
+    CHECK(entry_age_seconds(*cache, hot) < 60);
+    // A hit on an entry used within the granularity writes nothing (a warm start stays read-only).
+    age_entry(*cache, hot, std::chrono::minutes(5));
+    REQUIRE(cache->get(hot));
+    CHECK(entry_age_seconds(*cache, hot) >= 299);
+    // Past the cap, the least recent go until 75 % is left: the old colds, not hot.
+    for (int i = 0; i < 4; ++i) {
+        REQUIRE(cache->put(key_of("new" + std::to_string(i)), payload(100000, static_cast<uint8_t>(100 + i))));
         const auto u = cache->usage();
         REQUIRE(u);
         CHECK(u->bytes <= cap);
     }
     CHECK(cache->stats().evictions > 0);
-    CHECK(cache->get(keep));
+    CHECK(cache->get(hot));
     CHECK_FALSE(cache->get(key_of("cold0")));
+    CHECK(cache->get(key_of("new3")));
     REQUIRE(cache->clear());
     CHECK(cache->usage()->entries == 0);
 }
