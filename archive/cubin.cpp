@@ -40,6 +40,17 @@ std::optional<Variant> tool_kit_variant(Bytes note) {
     return target ? std::optional<Variant>(target->variant) : std::nullopt;
 }
 
+// The .note.nv.cuinfo note (type 1000, owner "NVIDIA Corp") describes how the cubin was made; its
+// descriptor holds u16 version, u16 virtual arch (0x50 for compute_80), u16 toolkit (0x82: 13.0).
+// Observed on CUDA 12.x-13.0 output; absent or malformed: unknown (0).
+uint16_t cuinfo_virtual_sm(Bytes note) {
+    if (note.size() < 12) return 0;
+    const uint32_t namesz = load_u32(note, 0), descsz = load_u32(note, 4), type = load_u32(note, 8);
+    const uint64_t desc = 12 + ((uint64_t{namesz} + 3) & ~uint64_t{3});
+    if (type != 1000 || descsz < 4 || desc + descsz > note.size()) return 0;
+    return load_u16(note, static_cast<size_t>(desc) + 2);
+}
+
 }  // namespace
 
 Result<ImageInfo> inspect_cubin(Bytes b) {
@@ -74,8 +85,9 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
         if (s == 0 || shstrndx >= shnum) continue;
         const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
-        if (section_name(b, shoff, shstrndx, load_u32(b, sh)) == ".note.nv.tkinfo" && in_bounds(off, size, b.size()))
-            info.variant = tool_kit_variant(b.subspan(off, size));
+        const auto name = section_name(b, shoff, shstrndx, load_u32(b, sh));
+        if (name == ".note.nv.tkinfo" && in_bounds(off, size, b.size())) info.variant = tool_kit_variant(b.subspan(off, size));
+        if (name == ".note.nv.cuinfo" && in_bounds(off, size, b.size())) info.virtual_sm = cuinfo_virtual_sm(b.subspan(off, size));
     }
     for (uint16_t s = 0; s < shnum; ++s) {
         const size_t sh = shoff + size_t{s} * kSectionHeaderSize;

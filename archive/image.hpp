@@ -21,6 +21,9 @@ struct ImageInfo {
     std::optional<Variant> variant;    // PTX: its .target; cubins: ptxas's command line in .note.nv.tkinfo; LTO-IR: unknown
     uint16_t ptx_isa{0};               // PTX .version as major*10+minor (9.0 -> 90); 0 for other kinds
     uint8_t elf_abi_version{0};        // cubins: EI_ABIVERSION (7: older toolkits, 8: CUDA 13)
+    uint16_t virtual_sm{0};            // cubins: the virtual arch ptxas compiled from (.note.nv.cuinfo; 80 for a
+                                       // -gencode arch=compute_80,code=sm_90 cubin): what the driver reports as
+                                       // CU_FUNC_ATTRIBUTE_PTX_VERSION. PTX and LTO-IR: their arch. 0 when unknown
     std::vector<std::string> kernels;  // entry points: cubin STO_CUDA_ENTRY functions, PTX .entry
 };
 

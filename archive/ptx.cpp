@@ -70,6 +70,7 @@ Result<ImageInfo> inspect_ptx(Bytes bytes) {
             const auto target = parse_target("compute_" + std::string(t.substr(3)));
             if (!target) return bad("malformed .target '" + std::string(t) + "'");
             info.sm = target->sm;
+            info.virtual_sm = target->sm;
             info.variant = target->variant;
             have_target = true;
         } else if (token == ".entry") {

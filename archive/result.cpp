@@ -21,6 +21,7 @@ const char* error_code_name(ErrorCode code) noexcept {
     case ErrorCode::no_image: return "no image";
     case ErrorCode::jit: return "JIT failed";
     case ErrorCode::graph_capture: return "graph capture";
+    case ErrorCode::image_refused: return "image refused";
     }
     return "unknown error";
 }

@@ -31,6 +31,7 @@ enum class ErrorCode : int32_t {
     no_image = 15,            // no image of a module fits the device
     jit = 16,                 // a JIT backend failed (Error::log holds its log)
     graph_capture = 17,       // the work would JIT while a stream captures a graph
+    image_refused = 18,       // a loaded image failed the image policy
 };
 
 const char* error_code_name(ErrorCode code) noexcept;

@@ -3,6 +3,7 @@
 #include "sdm/sdm.h"
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -42,6 +43,7 @@ sdm_status status_of(ErrorCode code) noexcept {
     case ErrorCode::no_image: return SDM_ERROR_NO_IMAGE;
     case ErrorCode::jit: return SDM_ERROR_JIT;
     case ErrorCode::graph_capture: return SDM_ERROR_GRAPH_CAPTURE;
+    case ErrorCode::image_refused: return SDM_ERROR_IMAGE_REFUSED;
     }
     return SDM_ERROR_INTERNAL;
 }
@@ -139,7 +141,7 @@ SDM_API void sdm_error_destroy(sdm_error* error) { delete error; }
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
-        constexpr size_t kMinimum = sizeof(sdm_runtime_params);
+        constexpr size_t kMinimum = offsetof(sdm_runtime_params, kernel_abi_major);  // the 1.0 size
         sdm::runtime::RuntimeOptions options;
         std::vector<uint32_t> unknown_extensions;
         if (params != nullptr) {
@@ -176,6 +178,12 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             options.jit.nvjitlink = (params->jit_flags & SDM_JIT_NO_NVJITLINK) == 0;
             options.jit.driver = (params->jit_flags & SDM_JIT_NO_DRIVER) == 0;
             options.host_context = static_cast<CUcontext>(params->cuda_context);
+            if (params->struct_size >= offsetof(sdm_runtime_params, reserved1)) {  // ABI 1.1
+                if (params->kernel_abi_major > 0xffff)
+                    return fail(nullptr, error, ErrorCode::invalid_argument,
+                                "sdm_runtime_create: kernel_abi_major " + std::to_string(params->kernel_abi_major) + " is not a version major");
+                options.kernel_abi_major = static_cast<uint16_t>(params->kernel_abi_major);
+            }
         }
         *runtime = new sdm_runtime(std::move(options));
         for (const uint32_t type : unknown_extensions)
@@ -301,6 +309,7 @@ SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sd
             out.smem_per_sm_bytes = sdm::runtime::class_smem_per_sm(*c);
             out.pdl_allowed = sdm::runtime::class_allows_pdl(*c) ? 1 : 0;
             out.clusters_allowed = sdm::runtime::class_allows_clusters(*c) ? 1 : 0;
+            out.untested = *c == sdm::runtime::DeviceClass::rtx ? 1 : 0;
         } else if (c.error().code != ErrorCode::unsupported_device) {
             return fail(runtime, error, std::move(c).error());
         }
@@ -330,22 +339,40 @@ SDM_API const char* sdm_device_class_name(sdm_device_class device_class) {
     }
 }
 
-SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
-                                  sdm_error** error) {
+namespace {
+
+sdm_status kernel_get(const char* api, sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
+                      sdm_kernel** kernel, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
         if (runtime == nullptr || name == nullptr || kernel == nullptr)
-            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_get: runtime, name and kernel must not be NULL");
+            return fail(runtime, error, ErrorCode::invalid_argument, std::string(api) + ": runtime, name and kernel must not be NULL");
         const auto started = std::chrono::steady_clock::now();
         auto k = runtime->impl.modules().kernel(ordinal, name, static_cast<CUstream>(stream));
         if (!k) return fail(runtime, error, std::move(k).error());
+        if (signature != nullptr) {
+            auto checked = sdm::runtime::check_signature(**k, signature);
+            if (!checked) return fail(runtime, error, std::move(checked).error());
+        }
         if (runtime->impl.log().enabled(sdm::runtime::LogLevel::debug))
-            runtime->impl.log().debug(std::string("sdm_kernel_get ") + name + ": " +
+            runtime->impl.log().debug(std::string(api) + " " + name + ": " +
                                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()) +
                                       " us");
         // The handle is the runtime's KernelHandle itself: valid until the runtime is destroyed.
         *kernel = reinterpret_cast<sdm_kernel*>(const_cast<sdm::runtime::KernelHandle*>(*k));
         return ok(error);
     });
+}
+
+}  // namespace
+
+SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
+                                  sdm_error** error) {
+    return kernel_get("sdm_kernel_get", runtime, ordinal, name, nullptr, stream, kernel, error);
+}
+
+SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
+                                          sdm_kernel** kernel, sdm_error** error) {
+    return kernel_get("sdm_kernel_get_checked", runtime, ordinal, name, signature, stream, kernel, error);
 }
 
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error) {
@@ -428,7 +455,7 @@ SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** 
         sdm_runtime_create,      sdm_runtime_destroy,     sdm_runtime_last_error, sdm_archive_mount_file, sdm_archive_mount_memory,
         sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
         sdm_device_class_get,    sdm_device_class_name,   sdm_kernel_get,         sdm_kernel_function,    sdm_kernel_info_get,
-        sdm_preload,             sdm_cache_stats_get,
+        sdm_preload,             sdm_cache_stats_get,     sdm_kernel_get_checked,
     };
     if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;

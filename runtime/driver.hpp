@@ -40,6 +40,7 @@ inline constexpr int kCudaApiVersion = 12000;
     X(cuModuleLoadDataEx)                     \
     X(cuModuleUnload)                         \
     X(cuModuleGetFunction)                    \
+    X(cuFuncGetAttribute)                     \
     X(cuStreamIsCapturing)
 
 enum class EntryPoint : size_t {

@@ -31,6 +31,19 @@ ByteVector terminated(ByteVector text) {
 
 }  // namespace
 
+Result<void> check_signature(const KernelHandle& kernel, std::string_view expected) {
+    auto parsed = archive::parse_signature(expected);
+    if (!parsed)
+        return make_error(ErrorCode::invalid_argument, "the signature expected for kernel " + kernel.name + " ('" + std::string(expected) +
+                                                           "') does not parse: " + parsed.error().message);
+    const std::string want = archive::signature_text(*parsed);
+    if (want != kernel.signature)
+        return make_error(ErrorCode::mismatch, "kernel " + kernel.name + " of archive " + kernel.archive + " takes (" + kernel.signature +
+                                                   "), but the host was built for (" + want +
+                                                   "). Use an archive built for this host, or rebuild the host against this archive's kernels");
+    return {};
+}
+
 Modules::~Modules() {
     auto driver = runtime_.driver();
     if (!driver) return;
@@ -48,13 +61,47 @@ Modules::~Modules() {
     }
 }
 
-Result<std::pair<std::shared_ptr<const MountedArchive>, std::string>> Modules::find(const std::string& name) const {
+Result<Serving> Modules::serving(int32_t ordinal, const std::string& name) {
     const auto archives = runtime_.archives();
     std::string mounted;
+    std::optional<Error> newest_no_image;
+    std::vector<std::string> passed_over;
+    std::optional<std::string> device;
+    std::optional<DeviceClass> cls;
+    std::optional<DeviceProperties> props;
+    const DriverSwitches switches = DriverSwitches::from_environment();
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
-        mounted += (mounted.empty() ? "" : ", ") + (*it)->archive.label();
-        if (!(*it)->manifest) continue;
-        if (const auto* spec = (*it)->manifest->find_kernel(name)) return std::pair(*it, spec->module);
+        const MountedArchive& m = **it;
+        mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
+        if (!m.manifest) continue;
+        const auto* spec = m.manifest->find_kernel(name);
+        if (spec == nullptr) continue;
+        if (!device) {  // the device is read once a listing archive is found
+            auto p = runtime_.devices().properties(ordinal);
+            if (!p) return std::move(p).error();
+            auto c = runtime_.devices().device_class(ordinal);
+            if (!c) return std::move(c).error();
+            props = *p;
+            cls = *c;
+            device = device_text(*p, *c);
+        }
+        std::vector<ImageCandidate> candidates;
+        const auto [first, last] = m.archive.find_name(spec->module);
+        for (size_t i = first; i < last; ++i) {
+            const auto& e = m.archive.entries()[i];
+            if (archive::kind_has_arch(e.kind) || e.kind == Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
+        }
+        auto selected = select_image(candidates, {props->capability, *cls, *device}, spec->module, "archive " + m.archive.label(), switches);
+        if (selected) return Serving{*it, spec->module, std::move(*selected), *device, std::move(passed_over), switches};
+        if (selected.error().code != ErrorCode::no_image) return std::move(selected).error();
+        passed_over.push_back(m.archive.label() + ": " + selected.error().message);
+        if (!newest_no_image) newest_no_image = std::move(selected).error();
+    }
+    if (newest_no_image) {
+        if (passed_over.size() > 1)
+            newest_no_image->message += " (no older mounted archive listing " + name + " has one either: " + std::to_string(passed_over.size()) +
+                                        " archives tried)";
+        return *newest_no_image;
     }
     return make_error(ErrorCode::not_found, "kernel " + name + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 "); mount the archive that lists it");
@@ -68,19 +115,29 @@ std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
 }
 
 Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream) {
-    auto found = find(name);
-    if (!found) return std::move(found).error();
-    const auto& [archive, module] = *found;
-    auto s = slot({ordinal, archive.get(), module});
+    const uint64_t generation = runtime_.mount_generation();
+    {  // the usual call: this kernel was served before, and nothing was mounted since
+        std::lock_guard lock(mutex_);
+        const auto it = served_.find(std::pair(ordinal, name));
+        if (it != served_.end() && it->second.first == generation) {
+            const auto k = it->second.second->kernels.find(name);
+            if (k != it->second.second->kernels.end()) return k->second.get();
+        }
+    }
+    auto serve = serving(ordinal, name);
+    if (!serve) return std::move(serve).error();
+    auto s = slot({ordinal, serve->archive.get(), serve->module});
     std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
     if (!s->loaded) {
-        SDM_TRY(load(*s, ordinal, *archive, module, stream));
+        SDM_TRY(load(*s, ordinal, *serve, stream));
         std::lock_guard registry(mutex_);
         load_order_.push_back(s);
-        pinned_.push_back(archive);
+        pinned_.push_back(serve->archive);
     }
     const auto it = s->kernels.find(name);
-    if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + module);
+    if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + serve->module);
+    std::lock_guard registry(mutex_);
+    served_[std::pair(ordinal, name)] = {generation, s};
     return it->second.get();
 }
 
@@ -107,24 +164,19 @@ private:
 
 }  // namespace
 
-Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mounted, const std::string& module, CUstream stream) {
+Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, CUstream stream) {
     PhaseTrace trace(runtime_.log().enabled(LogLevel::debug));
+    const MountedArchive& mounted = *serving.archive;
+    const std::string& module = serving.module;
     const archive::Archive& a = mounted.archive;
     auto props = runtime_.devices().properties(ordinal);
     if (!props) return std::move(props).error();
     auto cls = runtime_.devices().device_class(ordinal);
     if (!cls) return std::move(cls).error();
-    const std::string device = device_text(*props, *cls);
-
-    std::vector<ImageCandidate> candidates;
-    const auto [first, last] = a.find_name(module);
-    for (size_t i = first; i < last; ++i) {
-        const auto& e = a.entries()[i];
-        if (archive::kind_has_arch(e.kind) || e.kind == Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
-    }
+    const std::string& device = serving.device;
+    const DriverSwitches& switches = serving.switches;
+    const Selection* selected = &serving.selection;
     trace.mark("device");
-    auto selected = select_image(candidates, {props->capability, *cls, device}, module, "archive " + a.label());
-    if (!selected) return std::move(selected).error();
     const auto& entry = a.entries()[selected->image.index];
     const std::string image = a.describe(selected->image.index);
 
@@ -215,7 +267,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
             source = linked || cache == nullptr ? ImageSource::nvjitlink : ImageSource::cache;
             owned = std::move(*cubin);
             bytes = owned;
-        } else if (runtime_.jit_policy().driver && entry.kind == Kind::ptx) {
+        } else if (runtime_.jit_policy().driver && !switches.disable_ptx_jit && entry.kind == Kind::ptx) {
             SDM_TRY(not_capturing());
             source = ImageSource::driver_jit;
             owned = terminated(std::move(*input));
@@ -236,7 +288,9 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
         } else {
             return make_error(ErrorCode::jit, "loading " + image + " on " + device + " needs a JIT, and no backend may run: " +
                                                   (runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink_error() : std::string("nvJitLink is forbidden by the host")) +
-                                                  (runtime_.jit_policy().driver ? "" : "; the driver's JIT is forbidden by the host"));
+                                                  (!runtime_.jit_policy().driver ? "; the driver's JIT is forbidden by the host"
+                                                   : switches.disable_ptx_jit ? "; the driver's JIT is off (CUDA_DISABLE_PTX_JIT=1 is set)"
+                                                                              : ""));
         }
     }
     trace.mark("image");
@@ -283,6 +337,27 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const MountedArchive& mo
                                                     ") lacks kernel(s) " + missing + " that the manifest lists" + evicted +
                                                     ". Rebuild the archive so its images define them");
     }
+    // The image policy, with a kernel of the module: the driver says what it compiled from.
+    LoadedImage loaded{ordinal,
+                       current_forced_row(),
+                       *cls,
+                       entry.raw_hash.hex() + (selected->path == SelectionPath::jit ? "@" + archive::target_name(Kind::cubin, selected->target_sm, selected->target_variant) : ""),
+                       image + " (module " + module + ")",
+                       device,
+                       props->name,
+                       props->capability,
+                       switches};
+    if (!handles.empty() && !runtime_.image_policy().accepted(loaded)) {
+        int ptx_version = 0;
+        auto got = SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION,
+                                   handles.front()->function);
+        if (got) got = runtime_.image_policy().check(loaded, ptx_version);
+        if (!got) {
+            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading a refused module", cu_module);
+            return std::move(got).error();
+        }
+    }
+    trace.mark("validate");
     slot.module = cu_module;
     slot.context = *context;
     for (auto& h : handles) slot.kernels.emplace(h->name, std::move(h));
@@ -303,9 +378,9 @@ Result<void> Modules::preload(int32_t ordinal, const std::vector<std::string>& n
     std::vector<std::string> work;
     std::set<std::pair<const MountedArchive*, std::string>> seen;
     for (const auto& name : wanted) {
-        auto found = find(name);
+        auto found = serving(ordinal, name);
         if (!found) return std::move(found).error();
-        if (seen.insert({found->first.get(), found->second}).second) work.push_back(name);
+        if (seen.insert({found->archive.get(), found->module}).second) work.push_back(name);
     }
     std::atomic<size_t> next{0};
     std::mutex error_mutex;

@@ -18,6 +18,7 @@
 #include "driver.hpp"
 #include "format.hpp"
 #include "result.hpp"
+#include "select.hpp"
 
 namespace sdm::runtime {
 
@@ -39,6 +40,20 @@ struct KernelHandle {
     ImageSource source{ImageSource::archive_cubin};
 };
 
+// The kernel's declared signature against what a host expects ("ptr, f32,i32": spaces ignored):
+// ErrorCode::mismatch naming both, or an invalid_argument for an expectation that does not parse.
+Result<void> check_signature(const KernelHandle& kernel, std::string_view expected);
+
+// Which mounted archive serves a kernel on a device, and with which image.
+struct Serving {
+    std::shared_ptr<const MountedArchive> archive;
+    std::string module;
+    Selection selection;
+    std::string device;                    // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+    std::vector<std::string> passed_over;  // newer archives listing the kernel without an image for the device, and why
+    DriverSwitches switches;               // as read for the selection
+};
+
 class Modules {
 public:
     explicit Modules(Runtime& runtime) : runtime_(runtime) {}
@@ -50,6 +65,11 @@ public:
     Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream);
     // Loads the modules of `names` (every listed kernel when empty) in parallel; the first error wins.
     Result<void> preload(int32_t ordinal, const std::vector<std::string>& names);
+    // The layering rule, loading nothing: the newest mounted archive that lists kernel `name` and
+    // holds an image for device `ordinal` serves it (older archives keep serving what newer ones
+    // cannot). ErrorCode::not_found when no archive lists it; the newest archive's no_image error
+    // when none has an image.
+    Result<Serving> serving(int32_t ordinal, const std::string& name);
 
 private:
     struct Slot {
@@ -61,15 +81,16 @@ private:
     };
     using Key = std::tuple<int32_t, const MountedArchive*, std::string>;
 
-    Result<std::pair<std::shared_ptr<const MountedArchive>, std::string>> find(const std::string& name) const;  // archive, module
     std::shared_ptr<Slot> slot(const Key& key);
-    Result<void> load(Slot& slot, int32_t ordinal, const MountedArchive& archive, const std::string& module, CUstream stream);
+    Result<void> load(Slot& slot, int32_t ordinal, const Serving& serving, CUstream stream);
 
     Runtime& runtime_;
     std::mutex mutex_;
     std::map<Key, std::shared_ptr<Slot>> slots_;
     std::vector<std::shared_ptr<Slot>> load_order_;
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
+    // (ordinal, kernel) -> the loaded slot serving it, valid while the mounts are those of `generation`.
+    std::map<std::pair<int32_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
 };
 
 }  // namespace sdm::runtime

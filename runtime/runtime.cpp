@@ -90,6 +90,7 @@ Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
     log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
     std::lock_guard lock(mutex_);
     archives_.push_back(std::move(mounted));
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     return {};
 }
 

@@ -2,6 +2,7 @@
 // and the last error. Everything the C ABI's sdm_runtime handle reaches. Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "context.hpp"
 #include "device.hpp"
 #include "driver.hpp"
+#include "image_policy.hpp"
 #include "jit_nvjitlink.hpp"
 #include "log.hpp"
 #include "manifest.hpp"
@@ -35,6 +37,7 @@ struct RuntimeOptions {
     CacheOptions cache;
     JitPolicy jit;
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
+    uint16_t kernel_abi_major{0};       // the kernel ABI major the host was built for; 0: any
 };
 
 struct MountedArchive {
@@ -70,10 +73,14 @@ public:
     std::string nvjitlink_identity();
     const JitPolicy& jit_policy() const noexcept { return options_.jit; }
     Modules& modules() noexcept { return *modules_; }
+    ImagePolicy& image_policy() noexcept { return image_policy_; }
+    uint16_t kernel_abi_major() const noexcept { return options_.kernel_abi_major; }
 
     Result<void> mount_file(const std::string& path);
     Result<void> mount_memory(archive::Bytes bytes, const std::string& label);
     std::vector<std::shared_ptr<const MountedArchive>> archives() const;
+    // Changes whenever the set of mounted archives does (a mount, a reload).
+    uint64_t mount_generation() const noexcept { return generation_.load(std::memory_order_acquire); }
 
     // Records an error a call on this runtime returned (for sdm_runtime_last_error) and logs it at
     // debug level.
@@ -85,6 +92,7 @@ private:
 
     RuntimeOptions options_;
     Logger log_;
+    ImagePolicy image_policy_{log_};
     Devices devices_;
     mutable std::mutex mutex_;
     std::shared_ptr<Driver> driver_;
@@ -97,6 +105,7 @@ private:
     std::string nvjitlink_error_;
     std::unique_ptr<Modules> modules_;    // unloaded first: declared last
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
+    std::atomic<uint64_t> generation_{0};
     std::optional<Error> last_error_;
 };
 

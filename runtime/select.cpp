@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "platform.hpp"
+
 namespace sdm::runtime {
 namespace {
 
@@ -23,7 +25,18 @@ bool virtual_fits(uint16_t sm, Variant variant, Capability cc) {
     return sm <= cc.sm();
 }
 
+bool switch_on(const char* name) {
+    const auto v = platform::env(name);
+    return v && !v->empty() && *v != "0";
+}
+
 }  // namespace
+
+DriverSwitches DriverSwitches::from_environment() { return {switch_on("CUDA_FORCE_PTX_JIT"), switch_on("CUDA_DISABLE_PTX_JIT")}; }
+
+std::string DriverSwitches::text() const {
+    return std::string("CUDA_FORCE_PTX_JIT=") + (force_ptx_jit ? "1" : "0") + ", CUDA_DISABLE_PTX_JIT=" + (disable_ptx_jit ? "1" : "0");
+}
 
 bool runs_on(uint16_t sm, Variant variant, Capability cc) {
     if (variant == Variant::a) return sm == cc.sm();
@@ -31,8 +44,9 @@ bool runs_on(uint16_t sm, Variant variant, Capability cc) {
 }
 
 Result<Selection> select_image(const std::vector<ImageCandidate>& images, const SelectionDevice& device, const std::string& module,
-                               const std::string& where) {
+                               const std::string& where, const DriverSwitches& switches) {
     const Capability cc = device.capability;
+    const bool cubins = !switches.force_ptx_jit;  // CUDA_FORCE_PTX_JIT=1: the PTX path only
     const auto pick = [&](auto&& eligible, auto&& better) -> const ImageCandidate* {
         const ImageCandidate* best = nullptr;
         for (const auto& c : images)
@@ -40,12 +54,12 @@ Result<Selection> select_image(const std::vector<ImageCandidate>& images, const 
         return best;
     };
     // 1. exactly this capability (a before base).
-    if (const auto* c = pick([&](const ImageCandidate& i) { return i.kind == Kind::cubin && i.sm == cc.sm() && i.variant != Variant::f; },
+    if (const auto* c = pick([&](const ImageCandidate& i) { return cubins && i.kind == Kind::cubin && i.sm == cc.sm() && i.variant != Variant::f; },
                              [](const ImageCandidate& a, const ImageCandidate&) { return a.variant == Variant::a; }))
         return Selection{*c, SelectionPath::cubin, c->sm, c->variant, "cubin for exactly this capability"};
     // 2. the family's f cubin, then the highest base cubin of the same major.
     for (const Variant v : {Variant::f, Variant::base})
-        if (const auto* c = pick([&](const ImageCandidate& i) { return i.kind == Kind::cubin && i.variant == v && runs_on(i.sm, v, cc) && !old_for_class(i, device); },
+        if (const auto* c = pick([&](const ImageCandidate& i) { return cubins && i.kind == Kind::cubin && i.variant == v && runs_on(i.sm, v, cc) && !old_for_class(i, device); },
                                  [](const ImageCandidate& a, const ImageCandidate& b) { return a.sm > b.sm; }))
             return Selection{*c, SelectionPath::cubin, c->sm, c->variant, v == Variant::f ? "family cubin" : "cubin of an older minor"};
     // 3. PTX, then LTO-IR: the highest virtual arch that fits, linked for this capability.
@@ -61,7 +75,9 @@ Result<Selection> select_image(const std::vector<ImageCandidate>& images, const 
         return Selection{*c, SelectionPath::fatbin, static_cast<uint16_t>(cc.sm()), Variant::base, "fatbin (the driver chooses)"};
 
     std::string held, excluded;
+    bool held_cubin = false;
     for (const auto& c : images) {
+        held_cubin = held_cubin || c.kind == Kind::cubin;
         if (!archive::kind_has_arch(c.kind) && c.kind != Kind::fatbin) continue;
         const std::string name = archive::kind_has_arch(c.kind) ? archive::target_name(c.kind, c.sm, c.variant) : "fatbin";
         held += (held.empty() ? "" : ", ") + name;
@@ -72,6 +88,7 @@ Result<Selection> select_image(const std::vector<ImageCandidate>& images, const 
                           (held.empty() ? std::string("no images") : held);
     if (!excluded.empty())
         message += " (" + excluded + " older than compute_90, not eligible on the modern class: its portable path is not what modern plans expect)";
+    if (!cubins && held_cubin) message += " (CUDA_FORCE_PTX_JIT=1 is set: cubins are not used, only PTX; unset it to use them)";
     message += ". Add a cubin for sm_" + std::to_string(cc.sm()) + " or PTX for compute_" + std::to_string(cc.sm()) + " to a mounted archive";
     return make_error(ErrorCode::no_image, message);
 }

@@ -49,8 +49,21 @@ struct SelectionDevice {
 // decides: the same major; minor <= the device's; `a` only on exactly that capability.
 bool runs_on(uint16_t sm, archive::Variant variant, Capability cc);
 
+// The CUDA driver's own switches, which change what it does with an image; sdm honours them the
+// same way (read from the environment at each load, like the driver reads them at cuInit).
+//   CUDA_FORCE_PTX_JIT=1: cubins are not used; the PTX path is taken (a fatbin still goes to the
+//     driver, which applies the switch inside it).
+//   CUDA_DISABLE_PTX_JIT=1: no PTX goes to the driver's JIT (sdm's own nvJitLink still may link).
+struct DriverSwitches {
+    bool force_ptx_jit{false};
+    bool disable_ptx_jit{false};
+    static DriverSwitches from_environment();
+    std::string text() const;  // "CUDA_FORCE_PTX_JIT=1, CUDA_DISABLE_PTX_JIT=0"
+    bool operator==(const DriverSwitches&) const = default;
+};
+
 // `module` and `where` (the archive) name the module in the no-image message.
 Result<Selection> select_image(const std::vector<ImageCandidate>& images, const SelectionDevice& device, const std::string& module,
-                               const std::string& where);
+                               const std::string& where, const DriverSwitches& switches = {});
 
 }  // namespace sdm::runtime

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define SDM_ABI_VERSION_MAJOR 1
-#define SDM_ABI_VERSION_MINOR 0
+#define SDM_ABI_VERSION_MINOR 1
 
 /* ---- statuses ------------------------------------------------------------------------------ */
 
@@ -142,6 +142,11 @@ typedef struct sdm_runtime_params {
     uint64_t cache_max_bytes;  /* 0: $SDM_CACHE_MAX_BYTES, else 1 GiB */
     uint32_t cache_flags;      /* SDM_CACHE_* */
     uint32_t jit_flags;        /* SDM_JIT_*: backends the host forbids */
+    /* ABI 1.1 (a 1.0-sized struct reads as zero here): */
+    uint32_t kernel_abi_major; /* the kernel ABI major the host was built for: an archive declaring
+                                  another is refused (SDM_ERROR_MISMATCH, both versions named);
+                                  0: any */
+    uint32_t reserved1;        /* zero */
 } sdm_runtime_params;
 
 enum {
@@ -220,7 +225,9 @@ typedef struct sdm_device_info {
     int32_t smem_per_sm_bytes;     /* smem_cap_bytes + 1,024 reserved per block (0 when unsupported) */
     int32_t pdl_allowed;           /* programmatic dependent launch: modern only */
     int32_t clusters_allowed;      /* thread-block clusters: modern only */
-    int32_t reserved0;
+    int32_t untested;              /* 1: a class this release has not tested (rtx): results are
+                                      unverified, and the log warns once per device (ABI 1.1;
+                                      zero before) */
     char name[256];                /* the driver's name for the device, NUL-terminated */
 } sdm_device_info;
 
@@ -244,6 +251,11 @@ typedef struct sdm_kernel sdm_kernel;
  * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed. */
 SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
                                   sdm_error** error);
+/* sdm_kernel_get that also checks the kernel's parameter signature against `signature`, what the
+ * host was compiled for ("ptr,f32,i32"; spaces ignored): a kernel declaring another is
+ * SDM_ERROR_MISMATCH, with both signatures in the message. NULL `signature`: no check. ABI 1.1. */
+SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
+                                          sdm_kernel** kernel, sdm_error** error);
 /* The kernel's CUfunction, for hosts that launch it themselves. */
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);
 
@@ -314,6 +326,8 @@ typedef struct sdm_api {
     sdm_status (*kernel_info_get)(const sdm_kernel*, sdm_kernel_info*, sdm_error**);
     sdm_status (*preload)(sdm_runtime*, int32_t, const char* const*, uint32_t, sdm_error**);
     sdm_status (*cache_stats_get)(sdm_runtime*, sdm_cache_stats*, sdm_error**);
+    /* ABI 1.1 */
+    sdm_status (*kernel_get_checked)(sdm_runtime*, int32_t, const char*, const char*, void*, sdm_kernel**, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

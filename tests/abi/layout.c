@@ -79,7 +79,9 @@ PIN_FIELD(sdm_runtime_params, cache_dir, 56, 8);
 PIN_FIELD(sdm_runtime_params, cache_max_bytes, 64, 8);
 PIN_FIELD(sdm_runtime_params, cache_flags, 72, 4);
 PIN_FIELD(sdm_runtime_params, jit_flags, 76, 4);
-PIN_SIZE(sdm_runtime_params, 80, 8);
+PIN_FIELD(sdm_runtime_params, kernel_abi_major, 80, 4); /* 1.1 */
+PIN_FIELD(sdm_runtime_params, reserved1, 84, 4);
+PIN_SIZE(sdm_runtime_params, 88, 8);
 PIN_VALUE(SDM_CACHE_DISABLED, 1);
 PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
 PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
@@ -140,7 +142,7 @@ PIN_FIELD(sdm_device_info, smem_cap_bytes, 36, 4);
 PIN_FIELD(sdm_device_info, smem_per_sm_bytes, 40, 4);
 PIN_FIELD(sdm_device_info, pdl_allowed, 44, 4);
 PIN_FIELD(sdm_device_info, clusters_allowed, 48, 4);
-PIN_FIELD(sdm_device_info, reserved0, 52, 4);
+PIN_FIELD(sdm_device_info, untested, 52, 4);
 PIN_FIELD(sdm_device_info, name, 56, 256);
 PIN_SIZE(sdm_device_info, 312, 8);
 
@@ -172,7 +174,9 @@ PIN_FIELD(sdm_api, kernel_function, 176, 8);
 PIN_FIELD(sdm_api, kernel_info_get, 184, 8);
 PIN_FIELD(sdm_api, preload, 192, 8);
 PIN_FIELD(sdm_api, cache_stats_get, 200, 8);
-PIN_SIZE(sdm_api, 208, 8);
+/* ABI 1.1 */
+PIN_FIELD(sdm_api, kernel_get_checked, 208, 8);
+PIN_SIZE(sdm_api, 216, 8);
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; add this platform's numbers (from a probe) before building on it"

@@ -676,7 +676,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
                                    " cannot run on " + device_text(ordinal, d)};
         module->kernels = std::move(info->kernels);
         module->binary_version = sm;
-        module->ptx_version = sm;
+        module->ptx_version = info->virtual_sm != 0 ? info->virtual_sm : sm;  // what ptxas compiled from, as the driver reports
         return module;
     }
 
@@ -684,6 +684,8 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
     if (!length) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "neither a cubin (ELF) nor PTX text"};
     if (env_flag("SDM_FAKE_CUDA_DISABLE_JIT"))
         return LoadFailure{CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found (SDM_FAKE_CUDA_DISABLE_JIT)"};
+    if (env_flag("CUDA_DISABLE_PTX_JIT"))  // the real driver's switch
+        return LoadFailure{CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled (CUDA_DISABLE_PTX_JIT=1)"};
     auto info = sdm::archive::inspect_ptx(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *length));
     if (!info) return LoadFailure{CUDA_ERROR_INVALID_PTX, "ptxas fatal   : " + info.error().message};
     const int max_isa = max_ptx_isa(s.config.version);

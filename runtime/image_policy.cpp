@@ -1,0 +1,39 @@
+#include "image_policy.hpp"
+
+#include <algorithm>
+
+#include "sdm_version.h"
+
+namespace sdm::runtime {
+
+ImagePolicy::Key ImagePolicy::key(const LoadedImage& image) {
+    return {image.ordinal, image.row, image.identity, image.switches.force_ptx_jit, image.switches.disable_ptx_jit};
+}
+
+bool ImagePolicy::accepted(const LoadedImage& image) const {
+    std::lock_guard lock(mutex_);
+    return accepted_.contains(key(image));
+}
+
+Result<void> ImagePolicy::check(const LoadedImage& image, int ptx_version) {
+    if (image.device_class == DeviceClass::modern && std::find(std::begin(kModernPtxVersions), std::end(kModernPtxVersions), ptx_version) ==
+                                                         std::end(kModernPtxVersions)) {
+        const std::string cc = std::to_string(image.capability.major) + std::to_string(image.capability.minor);
+        return make_error(ErrorCode::image_refused,
+                          "images compiled for older GPUs are refused on Hopper / Blackwell GPUs: " + image.description + ", loaded on " +
+                              image.device + ", was compiled for compute_" + std::to_string(ptx_version) +
+                              " (CU_FUNC_ATTRIBUTE_PTX_VERSION " + std::to_string(ptx_version) + "; " + image.switches.text() +
+                              "). Rebuild the archive with a cubin for sm_" + cc + " compiled from compute_" + cc + " (or PTX for compute_" + cc +
+                              "; 90 for H100/H200, 100 for B200, 103 for GB300), mount it, and load again");
+    }
+    std::lock_guard lock(mutex_);
+    if (image.device_class == DeviceClass::rtx && warned_.insert({image.ordinal, image.row}).second)
+        log_.warn(std::string("sdm ") + SDM_VERSION_STRING + " has not been tested on RTX-class GPUs: device " + std::to_string(image.ordinal) + " (" +
+                  image.device_name + ", compute capability " + std::to_string(image.capability.major) + "." +
+                  std::to_string(image.capability.minor) +
+                  "); results are unverified. Tested: A100 / H100 / B200 / GB300 (compute capability 8.0 / 9.0 / 10.0 / 10.3)");
+    accepted_.insert(key(image));
+    return {};
+}
+
+}  // namespace sdm::runtime

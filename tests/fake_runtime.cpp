@@ -1,0 +1,101 @@
+#include "fake_runtime.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+#include <dlfcn.h>
+
+#include "format.hpp"
+#include "image.hpp"
+#include "manifest.hpp"
+#include "support.hpp"
+#include "writer.hpp"
+
+namespace sdm::test {
+
+int64_t fake_calls(const char* what) {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    return reinterpret_cast<int64_t (*)(const char*)>(dlsym(lib, "sdm_fake_cuda_calls"))(what);
+}
+
+void fake(const char* devices) {
+    setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
+    setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);
+    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    setenv("SDM_FAKE_CUDA_MISSING", "", 1);
+    unsetenv("SDM_FAKE_CUDA_CAPTURING");
+    unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
+}
+
+namespace {
+void append_log(void* user, sdm_log_level, const char* message, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(message); }
+}  // namespace
+
+RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32_t cache_flags, std::vector<std::string>* log) {
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cuda_driver = SDM_FAKE_CUDA_PATH;
+    p.cache_dir = cache_dir.c_str();
+    p.jit_flags = jit_flags;
+    p.cache_flags = cache_flags;
+    p.log_level = log != nullptr ? SDM_LOG_DEBUG : SDM_LOG_OFF;
+    if (log != nullptr) {
+        p.log_fn = append_log;
+        p.log_user_data = log;
+    }
+    sdm_runtime* r = nullptr;
+    REQUIRE(sdm_runtime_create(&p, &r, nullptr) == SDM_OK);
+    return RuntimePtr(r);
+}
+
+archive::ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
+                                 std::vector<std::string> kernels) {
+    archive::ArchiveWriter writer;
+    for (const char* spec : targets) {
+        const std::string text = spec;
+        const auto eq = text.find('=');
+        const std::string t = eq == std::string::npos ? text : text.substr(eq + 1);
+        const auto target = archive::parse_target(t);
+        REQUIRE(target);
+        const std::string file =
+            eq != std::string::npos ? text.substr(0, eq) : "kernels." + t + (target->kind == archive::Kind::ptx ? ".ptx" : ".cubin");
+        REQUIRE(writer.add({module, target->kind, target->sm, target->variant, test::data_file(file)}));
+    }
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    for (const auto& k : kernels) m.kernels.push_back({k, module, {archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    return writer.finish().value();
+}
+
+void mount(sdm_runtime* rt, const archive::ByteVector& bytes, const char* label) {
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_archive_mount_memory(rt, bytes.data(), bytes.size(), label, &e);
+    if (s != SDM_OK) FAIL(sdm_error_message(e));
+}
+
+sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_status expect, std::string* message) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e);
+    if (message != nullptr) *message = sdm_error_message(e);
+    if (s != expect) FAIL(sdm_status_string(s) << ": " << sdm_error_message(e));
+    sdm_error_destroy(e);
+    sdm_kernel_info info{};
+    info.struct_size = sizeof info;
+    if (s == SDM_OK) REQUIRE(sdm_kernel_info_get(k, &info, nullptr) == SDM_OK);
+    return info;
+}
+
+sdm_cache_stats stats_of(sdm_runtime* rt) {
+    sdm_cache_stats s{};
+    s.struct_size = sizeof s;
+    REQUIRE(sdm_cache_stats_get(rt, &s, nullptr) == SDM_OK);
+    return s;
+}
+
+
+}  // namespace sdm::test
