@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "platform.hpp"
+
 namespace sdm::runtime {
 
 Runtime::Runtime(RuntimeOptions options)
@@ -11,6 +13,29 @@ Runtime::Runtime(RuntimeOptions options)
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive lands with the kernels (issue 7); until then there is none to mount.
     if (options_.mount_embedded) log_.debug("this libsdm was built without an embedded archive");
+    // Then the files of $SDM_ARCHIVE_PATH, in order (later ones take precedence). One that cannot
+    // be mounted is logged and skipped; the others serve.
+    if (const auto path = platform::env("SDM_ARCHIVE_PATH")) {
+        size_t at = 0;
+        while (at <= path->size()) {
+            size_t end = path->find(':', at);
+            if (end == std::string::npos) end = path->size();
+            const std::string file = path->substr(at, end - at);
+            at = end + 1;
+            if (file.empty()) continue;
+            if (auto mounted = mount_file(file); !mounted) {
+                const std::string why = "skipped archive " + file + " of SDM_ARCHIVE_PATH: " + mounted.error().message;
+                log_.warn(why);
+                std::lock_guard lock(mutex_);
+                skipped_.push_back(why);
+            }
+        }
+    }
+}
+
+std::vector<std::string> Runtime::skipped_archives() const {
+    std::lock_guard lock(mutex_);
+    return skipped_;
 }
 
 Result<std::shared_ptr<Driver>> Runtime::driver() {
@@ -69,6 +94,12 @@ Result<Contexts*> Runtime::contexts() {
 }
 
 Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
+    const auto& h = mounted->archive.header();
+    if (options_.kernel_abi_major != 0 && h.kernel_abi_major != options_.kernel_abi_major)
+        return make_error(ErrorCode::mismatch, "archive " + mounted->archive.label() + " holds kernels of kernel ABI " + std::to_string(h.kernel_abi_major) + "." +
+                                                   std::to_string(h.kernel_abi_minor) + ", but this host was built for kernel ABI " +
+                                                   std::to_string(options_.kernel_abi_major) + ".x (sdm_runtime_params.kernel_abi_major). Use an archive built for kernel ABI " +
+                                                   std::to_string(options_.kernel_abi_major) + ", or rebuild the host for " + std::to_string(h.kernel_abi_major));
     if (const auto index = mounted->archive.find_manifest()) {
         // Stored (what the writer makes): decoded straight from the mapping, no decompression.
         archive::ByteVector copy;

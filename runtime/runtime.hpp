@@ -79,6 +79,8 @@ public:
     Result<void> mount_file(const std::string& path);
     Result<void> mount_memory(archive::Bytes bytes, const std::string& label);
     std::vector<std::shared_ptr<const MountedArchive>> archives() const;
+    // Archives of $SDM_ARCHIVE_PATH that could not be mounted, each with why.
+    std::vector<std::string> skipped_archives() const;
     // Changes whenever the set of mounted archives does (a mount, a reload).
     uint64_t mount_generation() const noexcept { return generation_.load(std::memory_order_acquire); }
 
@@ -106,6 +108,7 @@ private:
     std::unique_ptr<Modules> modules_;    // unloaded first: declared last
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
     std::atomic<uint64_t> generation_{0};
+    std::vector<std::string> skipped_;
     std::optional<Error> last_error_;
 };
 

@@ -52,7 +52,7 @@ RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32
 }
 
 archive::ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
-                                 std::vector<std::string> kernels) {
+                                 std::vector<std::string> kernels, uint16_t kernel_abi_major) {
     archive::ArchiveWriter writer;
     for (const char* spec : targets) {
         const std::string text = spec;
@@ -65,7 +65,7 @@ archive::ByteVector make_archive(const std::string& module, std::initializer_lis
         REQUIRE(writer.add({module, target->kind, target->sm, target->variant, test::data_file(file)}));
     }
     archive::Manifest m;
-    m.kernel_abi_major = 1;
+    m.kernel_abi_major = kernel_abi_major;
     for (const auto& k : kernels) m.kernels.push_back({k, module, {archive::ParamType::ptr}, {}, {}});
     REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
     return writer.finish().value();

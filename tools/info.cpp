@@ -1,5 +1,8 @@
-// sdm info: the driver, every visible GPU with its class, nvJitLink, and the mounted archives.
+// sdm info: the driver, every visible GPU with its class, nvJitLink, the mounted archives, and
+// which archive serves each kernel on each device and why.
 // A machine without a driver still gets the archive part and a clear line saying why not the rest.
+#include <set>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -69,6 +72,30 @@ int run_info(const InfoOptions& o) {
     auto jit = runtime::NvJitLink::load(o.nvjitlink);
     if (jit) out["nvjitlink"] = {{"path", jit->file()}, {"version", jit->version()}};
     else out["nvjitlink"] = {{"error", jit.error().message}};
+    // Which archive serves each kernel on each device, and why (the layering rule, loading nothing).
+    std::set<std::string> names;
+    for (const auto& m : rt.archives())
+        if (m->manifest)
+            for (const auto& k : m->manifest->kernels) names.insert(k.name);
+    for (auto& d : out["devices"]) {
+        if (d.contains("error")) continue;
+        d["kernels"] = nlohmann::json::array();
+        for (const auto& name : names) {
+            auto served = rt.modules().serving(d["ordinal"].get<int32_t>(), name);
+            if (!served) {
+                d["kernels"].push_back({{"name", name}, {"error", served.error().message}});
+                continue;
+            }
+            const auto& e = served->archive->archive.entries()[served->selection.image.index];
+            d["kernels"].push_back({{"name", name},
+                                    {"archive", served->archive->archive.label()},
+                                    {"module", served->module},
+                                    {"image", e.target()},
+                                    {"why", served->selection.reason},
+                                    {"passed_over", served->passed_over}});
+        }
+    }
+    out["skipped_archives"] = rt.skipped_archives();
     out["archives"] = nlohmann::json::array();
     for (const auto& m : rt.archives()) {
         const auto& h = m->archive.header();
@@ -102,9 +129,19 @@ int run_info(const InfoOptions& o) {
                        d["pdl"].get<bool>() ? "yes" : "no", d["clusters"].get<bool>() ? "yes" : "no");
         else
             fmt::print("\n  {}\n", d["unsupported"].get<std::string>());
+        for (const auto& k : d["kernels"]) {
+            if (k.contains("error")) {
+                fmt::print("  kernel {}: not served: {}\n", k["name"].get<std::string>(), k["error"].get<std::string>());
+                continue;
+            }
+            fmt::print("  kernel {}: archive {}, module {}, {} ({})\n", k["name"].get<std::string>(), k["archive"].get<std::string>(),
+                       k["module"].get<std::string>(), k["image"].get<std::string>(), k["why"].get<std::string>());
+            for (const auto& p : k["passed_over"]) fmt::print("    passed over {}\n", p.get<std::string>());
+        }
     }
     if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
     else fmt::print("nvJitLink: not found ({})\n", jit.error().message.substr(0, jit.error().message.find('\n')));
+    for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
     if (out["archives"].empty()) fmt::print("archives: none mounted (this build embeds none; pass --archive FILE)\n");
     for (const auto& a : out["archives"])
         fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}\n", a["label"].get<std::string>(),
