@@ -375,11 +375,49 @@ SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal,
     return kernel_get("sdm_kernel_get_checked", runtime, ordinal, name, signature, stream, kernel, error);
 }
 
+SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* kernel, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || kernel == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_release: runtime and kernel must not be NULL");
+        auto r = runtime->impl.modules().release(*reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel));
+        if (!r) return fail(runtime, error, std::move(r).error());
+        return ok(error);
+    });
+}
+
+namespace {
+
+sdm_status reload(const char* api, bool changed_only, sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, std::string(api) + ": runtime must not be NULL");
+        uint32_t count = 0;
+        auto r = runtime->impl.reload(changed_only, count);
+        if (reloaded != nullptr) *reloaded = count;
+        if (!r) return fail(runtime, error, std::move(r).error());
+        return ok(error);
+    });
+}
+
+}  // namespace
+
+SDM_API sdm_status sdm_runtime_reload(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error) {
+    return reload("sdm_runtime_reload", false, runtime, reloaded, error);
+}
+
+SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error) {
+    return reload("sdm_runtime_poll_archives", true, runtime, reloaded, error);
+}
+
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (kernel == nullptr || function == nullptr)
             return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
-        *function = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel)->function;
+        const auto* k = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
+        if (k->slot != nullptr && k->slot->unloaded.load(std::memory_order_acquire))
+            return fail(nullptr, error, ErrorCode::invalid_argument,
+                        "sdm_kernel_function: kernel " + k->name + " was released and its module unloaded (its archive " + k->archive +
+                            " was replaced by a reload); fetch it again with sdm_kernel_get");
+        *function = k->function;
         return ok(error);
     });
 }
@@ -455,7 +493,8 @@ SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** 
         sdm_runtime_create,      sdm_runtime_destroy,     sdm_runtime_last_error, sdm_archive_mount_file, sdm_archive_mount_memory,
         sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
         sdm_device_class_get,    sdm_device_class_name,   sdm_kernel_get,         sdm_kernel_function,    sdm_kernel_info_get,
-        sdm_preload,             sdm_cache_stats_get,     sdm_kernel_get_checked,
+        sdm_preload,             sdm_cache_stats_get,     sdm_kernel_get_checked, sdm_kernel_release,     sdm_runtime_reload,
+        sdm_runtime_poll_archives,
     };
     if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;

@@ -55,10 +55,53 @@ Modules::~Modules() {
             runtime_.log().error("unloading a module: " + scope.error().message);
             continue;
         }
-        auto r = SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + (s.kernels.empty() ? std::string("?") : s.kernels.begin()->second->module),
-                                 s.module);
+        auto r = SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + std::get<2>(s.key), s.module);
         if (!r) runtime_.log().error(r.error().message);
     }
+}
+
+void Modules::unload_locked(std::shared_ptr<Slot> s) {
+    if (s->module != nullptr) {
+        auto driver = runtime_.driver();
+        if (driver) {
+            auto scope = ContextScope::enter(**driver, s->context);
+            auto r = scope ? SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + std::get<2>(s->key) + " of a replaced archive", s->module)
+                           : Result<void>(std::move(scope).error());
+            if (!r) runtime_.log().error(r.error().message);
+        }
+        s->module = nullptr;
+        s->unloaded.store(true, std::memory_order_release);
+        runtime_.log().info("unloaded module " + std::get<2>(s->key) + " of a replaced archive: no kernel of it is held any more");
+    }
+    slots_.erase(s->key);
+    std::erase(load_order_, s);
+    unloaded_.push_back(s);
+    for (auto it = served_.begin(); it != served_.end();) it = it->second.second == s ? served_.erase(it) : std::next(it);
+    const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == std::get<1>(s->key); });
+    if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per loaded slot
+}
+
+void Modules::retire(const MountedArchive* old) {
+    std::lock_guard lock(mutex_);
+    std::vector<std::shared_ptr<Slot>> idle;
+    for (auto& [key, s] : slots_) {
+        if (std::get<1>(key) != old) continue;
+        s->retired = true;
+        if (s->references == 0) idle.push_back(s);
+    }
+    for (const auto& s : idle) unload_locked(s);
+}
+
+Result<void> Modules::release(const KernelHandle& kernel) {
+    std::lock_guard lock(mutex_);
+    Slot* raw = kernel.slot;
+    if (raw == nullptr || raw->references <= 0)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " was released more often than it was fetched");
+    if (--raw->references == 0 && raw->retired) {
+        const auto it = slots_.find(raw->key);
+        if (it != slots_.end()) unload_locked(it->second);
+    }
+    return {};
 }
 
 Result<Serving> Modules::serving(int32_t ordinal, const std::string& name) {
@@ -110,7 +153,10 @@ Result<Serving> Modules::serving(int32_t ordinal, const std::string& name) {
 std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
     std::lock_guard lock(mutex_);
     auto& s = slots_[key];
-    if (!s) s = std::make_shared<Slot>();
+    if (!s) {
+        s = std::make_shared<Slot>();
+        s->key = key;
+    }
     return s;
 }
 
@@ -119,26 +165,37 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
         const auto it = served_.find(std::pair(ordinal, name));
-        if (it != served_.end() && it->second.first == generation) {
+        if (it != served_.end() && it->second.first == generation && !it->second.second->retired) {
             const auto k = it->second.second->kernels.find(name);
-            if (k != it->second.second->kernels.end()) return k->second.get();
+            if (k != it->second.second->kernels.end()) {
+                ++it->second.second->references;
+                return k->second.get();
+            }
         }
     }
-    auto serve = serving(ordinal, name);
-    if (!serve) return std::move(serve).error();
-    auto s = slot({ordinal, serve->archive.get(), serve->module});
-    std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
-    if (!s->loaded) {
-        SDM_TRY(load(*s, ordinal, *serve, stream));
+    for (;;) {
+        auto serve = serving(ordinal, name);
+        if (!serve) return std::move(serve).error();
+        auto s = slot({ordinal, serve->archive.get(), serve->module});
+        std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
+        if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
+        const auto it = s->kernels.find(name);
+        if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + serve->module);
+        const auto mounted = runtime_.archives();  // replaced while this call loaded it? Then it is retired
+        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a == serve->archive; });
         std::lock_guard registry(mutex_);
-        load_order_.push_back(s);
-        pinned_.push_back(serve->archive);
+        // A reload may have unloaded it between the load and here (retired, with no reference
+        // yet): serve again, from what is mounted now.
+        if (s->unloaded.load(std::memory_order_acquire)) continue;
+        if (std::find(load_order_.begin(), load_order_.end(), s) == load_order_.end()) {
+            load_order_.push_back(s);
+            pinned_.push_back(serve->archive);
+        }
+        if (!current) s->retired = true;
+        ++s->references;  // retired or not: the reference keeps it loaded until released
+        if (!s->retired) served_[std::pair(ordinal, name)] = {generation, s};
+        return it->second.get();
     }
-    const auto it = s->kernels.find(name);
-    if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + serve->module);
-    std::lock_guard registry(mutex_);
-    served_[std::pair(ordinal, name)] = {generation, s};
-    return it->second.get();
 }
 
 namespace {
@@ -314,6 +371,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
             continue;
         }
         auto h = std::make_unique<KernelHandle>();
+        h->slot = &slot;
         h->name = spec.name;
         h->module = module;
         h->archive = a.label();
@@ -388,6 +446,7 @@ Result<void> Modules::preload(int32_t ordinal, const std::vector<std::string>& n
     const auto worker = [&] {
         for (size_t i = next++; i < work.size(); i = next++) {
             auto k = kernel(ordinal, work[i], nullptr);
+            if (k) (void)release(**k);  // loaded is all preload wants: it keeps no reference
             if (!k) {
                 std::lock_guard lock(error_mutex);
                 if (!first_error) first_error = std::move(k).error();

@@ -7,6 +7,7 @@
 // Destroying the registry unloads the modules in reverse load order, logging any failure.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -27,7 +28,10 @@ struct MountedArchive;
 
 enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5 };
 
+struct ModuleSlot;
+
 struct KernelHandle {
+    ModuleSlot* slot{nullptr};  // the loaded module this kernel belongs to
     std::string name;
     std::string module;
     std::string archive;
@@ -43,6 +47,20 @@ struct KernelHandle {
 // The kernel's declared signature against what a host expects ("ptr, f32,i32": spaces ignored):
 // ErrorCode::mismatch naming both, or an invalid_argument for an expectation that does not parse.
 Result<void> check_signature(const KernelHandle& kernel, std::string_view expected);
+
+// One module loaded on one device from one archive.
+struct ModuleSlot {
+    std::mutex mutex;  // held while loading
+    bool loaded{false};
+    CUmodule module{nullptr};
+    CUcontext context{nullptr};
+    std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels;
+    // Guarded by the registry's mutex:
+    int64_t references{0};  // kernel() successes not yet released
+    bool retired{false};    // its archive was replaced by a reload
+    std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
+    std::tuple<int32_t, const MountedArchive*, std::string> key;
+};
 
 // Which mounted archive serves a kernel on a device, and with which image.
 struct Serving {
@@ -62,7 +80,14 @@ public:
     Modules& operator=(const Modules&) = delete;
 
     // The kernel `name` on device `ordinal`; `stream` is checked for graph capture before any JIT.
+    // Each success takes a reference on the kernel's module, which release() drops.
     Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream);
+    // Drops a reference kernel() took. A module of a replaced (reloaded) archive is unloaded when
+    // its last reference goes; a current one stays loaded until the runtime is destroyed.
+    Result<void> release(const KernelHandle& kernel);
+    // `old` was replaced by a reload: its modules serve no new fetch, and each is unloaded once
+    // no reference to it is left (now, for those without any).
+    void retire(const MountedArchive* old);
     // Loads the modules of `names` (every listed kernel when empty) in parallel; the first error wins.
     Result<void> preload(int32_t ordinal, const std::vector<std::string>& names);
     // The layering rule, loading nothing: the newest mounted archive that lists kernel `name` and
@@ -72,16 +97,11 @@ public:
     Result<Serving> serving(int32_t ordinal, const std::string& name);
 
 private:
-    struct Slot {
-        std::mutex mutex;
-        bool loaded{false};
-        CUmodule module{nullptr};
-        CUcontext context{nullptr};
-        std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels;
-    };
+    using Slot = ModuleSlot;
     using Key = std::tuple<int32_t, const MountedArchive*, std::string>;
 
     std::shared_ptr<Slot> slot(const Key& key);
+    void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
     Result<void> load(Slot& slot, int32_t ordinal, const Serving& serving, CUstream stream);
 
     Runtime& runtime_;
@@ -91,6 +111,8 @@ private:
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
     // (ordinal, kernel) -> the loaded slot serving it, valid while the mounts are those of `generation`.
     std::map<std::pair<int32_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
+    // Unloaded slots stay allocated until the runtime goes, so a dead handle is an error, not a crash.
+    std::vector<std::shared_ptr<Slot>> unloaded_;
 };
 
 }  // namespace sdm::runtime

@@ -1,8 +1,12 @@
 #include "runtime.hpp"
 
+#include <algorithm>
 #include <chrono>
 
+#include <sys/stat.h>
+
 #include "platform.hpp"
+#include "verify.hpp"
 
 namespace sdm::runtime {
 
@@ -93,31 +97,97 @@ Result<Contexts*> Runtime::contexts() {
     return contexts_.get();
 }
 
-Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
-    const auto& h = mounted->archive.header();
+Result<void> Runtime::check_compatible(const archive::Archive& a) const {
+    const auto& h = a.header();
     if (options_.kernel_abi_major != 0 && h.kernel_abi_major != options_.kernel_abi_major)
-        return make_error(ErrorCode::mismatch, "archive " + mounted->archive.label() + " holds kernels of kernel ABI " + std::to_string(h.kernel_abi_major) + "." +
+        return make_error(ErrorCode::mismatch, "archive " + a.label() + " holds kernels of kernel ABI " + std::to_string(h.kernel_abi_major) + "." +
                                                    std::to_string(h.kernel_abi_minor) + ", but this host was built for kernel ABI " +
                                                    std::to_string(options_.kernel_abi_major) + ".x (sdm_runtime_params.kernel_abi_major). Use an archive built for kernel ABI " +
                                                    std::to_string(options_.kernel_abi_major) + ", or rebuild the host for " + std::to_string(h.kernel_abi_major));
-    if (const auto index = mounted->archive.find_manifest()) {
-        // Stored (what the writer makes): decoded straight from the mapping, no decompression.
-        archive::ByteVector copy;
-        archive::Bytes bytes;
-        if (mounted->archive.entries()[*index].codec == archive::Codec::stored) {
-            auto view = mounted->archive.view(*index);
-            if (!view) return std::move(view).error();
-            bytes = *view;
-        } else {
-            auto raw = mounted->archive.read(*index);
-            if (!raw) return std::move(raw).error();
-            copy = std::move(*raw);
-            bytes = copy;
-        }
-        auto manifest = archive::decode_manifest(bytes);
-        if (!manifest) return make_error(manifest.error().code, mounted->archive.describe(*index) + ": " + manifest.error().message);
-        mounted->manifest = std::move(*manifest);
+    return {};
+}
+
+namespace {
+
+Result<void> decode_manifest_of(MountedArchive& mounted) {
+    const auto index = mounted.archive.find_manifest();
+    if (!index) return {};
+    // Stored (what the writer makes): decoded straight from the mapping, no decompression.
+    archive::ByteVector copy;
+    archive::Bytes bytes;
+    if (mounted.archive.entries()[*index].codec == archive::Codec::stored) {
+        auto view = mounted.archive.view(*index);
+        if (!view) return std::move(view).error();
+        bytes = *view;
+    } else {
+        auto raw = mounted.archive.read(*index);
+        if (!raw) return std::move(raw).error();
+        copy = std::move(*raw);
+        bytes = copy;
     }
+    auto manifest = archive::decode_manifest(bytes);
+    if (!manifest) return make_error(manifest.error().code, mounted.archive.describe(*index) + ": " + manifest.error().message);
+    mounted.manifest = std::move(*manifest);
+    return {};
+}
+
+// Whether the file at `path` is still the one `map` mapped (device, inode, size, modification time).
+bool unchanged(const archive::FileMap& map) {
+    struct stat st {};
+    if (::stat(map.path().c_str(), &st) != 0) return false;
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    return static_cast<uint64_t>(st.st_dev) == map.device() && static_cast<uint64_t>(st.st_ino) == map.inode() &&
+           static_cast<uint64_t>(st.st_size) == map.bytes().size() && mtime == map.mtime_ns();
+}
+
+}  // namespace
+
+Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
+    reloaded = 0;
+    std::lock_guard serial(reload_mutex_);
+    std::optional<Error> first;
+    for (const auto& old : archives()) {
+        const archive::FileMap* map = old->archive.file();
+        if (map == nullptr || old->embedded) continue;  // memory and embedded archives do not change
+        if (changed_only && unchanged(*map)) continue;
+        auto fresh = [&]() -> Result<std::shared_ptr<MountedArchive>> {
+            auto a = archive::Archive::open_file(map->path());
+            if (!a) return std::move(a).error();
+            // A new version replaces one that works only when all of it is sound: every checksum,
+            // every image against its declared target, the manifest.
+            SDM_TRY(archive::verify_archive(*a));
+            SDM_TRY(check_compatible(*a));
+            auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr});
+            SDM_TRY(decode_manifest_of(*m));
+            return m;
+        }();
+        if (!fresh) {
+            Error e = std::move(fresh).error();
+            e.message = "reloading " + map->path() + " failed; the version mounted before keeps serving: " + e.message;
+            log_.warn(e.message);
+            if (!first) first = std::move(e);
+            continue;
+        }
+        // Byte-identical metadata (every entry's checksums included) is the same archive: keep it.
+        const auto meta = [](const archive::Archive& a) { return a.file()->bytes().first(static_cast<size_t>(a.header().payload_offset)); };
+        const auto before = meta(old->archive), after = meta((*fresh)->archive);
+        if (before.size() == after.size() && std::equal(before.begin(), before.end(), after.begin())) continue;
+        {
+            std::lock_guard lock(mutex_);
+            std::replace(archives_.begin(), archives_.end(), old, std::shared_ptr<const MountedArchive>(*fresh));
+            generation_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        modules_->retire(old.get());
+        ++reloaded;
+        log_.info("reloaded archive " + map->path() + " (" + std::to_string((*fresh)->archive.entries().size()) + " entries)");
+    }
+    if (first) return *first;
+    return {};
+}
+
+Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
+    SDM_TRY(check_compatible(mounted->archive));
+    SDM_TRY(decode_manifest_of(*mounted));
     log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
     std::lock_guard lock(mutex_);
     archives_.push_back(std::move(mounted));

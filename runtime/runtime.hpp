@@ -79,6 +79,13 @@ public:
     Result<void> mount_file(const std::string& path);
     Result<void> mount_memory(archive::Bytes bytes, const std::string& label);
     std::vector<std::shared_ptr<const MountedArchive>> archives() const;
+    // Hot reload: remounts the archive files that changed on disk since they were mounted (every
+    // file archive when `changed_only` is false; one whose content is byte-identical is kept).
+    // A new version takes the old one's place in the layer order: new fetches get its images,
+    // kernels fetched before keep working until released. A file that fails to mount leaves the
+    // old version serving; the first such error is returned (after every file was tried), and
+    // each is logged. `reloaded` counts the archives replaced.
+    Result<void> reload(bool changed_only, uint32_t& reloaded);
     // Archives of $SDM_ARCHIVE_PATH that could not be mounted, each with why.
     std::vector<std::string> skipped_archives() const;
     // Changes whenever the set of mounted archives does (a mount, a reload).
@@ -90,6 +97,7 @@ public:
     std::optional<Error> last_error() const;
 
 private:
+    Result<void> check_compatible(const archive::Archive& archive) const;
     Result<void> mount(std::shared_ptr<MountedArchive> mounted);
 
     RuntimeOptions options_;
@@ -109,6 +117,7 @@ private:
     std::vector<std::shared_ptr<const MountedArchive>> archives_;
     std::atomic<uint64_t> generation_{0};
     std::vector<std::string> skipped_;
+    std::mutex reload_mutex_;  // one reload at a time
     std::optional<Error> last_error_;
 };
 

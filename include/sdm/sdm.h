@@ -178,6 +178,19 @@ SDM_API sdm_status sdm_archive_mount_file(sdm_runtime* runtime, const char* path
 SDM_API sdm_status sdm_archive_mount_memory(sdm_runtime* runtime, const void* data, size_t size, const char* label,
                                             sdm_error** error);
 
+/* Hot reload (ABI 1.1). Remounts every mounted archive file from disk (one whose content did not
+ * change is kept as it is). A new version takes the old one's place in the layer order: new
+ * fetches get its images, while kernels fetched before keep working until released with
+ * sdm_kernel_release (the old modules unload then). A file that fails to mount (damaged,
+ * incompatible, missing) leaves the version mounted before serving: the first such failure is
+ * returned, naming the file and saying so, after every file was tried; each is also logged.
+ * `reloaded` (may be NULL) receives how many archives were replaced. Thread-safe with fetches. */
+SDM_API sdm_status sdm_runtime_reload(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error);
+/* The opt-in change check, cheap enough to poll once a frame: one stat() per mounted archive
+ * file; only files that changed (device, inode, size or modification time) are remounted, as
+ * sdm_runtime_reload does. */
+SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error);
+
 typedef struct sdm_archive_info {
     uint32_t struct_size;      /* sizeof(sdm_archive_info) */
     uint32_t entry_count;
@@ -256,6 +269,11 @@ SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const c
  * SDM_ERROR_MISMATCH, with both signatures in the message. NULL `signature`: no check. ABI 1.1. */
 SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
                                           sdm_kernel** kernel, sdm_error** error);
+/* Drops the reference a successful sdm_kernel_get took (ABI 1.1). Only matters across a reload:
+ * a module of a replaced archive unloads when its last reference goes; current modules stay
+ * loaded until the runtime is destroyed. Releasing more often than fetched is
+ * SDM_ERROR_INVALID_ARGUMENT. Hosts that never reload may ignore it. */
+SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* kernel, sdm_error** error);
 /* The kernel's CUfunction, for hosts that launch it themselves. */
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);
 
@@ -328,6 +346,9 @@ typedef struct sdm_api {
     sdm_status (*cache_stats_get)(sdm_runtime*, sdm_cache_stats*, sdm_error**);
     /* ABI 1.1 */
     sdm_status (*kernel_get_checked)(sdm_runtime*, int32_t, const char*, const char*, void*, sdm_kernel**, sdm_error**);
+    sdm_status (*kernel_release)(sdm_runtime*, const sdm_kernel*, sdm_error**);
+    sdm_status (*runtime_reload)(sdm_runtime*, uint32_t*, sdm_error**);
+    sdm_status (*runtime_poll_archives)(sdm_runtime*, uint32_t*, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

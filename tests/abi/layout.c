@@ -176,7 +176,10 @@ PIN_FIELD(sdm_api, preload, 192, 8);
 PIN_FIELD(sdm_api, cache_stats_get, 200, 8);
 /* ABI 1.1 */
 PIN_FIELD(sdm_api, kernel_get_checked, 208, 8);
-PIN_SIZE(sdm_api, 216, 8);
+PIN_FIELD(sdm_api, kernel_release, 216, 8);
+PIN_FIELD(sdm_api, runtime_reload, 224, 8);
+PIN_FIELD(sdm_api, runtime_poll_archives, 232, 8);
+PIN_SIZE(sdm_api, 240, 8);
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; add this platform's numbers (from a probe) before building on it"

@@ -3,7 +3,8 @@
 // variables, with failures injectable per entry point. Modules are checked the way the real
 // driver checks them, with sdm's own image parsers: a cubin must match the device's SM (a and f
 // variants included), PTX must target an arch the device can JIT for, in an ISA the configured
-// driver version knows. Nothing runs: there is no memory, no stream, no launch.
+// driver version knows. Nothing runs: there is no memory and no stream; cuLaunchKernel only checks
+// that the function's module is still loaded.
 //
 // Like libcuda, it exports cuGetProcAddress(_v2), cuInit and cuDriverGetVersion; every other
 // entry point is reachable only through cuGetProcAddress, by its base name ("cuCtxPushCurrent",
@@ -62,7 +63,7 @@ namespace {
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)   \
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
-    X(cuStreamIsCapturing)
+    X(cuStreamIsCapturing) X(cuLaunchKernel)
 
 enum Entry : int {
 #define SDM_FAKE_ENUM(name) e_##name,
@@ -772,6 +773,16 @@ CUresult CUDAAPI impl_cuModuleUnload(CUmodule module) {
     SDM_FAKE_ENTER(e_cuModuleUnload);
     if (!s.modules.contains(module)) return CUDA_ERROR_INVALID_HANDLE;
     unload(s, module);
+    return CUDA_SUCCESS;
+}
+
+// Nothing runs; a launch checks that the function's module is still loaded (a launch through a
+// function of an unloaded module is the bug hot-reload tests look for) and counts.
+CUresult CUDAAPI impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
+                                     CUstream, void**, void**) {
+    SDM_FAKE_ENTER(e_cuLaunchKernel);
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
 

@@ -1,0 +1,200 @@
+// Hot reload through the C ABI and the fake driver: a new archive file dropped beside a running
+// host serves new fetches while kernels fetched before keep working until released; a broken
+// file leaves the old version serving and says why; 8 threads fetching and launching while
+// another reloads (the suite also runs in the TSan build, docs/RELIABILITY.md). The H200 runs the
+// drop-in for real in tests/gpu/test_gpu_load.cpp.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include "fake_runtime.hpp"
+#include "sdm/sdm.h"
+#include "support.hpp"
+
+using namespace sdm::test;
+
+namespace {
+
+// Replaces `path` the way a deployment does: a temporary file beside it, then rename.
+void drop(const std::string& path, const sdm::archive::ByteVector& bytes) {
+    const std::string tmp = path + ".incoming";
+    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
+}
+
+using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
+
+// The fake driver's cuLaunchKernel: it fails for a function whose module was unloaded.
+LaunchFn fake_launch() {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    auto gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    void* fn = nullptr;
+    REQUIRE(gpa("cuLaunchKernel", &fn, 12000, 0, nullptr) == CUDA_SUCCESS);
+    return reinterpret_cast<LaunchFn>(fn);
+}
+
+CUresult launch(LaunchFn fn, const sdm_kernel* k) {
+    void* function = nullptr;
+    if (sdm_kernel_function(k, &function, nullptr) != SDM_OK) return CUDA_ERROR_INVALID_HANDLE;
+    return fn(static_cast<CUfunction>(function), 1, 1, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr);
+}
+
+sdm_kernel* get(sdm_runtime* rt, const char* name) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_kernel_get(rt, 0, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
+    return k;
+}
+
+uint32_t image_kind(const sdm_kernel* k) {
+    sdm_kernel_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE(sdm_kernel_info_get(k, &info, nullptr) == SDM_OK);
+    return info.image_kind;
+}
+
+}  // namespace
+
+TEST_CASE("a new archive dropped beside a running host: new fetches get it, old handles work until released", "[reload]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string file = dir.path + "/kernels.sdma";
+    const auto v1 = make_archive("kernels", {"compute_90"});  // PTX: image kind 2
+    const auto v2 = make_archive("kernels", {"sm_90"});       // a cubin: image kind 1
+    drop(file, v1);
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_NVJITLINK, 0, &log);
+    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    const LaunchFn fn = fake_launch();
+    sdm_kernel* old = get(rt.get(), "scale");
+    CHECK(image_kind(old) == 2);
+    uint32_t reloaded = 99;
+    REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 0);  // nothing changed
+
+    drop(file, v2);
+    REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    sdm_kernel* fresh = get(rt.get(), "scale");
+    CHECK(image_kind(fresh) == 1);
+    CHECK(launch(fn, old) == CUDA_SUCCESS);  // still loaded: still held
+    CHECK(launch(fn, fresh) == CUDA_SUCCESS);
+    CHECK(fake_calls("@modules") == 2);
+    REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
+    CHECK(fake_calls("@modules") == 1);  // the replaced module went with its last reference
+    sdm_error* e = nullptr;
+    CHECK(sdm_kernel_release(rt.get(), old, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("released more often than it was fetched"));
+    sdm_error_destroy(e);
+
+    SECTION("a broken file: the old version keeps serving, and the error says why") {
+        auto broken = v1;
+        broken[broken.size() / 2] ^= std::byte{0x40};
+        drop(file, broken);
+        REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, &e) == SDM_ERROR_ARCHIVE_CORRUPT);
+        CHECK(reloaded == 0);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("reloading " + file + " failed; the version mounted before keeps serving"));
+        sdm_error_destroy(e);
+        sdm_kernel* still = get(rt.get(), "scale");
+        CHECK(still == fresh);
+        CHECK(launch(fn, still) == CUDA_SUCCESS);
+        bool logged = false;
+        for (const auto& line : log) logged = logged || line.find("keeps serving") != std::string::npos;
+        CHECK(logged);
+    }
+    SECTION("a deleted file: the same") {
+        REQUIRE(std::remove(file.c_str()) == 0);
+        REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, &e) == SDM_ERROR_IO);
+        sdm_error_destroy(e);
+        CHECK(get(rt.get(), "scale") == fresh);
+    }
+    SECTION("sdm_runtime_reload of unchanged content replaces nothing") {
+        REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+        CHECK(reloaded == 0);
+        CHECK(get(rt.get(), "scale") == fresh);
+    }
+    SECTION("a version the host cannot use (another kernel ABI major) is refused; the old one serves") {
+        sdm_runtime_params p{};
+        p.struct_size = sizeof p;
+        p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+        p.cuda_driver = SDM_FAKE_CUDA_PATH;
+        const std::string cache = dir.path + "/cache2";
+        p.cache_dir = cache.c_str();
+        p.log_level = SDM_LOG_OFF;
+        p.kernel_abi_major = 1;
+        sdm_runtime* raw = nullptr;
+        REQUIRE(sdm_runtime_create(&p, &raw, nullptr) == SDM_OK);
+        RuntimePtr host(raw);
+        REQUIRE(sdm_archive_mount_file(host.get(), file.c_str(), nullptr) == SDM_OK);
+        drop(file, make_archive("kernels", {"sm_90"}, {"axpy", "scale"}, 2));
+        REQUIRE(sdm_runtime_poll_archives(host.get(), &reloaded, &e) == SDM_ERROR_MISMATCH);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel ABI 2.0"));
+        sdm_error_destroy(e);
+        CHECK(image_kind(get(host.get(), "scale")) == 1);
+    }
+}
+
+TEST_CASE("8 threads fetching and launching while another reloads: no launch hits an unloaded module", "[reload][concurrency]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string file = dir.path + "/kernels.sdma";
+    const auto v1 = make_archive("kernels", {"compute_90"});
+    const auto v2 = make_archive("kernels", {"sm_90"});
+    auto broken = v2;
+    broken[broken.size() / 2] ^= std::byte{0x40};
+    drop(file, v1);
+    RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_NVJITLINK);
+    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    const LaunchFn fn = fake_launch();
+    std::atomic<bool> stop{false};
+    std::atomic<int64_t> launches{0}, failures{0}, fetch_errors{0};
+    std::vector<std::thread> workers;
+    for (int t = 0; t < 8; ++t)
+        workers.emplace_back([&, t] {
+            const char* name = t % 2 == 0 ? "scale" : "axpy";
+            while (!stop.load()) {
+                sdm_kernel* k = nullptr;
+                if (sdm_kernel_get(rt.get(), 0, name, nullptr, &k, nullptr) != SDM_OK) {
+                    ++fetch_errors;
+                    continue;
+                }
+                for (int i = 0; i < 4; ++i) {  // a few launches per fetch, as a frame would
+                    if (launch(fn, k) != CUDA_SUCCESS) ++failures;
+                    ++launches;
+                }
+                if (sdm_kernel_release(rt.get(), k, nullptr) != SDM_OK) ++failures;
+            }
+        });
+    int reloads = 0, refused = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    for (int round = 0; std::chrono::steady_clock::now() < until; ++round) {
+        const bool bad = round % 5 == 4;
+        drop(file, bad ? broken : (round % 2 == 0 ? v2 : v1));
+        uint32_t n = 0;
+        const sdm_status s = sdm_runtime_poll_archives(rt.get(), &n, nullptr);
+        if (bad) refused += s == SDM_ERROR_ARCHIVE_CORRUPT;
+        else if (s == SDM_OK) reloads += static_cast<int>(n);
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    stop = true;
+    for (auto& w : workers) w.join();
+    INFO("reloads " << reloads << ", refused " << refused << ", launches " << launches.load());
+    CHECK(failures.load() == 0);
+    CHECK(fetch_errors.load() == 0);
+    CHECK(reloads >= 10);
+    CHECK(refused >= 2);
+    CHECK(launches.load() > 1000);
+    // Every handle was released: only the current version's module is still loaded.
+    CHECK(fake_calls("@modules") == 1);
+}
