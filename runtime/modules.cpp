@@ -61,19 +61,17 @@ Modules::~Modules() {
 }
 
 void Modules::unload_locked(std::shared_ptr<Slot> s) {
-    if (s->module != nullptr) {
-        auto driver = runtime_.driver();
-        if (driver) {
-            auto scope = ContextScope::enter(**driver, s->context);
-            auto r = scope ? SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + std::get<2>(s->key) + " of a replaced archive", s->module)
-                           : Result<void>(std::move(scope).error());
-            if (!r) runtime_.log().error(r.error().message);
-        }
-        s->module = nullptr;
-        s->unloaded.store(true, std::memory_order_release);
-        runtime_.log().info("unloaded module " + std::get<2>(s->key) + " of a replaced archive: no kernel of it is held any more");
+    // `s` is registered: loaded, its module written before it was registered under mutex_.
+    if (auto driver = runtime_.driver()) {
+        auto scope = ContextScope::enter(**driver, s->context);
+        auto r = scope ? SDM_DRIVER_CALL(**driver, cuModuleUnload, "unloading module " + std::get<2>(s->key) + " of a replaced archive", s->module)
+                       : Result<void>(std::move(scope).error());
+        if (!r) runtime_.log().error(r.error().message);
     }
-    slots_.erase(s->key);
+    s->module = nullptr;
+    s->unloaded.store(true, std::memory_order_release);
+    runtime_.log().info("unloaded module " + std::get<2>(s->key) + " of a replaced archive: no kernel of it is held any more");
+    if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
     unloaded_.push_back(s);
     for (auto it = served_.begin(); it != served_.end();) it = it->second.second == s ? served_.erase(it) : std::next(it);
@@ -84,8 +82,9 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
 void Modules::retire(const MountedArchive* old) {
     std::lock_guard lock(mutex_);
     std::vector<std::shared_ptr<Slot>> idle;
-    for (auto& [key, s] : slots_) {
-        if (std::get<1>(key) != old) continue;
+    // Registered slots only: one still loading retires itself when it registers (kernel()).
+    for (const auto& s : load_order_) {
+        if (std::get<1>(s->key) != old) continue;
         s->retired = true;
         if (s->references == 0) idle.push_back(s);
     }
@@ -98,8 +97,9 @@ Result<void> Modules::release(const KernelHandle& kernel) {
     if (raw == nullptr || raw->references <= 0)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " was released more often than it was fetched");
     if (--raw->references == 0 && raw->retired) {
-        const auto it = slots_.find(raw->key);
-        if (it != slots_.end()) unload_locked(it->second);
+        // Registered slots are in load_order_ (a retired one may be gone from slots_ already).
+        const auto it = std::find_if(load_order_.begin(), load_order_.end(), [&](const auto& p) { return p.get() == raw; });
+        if (it != load_order_.end()) unload_locked(*it);
     }
     return {};
 }
@@ -181,9 +181,11 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
         const auto it = s->kernels.find(name);
         if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + serve->module);
-        const auto mounted = runtime_.archives();  // replaced while this call loaded it? Then it is retired
-        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a == serve->archive; });
         std::lock_guard registry(mutex_);
+        // Replaced while this call loaded it? Then it registers retired. (Checked under mutex_: a
+        // reload replaces the archive first, then retires the registered slots under mutex_.)
+        const auto mounted = runtime_.archives();
+        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a == serve->archive; });
         // A reload may have unloaded it between the load and here (retired, with no reference
         // yet): serve again, from what is mounted now.
         if (s->unloaded.load(std::memory_order_acquire)) continue;

@@ -131,14 +131,17 @@ Result<void> decode_manifest_of(MountedArchive& mounted) {
     return {};
 }
 
-// Whether the file at `path` is still the one `map` mapped (device, inode, size, modification time).
-bool unchanged(const archive::FileMap& map) {
+// What identifies a file's version on disk: device, inode, size, modification time (ns).
+using FileVersion = std::tuple<uint64_t, uint64_t, uint64_t, int64_t>;
+
+std::optional<FileVersion> on_disk(const std::string& path) {
     struct stat st {};
-    if (::stat(map.path().c_str(), &st) != 0) return false;
-    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    return static_cast<uint64_t>(st.st_dev) == map.device() && static_cast<uint64_t>(st.st_ino) == map.inode() &&
-           static_cast<uint64_t>(st.st_size) == map.bytes().size() && mtime == map.mtime_ns();
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return FileVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                       static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
+
+FileVersion mapped(const archive::FileMap& map) { return {map.device(), map.inode(), map.bytes().size(), map.mtime_ns()}; }
 
 }  // namespace
 
@@ -149,7 +152,13 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
     for (const auto& old : archives()) {
         const archive::FileMap* map = old->archive.file();
         if (map == nullptr || old->embedded) continue;  // memory and embedded archives do not change
-        if (changed_only && unchanged(*map)) continue;
+        const auto now = on_disk(map->path());
+        if (changed_only && now == mapped(*map)) continue;
+        {  // a poll reports a refused version once; sdm_runtime_reload tries it again
+            std::lock_guard lock(mutex_);
+            const auto refused = refused_.find(map->path());
+            if (changed_only && refused != refused_.end() && now && refused->second == *now) continue;
+        }
         auto fresh = [&]() -> Result<std::shared_ptr<MountedArchive>> {
             auto a = archive::Archive::open_file(map->path());
             if (!a) return std::move(a).error();
@@ -165,6 +174,10 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
             Error e = std::move(fresh).error();
             e.message = "reloading " + map->path() + " failed; the version mounted before keeps serving: " + e.message;
             log_.warn(e.message);
+            if (now) {
+                std::lock_guard lock(mutex_);
+                refused_[map->path()] = *now;
+            }
             if (!first) first = std::move(e);
             continue;
         }

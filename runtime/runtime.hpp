@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <tuple>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -84,7 +86,8 @@ public:
     // A new version takes the old one's place in the layer order: new fetches get its images,
     // kernels fetched before keep working until released. A file that fails to mount leaves the
     // old version serving; the first such error is returned (after every file was tried), and
-    // each is logged. `reloaded` counts the archives replaced.
+    // each is logged. `reloaded` counts the archives replaced. With `changed_only` (a poll), a
+    // version of a file that was refused before is not tried (nor reported) again until it changes.
     Result<void> reload(bool changed_only, uint32_t& reloaded);
     // Archives of $SDM_ARCHIVE_PATH that could not be mounted, each with why.
     std::vector<std::string> skipped_archives() const;
@@ -118,6 +121,8 @@ private:
     std::atomic<uint64_t> generation_{0};
     std::vector<std::string> skipped_;
     std::mutex reload_mutex_;  // one reload at a time
+    // path -> the on-disk version (device, inode, size, mtime) a reload refused: polls skip it.
+    std::map<std::string, std::tuple<uint64_t, uint64_t, uint64_t, int64_t>> refused_;
     std::optional<Error> last_error_;
 };
 

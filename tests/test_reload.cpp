@@ -106,6 +106,10 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
         CHECK(reloaded == 0);
         CHECK_THAT(sdm_error_message(e), Catch::Contains("reloading " + file + " failed; the version mounted before keeps serving"));
         sdm_error_destroy(e);
+        // A poll reports a refused version once; an explicit reload tries it again.
+        REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
+        CHECK(reloaded == 0);
+        CHECK(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_ERROR_ARCHIVE_CORRUPT);
         sdm_kernel* still = get(rt.get(), "scale");
         CHECK(still == fresh);
         CHECK(launch(fn, still) == CUDA_SUCCESS);

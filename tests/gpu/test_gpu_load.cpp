@@ -1,7 +1,10 @@
 // GPU test: loading for real on every visible device. Each kernel of a test archive loads from a
 // cubin, from PTX cold (nvJitLink) and warm (the cache), and through the driver's JIT; kernels run
-// with a checked output; old-arch PTX is refused on the modern class; a load that would JIT while
-// a stream captures a graph is refused; each device gets its own module. Exits 77 without a GPU.
+// with a checked output; old-arch PTX is refused on the modern class, and so is an sm_90 cubin
+// compiled from compute_80 (the image policy, from the driver's own ptxVersion); CUDA_FORCE_PTX_JIT
+// takes the PTX path; a load that would JIT while a stream captures a graph is refused; an archive
+// file replaced on disk is reloaded while kernels fetched before keep running, and a broken one is
+// refused; each device gets its own module. Exits 77 without a GPU.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -65,13 +68,22 @@ sdm::archive::ByteVector data_file(const std::string& name) {
     return std::move(*bytes);
 }
 
-sdm::archive::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets) {
+// An archive of the test kernels: each target from tests/data/kernels.TARGET.{cubin,ptx}, or
+// "FILE=TARGET" for another file there.
+sdm::archive::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets, const std::string& content = "") {
     sdm::archive::ArchiveWriter writer;
-    for (const char* t : targets) {
+    for (const char* spec : targets) {
+        const std::string text = spec;
+        const auto eq = text.find('=');
+        const std::string t = eq == std::string::npos ? text : text.substr(eq + 1);
         const auto target = sdm::archive::parse_target(t).value();
-        (void)writer.add({module, target.kind, target.sm, target.variant, data_file(std::string("kernels.") + t + ".ptx")});
+        const std::string file = eq != std::string::npos ? text.substr(0, eq)
+                                                         : "kernels." + t + (target.kind == sdm::archive::Kind::ptx ? ".ptx" : ".cubin");
+        auto added = writer.add({module, target.kind, target.sm, target.variant, data_file(file)});
+        if (!added) std::printf("FAIL: %s\n", added.error().message.c_str());
     }
     sdm::archive::Manifest m;
+    m.content_version = content;
     m.kernel_abi_major = 1;
     m.kernels.push_back({"scale", module, {}, {}, {}});
     m.kernels.push_back({"axpy", module, {}, {}, {}});
@@ -109,15 +121,9 @@ int main() {
     const auto end_capture = cuda.get<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
     std::mt19937 rng(std::random_device{}());
 
-    // Runs scale(y, 3, n) or axpy(y, x, 0.5, n) on device `ordinal` with fresh random data and checks every element.
-    const auto run_checked = [&](sdm_runtime* rt, int ordinal, const char* name, const std::string& what) {
-        sdm_kernel* k = nullptr;
-        sdm_error* e = nullptr;
-        if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) {
-            check(false, what + ": " + sdm_error_message(e));
-            sdm_error_destroy(e);
-            return 0u;
-        }
+    // Runs kernel k (scale(y, 3, n) or axpy(y, x, 0.5, n)) on device `ordinal` with fresh random
+    // data and checks every element; returns where its image came from.
+    const auto launch_checked = [&](sdm_kernel* k, int ordinal, const char* name, const std::string& what) {
         sdm_kernel_info info{};
         info.struct_size = sizeof info;
         sdm_kernel_info_get(k, &info, nullptr);
@@ -159,6 +165,16 @@ int main() {
               what + ": " + name + " on device " + std::to_string(ordinal) + " from " + (info.image_kind == 1 ? "cubin sm_" : "PTX compute_") +
                   std::to_string(info.image_sm) + " (source " + std::to_string(info.source) + "), " + std::to_string(bad) + " wrong of " + std::to_string(n));
         return info.source;
+    };
+    const auto run_checked = [&](sdm_runtime* rt, int ordinal, const char* name, const std::string& what) {
+        sdm_kernel* k = nullptr;
+        sdm_error* e = nullptr;
+        if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) {
+            check(false, what + ": " + sdm_error_message(e));
+            sdm_error_destroy(e);
+            return 0u;
+        }
+        return launch_checked(k, ordinal, name, what);
     };
 
     const auto ptx = ptx_archive("gpuptx", {"compute_80", "compute_90"});
@@ -219,6 +235,87 @@ int main() {
         pop(&popped);
         check(captured == SDM_ERROR_GRAPH_CAPTURE, std::string("a JIT during graph capture is refused: ") + sdm_error_message(e));
         sdm_error_destroy(e);
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
+    // The image policy on the modern class: an sm_90 cubin compiled from compute_80, which the
+    // driver reports as ptxVersion 80, is refused; CUDA_FORCE_PTX_JIT takes the PTX path.
+    {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        sdm_device_class c = 0;
+        sdm_device_class_get(rt, 0, &c, nullptr);
+        sdm_device_info dev{};
+        dev.struct_size = sizeof dev;
+        sdm_device_info_get(rt, 0, &dev, nullptr);
+        const std::string cc = std::to_string(dev.capability_major) + std::to_string(dev.capability_minor);
+        if (c == SDM_DEVICE_CLASS_MODERN && cc == "90") {
+            const auto from80 = ptx_archive("policy", {"kernels.sm_90-from-compute_80.cubin=sm_90", "compute_90"});
+            sdm_archive_mount_memory(rt, from80.data(), from80.size(), "from80.sdma", nullptr);
+            sdm_kernel* k = nullptr;
+            sdm_error* e = nullptr;
+            const sdm_status s = sdm_kernel_get(rt, 0, "scale", nullptr, &k, &e);
+            check(s == SDM_ERROR_IMAGE_REFUSED && std::strstr(sdm_error_message(e), "compute_80") != nullptr,
+                  std::string("an sm_90 cubin compiled from compute_80 is refused (the driver says ptxVersion 80): ") + sdm_error_message(e));
+            sdm_error_destroy(e);
+            e = nullptr;
+            check(sdm_kernel_get(rt, 0, "axpy", nullptr, &k, &e) == SDM_ERROR_IMAGE_REFUSED, "refused again: refusals are not memoized");
+            sdm_error_destroy(e);
+            sdm_runtime_destroy(rt);
+            rt = runtime(cache);
+            const auto both = ptx_archive("forced", {"sm_90", "compute_90"});
+            sdm_archive_mount_memory(rt, both.data(), both.size(), "both.sdma", nullptr);
+            setenv("CUDA_FORCE_PTX_JIT", "1", 1);
+            check(run_checked(rt, 0, "scale", "CUDA_FORCE_PTX_JIT=1") == 3, "CUDA_FORCE_PTX_JIT=1: the PTX path though a cubin fits");
+            unsetenv("CUDA_FORCE_PTX_JIT");
+        } else {
+            std::printf("note: device 0 is not an sm_90 modern device: the compute_80 cubin refusal needs one\n");
+        }
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
+    // Hot reload: a new archive file replaces the mounted one; kernels fetched before keep running
+    // until released; a broken file is refused and the version before keeps serving.
+    {
+        const std::string cache = cache_dir();
+        const std::string file = cache + "/kernels.sdma";
+        const auto drop = [&](const sdm::archive::ByteVector& bytes) {
+            const bool written = static_cast<bool>(sdm::archive::write_file_atomic(file, bytes));
+            if (!written) check(false, "write " + file);
+        };
+        const auto v1 = ptx_archive("reload", {"compute_90"}, "v1");
+        const auto v2 = ptx_archive("reload", {"sm_90"}, "v2");
+        auto broken = v2;
+        broken[broken.size() / 2] ^= std::byte{0x40};
+        drop(v1);
+        sdm_runtime* rt = runtime(cache);
+        check(sdm_archive_mount_file(rt, file.c_str(), nullptr) == SDM_OK, "mount " + file);
+        sdm_kernel* old = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &old, nullptr);
+        check(launch_checked(old, 0, "scale", "reload: v1") == 3, "v1 serves PTX linked by nvJitLink");
+        drop(v2);
+        uint32_t reloaded = 0;
+        check(sdm_runtime_poll_archives(rt, &reloaded, nullptr) == SDM_OK && reloaded == 1, "the changed file is reloaded");
+        sdm_kernel* fresh = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &fresh, nullptr);
+        sdm_kernel_info info{};
+        info.struct_size = sizeof info;
+        sdm_kernel_info_get(fresh, &info, nullptr);
+        check(fresh != old && info.image_kind == 1, "new fetches get v2's cubin");
+        launch_checked(fresh, 0, "scale", "reload: v2");
+        launch_checked(old, 0, "scale", "reload: v1's kernel, fetched before, still runs");
+        check(sdm_kernel_release(rt, old, nullptr) == SDM_OK, "release v1's kernel (its module unloads)");
+        void* gone = nullptr;
+        check(sdm_kernel_function(old, &gone, nullptr) == SDM_ERROR_INVALID_ARGUMENT, "a released kernel of an unloaded module is an error, not a crash");
+        drop(broken);
+        sdm_error* e = nullptr;
+        const sdm_status s = sdm_runtime_poll_archives(rt, &reloaded, &e);
+        check(s == SDM_ERROR_ARCHIVE_CORRUPT && std::strstr(sdm_error_message(e), "keeps serving") != nullptr,
+              std::string("a broken file is refused: ") + sdm_error_message(e));
+        sdm_error_destroy(e);
+        run_checked(rt, 0, "scale", "reload: v2 keeps serving after the broken drop");
         sdm_runtime_destroy(rt);
         std::filesystem::remove_all(cache);
     }
