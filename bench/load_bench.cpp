@@ -2,7 +2,12 @@
 // process, because what a process start pays is the FIRST load in a fresh process (a repeated load
 // of the same bytes is 2-3x faster: the driver keeps state). Context creation happens before the
 // clock starts in every mode, so each figure is the load alone. Prints microseconds on stdout.
-//   load_bench raw-cubin FILE                 cuModuleLoadData of a cubin (the floor)
+//   load_bench raw-cubin FILE [KERNEL]        cuModuleLoadData of a cubin read before the clock (the floor);
+//                                             with KERNEL also cuModuleGetFunction, which a host needs
+//                                             before a launch (the driver loads lazily: part of the load
+//                                             happens there)
+//   load_bench hand-rolled FILE KERNEL        what a hand-rolled cubin loader pays in a fresh process: read
+//                                             the file, cuModuleLoadData, cuModuleGetFunction
 //   load_bench driver-ptx FILE                cuModuleLoadData of PTX (the driver's JIT)
 //   load_bench nvjitlink FILE SM              nvJitLink link of PTX, then cuModuleLoadData
 //   load_bench nvjitlink-serial SM FILE...    the same for several PTX files, one after another
@@ -62,12 +67,23 @@ int main(int argc, char** argv) {
     using Clock = std::chrono::steady_clock;
     Clock::time_point start, stop;
 
-    if (mode == "raw-cubin" || mode == "driver-ptx") {
-        const auto bytes = slurp(argv[2], mode == "driver-ptx");
+    const auto get_function = driver_fn<decltype(&cuModuleGetFunction)>(lib, "cuModuleGetFunction");
+    if (mode == "raw-cubin" || mode == "driver-ptx" || mode == "hand-rolled") {
+        const bool timed_read = mode == "hand-rolled";
+        std::vector<char> bytes;
+        if (!timed_read) bytes = slurp(argv[2], mode == "driver-ptx");
         start = Clock::now();
-        const CUresult rc = load(&module, bytes.data());
+        if (timed_read) {  // sized once, read once: no growth pattern that pre-warms the heap
+            std::ifstream in(argv[2], std::ios::binary | std::ios::ate);
+            bytes.resize(static_cast<size_t>(in.tellg()));
+            in.seekg(0);
+            in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        }
+        CUresult rc = load(&module, bytes.data());
+        CUfunction function = nullptr;
+        if (rc == CUDA_SUCCESS && argc > 3) rc = get_function(&function, module, argv[3]);
         stop = Clock::now();
-        if (rc != CUDA_SUCCESS) return fail("cuModuleLoadData failed");
+        if (rc != CUDA_SUCCESS) return fail("cuModuleLoadData or cuModuleGetFunction failed");
     } else if (mode == "nvjitlink" || mode == "nvjitlink-serial") {
         const bool serial = mode == "nvjitlink-serial";
         const uint16_t sm = static_cast<uint16_t>(std::stoi(argv[serial ? 2 : 3]));

@@ -9,7 +9,7 @@ build=$1
 sdm=$build/tools/sdm
 data=tests/data
 work=$(mktemp -d)
-trap 'kill $host 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $host 2>/dev/null || true; rm -rf "$work"' EXIT
 export SDM_CACHE_DIR=$work/cache
 manifest() {  # manifest CONTENT_VERSION > toml
   printf '[archive]\nkernel_abi = "1.0"\ncontent_version = "%s"\n' "$1"

@@ -24,6 +24,13 @@ run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
+# Layers on the real device: the newest archive with an image serves, an older one the rest.
+layers=$(mktemp -d)
+printf '[archive]\nkernel_abi = "1.2"\n[[kernel]]\nname = "scale"\nmodule = "kernels"\nsignature = "ptr,f32,i32"\n' >"$layers/m.toml"
+"$build/tools/sdm" pack -q -m "$layers/m.toml" -o "$layers/old-arch.sdma" "kernels:compute_80=tests/data/kernels.compute_80.ptx"
+run sdm-info-layers env SDM_ARCHIVE_PATH="tests/golden/kernels.sdma:$layers/old-arch.sdma:$layers/missing.sdma" "$build/tools/sdm" info
+# Hot reload with a host running: a new version, a broken file, the first version again.
+run reload-transcript bash tests/gpu/reload_transcript.sh "$build"
 # The case users hit most: PTX from a toolkit newer than the driver. When .device-newer/ travels
 # (docs/GPU_TESTS.md: PTX compiled by CUDA 13.5's NVRTC, and the nvidia-nvjitlink 13.5 library),
 # the same test runs again with that nvJitLink and that PTX.
