@@ -169,7 +169,7 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             }
             if (params->cuda_driver != nullptr) options.cuda_driver = params->cuda_driver;
             if ((params->cache_flags & ~uint32_t{SDM_CACHE_DISABLED | SDM_CACHE_READ_ONLY}) != 0 ||
-                (params->jit_flags & ~uint32_t{SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER}) != 0)
+                (params->jit_flags & ~uint32_t{SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER | SDM_JIT_NO_PTX_COMPILER}) != 0)
                 return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: unknown cache_flags or jit_flags bits");
             if (params->cache_dir != nullptr) options.cache.directory = params->cache_dir;
             options.cache.max_bytes = params->cache_max_bytes;
@@ -177,6 +177,7 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             options.cache.read_only = (params->cache_flags & SDM_CACHE_READ_ONLY) != 0;
             options.jit.nvjitlink = (params->jit_flags & SDM_JIT_NO_NVJITLINK) == 0;
             options.jit.driver = (params->jit_flags & SDM_JIT_NO_DRIVER) == 0;
+            options.jit.ptx_compiler = (params->jit_flags & SDM_JIT_NO_PTX_COMPILER) == 0;
             options.host_context = static_cast<CUcontext>(params->cuda_context);
             if (params->struct_size >= offsetof(sdm_runtime_params, reserved1)) {  // ABI 1.1
                 if (params->kernel_abi_major > 0xffff)

@@ -9,6 +9,7 @@
 #include "cache.hpp"
 #include "context.hpp"
 #include "jit_nvjitlink.hpp"
+#include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
 #include "select.hpp"
 
@@ -301,31 +302,57 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
             jit = runtime_.nvjitlink();  // not locatable without loading: load it, and key by its file
             if (jit != nullptr) identity = jit->file();
         }
-        if (!identity.empty()) {
-            cache_key = CacheKeyBuilder()
-                            .field("nvJitLink link")
-                            .field(entry.raw_hash)
-                            .field(target)
-                            .field(identity)
-                            .field(static_cast<uint64_t>(driver.version()))
-                            .key();
-            bool linked = false;
-            const auto link = [&]() -> Result<ByteVector> {
+        // nvJitLink and nvPTXCompiler builds go through the cache: run `build` on a miss.
+        const auto cached = [&](const archive::Hash128& key, ImageSource built_by, const auto& build) -> Result<void> {
+            cache_key = key;
+            bool ran = false;
+            const auto run = [&]() -> Result<ByteVector> {
                 SDM_TRY(not_capturing());
+                ran = true;
+                return build();
+            };
+            auto cubin = cache != nullptr ? cache->get_or_build(key, run) : run();
+            if (!cubin) return std::move(cubin).error();
+            source = ran || cache == nullptr ? built_by : ImageSource::cache;
+            owned = std::move(*cubin);
+            bytes = owned;
+            return {};
+        };
+        const bool ptx_compiler = runtime_.jit_policy().ptx_compiler && ptx_compiler_built() && entry.kind == Kind::ptx;
+        if (!identity.empty()) {
+            const auto key = CacheKeyBuilder()
+                                 .field("nvJitLink link")
+                                 .field(entry.raw_hash)
+                                 .field(target)
+                                 .field(identity)
+                                 .field(static_cast<uint64_t>(driver.version()))
+                                 .key();
+            SDM_TRY(cached(key, ImageSource::nvjitlink, [&]() -> Result<ByteVector> {
                 const NvJitLink* linker = runtime_.nvjitlink();
                 if (linker == nullptr) return make_error(ErrorCode::jit, "loading " + image + " needs nvJitLink: " + runtime_.nvjitlink_error());
-                linked = true;
                 auto out = linker->link({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
                 if (!out) return std::move(out).error();
                 runtime_.log().info("linked " + image + " for " + target + " with nvJitLink " + linker->version() + " in " +
                                     std::to_string(out->milliseconds) + " ms");
                 return std::move(out->cubin);
-            };
-            auto cubin = cache != nullptr ? cache->get_or_build(*cache_key, link) : link();
-            if (!cubin) return std::move(cubin).error();
-            source = linked || cache == nullptr ? ImageSource::nvjitlink : ImageSource::cache;
-            owned = std::move(*cubin);
-            bytes = owned;
+            }));
+        } else if (ptx_compiler) {
+            auto version = ptx_compiler_version();
+            if (!version) return std::move(version).error();
+            const auto key = CacheKeyBuilder()
+                                 .field("nvPTXCompiler compile")
+                                 .field(entry.raw_hash)
+                                 .field(target)
+                                 .field(*version)
+                                 .field(static_cast<uint64_t>(driver.version()))
+                                 .key();
+            SDM_TRY(cached(key, ImageSource::ptx_compiler, [&]() -> Result<ByteVector> {
+                auto out = ptx_compile({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
+                if (!out) return std::move(out).error();
+                runtime_.log().info("compiled " + image + " for " + target + " with nvPTXCompiler " + *version + " in " +
+                                    std::to_string(out->milliseconds) + " ms");
+                return std::move(out->cubin);
+            }));
         } else if (runtime_.jit_policy().driver && !switches.disable_ptx_jit && entry.kind == Kind::ptx) {
             SDM_TRY(not_capturing());
             source = ImageSource::driver_jit;
@@ -345,8 +372,12 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                 return e;
             }
         } else {
+            const std::string ptxc = !runtime_.jit_policy().ptx_compiler ? "nvPTXCompiler is forbidden by the host"
+                                     : !ptx_compiler_built()          ? "this libsdm was built without nvPTXCompiler"
+                                                                      : "nvPTXCompiler compiles PTX only";
             return make_error(ErrorCode::jit, "loading " + image + " on " + device + " needs a JIT, and no backend may run: " +
                                                   (runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink_error() : std::string("nvJitLink is forbidden by the host")) +
+                                                  "; " + ptxc +
                                                   (!runtime_.jit_policy().driver ? "; the driver's JIT is forbidden by the host"
                                                    : switches.disable_ptx_jit ? "; the driver's JIT is off (CUDA_DISABLE_PTX_JIT=1 is set)"
                                                                               : ""));

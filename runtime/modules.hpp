@@ -26,7 +26,7 @@ namespace sdm::runtime {
 class Runtime;
 struct MountedArchive;
 
-enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5 };
+enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5, ptx_compiler = 6 };
 
 struct ModuleSlot;
 

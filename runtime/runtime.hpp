@@ -27,6 +27,7 @@ namespace sdm::runtime {
 
 struct JitPolicy {
     bool nvjitlink{true};  // link PTX / LTO-IR with nvJitLink (cached)
+    bool ptx_compiler{true};  // compile PTX with the static nvPTXCompiler, when built in (cached)
     bool driver{true};     // hand PTX to the driver's own JIT when nvJitLink cannot
 };
 

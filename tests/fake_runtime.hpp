@@ -18,6 +18,9 @@ struct RuntimeDeleter {
 };
 using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
 
+// Only the driver's JIT may take PTX (nvJitLink and nvPTXCompiler forbidden).
+inline constexpr uint32_t kDriverJitOnly = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER;
+
 inline constexpr const char* kH200 = "NVIDIA H200,9.0,232448,132,62914560";
 inline constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040";
 inline constexpr const char* kRtx4090 = "NVIDIA GeForce RTX 4090,8.9,101376,128,75497472";

@@ -82,7 +82,7 @@ TEST_CASE("compute_80 is refused on a forced modern row and accepted on the a100
         REQUIRE(sdm_testing_force_row_pop(token, nullptr) == SDM_OK);
     }
     SECTION("forced a100 row: compute_80 PTX through the driver's JIT is accepted") {
-        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         mount(rt.get(), make_archive("kernels", {"compute_80"}), "ptx80.sdma");
         uint64_t token = 0;
         REQUIRE(sdm_testing_force_row_push(8, 0, 166912, 108, 41943040, &token, nullptr) == SDM_OK);
@@ -165,7 +165,7 @@ TEST_CASE("CUDA_DISABLE_PTX_JIT=1: no PTX for the driver's JIT; nvJitLink still 
     fake(kH200);
     EnvGuard disable("CUDA_DISABLE_PTX_JIT", "1");
     {
-        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         mount(rt.get(), make_archive("kernels", {"compute_90"}), "ptx.sdma");
         std::string message;
         info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);

@@ -110,24 +110,51 @@ TEST_CASE("the driver's JIT when nvJitLink may not run; its log on failure", "[m
     fake(kH200);
     const auto ptx_only = make_archive("jit", {"compute_90"});
     {
-        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         mount(rt.get(), ptx_only, "ptx.sdma");
         CHECK(info_of(rt.get(), 0, "scale").source == 4);
     }
     {
         setenv("SDM_FAKE_CUDA_DISABLE_JIT", "1", 1);
-        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         mount(rt.get(), ptx_only, "ptx.sdma");
         std::string message;
         (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
         CHECK_THAT(message, Catch::Contains("the driver's JIT of ptx jit, compute_90") && Catch::Contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND"));
         unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
     }
-    RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER);
+    RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly | SDM_JIT_NO_DRIVER);
     mount(rt.get(), ptx_only, "ptx.sdma");
     std::string message;
     (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
     CHECK_THAT(message, Catch::Contains("needs a JIT, and no backend may run"));
+}
+
+TEST_CASE("nvPTXCompiler takes PTX when nvJitLink may not (when built in), cached; else the driver's JIT", "[modules][jit]") {
+    test::TempDir cache;
+    fake(kH200);
+    const auto ptx_only = make_archive("jit", {"compute_90"});
+    std::string message;
+    {
+        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
+        mount(rt.get(), ptx_only, "ptx.sdma");
+        CHECK(info_of(rt.get(), 0, "scale").source == (SDM_TEST_PTX_COMPILER ? 6u : 4u));
+    }
+    RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    if (SDM_TEST_PTX_COMPILER) {
+        CHECK(info_of(rt.get(), 0, "scale").source == 2);  // the compile above was cached
+        CHECK(stats_of(rt.get()).hits == 1);
+    } else {
+        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+        CHECK_THAT(message, Catch::Contains("this libsdm was built without nvPTXCompiler") && Catch::Contains("forbidden by the host"));
+    }
+    // Forbidding nvPTXCompiler too leaves nothing, and the message says so for each backend.
+    RuntimePtr none = make_runtime(cache.path, kDriverJitOnly | SDM_JIT_NO_DRIVER);
+    mount(none.get(), ptx_only, "ptx.sdma");
+    (void)info_of(none.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    CHECK_THAT(message, Catch::Contains("nvJitLink is forbidden by the host") && Catch::Contains("nvPTXCompiler is forbidden by the host") &&
+                            Catch::Contains("the driver's JIT is forbidden by the host"));
 }
 
 TEST_CASE("a load that would JIT during graph capture is refused; cubins and warm caches load", "[modules][capture]") {

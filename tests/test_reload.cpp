@@ -74,7 +74,7 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
     const auto v2 = make_archive("kernels", {"sm_90"});       // a cubin: image kind 1
     drop(file, v1);
     std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_NVJITLINK, 0, &log);
+    RuntimePtr rt = make_runtime(dir.path + "/cache", kDriverJitOnly, 0, &log);
     REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
     const LaunchFn fn = fake_launch();
     sdm_kernel* old = get(rt.get(), "scale");
@@ -158,7 +158,7 @@ TEST_CASE("8 threads fetching and launching while another reloads: no launch hit
     auto broken = v2;
     broken[broken.size() / 2] ^= std::byte{0x40};
     drop(file, v1);
-    RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_NVJITLINK);
+    RuntimePtr rt = make_runtime(dir.path + "/cache", kDriverJitOnly);
     REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
     const LaunchFn fn = fake_launch();
     std::atomic<bool> stop{false};

@@ -9,6 +9,7 @@
 #include "commands.hpp"
 #include "device_class.hpp"
 #include "jit_nvjitlink.hpp"
+#include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
 
 namespace sdm::tools {
@@ -72,6 +73,9 @@ int run_info(const InfoOptions& o) {
     auto jit = runtime::NvJitLink::load(o.nvjitlink);
     if (jit) out["nvjitlink"] = {{"path", jit->file()}, {"version", jit->version()}};
     else out["nvjitlink"] = {{"error", jit.error().message}};
+    const auto ptxc = runtime::ptx_compiler_version();
+    if (ptxc) out["nvptxcompiler"] = {{"version", *ptxc}};
+    else out["nvptxcompiler"] = {{"error", ptxc.error().message}};
     // Which archive serves each kernel on each device, and why (the layering rule, loading nothing).
     std::set<std::string> names;
     for (const auto& m : rt.archives())
@@ -141,6 +145,8 @@ int run_info(const InfoOptions& o) {
     }
     if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
     else fmt::print("nvJitLink: not found ({})\n", jit.error().message.substr(0, jit.error().message.find('\n')));
+    if (ptxc) fmt::print("nvPTXCompiler: linked in (version {})\n", *ptxc);
+    else fmt::print("nvPTXCompiler: not built into this libsdm\n");
     for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
     if (out["archives"].empty()) fmt::print("archives: none mounted (this build embeds none; pass --archive FILE)\n");
     for (const auto& a : out["archives"])

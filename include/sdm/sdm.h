@@ -155,7 +155,8 @@ enum {
 };
 enum {
     SDM_JIT_NO_NVJITLINK = 1u << 0,  /* never link with nvJitLink */
-    SDM_JIT_NO_DRIVER = 1u << 1      /* never hand PTX to the driver's own JIT */
+    SDM_JIT_NO_DRIVER = 1u << 1,     /* never hand PTX to the driver's own JIT */
+    SDM_JIT_NO_PTX_COMPILER = 1u << 2 /* never compile with nvPTXCompiler (ABI 1.1) */
 };
 
 /* Creates a runtime. Cheap: the driver is loaded on first need, and a machine without one still
@@ -283,7 +284,8 @@ typedef struct sdm_kernel_info {
     uint32_t image_kind;       /* 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin (the archive's kinds) */
     uint32_t image_sm;         /* the chosen image's arch (90 for sm_90 / compute_90) */
     uint32_t loaded_sm;        /* what was loaded: the cubin's or the JIT target's SM */
-    uint32_t source;           /* 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin */
+    uint32_t source;           /* 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin,
+                                  6 nvPTXCompiler (ABI 1.1) */
     const char* name;          /* owned by the runtime */
     const char* module;
     const char* archive;       /* the archive's label */

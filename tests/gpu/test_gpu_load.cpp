@@ -195,10 +195,25 @@ int main() {
         sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
         check(run_checked(rt, d, "axpy", "PTX warm") == 2, "PTX warm comes from the cache");
         sdm_runtime_destroy(rt);
-        rt = runtime(cache, SDM_JIT_NO_NVJITLINK);
+        rt = runtime(cache, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER);
         sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
-        check(run_checked(rt, d, "scale", "driver JIT") == 4, "the driver's JIT when nvJitLink is forbidden");
+        check(run_checked(rt, d, "scale", "driver JIT") == 4, "the driver's JIT when nvJitLink and nvPTXCompiler are forbidden");
         sdm_runtime_destroy(rt);
+        if (SDM_TEST_PTX_COMPILER) {  // this libsdm has nvPTXCompiler linked in
+            const std::string own = cache_dir();
+            rt = runtime(own, SDM_JIT_NO_NVJITLINK);
+            sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+            check(run_checked(rt, d, "scale", "nvPTXCompiler") == 6, "nvPTXCompiler compiles the PTX when nvJitLink is forbidden");
+            run_checked(rt, d, "axpy", "nvPTXCompiler, same module");
+            sdm_runtime_destroy(rt);
+            rt = runtime(own, SDM_JIT_NO_NVJITLINK);
+            sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+            check(run_checked(rt, d, "scale", "nvPTXCompiler warm") == 2, "the nvPTXCompiler build is cached");
+            sdm_runtime_destroy(rt);
+            std::filesystem::remove_all(own);
+        } else {
+            std::printf("note: this libsdm was built without nvPTXCompiler: its GPU check needs -Dptx_compiler=enabled\n");
+        }
         std::filesystem::remove_all(cache);
     }
 
@@ -342,7 +357,7 @@ int main() {
     // PTX and a newer nvJitLink): the driver's JIT refuses it, sdm's nvJitLink path runs it.
     if (const char* newer = std::getenv("SDM_TEST_NEWER_PTX_ARCHIVE")) {
         const std::string cache = cache_dir();
-        sdm_runtime* rt = runtime(cache, SDM_JIT_NO_NVJITLINK);
+        sdm_runtime* rt = runtime(cache, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER);
         check(sdm_archive_mount_file(rt, newer, nullptr) == SDM_OK, std::string("mount ") + newer);
         sdm_kernel* k = nullptr;
         sdm_error* e = nullptr;
