@@ -409,6 +409,58 @@ SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* rel
     return reload("sdm_runtime_poll_archives", true, runtime, reloaded, error);
 }
 
+SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* problem, uint32_t problem_count, sdm_plan* plan, sdm_error** error) {
+    return guarded(nullptr, error, [&]() -> sdm_status {
+        if (kernel == nullptr || plan == nullptr || (problem_count > 0 && problem == nullptr))
+            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_plan_select: kernel, plan (and problem, with a count) must not be NULL");
+        if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
+            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
+        const auto* k = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
+        auto selected = k->launcher->select({problem, problem_count});
+        if (!selected) return fail(nullptr, error, std::move(selected).error());
+        const auto& p = selected->plan;
+        plan->flags = p.pdl ? SDM_PLAN_PDL : 0;
+        plan->grid = p.grid;
+        plan->block = p.block;
+        plan->smem_bytes = p.smem;
+        plan->cluster[0] = p.cluster[0];
+        plan->cluster[1] = p.cluster[1];
+        plan->cluster[2] = p.cluster[2];
+        plan->blocks_per_sm = p.blocks_per_sm;
+        plan->occupancy = selected->occupancy;
+        plan->rule = p.rule;
+        plan->reserved0 = 0;
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
+                              sdm_error** error) {
+    return guarded(nullptr, error, [&]() -> sdm_status {
+        if (kernel == nullptr || plan == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_launch: kernel and plan must not be NULL");
+        if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
+            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
+        sdm::runtime::Plan p;
+        p.grid = plan->grid;
+        p.block = plan->block;
+        p.smem = plan->smem_bytes;
+        p.cluster = {plan->cluster[0], plan->cluster[1], plan->cluster[2]};
+        p.pdl = (plan->flags & SDM_PLAN_PDL) != 0;
+        auto launched = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count);
+        if (!launched) return fail(nullptr, error, std::move(launched).error());
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_plugin_load(sdm_runtime* runtime, const char* path, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || path == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, "sdm_plugin_load: runtime and path must not be NULL");
+        auto loaded = runtime->impl.plugins().load(path);
+        if (!loaded) return fail(runtime, error, std::move(loaded).error());
+        return ok(error);
+    });
+}
+
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (kernel == nullptr || function == nullptr)
@@ -495,7 +547,7 @@ SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** 
         sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
         sdm_device_class_get,    sdm_device_class_name,   sdm_kernel_get,         sdm_kernel_function,    sdm_kernel_info_get,
         sdm_preload,             sdm_cache_stats_get,     sdm_kernel_get_checked, sdm_kernel_release,     sdm_runtime_reload,
-        sdm_runtime_poll_archives,
+        sdm_runtime_poll_archives, sdm_plan_select,  sdm_launch,             sdm_plugin_load,
     };
     if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;

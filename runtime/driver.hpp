@@ -41,7 +41,11 @@ inline constexpr int kCudaApiVersion = 12000;
     X(cuModuleUnload)                         \
     X(cuModuleGetFunction)                    \
     X(cuFuncGetAttribute)                     \
-    X(cuStreamIsCapturing)
+    X(cuStreamIsCapturing)                    \
+    X(cuFuncSetAttribute)                     \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+    X(cuOccupancyMaxActiveClusters)           \
+    X(cuLaunchKernelEx)
 
 enum class EntryPoint : size_t {
 #define SDM_ENTRY_ENUM(name) name,

@@ -12,6 +12,7 @@ namespace {
 std::mutex g_mutex;
 std::vector<std::pair<uint64_t, ForcedRow>> g_stack;
 uint64_t g_next_token = 1;
+std::atomic<uint64_t> g_epoch{0};  // changes at every push and pop
 std::atomic<bool> g_any{false};  // lets every device read skip the lock when no row is forced
 
 }  // namespace
@@ -20,6 +21,7 @@ uint64_t push_forced_row(const ForcedRow& row) {
     std::lock_guard lock(g_mutex);
     const uint64_t token = g_next_token++;
     g_stack.emplace_back(token, row);
+    g_epoch.fetch_add(1, std::memory_order_acq_rel);
     g_any.store(true, std::memory_order_release);
     return token;
 }
@@ -31,12 +33,15 @@ Result<void> pop_forced_row(uint64_t token) {
         return make_error(ErrorCode::invalid_argument, "forced row " + std::to_string(token) + " is not active (popped twice?)");
     const bool innermost = it + 1 == g_stack.end();
     g_stack.erase(it);
+    g_epoch.fetch_add(1, std::memory_order_acq_rel);
     g_any.store(!g_stack.empty(), std::memory_order_release);
     if (!innermost)
         return make_error(ErrorCode::invalid_argument, "forced rows must nest: row " + std::to_string(token) +
                                                            " was popped while a row pushed after it was still active");
     return {};
 }
+
+uint64_t forced_row_epoch() noexcept { return g_epoch.load(std::memory_order_acquire); }
 
 std::optional<ForcedRow> current_forced_row() {
     if (!g_any.load(std::memory_order_acquire)) return std::nullopt;

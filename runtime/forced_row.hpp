@@ -33,5 +33,7 @@ uint64_t push_forced_row(const ForcedRow& row);
 Result<void> pop_forced_row(uint64_t token);
 // The innermost row, if any.
 std::optional<ForcedRow> current_forced_row();
+// A number that changes whenever a row is pushed or popped (memos keyed on the device compare it).
+uint64_t forced_row_epoch() noexcept;
 
 }  // namespace sdm::runtime

@@ -415,6 +415,12 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
         h->image_sm = entry.sm;
         h->loaded_sm = selected->path == SelectionPath::jit ? selected->target_sm : entry.sm;
         h->source = source;
+        auto table = PlanTable::compile(spec);  // validated at mount: this parses what decode_manifest accepted
+        if (!table) {
+            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading a module whose plan table does not compile", cu_module);
+            return std::move(table).error();
+        }
+        h->launcher = std::make_unique<Launcher>(runtime_, ordinal, function, spec.name, module, a.label(), spec.signature, std::move(*table));
         handles.push_back(std::move(h));
     }
     if (!missing.empty()) {
@@ -443,6 +449,11 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
         auto got = SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION,
                                    handles.front()->function);
         if (got) got = runtime_.image_policy().check(loaded, ptx_version);
+        if (got && runtime_.plugins().count() > 0) {  // then the plugins' own rules
+            const PlanDevice pd{*cls, static_cast<uint16_t>(props->capability.sm()), props->sm_count, static_cast<int64_t>(props->l2_bytes),
+                                class_smem_cap(*cls), device};
+            got = runtime_.plugins().validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, module, a.label()});
+        }
         if (!got) {
             (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading a refused module", cu_module);
             return std::move(got).error();

@@ -19,6 +19,7 @@
 #include "driver.hpp"
 #include "format.hpp"
 #include "result.hpp"
+#include "launch.hpp"
 #include "select.hpp"
 
 namespace sdm::runtime {
@@ -42,6 +43,7 @@ struct KernelHandle {
     uint16_t image_sm{0};
     uint16_t loaded_sm{0};
     ImageSource source{ImageSource::archive_cubin};
+    std::unique_ptr<Launcher> launcher;  // plans and launches for this kernel on this device
 };
 
 // The kernel's declared signature against what a host expects ("ptr, f32,i32": spaces ignored):

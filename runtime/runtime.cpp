@@ -17,6 +17,18 @@ Runtime::Runtime(RuntimeOptions options)
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive lands with the kernels (issue 7); until then there is none to mount.
     if (options_.mount_embedded) log_.debug("this libsdm was built without an embedded archive");
+    // Plan-provider plugins of $SDM_PLUGIN_PATH; one that cannot be used is logged and skipped.
+    if (const auto path = platform::env("SDM_PLUGIN_PATH")) {
+        size_t at = 0;
+        while (at <= path->size()) {
+            size_t end = path->find(':', at);
+            if (end == std::string::npos) end = path->size();
+            const std::string file = path->substr(at, end - at);
+            at = end + 1;
+            if (file.empty()) continue;
+            if (auto loaded = plugins_.load(file); !loaded) log_.warn("skipped plugin " + file + " of SDM_PLUGIN_PATH: " + loaded.error().message);
+        }
+    }
     // Then the files of $SDM_ARCHIVE_PATH, in order (later ones take precedence). One that cannot
     // be mounted is logged and skipped; the others serve.
     if (const auto path = platform::env("SDM_ARCHIVE_PATH")) {

@@ -20,6 +20,7 @@
 #include "log.hpp"
 #include "manifest.hpp"
 #include "modules.hpp"
+#include "plugins.hpp"
 #include "reader.hpp"
 #include "result.hpp"
 
@@ -77,6 +78,7 @@ public:
     const JitPolicy& jit_policy() const noexcept { return options_.jit; }
     Modules& modules() noexcept { return *modules_; }
     ImagePolicy& image_policy() noexcept { return image_policy_; }
+    Plugins& plugins() noexcept { return plugins_; }
     uint16_t kernel_abi_major() const noexcept { return options_.kernel_abi_major; }
 
     Result<void> mount_file(const std::string& path);
@@ -107,6 +109,7 @@ private:
     RuntimeOptions options_;
     Logger log_;
     ImagePolicy image_policy_{log_};
+    Plugins plugins_{log_};  // after log_; destroyed after modules_ (declared before it)
     Devices devices_;
     mutable std::mutex mutex_;
     std::shared_ptr<Driver> driver_;

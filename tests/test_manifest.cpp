@@ -33,7 +33,7 @@ TEST_CASE("manifest round trip: TOML -> binary -> manifest -> TOML", "[manifest]
     CHECK(scale->module == "kernels");
     CHECK(signature_text(scale->signature) == "ptr,f32,i32");
     CHECK(scale->problem == std::vector<std::string>{"N"});
-    REQUIRE(scale->plans.size() == 3);
+    REQUIRE(scale->plans.size() == 5);
     CHECK(scale->plans[0].capability == 90);
     CHECK(scale->plans[0].pdl == "1");
     CHECK(scale->plans[1].cluster[0] == "2");

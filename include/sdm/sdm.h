@@ -314,6 +314,39 @@ typedef struct sdm_cache_stats {
 /* This runtime's cache counters (since its creation). */
 SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error);
 
+/* ---- plans and launches (ABI 1.1) ----------------------------------------------------------- */
+
+enum { SDM_PLAN_PDL = 1u << 0 /* launch with programmatic dependent launch (modern class only) */ };
+
+typedef struct sdm_plan {
+    uint32_t struct_size;      /* sizeof(sdm_plan) */
+    uint32_t flags;            /* SDM_PLAN_PDL */
+    uint32_t grid;             /* blocks (one-dimensional) */
+    uint32_t block;            /* threads per block */
+    uint32_t smem_bytes;       /* dynamic shared memory per block */
+    uint32_t cluster[3];       /* blocks per cluster; 1,1,1: no clusters (modern class only) */
+    int32_t blocks_per_sm;     /* what the plan aims for */
+    int32_t occupancy;         /* blocks per SM the driver says fit (its occupancy calculator) */
+    int32_t rule;              /* the manifest's plan rule that chose it (0-based); -1: a plugin */
+    uint32_t reserved0;
+} sdm_plan;
+
+/* The plan for launching `kernel` on its device for `problem` (the kernel's problem parameters,
+ * in manifest order): a plugin's, else the first matching rule of the manifest's table for the
+ * device's class, checked against the class (threads, shared memory, clusters, PDL) and the
+ * driver's occupancy calculator. Memoized per problem (a hit is a lock and a hash lookup). No
+ * rule for the device: SDM_ERROR_NOT_FOUND; a plan that cannot run: SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* problem, uint32_t problem_count, sdm_plan* plan, sdm_error** error);
+/* Launches `kernel` with `plan` on `stream` (a CUstream of the kernel's device, or NULL for that
+ * device's context current on this thread) through cuLaunchKernelEx, with the plan's cluster dims
+ * and PDL. `arg_count` must equal the kernel's signature's length (args as for cuLaunchKernel).
+ * The function's dynamic shared memory limit is raised once per size the plans need. */
+SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
+                              sdm_error** error);
+/* Loads a plan-provider plugin (sdm_plugin.h); also $SDM_PLUGIN_PATH at sdm_runtime_create. A
+ * plugin whose negotiation fails is not loaded: the error says why. */
+SDM_API sdm_status sdm_plugin_load(sdm_runtime* runtime, const char* path, sdm_error** error);
+
 /* ---- the function table -------------------------------------------------------------------- */
 
 /* For hosts that dlopen libsdm: every function above, in this order, never reordered; later
@@ -351,6 +384,9 @@ typedef struct sdm_api {
     sdm_status (*kernel_release)(sdm_runtime*, const sdm_kernel*, sdm_error**);
     sdm_status (*runtime_reload)(sdm_runtime*, uint32_t*, sdm_error**);
     sdm_status (*runtime_poll_archives)(sdm_runtime*, uint32_t*, sdm_error**);
+    sdm_status (*plan_select)(const sdm_kernel*, const int64_t*, uint32_t, sdm_plan*, sdm_error**);
+    sdm_status (*launch)(const sdm_kernel*, const sdm_plan*, void*, void* const*, uint32_t, sdm_error**);
+    sdm_status (*plugin_load)(sdm_runtime*, const char*, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

@@ -179,7 +179,22 @@ PIN_FIELD(sdm_api, kernel_get_checked, 208, 8);
 PIN_FIELD(sdm_api, kernel_release, 216, 8);
 PIN_FIELD(sdm_api, runtime_reload, 224, 8);
 PIN_FIELD(sdm_api, runtime_poll_archives, 232, 8);
-PIN_SIZE(sdm_api, 240, 8);
+PIN_FIELD(sdm_api, plan_select, 240, 8);
+PIN_FIELD(sdm_api, launch, 248, 8);
+PIN_FIELD(sdm_api, plugin_load, 256, 8);
+PIN_SIZE(sdm_api, 264, 8);
+/* ABI 1.1: plans */
+PIN_FIELD(sdm_plan, struct_size, 0, 4);
+PIN_FIELD(sdm_plan, flags, 4, 4);
+PIN_FIELD(sdm_plan, grid, 8, 4);
+PIN_FIELD(sdm_plan, block, 12, 4);
+PIN_FIELD(sdm_plan, smem_bytes, 16, 4);
+PIN_FIELD(sdm_plan, cluster, 20, 12);
+PIN_FIELD(sdm_plan, blocks_per_sm, 32, 4);
+PIN_FIELD(sdm_plan, occupancy, 36, 4);
+PIN_FIELD(sdm_plan, rule, 40, 4);
+PIN_FIELD(sdm_plan, reserved0, 44, 4);
+PIN_SIZE(sdm_plan, 48, 4);
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; add this platform's numbers (from a probe) before building on it"

@@ -51,6 +51,7 @@ struct CUmod_st {
 struct CUfunc_st {
     CUmod_st* module{nullptr};
     std::string name;
+    int max_dynamic_smem{49152};  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set
 };
 
 namespace {
@@ -63,7 +64,8 @@ namespace {
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)   \
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
-    X(cuStreamIsCapturing) X(cuLaunchKernel)
+    X(cuStreamIsCapturing) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuFuncSetAttribute)                 \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters)
 
 enum Entry : int {
 #define SDM_FAKE_ENUM(name) e_##name,
@@ -786,6 +788,73 @@ CUresult CUDAAPI impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
     return CUDA_SUCCESS;
 }
 
+// Occupancy as a simple model of an SM: 2048 threads, 32 blocks, the device's opt-in shared memory
+// plus 1 KiB per block, 1 KiB reserved per resident block.
+int fake_blocks_per_sm(const Device& d, unsigned block, size_t smem) {
+    if (block == 0 || block > 1024) return 0;
+    const long per_sm = static_cast<long>(d.smem_optin) + 1024;
+    return static_cast<int>(std::min<long>({32, 2048 / static_cast<long>(block), per_sm / (static_cast<long>(smem) + 1024)}));
+}
+
+const Device* device_of(const State& s, const CUfunc_st* f) { return device(s, f->module->device); }
+
+CUresult CUDAAPI impl_cuFuncSetAttribute(CUfunction f, CUfunction_attribute attrib, int value) {
+    SDM_FAKE_ENTER(e_cuFuncSetAttribute);
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
+    if (value < 0 || value > device_of(s, f)->smem_optin) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic_smem = value;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction f, int block, size_t smem) {
+    SDM_FAKE_ENTER(e_cuOccupancyMaxActiveBlocksPerMultiprocessor);
+    if (!n || block <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    *n = static_cast<int>(smem) > f->max_dynamic_smem ? 0 : fake_blocks_per_sm(*device_of(s, f), static_cast<unsigned>(block), smem);
+    return CUDA_SUCCESS;
+}
+
+// The cluster attribute of a launch configuration, or nullptr.
+const CUlaunchAttribute* find_attribute(const CUlaunchConfig* c, CUlaunchAttributeID id) {
+    for (unsigned i = 0; i < c->numAttrs; ++i)
+        if (c->attrs[i].id == id) return &c->attrs[i];
+    return nullptr;
+}
+
+CUresult CUDAAPI impl_cuOccupancyMaxActiveClusters(int* n, CUfunction f, const CUlaunchConfig* c) {
+    SDM_FAKE_ENTER(e_cuOccupancyMaxActiveClusters);
+    if (!n || !c) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    const Device& d = *device_of(s, f);
+    const auto* cluster = find_attribute(c, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION);
+    const unsigned size = cluster ? cluster->value.clusterDim.x * cluster->value.clusterDim.y * cluster->value.clusterDim.z : 1;
+    if (size > 1 && d.major < 9) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    *n = fake_blocks_per_sm(d, c->blockDimX * c->blockDimY * c->blockDimZ, c->sharedMemBytes) * d.sm_count / static_cast<int>(size);
+    return CUDA_SUCCESS;
+}
+
+// cuLaunchKernelEx as the driver checks it: a live function, dims within limits, dynamic shared
+// memory within the function's limit, clusters and PDL only on 9.0+, the grid a multiple of the
+// cluster. Nothing runs.
+CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+    SDM_FAKE_ENTER(e_cuLaunchKernelEx);
+    if (!c) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    const Device& d = *device_of(s, f);
+    if (c->gridDimX == 0 || c->gridDimY == 0 || c->gridDimZ == 0 || c->blockDimX == 0 || c->blockDimY == 0 || c->blockDimZ == 0 ||
+        c->blockDimX * c->blockDimY * c->blockDimZ > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (static_cast<int>(c->sharedMemBytes) > f->max_dynamic_smem) return CUDA_ERROR_INVALID_VALUE;
+    if (const auto* cluster = find_attribute(c, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)) {
+        if (d.major < 9) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+        const auto& dim = cluster->value.clusterDim;
+        if (dim.x == 0 || dim.y == 0 || dim.z == 0 || dim.x * dim.y * dim.z > 8 || c->gridDimX % dim.x != 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
+    if (find_attribute(c, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) && d.major < 9) return CUDA_ERROR_NOT_SUPPORTED;
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
     SDM_FAKE_ENTER(e_cuModuleGetFunction);
     if (!function || !name) return CUDA_ERROR_INVALID_VALUE;
@@ -818,7 +887,7 @@ CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, C
         case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
         case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
         case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 0; break;
-        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = 49152; break;
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = function->max_dynamic_smem; break;
         default: return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;

@@ -1,0 +1,186 @@
+#include "launch.hpp"
+
+#include <cstring>
+
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+
+size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
+    uint64_t h = 0xcbf29ce484222325ull ^ k.count;  // FNV-1a over the values
+    for (uint32_t i = 0; i < k.count; ++i) {
+        h ^= static_cast<uint64_t>(k.values[i]);
+        h *= 0x100000001b3ull;
+    }
+    return static_cast<size_t>(h ^ (h >> 29));
+}
+
+Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::string kernel, std::string module, std::string archive,
+                   std::vector<archive::ParamType> signature, PlanTable table)
+    : runtime_(runtime),
+      ordinal_(ordinal),
+      function_(function),
+      kernel_(std::move(kernel)),
+      module_(std::move(module)),
+      archive_(std::move(archive)),
+      signature_(std::move(signature)),
+      table_(std::move(table)) {}
+
+size_t Launcher::memo_size() const {
+    std::lock_guard lock(memo_mutex_);
+    return memo_.size();
+}
+
+Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
+    if (problem.size() > archive::kMaxProblemParameters)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": " + std::to_string(problem.size()) + " problem values, at most 8");
+    Key key;
+    key.count = static_cast<uint32_t>(problem.size());
+    std::copy(problem.begin(), problem.end(), key.values.begin());
+    const uint64_t epoch = forced_row_epoch();
+    {
+        std::lock_guard lock(memo_mutex_);
+        const auto it = memo_.find(key);
+        if (it != memo_.end() && it->second.epoch == epoch) return it->second.selected;
+    }
+    auto selected = compute(problem);  // errors are not memoized
+    if (!selected) return selected;
+    std::lock_guard lock(memo_mutex_);
+    if (memo_.size() >= kMemoLimit) memo_.clear();
+    memo_[key] = {epoch, *selected};
+    return selected;
+}
+
+Result<PlanDevice> Launcher::plan_device() {
+    auto p = runtime_.devices().properties(ordinal_);
+    if (!p) return std::move(p).error();
+    auto c = runtime_.devices().device_class(ordinal_);
+    if (!c) return std::move(c).error();
+    PlanDevice d;
+    d.device_class = *c;
+    d.cc = static_cast<uint16_t>(p->capability.sm());
+    d.sms = p->sm_count;
+    d.l2_bytes = static_cast<int64_t>(p->l2_bytes);
+    d.smem_cap = class_smem_cap(*c);
+    d.description = "device " + std::to_string(ordinal_) + " (" + p->name + ", compute capability " + std::to_string(p->capability.major) + "." +
+                    std::to_string(p->capability.minor) + ", class " + device_class_name(*c) + ")";
+    return d;
+}
+
+Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
+    auto device = plan_device();
+    if (!device) return std::move(device).error();
+    auto from_table = table_.select(*device, problem);
+    // Plan providers first, in load order; an invalid plan from one is not used, and the log says why.
+    const PlanRequest request{kernel_, module_, archive_, ordinal_, *device, problem, from_table ? &*from_table : nullptr};
+    if (auto provided = runtime_.plugins().select_plan(request)) {
+        auto occupancy = check_occupancy(*provided, *device);
+        if (occupancy) return SelectedPlan{*provided, *occupancy};
+        runtime_.log().warn("the plan a plugin chose for kernel " + kernel_ + " is not used: " + occupancy.error().message);
+    }
+    if (!from_table) return std::move(from_table).error();
+    auto occupancy = check_occupancy(*from_table, *device);
+    if (!occupancy) return std::move(occupancy).error();
+    return SelectedPlan{*from_table, *occupancy};
+}
+
+Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& device) {
+    auto d = runtime_.driver();
+    if (!d) return std::move(d).error();
+    Driver& driver = **d;
+    auto contexts = runtime_.contexts();
+    if (!contexts) return std::move(contexts).error();
+    auto context = (*contexts)->get(ordinal_);
+    if (!context) return std::move(context).error();
+    auto scope = ContextScope::enter(driver, *context);
+    if (!scope) return std::move(scope).error();
+    SDM_TRY(ensure_smem(plan.smem));
+    const std::string what = "the occupancy of kernel " + kernel_ + " with " + plan_text(plan);
+    int blocks = 0;
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuOccupancyMaxActiveBlocksPerMultiprocessor, what, &blocks, function_, static_cast<int>(plan.block),
+                            static_cast<size_t>(plan.smem)));
+    if (blocks < 1)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + plan_text(plan) + " on " + device.description +
+                                                           ": no block of it fits on a multiprocessor (registers or shared memory)");
+    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) {
+        CUlaunchAttribute attr{};
+        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim.x = plan.cluster[0];
+        attr.value.clusterDim.y = plan.cluster[1];
+        attr.value.clusterDim.z = plan.cluster[2];
+        CUlaunchConfig config{};
+        config.gridDimX = plan.grid;
+        config.gridDimY = config.gridDimZ = 1;
+        config.blockDimX = plan.block;
+        config.blockDimY = config.blockDimZ = 1;
+        config.sharedMemBytes = plan.smem;
+        config.attrs = &attr;
+        config.numAttrs = 1;
+        int clusters = 0;
+        SDM_TRY(SDM_DRIVER_CALL(driver, cuOccupancyMaxActiveClusters, what, &clusters, function_, &config));
+        if (clusters < 1)
+            return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + plan_text(plan) + " on " + device.description +
+                                                               ": no cluster of it fits on the device");
+    }
+    return blocks;
+}
+
+Result<void> Launcher::ensure_smem(uint32_t bytes) {
+    if (bytes <= smem_limit_.load(std::memory_order_acquire)) return {};
+    std::lock_guard lock(smem_mutex_);
+    if (bytes <= smem_limit_.load(std::memory_order_relaxed)) return {};
+    auto d = runtime_.driver();
+    if (!d) return std::move(d).error();
+    SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncSetAttribute, "allowing kernel " + kernel_ + " " + std::to_string(bytes) + " B of dynamic shared memory",
+                            function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)));
+    smem_limit_.store(bytes, std::memory_order_release);
+    return {};
+}
+
+Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count) {
+    if (arg_count != signature_.size() || (arg_count > 0 && args == nullptr))
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
+                                                           archive::signature_text(signature_) + "), not " + std::to_string(arg_count));
+    if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
+    LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
+    if (launch_ex == nullptr) {  // once; racing threads store the same pointer
+        auto d = runtime_.driver();
+        if (!d) return std::move(d).error();
+        auto fn = (*d)->resolve(EntryPoint::cuLaunchKernelEx);
+        if (!fn) return std::move(fn).error();
+        launch_ex = reinterpret_cast<LaunchEx>(*fn);
+        launch_ex_.store(launch_ex, std::memory_order_release);
+    }
+    CUlaunchAttribute attrs[2]{};
+    unsigned n = 0;
+    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = plan.cluster[0];
+        attrs[n].value.clusterDim.y = plan.cluster[1];
+        attrs[n].value.clusterDim.z = plan.cluster[2];
+        ++n;
+    }
+    if (plan.pdl) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attrs[n].value.programmaticStreamSerializationAllowed = 1;
+        ++n;
+    }
+    CUlaunchConfig config{};
+    config.gridDimX = plan.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = plan.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = plan.smem;
+    config.hStream = stream;
+    config.attrs = n > 0 ? attrs : nullptr;
+    config.numAttrs = n;
+    const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
+    if (rc != CUDA_SUCCESS) {
+        auto d = runtime_.driver();
+        if (!d) return std::move(d).error();
+        return (*d)->error(rc, EntryPoint::cuLaunchKernelEx, "launching kernel " + kernel_ + " with " + plan_text(plan));
+    }
+    return {};
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,161 @@
+#include "plan.hpp"
+
+#include <limits>
+
+namespace sdm::runtime {
+namespace {
+
+Result<DeviceClass> class_named(const std::string& name) {
+    if (name == "modern") return DeviceClass::modern;
+    if (name == "a100") return DeviceClass::a100;
+    if (name == "rtx") return DeviceClass::rtx;
+    return make_error(ErrorCode::invalid_argument, "plan rule for class '" + name + "': not modern, a100 or rtx");
+}
+
+std::string problem_text(const std::vector<std::string>& names, std::span<const int64_t> values) {
+    std::string out;
+    for (size_t i = 0; i < names.size() && i < values.size(); ++i) out += (out.empty() ? "" : ", ") + names[i] + "=" + std::to_string(values[i]);
+    return out.empty() ? "no problem parameters" : out;
+}
+
+}  // namespace
+
+Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
+    PlanTable t;
+    t.kernel_ = kernel.name;
+    t.problem_ = kernel.problem;
+    const std::vector<std::string> vars = archive::plan_variables(kernel);
+    // What each output may see (docs/FORMAT.md, "Variables and evaluation order"): the problem and
+    // device variables, then block, blocks_per_sm and smem as they are computed.
+    const size_t base = kernel.problem.size() + std::size(archive::kDeviceVariables);
+    const std::span<const std::string> all(vars);
+    for (size_t i = 0; i < kernel.plans.size(); ++i) {
+        const auto& r = kernel.plans[i];
+        const std::string where = "kernel " + kernel.name + ", plan rule " + std::to_string(i + 1);
+        auto cls = class_named(r.device_class);
+        if (!cls) return make_error(cls.error().code, where + ": " + cls.error().message);
+        const auto parse = [&](const std::string& text, size_t visible) -> Result<archive::Expression> {
+            auto e = archive::Expression::parse(text, all.first(visible));
+            if (!e) return make_error(e.error().code, where + ": " + e.error().message);
+            return e;
+        };
+        auto when = parse(r.when, base);
+        if (!when) return std::move(when).error();
+        auto block = parse(r.block, base);
+        if (!block) return std::move(block).error();
+        auto bps = parse(r.blocks_per_sm, base + 1);
+        if (!bps) return std::move(bps).error();
+        auto smem = parse(r.smem, base + 2);
+        if (!smem) return std::move(smem).error();
+        auto grid = parse(r.grid, base + 3);
+        if (!grid) return std::move(grid).error();
+        auto cx = parse(r.cluster[0], base + 3), cy = parse(r.cluster[1], base + 3), cz = parse(r.cluster[2], base + 3);
+        if (!cx) return std::move(cx).error();
+        if (!cy) return std::move(cy).error();
+        if (!cz) return std::move(cz).error();
+        auto pdl = parse(r.pdl, base + 3);
+        if (!pdl) return std::move(pdl).error();
+        t.rules_.push_back({*cls, r.capability, std::move(*when), std::move(*block), std::move(*bps), std::move(*smem), std::move(*grid),
+                            {std::move(*cx), std::move(*cy), std::move(*cz)}, std::move(*pdl)});
+    }
+    return t;
+}
+
+Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t> problem) const {
+    if (problem.size() != problem_.size())
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(problem_.size()) + " problem parameter(s) (" +
+                                                           problem_text(problem_, {}) + "), not " + std::to_string(problem.size()));
+    std::array<int64_t, archive::kMaxProblemParameters + 7> values{};
+    const size_t n = problem.size();
+    std::copy(problem.begin(), problem.end(), values.begin());
+    values[n] = device.sms;
+    values[n + 1] = device.l2_bytes;
+    values[n + 2] = device.smem_cap;
+    values[n + 3] = device.cc;
+    const std::span<const int64_t> all(values.data(), n + 7);
+    for (size_t i = 0; i < rules_.size(); ++i) {
+        const Rule& r = rules_[i];
+        if (r.device_class != device.device_class || (r.capability != 0 && r.capability != device.cc)) continue;
+        const std::string where = "kernel " + kernel_ + ", plan rule " + std::to_string(i + 1);
+        const auto eval = [&](const archive::Expression& e, size_t visible) -> Result<int64_t> {
+            auto v = e.evaluate(all.first(visible));
+            if (!v) return make_error(v.error().code, where + " (" + problem_text(problem_, problem) + " on " + device.description + "): " + v.error().message);
+            return v;
+        };
+        auto when = eval(r.when, n + 4);
+        if (!when) return std::move(when).error();
+        if (*when == 0) continue;
+        const auto in_range = [&](const char* what, int64_t v, int64_t lo, int64_t hi) -> Result<uint32_t> {
+            if (v < lo || v > hi)
+                return make_error(ErrorCode::invalid_argument, where + " (" + problem_text(problem_, problem) + " on " + device.description + "): " +
+                                                                   what + " = " + std::to_string(v) + ", outside " + std::to_string(lo) + ".." + std::to_string(hi));
+            return static_cast<uint32_t>(v);
+        };
+        Plan p;
+        p.rule = static_cast<int32_t>(i);
+        auto block = eval(r.block, n + 4);
+        if (!block) return std::move(block).error();
+        values[n + 4] = *block;
+        auto bps = eval(r.blocks_per_sm, n + 5);
+        if (!bps) return std::move(bps).error();
+        values[n + 5] = *bps;
+        auto smem = eval(r.smem, n + 6);
+        if (!smem) return std::move(smem).error();
+        values[n + 6] = *smem;
+        auto grid = eval(r.grid, n + 7);
+        if (!grid) return std::move(grid).error();
+        constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
+        auto b = in_range("block", *block, 0, kMaxU32);
+        if (!b) return std::move(b).error();
+        auto s = in_range("smem", *smem, 0, kMaxU32);
+        if (!s) return std::move(s).error();
+        auto g = in_range("grid", *grid, 0, kMaxU32);
+        if (!g) return std::move(g).error();
+        auto k = in_range("blocks_per_sm", *bps, 0, std::numeric_limits<int32_t>::max());
+        if (!k) return std::move(k).error();
+        p.block = *b;
+        p.smem = *s;
+        p.grid = *g;
+        p.blocks_per_sm = static_cast<int32_t>(*k);
+        for (size_t d = 0; d < 3; ++d) {
+            auto c = eval(r.cluster[d], n + 7);
+            if (!c) return std::move(c).error();
+            auto cv = in_range("cluster", *c, 0, kMaxU32);
+            if (!cv) return std::move(cv).error();
+            p.cluster[d] = *cv;
+        }
+        auto pdl = eval(r.pdl, n + 7);
+        if (!pdl) return std::move(pdl).error();
+        p.pdl = *pdl != 0;
+        SDM_TRY(check_plan(p, device, where));
+        return p;
+    }
+    return make_error(ErrorCode::not_found, "no plan rule of kernel " + kernel_ + " matches " + device.description + " for " +
+                                                problem_text(problem_, problem) + " (" + std::to_string(rules_.size()) +
+                                                " rule(s)); add a rule for class " + device_class_name(device.device_class) + " to the manifest");
+}
+
+Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::string& who) {
+    const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, who + " on " + device.description + ": " + why); };
+    if (p.block < 1 || p.block > kMaxBlockThreads) return bad("block of " + std::to_string(p.block) + " threads (1..1024)");
+    if (p.grid < 1 || p.grid > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) return bad("grid of " + std::to_string(p.grid) + " blocks");
+    if (static_cast<int64_t>(p.smem) > device.smem_cap)
+        return bad(std::to_string(p.smem) + " B of shared memory per block, over the class's " + std::to_string(device.smem_cap) + " B");
+    const uint64_t cluster = uint64_t{p.cluster[0]} * p.cluster[1] * p.cluster[2];
+    if (cluster == 0) return bad("a cluster dimension of 0");
+    if (cluster > 1 && !class_allows_clusters(device.device_class))
+        return bad("clusters (" + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ") on class " +
+                   device_class_name(device.device_class) + ", which has none");
+    if (cluster > kMaxPortableCluster) return bad("a cluster of " + std::to_string(cluster) + " blocks (at most 8)");
+    if (p.grid % p.cluster[0] != 0) return bad("grid " + std::to_string(p.grid) + " is not a multiple of cluster x " + std::to_string(p.cluster[0]));
+    if (p.cluster[1] != 1 || p.cluster[2] != 1) return bad("cluster y and z must be 1 for a one-dimensional grid");
+    if (p.pdl && !class_allows_pdl(device.device_class)) return bad(std::string("PDL on class ") + device_class_name(device.device_class) + ", which has none");
+    return {};
+}
+
+std::string plan_text(const Plan& p) {
+    return "grid " + std::to_string(p.grid) + ", block " + std::to_string(p.block) + ", smem " + std::to_string(p.smem) + ", cluster " +
+           std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ", pdl " + (p.pdl ? "on" : "off");
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,76 @@
+// Launch plans (DESIGN.md, "Plans and plugins"): the manifest's plan table for a kernel, evaluated
+// for a device and a problem. A pure function of (compiled table, device row, problem values), so
+// every row of the hardware matrix is tested without a GPU and `sdm plan` prints them all. The
+// occupancy check against the loaded function is the runtime's (launch.hpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "device_class.hpp"
+#include "manifest.hpp"
+#include "plan_expr.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+// What a plan expression sees of the device.
+struct PlanDevice {
+    DeviceClass device_class{DeviceClass::modern};
+    uint16_t cc{90};          // 90 for 9.0
+    int64_t sms{0};
+    int64_t l2_bytes{0};
+    int64_t smem_cap{0};      // the class's opt-in shared memory per block (class_smem_cap)
+    std::string description;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)" for messages
+};
+
+struct Plan {
+    uint32_t grid{1};
+    uint32_t block{1};
+    uint32_t smem{0};                         // dynamic shared memory per block, bytes
+    std::array<uint32_t, 3> cluster{1, 1, 1};
+    bool pdl{false};
+    int32_t blocks_per_sm{1};                 // what the rule aims for
+    int32_t rule{-1};                         // the rule that chose it; -1: a plugin
+    bool operator==(const Plan&) const = default;
+};
+
+inline constexpr uint32_t kMaxBlockThreads = 1024;
+inline constexpr uint32_t kMaxPortableCluster = 8;  // blocks per cluster without the non-portable opt-in
+
+// A kernel's plan table with every expression parsed once.
+class PlanTable {
+public:
+    static Result<PlanTable> compile(const archive::KernelSpec& kernel);
+    const std::string& kernel() const noexcept { return kernel_; }
+    const std::vector<std::string>& problem() const noexcept { return problem_; }
+    size_t rules() const noexcept { return rules_.size(); }
+
+    // The first rule matching the device whose `when` holds chooses the plan, which is then
+    // checked against the class (check_plan). `problem` has one value per problem parameter.
+    Result<Plan> select(const PlanDevice& device, std::span<const int64_t> problem) const;
+
+private:
+    struct Rule {
+        DeviceClass device_class;
+        uint16_t capability;
+        archive::Expression when, block, blocks_per_sm, smem, grid;
+        std::array<archive::Expression, 3> cluster;
+        archive::Expression pdl;
+    };
+    std::string kernel_;
+    std::vector<std::string> problem_;
+    std::vector<Rule> rules_;
+};
+
+// Whether `plan` may launch on the device's class: 1..1024 threads, a grid of 1..2^31-1 blocks
+// divisible by the cluster's x, shared memory within the class's cap, clusters (at most 8 blocks)
+// and PDL only where the class has them. `who` names the plan's author in the message.
+Result<void> check_plan(const Plan& plan, const PlanDevice& device, const std::string& who);
+
+std::string plan_text(const Plan& plan);  // "grid 1056, block 256, smem 0, cluster 1x1x1, pdl on"
+
+}  // namespace sdm::runtime

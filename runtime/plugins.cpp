@@ -1,0 +1,162 @@
+#include "plugins.hpp"
+
+#include <cstddef>
+#include <cstring>
+
+#include "sdm/sdm_plugin.h"
+
+namespace sdm::runtime {
+
+struct Plugins::Loaded {
+    platform::Library library;
+    sdm_plugin_table table{};
+    uint32_t minor{0};
+    std::string name;
+    // Whether the plugin filled the member at `offset`: within the size it implements, and set.
+    bool covers(size_t offset, const void* member) const { return offset + sizeof(void*) <= table.struct_size && member != nullptr; }
+    bool has_select() const { return covers(offsetof(sdm_plugin_table, select_plan), reinterpret_cast<const void*>(table.select_plan)); }
+    bool has_destroy() const { return covers(offsetof(sdm_plugin_table, destroy), reinterpret_cast<const void*>(table.destroy)); }
+    bool has_validate() const { return covers(offsetof(sdm_plugin_table, validate_image), reinterpret_cast<const void*>(table.validate_image)); }
+};
+
+namespace {
+
+// The size of the table a plugin of `minor` fills.
+uint32_t table_size(uint32_t minor) {
+    return minor >= 1 ? static_cast<uint32_t>(sizeof(sdm_plugin_table)) : static_cast<uint32_t>(offsetof(sdm_plugin_table, validate_image));
+}
+
+sdm_plugin_device c_device(int32_t ordinal, const PlanDevice& d) {
+    sdm_plugin_device out{};
+    out.struct_size = sizeof out;
+    out.ordinal = ordinal;
+    out.capability_major = d.cc / 10;
+    out.capability_minor = d.cc % 10;
+    out.device_class = static_cast<sdm_device_class>(d.device_class == DeviceClass::modern ? SDM_DEVICE_CLASS_MODERN
+                                                     : d.device_class == DeviceClass::a100 ? SDM_DEVICE_CLASS_A100
+                                                                                           : SDM_DEVICE_CLASS_RTX);
+    out.sm_count = static_cast<int32_t>(d.sms);
+    out.l2_bytes = static_cast<uint64_t>(d.l2_bytes);
+    out.smem_cap_bytes = static_cast<int32_t>(d.smem_cap);
+    return out;
+}
+
+sdm_plan c_plan(const Plan& p) {
+    sdm_plan out{};
+    out.struct_size = sizeof out;
+    out.flags = p.pdl ? SDM_PLAN_PDL : 0;
+    out.grid = p.grid;
+    out.block = p.block;
+    out.smem_bytes = p.smem;
+    for (int i = 0; i < 3; ++i) out.cluster[i] = p.cluster[static_cast<size_t>(i)];
+    out.blocks_per_sm = p.blocks_per_sm;
+    out.rule = p.rule;
+    return out;
+}
+
+}  // namespace
+
+Plugins::Plugins(const Logger& log) : log_(log) {}
+
+Plugins::~Plugins() {
+    for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it)
+        if ((*it)->has_destroy()) (*it)->table.destroy((*it)->table.user);
+}
+
+Result<void> Plugins::load(const std::string& path) {
+    auto library = platform::Library::open(path);
+    if (!library) return make_error(ErrorCode::io, "cannot load plugin " + path + ": " + library.error().message);
+    const auto negotiate = reinterpret_cast<sdm_plugin_negotiate_fn>(library->symbol(SDM_PLUGIN_NEGOTIATE_SYMBOL));
+    if (negotiate == nullptr)
+        return make_error(ErrorCode::invalid_argument, "plugin " + path + " exports no " + SDM_PLUGIN_NEGOTIATE_SYMBOL + "; it is not an sdm plugin");
+    auto p = std::make_unique<Loaded>();
+    p->library = std::move(*library);
+    uint32_t minor = kPluginAbiMinor;
+    p->table.struct_size = sizeof(sdm_plugin_table);
+    const int32_t rc = negotiate(kPluginAbiMajor, &minor, &p->table);
+    if (rc != 0)
+        return make_error(ErrorCode::unsupported, "plugin " + path + " refused to negotiate plugin ABI " + std::to_string(kPluginAbiMajor) + "." +
+                                                      std::to_string(kPluginAbiMinor) + " (it returned " + std::to_string(rc) + "); it is not used");
+    if (minor > kPluginAbiMinor)
+        return make_error(ErrorCode::unsupported, "plugin " + path + " raised the plugin ABI minor to " + std::to_string(minor) + " (the host offered " +
+                                                      std::to_string(kPluginAbiMinor) + "); it is not used");
+    // The plugin implements `minor`: only that much of the table is its own.
+    p->table.struct_size = std::min<uint32_t>(p->table.struct_size, table_size(minor));
+    p->minor = minor;
+    p->name = p->table.name != nullptr ? std::string(p->table.name) : path;
+    log_.info("loaded plugin " + p->name + " (" + path + ", plugin ABI " + std::to_string(kPluginAbiMajor) + "." + std::to_string(minor) + ")");
+    std::lock_guard lock(mutex_);
+    loaded_.push_back(std::move(p));
+    return {};
+}
+
+size_t Plugins::count() const {
+    std::lock_guard lock(mutex_);
+    return loaded_.size();
+}
+
+std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
+    std::lock_guard lock(mutex_);
+    if (loaded_.empty()) return std::nullopt;
+    const sdm_plugin_device device = c_device(r.ordinal, r.device);
+    const sdm_plan table = r.table_plan != nullptr ? c_plan(*r.table_plan) : sdm_plan{};
+    sdm_plugin_plan_request request{};
+    request.struct_size = sizeof request;
+    request.problem_count = static_cast<uint32_t>(r.problem.size());
+    request.kernel = r.kernel.c_str();
+    request.module = r.module.c_str();
+    request.archive = r.archive.c_str();
+    request.device = &device;
+    request.problem = r.problem.data();
+    request.table_plan = r.table_plan != nullptr ? &table : nullptr;
+    for (const auto& p : loaded_) {
+        if (!p->has_select()) continue;
+        sdm_plan out{};
+        out.struct_size = sizeof out;
+        const int32_t rc = p->table.select_plan(p->table.user, &request, &out);
+        if (rc == 0) continue;
+        if (rc < 0) {
+            log_.warn("plugin " + p->name + " failed to choose a plan for kernel " + r.kernel + " (it returned " + std::to_string(rc) + "); not used");
+            continue;
+        }
+        Plan plan;
+        plan.grid = out.grid;
+        plan.block = out.block;
+        plan.smem = out.smem_bytes;
+        plan.cluster = {out.cluster[0], out.cluster[1], out.cluster[2]};
+        plan.pdl = (out.flags & SDM_PLAN_PDL) != 0;
+        plan.blocks_per_sm = out.blocks_per_sm;
+        plan.rule = -1;
+        if (auto checked = check_plan(plan, r.device, "the plan plugin " + p->name + " chose for kernel " + r.kernel); !checked) {
+            log_.warn(checked.error().message + "; it is not used for this call");
+            continue;
+        }
+        return plan;
+    }
+    return std::nullopt;
+}
+
+Result<void> Plugins::validate_image(const ImageVerdictRequest& r) const {
+    std::lock_guard lock(mutex_);
+    if (loaded_.empty()) return {};
+    const sdm_plugin_device device = c_device(r.ordinal, r.device);
+    sdm_plugin_image image{};
+    image.struct_size = sizeof image;
+    image.image_kind = r.image_kind;
+    image.image_sm = r.image_sm;
+    image.ptx_version = r.ptx_version;
+    image.module = r.module.c_str();
+    image.archive = r.archive.c_str();
+    image.device = &device;
+    for (const auto& p : loaded_) {
+        if (!p->has_validate()) continue;
+        char reason[512] = {0};
+        if (p->table.validate_image(p->table.user, &image, reason, sizeof reason) == 0) continue;
+        reason[sizeof reason - 1] = '\0';
+        return make_error(ErrorCode::image_refused, "plugin " + p->name + " refused module " + r.module + " of archive " + r.archive + " on " +
+                                                        r.device.description + ": " + (reason[0] != '\0' ? reason : "(no reason given)"));
+    }
+    return {};
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,68 @@
+// Plan-provider plugins (include/sdm/sdm_plugin.h; ABI.md rule 11): loaded with dlopen, negotiated
+// (the host's major and highest minor; the plugin lowers the minor and fills the table up to the
+// host's struct_size), asked for plans before the manifest's table and for a verdict on every
+// loaded image. A plugin that fails negotiation is not used; a plan it returns that fails the
+// class check (check_plan) is not used for that call. Both are logged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "log.hpp"
+#include "plan.hpp"
+#include "platform.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+inline constexpr uint32_t kPluginAbiMajor = 1;
+inline constexpr uint32_t kPluginAbiMinor = 1;
+
+struct PlanRequest {
+    const std::string& kernel;
+    const std::string& module;
+    const std::string& archive;
+    int32_t ordinal;
+    const PlanDevice& device;
+    std::span<const int64_t> problem;
+    const Plan* table_plan;  // null: no rule of the table matched
+};
+
+struct ImageVerdictRequest {
+    int32_t ordinal;
+    const PlanDevice& device;
+    uint32_t image_kind;
+    uint32_t image_sm;
+    int32_t ptx_version;
+    const std::string& module;
+    const std::string& archive;
+};
+
+class Plugins {
+public:
+    explicit Plugins(const Logger& log);
+    ~Plugins();
+    Plugins(const Plugins&) = delete;
+    Plugins& operator=(const Plugins&) = delete;
+
+    // Loads and negotiates; an error (naming the file and why) leaves nothing loaded.
+    Result<void> load(const std::string& path);
+    size_t count() const;
+    // The first valid plan a plugin offers (in load order), or nullopt.
+    std::optional<Plan> select_plan(const PlanRequest& request) const;
+    // The first refusal a plugin gives (ErrorCode::image_refused), or success.
+    Result<void> validate_image(const ImageVerdictRequest& request) const;
+
+private:
+    struct Loaded;
+    const Logger& log_;
+    mutable std::mutex mutex_;
+    std::vector<std::unique_ptr<Loaded>> loaded_;
+};
+
+}  // namespace sdm::runtime
