@@ -43,4 +43,15 @@ int32_t class_smem_per_sm(DeviceClass c) noexcept { return class_smem_cap(c) + k
 bool class_allows_pdl(DeviceClass c) noexcept { return c == DeviceClass::modern; }
 bool class_allows_clusters(DeviceClass c) noexcept { return c == DeviceClass::modern; }
 
+namespace {
+constexpr HardwareRow kRows[] = {
+    {"NVIDIA H100 80GB HBM3", {9, 0}, 232448, 132, 52428800},     {"NVIDIA H200", {9, 0}, 232448, 132, 62914560},
+    {"NVIDIA B200", {10, 0}, 232448, 148, 132120576},             {"NVIDIA GB300", {10, 3}, 232448, 152, 135528448},
+    {"NVIDIA A100-SXM4-80GB", {8, 0}, 166912, 108, 41943040},     {"NVIDIA GeForce RTX 3090", {8, 6}, 101376, 82, 6291456},
+    {"NVIDIA GeForce RTX 4090", {8, 9}, 101376, 128, 75497472},   {"NVIDIA GeForce RTX 5090", {12, 0}, 101376, 170, 100663296},
+};
+}  // namespace
+
+std::span<const HardwareRow> hardware_rows() noexcept { return kRows; }
+
 }  // namespace sdm::runtime

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -41,5 +42,16 @@ int32_t class_smem_per_sm(DeviceClass c) noexcept;
 bool class_allows_pdl(DeviceClass c) noexcept;
 // Thread-block clusters may be requested: the modern class only.
 bool class_allows_clusters(DeviceClass c) noexcept;
+
+// The reference rows of the hardware matrix (DESIGN.md): one GPU per row, as its driver reports
+// it. `sdm plan` prints a plan for each; tests run over them.
+struct HardwareRow {
+    const char* name;
+    Capability capability;
+    int32_t smem_optin_bytes;
+    int32_t sm_count;
+    uint64_t l2_bytes;
+};
+std::span<const HardwareRow> hardware_rows() noexcept;
 
 }  // namespace sdm::runtime

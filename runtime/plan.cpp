@@ -6,9 +6,7 @@ namespace sdm::runtime {
 namespace {
 
 Result<DeviceClass> class_named(const std::string& name) {
-    if (name == "modern") return DeviceClass::modern;
-    if (name == "a100") return DeviceClass::a100;
-    if (name == "rtx") return DeviceClass::rtx;
+    if (const auto c = parse_device_class(name)) return *c;
     return make_error(ErrorCode::invalid_argument, "plan rule for class '" + name + "': not modern, a100 or rtx");
 }
 
@@ -151,6 +149,14 @@ Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::stri
     if (p.cluster[1] != 1 || p.cluster[2] != 1) return bad("cluster y and z must be 1 for a one-dimensional grid");
     if (p.pdl && !class_allows_pdl(device.device_class)) return bad(std::string("PDL on class ") + device_class_name(device.device_class) + ", which has none");
     return {};
+}
+
+Result<PlanDevice> plan_device(const HardwareRow& row) {
+    auto c = classify(0, row.name, row.capability, row.smem_optin_bytes);
+    if (!c) return std::move(c).error();
+    return PlanDevice{*c, static_cast<uint16_t>(row.capability.sm()), row.sm_count, static_cast<int64_t>(row.l2_bytes), class_smem_cap(*c),
+                      std::string(row.name) + " (compute capability " + std::to_string(row.capability.major) + "." +
+                          std::to_string(row.capability.minor) + ", class " + device_class_name(*c) + ")"};
 }
 
 std::string plan_text(const Plan& p) {

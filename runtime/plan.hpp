@@ -71,6 +71,8 @@ private:
 // and PDL only where the class has them. `who` names the plan's author in the message.
 Result<void> check_plan(const Plan& plan, const PlanDevice& device, const std::string& who);
 
-std::string plan_text(const Plan& plan);  // "grid 1056, block 256, smem 0, cluster 1x1x1, pdl on"
+std::string plan_text(const Plan& plan);
+// What a plan sees of a reference row of the hardware matrix.
+Result<PlanDevice> plan_device(const HardwareRow& row);  // "grid 1056, block 256, smem 0, cluster 1x1x1, pdl on"
 
 }  // namespace sdm::runtime

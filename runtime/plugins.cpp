@@ -75,10 +75,10 @@ Result<void> Plugins::load(const std::string& path) {
     p->table.struct_size = sizeof(sdm_plugin_table);
     const int32_t rc = negotiate(kPluginAbiMajor, &minor, &p->table);
     if (rc != 0)
-        return make_error(ErrorCode::unsupported, "plugin " + path + " refused to negotiate plugin ABI " + std::to_string(kPluginAbiMajor) + "." +
+        return make_error(ErrorCode::mismatch, "plugin " + path + " refused to negotiate plugin ABI " + std::to_string(kPluginAbiMajor) + "." +
                                                       std::to_string(kPluginAbiMinor) + " (it returned " + std::to_string(rc) + "); it is not used");
     if (minor > kPluginAbiMinor)
-        return make_error(ErrorCode::unsupported, "plugin " + path + " raised the plugin ABI minor to " + std::to_string(minor) + " (the host offered " +
+        return make_error(ErrorCode::mismatch, "plugin " + path + " raised the plugin ABI minor to " + std::to_string(minor) + " (the host offered " +
                                                       std::to_string(kPluginAbiMinor) + "); it is not used");
     // The plugin implements `minor`: only that much of the table is its own.
     p->table.struct_size = std::min<uint32_t>(p->table.struct_size, table_size(minor));

@@ -812,6 +812,7 @@ CUresult CUDAAPI impl_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunc
     if (!n || block <= 0) return CUDA_ERROR_INVALID_VALUE;
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
     *n = static_cast<int>(smem) > f->max_dynamic_smem ? 0 : fake_blocks_per_sm(*device_of(s, f), static_cast<unsigned>(block), smem);
+    if (const std::string_view forced = trim(env("SDM_FAKE_CUDA_OCCUPANCY")); !forced.empty()) *n = std::atoi(std::string(forced).c_str());
     return CUDA_SUCCESS;
 }
 

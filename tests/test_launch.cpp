@@ -1,0 +1,170 @@
+// Plans and launches through the C ABI and the fake driver (runtime/launch.*): sdm_plan_select with
+// its memo (one occupancy query per problem), clusters, forced rows; sdm_launch with the argument
+// count, the shared-memory attribute set once per size, cuLaunchKernelEx's cluster and PDL
+// attributes, and the driver's refusals. tests/gpu/test_gpu_launch.cpp launches for real.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+#include <cuda.h>
+
+#include "fake_runtime.hpp"
+#include "sdm/sdm.h"
+#include "sdm/sdm_testing.h"
+#include "support.hpp"
+
+using namespace sdm::test;
+
+namespace {
+
+sdm_kernel* kernel(sdm_runtime* rt, const char* name, int32_t ordinal = 0) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
+    return k;
+}
+
+sdm_plan select(const sdm_kernel* k, int64_t n, sdm_status expect = SDM_OK, std::string* message = nullptr) {
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_plan_select(k, &n, 1, &plan, &e);
+    if (message != nullptr) *message = sdm_error_message(e);
+    if (s != expect) FAIL(sdm_status_string(s) << ": " << sdm_error_message(e));
+    sdm_error_destroy(e);
+    return plan;
+}
+
+struct Args {
+    void* y{nullptr};
+    float factor{2.f};
+    int n{1024};
+    void* values[3]{&y, &factor, &n};
+};
+
+}  // namespace
+
+TEST_CASE("sdm_plan_select: the manifest's plan, checked by the occupancy calculator, memoized per problem", "[launch][plan]") {
+    TempDir cache;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel(rt.get(), "scale");
+    const sdm_plan p = select(k, 1 << 20);
+    CHECK(p.grid == 1056);
+    CHECK(p.block == 256);
+    CHECK(p.smem_bytes == 0);
+    CHECK(p.flags == SDM_PLAN_PDL);
+    CHECK(p.cluster[0] == 1);
+    CHECK(p.blocks_per_sm == 8);
+    CHECK(p.occupancy == 8);  // the fake's model: 2048 threads per SM / 256
+    CHECK(p.rule == 0);
+    CHECK(fake_calls("cuOccupancyMaxActiveBlocksPerMultiprocessor") == 1);
+    for (int i = 0; i < 100; ++i) (void)select(k, 1 << 20);
+    CHECK(fake_calls("cuOccupancyMaxActiveBlocksPerMultiprocessor") == 1);  // memoized
+    // Another problem: another plan. Past a quarter of L2: clusters of two, checked as clusters.
+    const sdm_plan big = select(k, int64_t{1} << 25);
+    CHECK(big.rule == 1);
+    CHECK(big.cluster[0] == 2);
+    CHECK(big.block == 1024);
+    CHECK(big.grid == 32768);
+    CHECK(fake_calls("cuOccupancyMaxActiveClusters") == 1);
+    // A forced row is another device: GB300's plan, then H200's again once it is popped.
+    uint64_t token = 0;
+    REQUIRE(sdm_testing_force_row_push(10, 3, 232448, 152, 135528448, &token, nullptr) == SDM_OK);
+    const sdm_plan gb300 = select(k, 1 << 20);
+    CHECK(gb300.grid == 608);
+    CHECK(gb300.block == 512);
+    CHECK(gb300.smem_bytes == 27863);
+    REQUIRE(sdm_testing_force_row_pop(token, nullptr) == SDM_OK);
+    CHECK(select(k, 1 << 20).grid == 1056);
+    // A kernel without rules, and bad arguments.
+    std::string message;
+    (void)select(kernel(rt.get(), "axpy"), 1, SDM_ERROR_NOT_FOUND, &message);
+    CHECK_THAT(message, Catch::Contains("no plan rule of kernel axpy matches device 0 (NVIDIA H200"));
+    sdm_plan small{};
+    small.struct_size = 8;
+    int64_t n = 1;
+    CHECK(sdm_plan_select(k, &n, 1, &small, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("a plan no block of which fits is refused; a failing occupancy query is an error, not memoized", "[launch][plan]") {
+    TempDir cache;
+    fake(kA100);
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel(rt.get(), "scale");
+    std::string message;
+    setenv("SDM_FAKE_CUDA_OCCUPANCY", "0", 1);  // the calculator says: no block fits (registers, say)
+    (void)select(k, 1 << 20, SDM_ERROR_INVALID_ARGUMENT, &message);
+    CHECK_THAT(message, Catch::Contains("kernel scale cannot run with grid 8192, block 128") && Catch::Contains("no block of it fits"));
+    unsetenv("SDM_FAKE_CUDA_OCCUPANCY");
+    // The fake reads SDM_FAKE_CUDA_FAIL at cuInit: a new runtime sees it.
+    setenv("SDM_FAKE_CUDA_FAIL", "cuOccupancyMaxActiveBlocksPerMultiprocessor=CUDA_ERROR_INVALID_CONTEXT", 1);
+    RuntimePtr failing = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(failing.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* fk = kernel(failing.get(), "scale");
+    (void)select(fk, 1 << 20, SDM_ERROR_DRIVER, &message);
+    CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_CONTEXT"));
+    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    int32_t version = 0;
+    REQUIRE(sdm_driver_version(make_runtime(cache.path).get(), &version, nullptr) == SDM_OK);  // a cuInit that clears the failure
+    CHECK(select(fk, 1 << 20).occupancy == 16);  // the error was not memoized
+    const sdm_plan p = select(k, 1 << 20);
+    CHECK(p.grid == 8192);
+    CHECK(p.flags == 0);
+    CHECK(p.occupancy == 16);
+}
+
+TEST_CASE("sdm_launch: argument count, cuLaunchKernelEx attributes, the shared memory limit set once per size", "[launch]") {
+    TempDir cache;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel(rt.get(), "scale");
+    sdm_plan p = select(k, 1 << 20);
+    Args a;
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuLaunchKernelEx") == 1);
+    sdm_error* e = nullptr;
+    CHECK(sdm_launch(k, &p, nullptr, a.values, 2, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel scale takes 3 argument(s) (ptr,f32,i32), not 2"));
+    sdm_error_destroy(e);
+    CHECK(fake_calls("cuLaunchKernelEx") == 1);
+    // Clusters (a plan from sdm_plan_select) launch; the fake checks the grid against the cluster.
+    sdm_plan big = select(k, int64_t{1} << 25);
+    REQUIRE(sdm_launch(k, &big, nullptr, a.values, 3, nullptr) == SDM_OK);
+    // More than the default 48 KiB of dynamic shared memory: the limit is raised once per size.
+    p.smem_bytes = 100000;
+    for (int i = 0; i < 3; ++i) REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuFuncSetAttribute") == 1);
+    p.smem_bytes = 50000;  // within what is set already
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
+    p.smem_bytes = 200000;
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuFuncSetAttribute") == 2);
+    // A plan the driver refuses: the error names the kernel, the plan and the CUresult.
+    p.smem_bytes = 0;
+    p.block = 2048;
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, &e) == SDM_ERROR_DRIVER);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("launching kernel scale with grid 1056, block 2048") && Catch::Contains("CUDA_ERROR_INVALID_VALUE"));
+    CHECK(sdm_error_native(e) == CUDA_ERROR_INVALID_VALUE);
+    sdm_error_destroy(e);
+}
+
+TEST_CASE("sdm_launch on an A100: PDL and clusters are refused by the driver, the plan without them launches", "[launch]") {
+    TempDir cache;
+    fake(kA100);
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel(rt.get(), "scale");
+    sdm_plan p = select(k, 1 << 20);
+    Args a;
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
+    p.flags = SDM_PLAN_PDL;
+    CHECK(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_ERROR_DRIVER);
+    p.flags = 0;
+    p.cluster[0] = 2;
+    CHECK(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_ERROR_DRIVER);
+}

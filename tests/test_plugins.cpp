@@ -1,0 +1,147 @@
+// Plan-provider plugins (include/sdm/sdm_plugin.h) through the C ABI and the fake driver, with the
+// test plugins of tests/plugins/test_plugin.c: a current one, an older minor (whose table past 1.0
+// the host must not touch), a newer minor, one with NULL members, one returning plans no class can
+// run, and two that fail negotiation; SDM_PLUGIN_PATH; image verdicts; destroy at runtime end.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "fake_runtime.hpp"
+#include "sdm/sdm.h"
+#include "support.hpp"
+
+using namespace sdm::test;
+
+namespace {
+
+sdm_kernel* kernel(sdm_runtime* rt, const char* name) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_kernel_get(rt, 0, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
+    return k;
+}
+
+sdm_plan select(const sdm_kernel* k, int64_t n) {
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    sdm_error* e = nullptr;
+    if (sdm_plan_select(k, &n, 1, &plan, &e) != SDM_OK) FAIL(sdm_error_message(e));
+    return plan;
+}
+
+void load(sdm_runtime* rt, const char* plugin) {
+    sdm_error* e = nullptr;
+    if (sdm_plugin_load(rt, plugin, &e) != SDM_OK) FAIL(sdm_error_message(e));
+}
+
+int count_containing(const std::vector<std::string>& log, const std::string& text) {
+    int n = 0;
+    for (const auto& line : log) n += line.find(text) != std::string::npos;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("a current plugin's plans win over the table, for kernels without rules too; it refuses images; destroy runs", "[plugins]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string marker = dir.path + "/destroyed";
+    setenv("SDM_TEST_PLUGIN_MARKER", marker.c_str(), 1);
+    {
+        RuntimePtr rt = make_runtime(dir.path);
+        load(rt.get(), SDM_TEST_PLUGIN_CURRENT);
+        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+        const sdm_plan p = select(kernel(rt.get(), "scale"), 1 << 20);
+        CHECK(p.block == 128);
+        CHECK(p.grid == 8192);
+        CHECK(p.rule == -1);
+        CHECK(p.occupancy == 16);  // checked by the occupancy calculator like any plan
+        CHECK(select(kernel(rt.get(), "axpy"), 1000).grid == 8);  // axpy has no rules: the plugin's plan
+        mount(rt.get(), make_archive("forbidden", {"sm_90"}, {"scale"}), "forbidden.sdma");  // serves scale from now on
+        std::string message;
+        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+        CHECK_THAT(message, Catch::Contains("plugin test-current refused module forbidden of archive forbidden.sdma") &&
+                                Catch::Contains("not allowed on 9.0 (ptxVersion 90)"));
+        CHECK(fake_calls("@modules") == 1);  // the refused module was unloaded
+        CHECK_FALSE(std::filesystem::exists(marker));
+    }
+    CHECK(std::filesystem::exists(marker));
+    unsetenv("SDM_TEST_PLUGIN_MARKER");
+}
+
+TEST_CASE("an older minor's table is read only as far as it goes; a newer minor settles on the host's", "[plugins]") {
+    TempDir dir;
+    fake(kH200);
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
+    load(rt.get(), SDM_TEST_PLUGIN_OLDER);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    CHECK(select(kernel(rt.get(), "scale"), 1 << 20).block == 64);  // (its validate_image would abort: never called)
+    CHECK(count_containing(log, "plugin ABI 1.0") == 1);
+    RuntimePtr newer = make_runtime(dir.path, 0, 0, &log);
+    load(newer.get(), SDM_TEST_PLUGIN_NEWER);
+    REQUIRE(sdm_archive_mount_file(newer.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    CHECK(select(kernel(newer.get(), "scale"), 1 << 20).block == 32);
+    CHECK(count_containing(log, "test-newer") >= 1);
+    CHECK(count_containing(log, "plugin ABI 1.1") == 1);
+}
+
+TEST_CASE("a plugin with NULL members changes nothing", "[plugins]") {
+    TempDir dir;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(dir.path);
+    load(rt.get(), SDM_TEST_PLUGIN_NULLS);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    const sdm_plan p = select(kernel(rt.get(), "scale"), 1 << 20);
+    CHECK(p.rule == 0);
+    CHECK(p.grid == 1056);
+}
+
+TEST_CASE("a plan no class can run is not used for that call, and the log says why", "[plugins]") {
+    TempDir dir;
+    const auto table_used = [&](const char* device, int64_t n, const char* why) {
+        fake(device);
+        std::vector<std::string> log;
+        RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
+        load(rt.get(), SDM_TEST_PLUGIN_BAD);
+        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+        const sdm_plan p = select(kernel(rt.get(), "scale"), n);
+        CHECK(p.rule >= 0);  // the table's plan
+        INFO(why);
+        CHECK(count_containing(log, why) == 1);
+    };
+    table_used(kH200, 1, "block of 0 threads");
+    table_used(kH200, 2, "over the class's 232448 B");
+    table_used(kA100, 3, "clusters (2x1x1) on class a100");
+    table_used(kRtx4090, 4, "PDL on class rtx");
+    table_used(kH200, 5, "failed to choose a plan for kernel scale (it returned -7)");
+}
+
+TEST_CASE("plugins that fail negotiation, or are no plugins, are not loaded, and say why", "[plugins]") {
+    TempDir dir;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(dir.path);
+    sdm_error* e = nullptr;
+    CHECK(sdm_plugin_load(rt.get(), SDM_TEST_PLUGIN_REFUSE, &e) == SDM_ERROR_MISMATCH);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("refused to negotiate plugin ABI 1.1 (it returned 1)"));
+    sdm_error_destroy(e);
+    CHECK(sdm_plugin_load(rt.get(), SDM_TEST_PLUGIN_RAISE, &e) == SDM_ERROR_MISMATCH);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("raised the plugin ABI minor to 5"));
+    sdm_error_destroy(e);
+    CHECK(sdm_plugin_load(rt.get(), SDM_FAKE_CUDA_PATH, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("exports no sdm_plugin_negotiate"));
+    sdm_error_destroy(e);
+    CHECK(sdm_plugin_load(rt.get(), (dir.path + "/none.so").c_str(), &e) == SDM_ERROR_IO);
+    sdm_error_destroy(e);
+    // Through SDM_PLUGIN_PATH: the good one loads, the refusing one is logged and skipped.
+    setenv("SDM_PLUGIN_PATH", (std::string(SDM_TEST_PLUGIN_REFUSE) + ":" + SDM_TEST_PLUGIN_CURRENT).c_str(), 1);
+    std::vector<std::string> log;
+    RuntimePtr env = make_runtime(dir.path, 0, 0, &log);
+    unsetenv("SDM_PLUGIN_PATH");
+    CHECK(count_containing(log, "skipped plugin") == 1);
+    REQUIRE(sdm_archive_mount_file(env.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    CHECK(select(kernel(env.get(), "scale"), 1 << 20).block == 128);
+}
