@@ -55,6 +55,14 @@ struct JitOptions {
 };
 int run_jit(const JitOptions& options);
 
+struct PlanOptions {
+    std::string archive;
+    std::string kernel;
+    std::vector<std::string> problem;  // NAME=VALUE
+    bool json{false};
+};
+int run_plan(const PlanOptions& options);
+
 // Finishes `writer`, reads the bytes back through the full verification, and only then replaces
 // `output` atomically. Returns the archive's size; errors name the file.
 Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report);

@@ -79,6 +79,12 @@ int main(int argc, char** argv) {
     jit_cmd->add_option("--nvjitlink", jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
     jit_cmd->add_option("-j,--jobs", jit.threads, "Parallel links (default: one per core)");
     jit_cmd->add_flag("-q,--quiet", jit.quiet, "No progress bar, no summary");
+    sdm::tools::PlanOptions plan;
+    auto* plan_cmd = app.add_subcommand("plan", "A kernel's launch plan for a problem on every row of the hardware matrix");
+    plan_cmd->add_option("archive", plan.archive, "Archive whose manifest has the plan table")->required()->check(CLI::ExistingFile);
+    plan_cmd->add_option("kernel", plan.kernel, "Kernel name")->required();
+    plan_cmd->add_option("problem", plan.problem, "Problem parameters, NAME=VALUE (every one the kernel declares)");
+    plan_cmd->add_flag("--json", plan.json, "Machine-readable output");
 
     try {
         app.parse(argc, argv);
@@ -94,6 +100,7 @@ int main(int argc, char** argv) {
         if (info_cmd->parsed()) return sdm::tools::run_info(info);
         if (cache_cmd->parsed()) return sdm::tools::run_cache(cache);
         if (jit_cmd->parsed()) return sdm::tools::run_jit(jit);
+        if (plan_cmd->parsed()) return sdm::tools::run_plan(plan);
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "sdm: out of memory\n");
         return 1;
