@@ -17,31 +17,17 @@
 #include <dlfcn.h>
 #include <cuda.h>
 
+#include "gpu_driver.hpp"
 #include "sdm/sdm.h"
 #include "file_map.hpp"
 #include "manifest.hpp"
 #include "writer.hpp"
 
+using sdm::gpu_test::check;
+using sdm::gpu_test::Cuda;
+using sdm::gpu_test::failures;
+
 namespace {
-
-int failures = 0;
-void check(bool ok, const std::string& what) {
-    std::printf("%s: %s\n", ok ? "ok" : "FAIL", what.c_str());
-    if (!ok) ++failures;
-}
-
-// The few driver calls the test itself makes, resolved like sdm does.
-struct Cuda {
-    void* lib{nullptr};
-    template <typename F>
-    F get(const char* name) {
-        using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-        static GetProc gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-        void* fn = nullptr;
-        gpa(name, &fn, 12000, 0, nullptr);
-        return reinterpret_cast<F>(fn);
-    }
-};
 
 std::string cache_dir() {
     char tmpl[] = "/tmp/sdm-gpu-load-XXXXXX";
