@@ -66,7 +66,7 @@ case "${1:-}" in
     # (-Dwerror=false: GCC 12 reports false stringop-overflow warnings under -fsanitize=thread;
     # the main build above enforces warnings.)
     configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Db_sanitize=thread -Db_lundef=false
-    tsan_tests=(modules image_policy layers reload cache)
+    tsan_tests=(modules image_policy layers reload launch plugins cache)
     ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_tests[@]/#/tests/test_}"
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     count_results build build-tsan

@@ -4,7 +4,10 @@
 // attributes, and the driver's refusals. tests/gpu/test_gpu_launch.cpp launches for real.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
+#include <vector>
 #include <string>
 
 #include <cuda.h>
@@ -167,4 +170,33 @@ TEST_CASE("sdm_launch on an A100: PDL and clusters are refused by the driver, th
     p.flags = 0;
     p.cluster[0] = 2;
     CHECK(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_ERROR_DRIVER);
+}
+
+TEST_CASE("8 threads selecting plans and launching at once agree with one thread", "[launch][concurrency]") {
+    TempDir cache;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(cache.path);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel(rt.get(), "scale");
+    std::vector<sdm_plan> expected;
+    for (int64_t n = 1; n <= 1 << 26; n *= 4) expected.push_back(select(k, n));
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 8; ++t)
+        threads.emplace_back([&, t] {
+            Args a;
+            for (int round = 0; round < 200; ++round) {
+                size_t i = 0;
+                for (int64_t n = 1; n <= 1 << 26; n *= 4, ++i) {
+                    sdm_plan p{};
+                    p.struct_size = sizeof p;
+                    if (sdm_plan_select(k, &n, 1, &p, nullptr) != SDM_OK || std::memcmp(&p, &expected[i], sizeof p) != 0) ++wrong;
+                    p.smem_bytes = static_cast<uint32_t>((t + round) % 4) * 40000;  // raising the limit from several threads
+                    if (sdm_launch(k, &p, nullptr, a.values, 3, nullptr) != SDM_OK) ++wrong;
+                }
+            }
+        });
+    for (auto& th : threads) th.join();
+    CHECK(wrong.load() == 0);
+    CHECK(fake_calls("cuFuncSetAttribute") <= 3);  // 40000 is under 48 KiB; 80000 and 120000 at most once each
 }
