@@ -67,7 +67,8 @@ case "${1:-}" in
     # the main build above enforces warnings.)
     configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Db_sanitize=thread -Db_lundef=false
     tsan_tests=(modules image_policy layers reload launch plugins cache)
-    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_tests[@]/#/tests/test_}"
+    plugins=(current older newer nulls bad refuse raise)  # tests/plugins/test_plugin.c, for the plugins suite
+    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_tests[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     count_results build build-tsan
     exit $status
