@@ -1,0 +1,177 @@
+// The Sparse Delta Memory kernels (issue 7, first part): the memory read and the atomic sparse
+// delta write, for fp32 and bf16 values (fp32 accumulation) and int32 / int64 indices.
+//
+//   sdm_gather_<v>_<i>:  out[b, :] = sum_j w[b, j] * V[idx[b, j], :]
+//   sdm_scatter_delta_atomic_<v>_<i>:  V[idx[b, j], :] += lr * w[b, j] * delta[b, :]
+//
+// Layout: V is rows x D, row-major; idx and w are B x K; out and delta are B x D. w and lr are fp32.
+// Every kernel is a grid-stride loop over rows (any grid is correct; the plans cap it). Columns go
+// 16 bytes at a time (4 fp32 or 8 bf16 per thread), with a scalar tail when D is not a multiple of
+// that. `error` (may be null): with it, an index outside [0, rows) is not dereferenced; the first
+// offending flat position b*K+j is stored there (atomicMin; the host initialises it to INT_MAX), so
+// a bad index is reported instead of corrupting memory.
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+namespace {
+
+template <typename T>
+struct Vec;
+template <>
+struct Vec<float> {
+    static constexpr int n = 4;
+    using type = float4;
+    __device__ static void add(float* acc, type v, float w) {
+        acc[0] += w * v.x, acc[1] += w * v.y, acc[2] += w * v.z, acc[3] += w * v.w;
+    }
+    __device__ static type pack(const float* acc) { return make_float4(acc[0], acc[1], acc[2], acc[3]); }
+};
+template <>
+struct Vec<__nv_bfloat16> {
+    static constexpr int n = 8;
+    using type = uint4;
+    __device__ static void add(float* acc, type v, float w) {
+        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const float2 f = __bfloat1622float2(h[i]);
+            acc[2 * i] += w * f.x, acc[2 * i + 1] += w * f.y;
+        }
+    }
+    __device__ static type pack(const float* acc) {
+        type out;
+        __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
+        return out;
+    }
+};
+
+__device__ inline float to_float(float v) { return v; }
+__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T>
+__device__ inline T from_float(float v);
+template <>
+__device__ inline float from_float<float>(float v) { return v; }
+template <>
+__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// Whether index v of position p may be used; reports the first bad position otherwise.
+template <typename I>
+__device__ inline bool usable(I v, int64_t rows, int* error, int64_t p) {
+    if (error == nullptr) return true;
+    if (v >= 0 && static_cast<int64_t>(v) < rows) return true;
+    atomicMin(error, static_cast<int>(p < INT32_MAX ? p : INT32_MAX - 1));
+    return false;
+}
+
+template <typename T, typename I>
+__device__ void gather(const T* __restrict__ V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, T* __restrict__ out,
+                       int B, int K, int D, int* error) {
+    using Vc = Vec<T>;
+    // 16-byte chunks when every row starts on a 16-byte boundary (D a multiple of the vector
+    // width); otherwise one column per chunk.
+    const bool vector = D % Vc::n == 0;
+    const int chunks = vector ? D / Vc::n : D;
+    // A row is handled by `lanes` threads, one chunk each per step; a block holds several rows.
+    const int lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
+    if (lanes == 0) return;
+    const int rows_per_block = static_cast<int>(blockDim.x) / lanes;
+    const int sub = static_cast<int>(threadIdx.x) / lanes;
+    const int lane = static_cast<int>(threadIdx.x) % lanes;
+    if (sub >= rows_per_block) return;
+    for (int64_t b = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub; b < B; b += static_cast<int64_t>(gridDim.x) * rows_per_block) {
+        const I* row_idx = idx + b * K;
+        const float* row_w = w + b * K;
+        for (int c = lane; c < chunks; c += lanes) {
+            if (vector) {
+                float acc[Vc::n] = {};
+                int j = 0;
+                for (; j + 4 <= K; j += 4) {  // four independent loads in flight
+                    typename Vc::type v[4];
+                    float wj[4];
+                    bool ok[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const I r = row_idx[j + u];
+                        ok[u] = usable(r, rows, error, b * K + j + u);
+                        wj[u] = row_w[j + u];
+                        if (ok[u]) v[u] = __ldg(reinterpret_cast<const typename Vc::type*>(V + static_cast<int64_t>(r) * D) + c);
+                    }
+#pragma unroll
+                    for (int u = 0; u < 4; ++u)
+                        if (ok[u]) Vc::add(acc, v[u], wj[u]);
+                }
+                for (; j < K; ++j) {
+                    const I r = row_idx[j];
+                    if (!usable(r, rows, error, b * K + j)) continue;
+                    Vc::add(acc, __ldg(reinterpret_cast<const typename Vc::type*>(V + static_cast<int64_t>(r) * D) + c), row_w[j]);
+                }
+                reinterpret_cast<typename Vc::type*>(out + b * D)[c] = Vc::pack(acc);
+            } else {
+                float s = 0.f;
+                for (int j = 0; j < K; ++j) {
+                    const I r = row_idx[j];
+                    if (usable(r, rows, error, b * K + j)) s += row_w[j] * to_float(V[static_cast<int64_t>(r) * D + c]);
+                }
+                out[b * D + c] = from_float<T>(s);
+            }
+        }
+    }
+}
+
+__device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ inline void atomic_add(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16_rn(v)); }
+
+template <typename T, typename I>
+__device__ void scatter_atomic(T* V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, const T* __restrict__ delta, float lr,
+                               int B, int K, int D, int* error) {
+    // One (b, j) pair per row of work; its D columns spread over the block's threads, two at a
+    // time for bf16 (a bf16x2 atomic), one fp32 atomic each otherwise.
+    constexpr int step = sizeof(T) == 2 ? 2 : 1;
+    const int64_t pairs = static_cast<int64_t>(B) * K;
+    for (int64_t p = blockIdx.x; p < pairs; p += gridDim.x) {
+        const int64_t b = p / K;
+        const I r = idx[p];
+        if (!usable(r, rows, error, p)) continue;
+        const float scale = lr * w[p];
+        T* dst = V + static_cast<int64_t>(r) * D;
+        const T* src = delta + b * D;
+        if (step == 2 && D % 2 == 0) {  // bf16x2 atomics need 4-byte aligned rows
+            const int pairs_d = D / 2;
+            for (int c = threadIdx.x; c < pairs_d; c += blockDim.x) {
+                const float2 d = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(src)[c]);
+                atomicAdd(reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<void*>(dst)) + c, __floats2bfloat162_rn(scale * d.x, scale * d.y));
+            }
+        } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+            // Hopper and later: one float4 atomic per 16 bytes (global memory, 16-byte aligned rows).
+            if (sizeof(T) == 4 && D % 4 == 0) {
+                for (int c = threadIdx.x; c < D / 4; c += blockDim.x) {
+                    const float4 d = reinterpret_cast<const float4*>(src)[c];
+                    atomicAdd(reinterpret_cast<float4*>(reinterpret_cast<void*>(dst)) + c, make_float4(scale * d.x, scale * d.y, scale * d.z, scale * d.w));
+                }
+                continue;
+            }
+#endif
+            for (int c = threadIdx.x; c < D; c += blockDim.x) atomic_add(dst + c, scale * to_float(src[c]));
+        }
+    }
+}
+
+}  // namespace
+
+#define SDM_KERNELS(V, VT, I, IT)                                                                                                      \
+    extern "C" __global__ void sdm_gather_##V##_##I(const VT* V_, int64_t rows, const IT* idx, const float* w, VT* out, int B, int K, int D, \
+                                                  int* error) {                                                                       \
+        gather<VT, IT>(V_, rows, idx, w, out, B, K, D, error);                                                                         \
+    }                                                                                                                                  \
+    extern "C" __global__ void sdm_scatter_delta_atomic_##V##_##I(VT* V_, int64_t rows, const IT* idx, const float* w, const VT* delta,   \
+                                                                 float lr, int B, int K, int D, int* error) {                        \
+        scatter_atomic<VT, IT>(V_, rows, idx, w, delta, lr, B, K, D, error);                                                           \
+    }
+
+SDM_KERNELS(f32, float, i32, int32_t)
+SDM_KERNELS(f32, float, i64, int64_t)
+SDM_KERNELS(bf16, __nv_bfloat16, i32, int32_t)
+SDM_KERNELS(bf16, __nv_bfloat16, i64, int64_t)
