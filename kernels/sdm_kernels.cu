@@ -123,38 +123,58 @@ __device__ void gather(const T* __restrict__ V, int64_t rows, const I* __restric
 __device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ inline void atomic_add(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16_rn(v)); }
 
+// dst[0..n) += scale * src[0..n) for one 16-byte chunk (16-byte aligned): one vector reduction on
+// Hopper and later (red.global.add of a float4, or of four bf16x2), element or pair atomics before.
+__device__ inline void atomic_add_chunk(float* dst, const float* src, float scale) {
+    const float4 d = *reinterpret_cast<const float4*>(src);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    atomicAdd(reinterpret_cast<float4*>(dst), make_float4(scale * d.x, scale * d.y, scale * d.z, scale * d.w));
+#else
+    atomicAdd(dst, scale * d.x), atomicAdd(dst + 1, scale * d.y), atomicAdd(dst + 2, scale * d.z), atomicAdd(dst + 3, scale * d.w);
+#endif
+}
+__device__ inline void atomic_add_chunk(__nv_bfloat16* dst, const __nv_bfloat16* src, float scale) {
+    const uint4 raw = *reinterpret_cast<const uint4*>(src);
+    const __nv_bfloat162* in = reinterpret_cast<const __nv_bfloat162*>(&raw);
+    __nv_bfloat162 add[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 f = __bfloat1622float2(in[i]);
+        add[i] = __floats2bfloat162_rn(scale * f.x, scale * f.y);
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const unsigned* u = reinterpret_cast<const unsigned*>(add);
+    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]) : "memory");
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i) atomicAdd(reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<void*>(dst)) + i, add[i]);
+#endif
+}
+
 template <typename T, typename I>
 __device__ void scatter_atomic(T* V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, const T* __restrict__ delta, float lr,
                                int B, int K, int D, int* error) {
-    // One (b, j) pair per row of work; its D columns spread over the block's threads, two at a
-    // time for bf16 (a bf16x2 atomic), one fp32 atomic each otherwise.
-    constexpr int step = sizeof(T) == 2 ? 2 : 1;
+    // Laid out as the read: each (b, j) pair is a row of work, its 16-byte chunks spread over
+    // `lanes` threads, several pairs per block; one column per chunk when rows are not 16-byte aligned.
+    using Vc = Vec<T>;
+    const bool vector = D % Vc::n == 0;
+    const int chunks = vector ? D / Vc::n : D;
+    const int lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
+    if (lanes == 0) return;
+    const int per_block = static_cast<int>(blockDim.x) / lanes;
+    const int sub = static_cast<int>(threadIdx.x) / lanes;
+    const int lane = static_cast<int>(threadIdx.x) % lanes;
+    if (sub >= per_block) return;
     const int64_t pairs = static_cast<int64_t>(B) * K;
-    for (int64_t p = blockIdx.x; p < pairs; p += gridDim.x) {
-        const int64_t b = p / K;
+    for (int64_t p = static_cast<int64_t>(blockIdx.x) * per_block + sub; p < pairs; p += static_cast<int64_t>(gridDim.x) * per_block) {
         const I r = idx[p];
         if (!usable(r, rows, error, p)) continue;
         const float scale = lr * w[p];
         T* dst = V + static_cast<int64_t>(r) * D;
-        const T* src = delta + b * D;
-        if (step == 2 && D % 2 == 0) {  // bf16x2 atomics need 4-byte aligned rows
-            const int pairs_d = D / 2;
-            for (int c = threadIdx.x; c < pairs_d; c += blockDim.x) {
-                const float2 d = __bfloat1622float2(reinterpret_cast<const __nv_bfloat162*>(src)[c]);
-                atomicAdd(reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<void*>(dst)) + c, __floats2bfloat162_rn(scale * d.x, scale * d.y));
-            }
-        } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-            // Hopper and later: one float4 atomic per 16 bytes (global memory, 16-byte aligned rows).
-            if (sizeof(T) == 4 && D % 4 == 0) {
-                for (int c = threadIdx.x; c < D / 4; c += blockDim.x) {
-                    const float4 d = reinterpret_cast<const float4*>(src)[c];
-                    atomicAdd(reinterpret_cast<float4*>(reinterpret_cast<void*>(dst)) + c, make_float4(scale * d.x, scale * d.y, scale * d.z, scale * d.w));
-                }
-                continue;
-            }
-#endif
-            for (int c = threadIdx.x; c < D; c += blockDim.x) atomic_add(dst + c, scale * to_float(src[c]));
+        const T* src = delta + (p / K) * D;
+        for (int c = lane; c < chunks; c += lanes) {
+            if (vector) atomic_add_chunk(dst + c * Vc::n, src + c * Vc::n, scale);
+            else atomic_add(dst + c, scale * to_float(src[c]));
         }
     }
 }
