@@ -5,6 +5,7 @@
 
 #include <sys/stat.h>
 
+#include "embedded_archive.hpp"
 #include "platform.hpp"
 #include "verify.hpp"
 
@@ -15,8 +16,17 @@ Runtime::Runtime(RuntimeOptions options)
       log_(options_.log_sink, options_.log_level),
       devices_([this] { return driver(); }),
       modules_(std::make_unique<Modules>(*this)) {
-    // The embedded archive lands with the kernels (issue 7); until then there is none to mount.
-    if (options_.mount_embedded) log_.debug("this libsdm was built without an embedded archive");
+    // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
+    if (options_.mount_embedded) {
+        if (const auto bytes = embedded_archive()) {
+            auto a = archive::Archive::open_memory(*bytes, "embedded kernels.sdma");
+            auto mounted = a ? mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, true, nullptr}))
+                             : Result<void>(std::move(a).error());
+            if (!mounted) log_.error("the archive embedded in this libsdm does not mount: " + mounted.error().message);
+        } else {
+            log_.debug("this libsdm was built without an embedded archive (no nvcc, or -Dkernels=disabled)");
+        }
+    }
     // Plan-provider plugins of $SDM_PLUGIN_PATH; one that cannot be used is logged and skipped.
     if (const auto path = platform::env("SDM_PLUGIN_PATH")) {
         size_t at = 0;

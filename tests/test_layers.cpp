@@ -174,3 +174,45 @@ TEST_CASE("a kernel's expected signature: checked at sdm_kernel_get_checked, bot
     REQUIRE(api->struct_size >= offsetof(sdm_api, kernel_get_checked) + sizeof(void*));
     CHECK(api->kernel_get_checked(rt.get(), 0, "axpy", "ptr,ptr,f32,i32", nullptr, &k, nullptr) == SDM_OK);
 }
+
+TEST_CASE("the embedded archive (the SDM kernels) mounts first, under every other layer", "[layers][embedded]") {
+    TempDir dir;
+    fake(kH200);
+    std::vector<std::string> log;
+    auto p = params(dir.path);
+    p.flags = 0;  // the embedded archive too
+    p.log_level = SDM_LOG_DEBUG;
+    p.log_fn = [](void* user, sdm_log_level, const char* m, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(m); };
+    p.log_user_data = &log;
+    RuntimePtr rt(create(p));
+    uint32_t count = 0;
+    REQUIRE(sdm_archive_count(rt.get(), &count, nullptr) == SDM_OK);
+    if (!SDM_TEST_EMBEDDED) {  // built without nvcc: none, and the log says why
+        CHECK(count == 0);
+        bool said = false;
+        for (const auto& line : log) said = said || line.find("built without an embedded archive") != std::string::npos;
+        CHECK(said);
+        return;
+    }
+    REQUIRE(count == 1);
+    sdm_archive_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE(sdm_archive_info_get(rt.get(), 0, &info, nullptr) == SDM_OK);
+    CHECK(info.embedded == 1);
+    CHECK(std::string(info.label) == "embedded kernels.sdma");
+    CHECK(info.kernel_count == 8);
+    CHECK(std::string(info.content_version) == "sdm-kernels.1");
+    const auto k = info_of(rt.get(), 0, "sdm_gather_f32_i32");
+    CHECK(std::string(k.archive) == "embedded kernels.sdma");
+    CHECK(k.image_sm == 90);
+    CHECK(std::string(k.signature) == "ptr,i64,ptr,ptr,ptr,i32,i32,i32,ptr");
+    // A mounted file comes after it, and wins for the kernels it lists.
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    REQUIRE(sdm_archive_count(rt.get(), &count, nullptr) == SDM_OK);
+    CHECK(count == 2);
+    CHECK(std::string(info_of(rt.get(), 0, "sdm_scatter_delta_atomic_bf16_i64").archive) == "embedded kernels.sdma");
+    // Without it when the host says so.
+    RuntimePtr none(create(params(dir.path)));
+    REQUIRE(sdm_archive_count(none.get(), &count, nullptr) == SDM_OK);
+    CHECK(count == 0);
+}

@@ -1,0 +1,13 @@
+// The archive embedded in libsdm (kernels/kernels.sdma, assembled in with .incbin when the
+// `kernels` feature built it), or nothing in a libsdm built without nvcc.
+#pragma once
+
+#include <optional>
+
+#include "bytes.hpp"
+
+namespace sdm::runtime {
+
+std::optional<archive::Bytes> embedded_archive() noexcept;
+
+}  // namespace sdm::runtime
