@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo `./run.sh demo` runs after building: pack real nvcc output (tests/data, CUDA 13.0)
-# into an archive, list it, verify it, damage a copy and watch verify refuse it, and show the
-# size against nvcc's own compressed fatbin when the bench corpus was built.
+# into an archive, list it, verify it, damage a copy and watch verify refuse it; then the SDM
+# kernels embedded in libsdm: list them, link their PTX for sm_90 with nvJitLink, print their
+# plans on every hardware row, and on a GPU run and check them (examples/sdm_demo).
 # Usage: tools/demo.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -36,6 +37,26 @@ echo
 echo "== sdm info (the driver, every GPU and its class, nvJitLink, the archive)"
 "$sdm" info -a "$work/kernels.sdma" || true
 echo
-echo "Loading and launching kernels land with the next issues; the archive size and open-time bench"
-echo "is 'ninja -C $build bench-archive' (needs nvcc; figures in bench/RESULTS.md)."
+kernels=$build/kernels/kernels.sdma
+if [ ! -f "$kernels" ]; then
+  echo "This build has no SDM kernels (no nvcc, or -Dkernels=disabled): libsdm embeds no archive."
+  exit 0
+fi
+echo
+echo "== the SDM kernels: the archive embedded in libsdm (the same bytes as $kernels)"
+"$sdm" ls "$kernels"
+echo
+echo "== nvJitLink links the kernels' PTX for sm_90 (the path a GPU without a fitting cubin takes)"
+"$sdm" extract "$kernels" -C "$work/ptx" sdm:compute_90 manifest >/dev/null
+"$sdm" pack -q -m "$work/ptx/manifest.toml" -o "$work/ptx-only.sdma" "sdm:compute_90=$work/ptx/sdm.compute_90.ptx"
+"$sdm" jit "$work/ptx-only.sdma" -o "$work/linked.sdma" --arch 90
+"$sdm" ls "$work/linked.sdma" | grep -E "cubin|ptx" || true
+echo
+echo "== the read's and the write's plans on every row of the hardware matrix (B=16384, K=32, D=1024)"
+"$sdm" plan "$kernels" sdm_gather_f32_i32 B=16384 K=32 D=1024
+echo
+"$sdm" plan "$kernels" sdm_scatter_delta_atomic_bf16_i32 B=16384 K=32 D=1024
+echo
+echo "== run both kernels, fp32 and bf16, and check them against the CPU"
+"$build/examples/sdm_demo"
 
