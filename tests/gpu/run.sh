@@ -25,6 +25,7 @@ run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
 run gpu-launch "$build/tests/test_gpu_launch"
+[ -x "$build/tests/test_gpu_kernels" ] && run gpu-kernels "$build/tests/test_gpu_kernels"
 # Layers on the real device: the newest archive with an image serves, an older one the rest.
 layers=$(mktemp -d)
 printf '[archive]\nkernel_abi = "1.2"\n[[kernel]]\nname = "scale"\nmodule = "kernels"\nsignature = "ptr,f32,i32"\n' >"$layers/m.toml"
