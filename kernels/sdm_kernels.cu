@@ -65,26 +65,35 @@ __device__ inline bool usable(I v, int64_t rows, int* error, int64_t p) {
     return false;
 }
 
+// How a block spreads rows of work (a gathered row, or a (b, j) pair's update) over its threads:
+// 16-byte chunks when every row starts on a 16-byte boundary (D a multiple of the vector width n),
+// else one column per chunk; `lanes` threads per row (one chunk each per step), `per_block` rows
+// per block; this thread is lane `lane` of row slot `sub`.
+struct RowLayout {
+    bool vector;
+    int chunks, lanes, per_block, sub, lane;
+    __device__ RowLayout(int D, int n) {
+        vector = D % n == 0;
+        chunks = vector ? D / n : D;
+        lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
+        per_block = lanes > 0 ? static_cast<int>(blockDim.x) / lanes : 0;
+        sub = lanes > 0 ? static_cast<int>(threadIdx.x) / lanes : 0;
+        lane = lanes > 0 ? static_cast<int>(threadIdx.x) % lanes : 0;
+    }
+    __device__ bool idle() const { return lanes == 0 || sub >= per_block; }
+};
+
 template <typename T, typename I>
 __device__ void gather(const T* __restrict__ V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, T* __restrict__ out,
                        int B, int K, int D, int* error) {
     using Vc = Vec<T>;
-    // 16-byte chunks when every row starts on a 16-byte boundary (D a multiple of the vector
-    // width); otherwise one column per chunk.
-    const bool vector = D % Vc::n == 0;
-    const int chunks = vector ? D / Vc::n : D;
-    // A row is handled by `lanes` threads, one chunk each per step; a block holds several rows.
-    const int lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
-    if (lanes == 0) return;
-    const int rows_per_block = static_cast<int>(blockDim.x) / lanes;
-    const int sub = static_cast<int>(threadIdx.x) / lanes;
-    const int lane = static_cast<int>(threadIdx.x) % lanes;
-    if (sub >= rows_per_block) return;
-    for (int64_t b = static_cast<int64_t>(blockIdx.x) * rows_per_block + sub; b < B; b += static_cast<int64_t>(gridDim.x) * rows_per_block) {
+    const RowLayout l(D, Vc::n);
+    if (l.idle()) return;
+    for (int64_t b = static_cast<int64_t>(blockIdx.x) * l.per_block + l.sub; b < B; b += static_cast<int64_t>(gridDim.x) * l.per_block) {
         const I* row_idx = idx + b * K;
         const float* row_w = w + b * K;
-        for (int c = lane; c < chunks; c += lanes) {
-            if (vector) {
+        for (int c = l.lane; c < l.chunks; c += l.lanes) {
+            if (l.vector) {
                 float acc[Vc::n] = {};
                 int j = 0;
                 for (; j + 4 <= K; j += 4) {  // four independent loads in flight
@@ -154,26 +163,19 @@ __device__ inline void atomic_add_chunk(__nv_bfloat16* dst, const __nv_bfloat16*
 template <typename T, typename I>
 __device__ void scatter_atomic(T* V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, const T* __restrict__ delta, float lr,
                                int B, int K, int D, int* error) {
-    // Laid out as the read: each (b, j) pair is a row of work, its 16-byte chunks spread over
-    // `lanes` threads, several pairs per block; one column per chunk when rows are not 16-byte aligned.
+    // Laid out as the read: each (b, j) pair is a row of work.
     using Vc = Vec<T>;
-    const bool vector = D % Vc::n == 0;
-    const int chunks = vector ? D / Vc::n : D;
-    const int lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
-    if (lanes == 0) return;
-    const int per_block = static_cast<int>(blockDim.x) / lanes;
-    const int sub = static_cast<int>(threadIdx.x) / lanes;
-    const int lane = static_cast<int>(threadIdx.x) % lanes;
-    if (sub >= per_block) return;
+    const RowLayout l(D, Vc::n);
+    if (l.idle()) return;
     const int64_t pairs = static_cast<int64_t>(B) * K;
-    for (int64_t p = static_cast<int64_t>(blockIdx.x) * per_block + sub; p < pairs; p += static_cast<int64_t>(gridDim.x) * per_block) {
+    for (int64_t p = static_cast<int64_t>(blockIdx.x) * l.per_block + l.sub; p < pairs; p += static_cast<int64_t>(gridDim.x) * l.per_block) {
         const I r = idx[p];
         if (!usable(r, rows, error, p)) continue;
         const float scale = lr * w[p];
         T* dst = V + static_cast<int64_t>(r) * D;
         const T* src = delta + (p / K) * D;
-        for (int c = lane; c < chunks; c += lanes) {
-            if (vector) atomic_add_chunk(dst + c * Vc::n, src + c * Vc::n, scale);
+        for (int c = l.lane; c < l.chunks; c += l.lanes) {
+            if (l.vector) atomic_add_chunk(dst + c * Vc::n, src + c * Vc::n, scale);
             else atomic_add(dst + c, scale * to_float(src[c]));
         }
     }

@@ -6,6 +6,20 @@
 
 namespace sdm::runtime {
 
+namespace {
+
+// The launch attribute for a plan's cluster dims.
+CUlaunchAttribute cluster_attribute(const Plan& plan) {
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = plan.cluster[0];
+    attr.value.clusterDim.y = plan.cluster[1];
+    attr.value.clusterDim.z = plan.cluster[2];
+    return attr;
+}
+
+}  // namespace
+
 size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
     uint64_t h = 0xcbf29ce484222325ull ^ k.count;  // FNV-1a over the values
     for (uint32_t i = 0; i < k.count; ++i) {
@@ -103,11 +117,7 @@ Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& de
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + plan_text(plan) + " on " + device.description +
                                                            ": no block of it fits on a multiprocessor (registers or shared memory)");
     if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) {
-        CUlaunchAttribute attr{};
-        attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim.x = plan.cluster[0];
-        attr.value.clusterDim.y = plan.cluster[1];
-        attr.value.clusterDim.z = plan.cluster[2];
+        CUlaunchAttribute attr = cluster_attribute(plan);
         CUlaunchConfig config{};
         config.gridDimX = plan.grid;
         config.gridDimY = config.gridDimZ = 1;
@@ -153,13 +163,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     }
     CUlaunchAttribute attrs[2]{};
     unsigned n = 0;
-    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) {
-        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attrs[n].value.clusterDim.x = plan.cluster[0];
-        attrs[n].value.clusterDim.y = plan.cluster[1];
-        attrs[n].value.clusterDim.z = plan.cluster[2];
-        ++n;
-    }
+    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) attrs[n++] = cluster_attribute(plan);
     if (plan.pdl) {
         attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attrs[n].value.programmaticStreamSerializationAllowed = 1;
