@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -311,4 +313,52 @@ TEST_CASE("value_or_throw and throw_if_error throw sdm::Exception with the statu
     }
     sdm::Runtime moved = sdm::value_or_throw(sdm::Runtime::create(offline_options()));
     CHECK(moved);
+}
+
+TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "[cpp][kernels]") {
+    char dir[] = "/tmp/sdm-cpp-kernels-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    setenv("SDM_CACHE_DIR", dir, 1);
+    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560", 1);
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    options.log_level = SDM_LOG_OFF;
+    options.cuda_driver = SDM_FAKE_CUDA_PATH;
+    auto rt = sdm::Runtime::create(options);
+    REQUIRE(rt);
+    REQUIRE(rt->mount_file(SDM_TEST_ARCHIVE));
+    auto k = rt->kernel(0, "scale", nullptr, "ptr, f32, i32");
+    REQUIRE(k);
+    auto info = k->info();
+    REQUIRE(info);
+    CHECK(info->module == "kernels");
+    CHECK(info->signature == "ptr,f32,i32");
+    CHECK(info->image_sm == 90);
+    auto function = k->function();
+    REQUIRE(function);
+    CHECK(*function != nullptr);
+    auto plan = k->plan({1 << 20});
+    REQUIRE(plan);
+    CHECK(plan->grid == 1056);
+    CHECK((plan->flags & SDM_PLAN_PDL) != 0);
+    void* y = nullptr;
+    float factor = 2.f;
+    int n = 1 << 20;
+    CHECK(k->launch(*plan, nullptr, {&y, &factor, &n}));
+    const auto wrong_args = k->launch(*plan, nullptr, {&y});
+    CHECK(wrong_args.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(wrong_args.error().message(), Contains("takes 3 argument(s)"));
+    const auto mismatch = rt->kernel(0, "scale", nullptr, "ptr,ptr,i32");
+    REQUIRE_FALSE(mismatch);
+    CHECK(mismatch.code() == SDM_ERROR_MISMATCH);
+    CHECK(rt->release(*k));
+    CHECK(rt->release(*k));  // the signature-checked fetch above also took a reference
+    CHECK(rt->release(*k).code() == SDM_ERROR_INVALID_ARGUMENT);
+    auto polled = rt->poll_archives();
+    REQUIRE(polled);
+    CHECK(*polled == 0);
+    CHECK(rt->load_plugin(std::string(dir) + "/none.so").code() == SDM_ERROR_IO);
+    CHECK(sdm::Kernel().function().code() == SDM_ERROR_INVALID_ARGUMENT);
+    unsetenv("SDM_CACHE_DIR");
+    std::filesystem::remove_all(dir);
 }

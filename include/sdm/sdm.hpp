@@ -264,6 +264,73 @@ struct DeviceInfo {
 // "modern", "a100", "rtx", "unsupported"; static.
 inline const char* device_class_name(sdm_device_class device_class) noexcept { return sdm_device_class_name(device_class); }
 
+// ---- kernels, plans and launches (ABI 1.1) ------------------------------------------------------
+
+// What a fetched kernel is (sdm_kernel_info), with its strings copied.
+struct KernelInfo {
+    std::string name;
+    std::string module;
+    std::string archive;    // the serving archive's label
+    std::string signature;  // "ptr,f32,i32"
+    int32_t ordinal = 0;
+    uint32_t image_kind = 0;  // 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+    uint32_t image_sm = 0;
+    uint32_t loaded_sm = 0;
+    uint32_t source = 0;      // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+};
+
+// A kernel a Runtime fetched (Runtime::kernel). A handle the runtime owns: copyable, valid until
+// the runtime is destroyed, or, after a reload replaced its archive, until Runtime::release.
+class Kernel {
+public:
+    Kernel() noexcept = default;  // no kernel: its calls fail with SDM_ERROR_INVALID_ARGUMENT
+    sdm_kernel* handle() const noexcept { return handle_; }
+
+    // The CUfunction, for hosts that launch it themselves.
+    Result<void*> function() const {
+        return detail::get<void*>([this](void** f, sdm_error** error) { return sdm_kernel_function(handle_, f, error); });
+    }
+    Result<KernelInfo> info() const {
+        sdm_kernel_info c{};
+        c.struct_size = sizeof c;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_kernel_info_get(handle_, &c, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        KernelInfo out;
+        out.name = c.name != nullptr ? c.name : "";
+        out.module = c.module != nullptr ? c.module : "";
+        out.archive = c.archive != nullptr ? c.archive : "";
+        out.signature = c.signature != nullptr ? c.signature : "";
+        out.ordinal = c.ordinal;
+        out.image_kind = c.image_kind;
+        out.image_sm = c.image_sm;
+        out.loaded_sm = c.loaded_sm;
+        out.source = c.source;
+        return out;
+    }
+    // The launch plan for the kernel's problem parameters, in manifest order (sdm_plan_select).
+    Result<sdm_plan> plan(const std::vector<int64_t>& problem) const {
+        sdm_plan out{};
+        out.struct_size = sizeof out;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_plan_select(handle_, problem.data(), static_cast<uint32_t>(problem.size()), &out, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
+    }
+    // Launches with `plan` on `stream` (a CUstream, or nullptr); `args` as for cuLaunchKernel, as
+    // many as the kernel's signature has (sdm_launch).
+    Status launch(const sdm_plan& plan, void* stream, const std::vector<void*>& args) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_launch(handle_, &plan, stream, args.data(), static_cast<uint32_t>(args.size()), &error);
+        return detail::status_of(status, error);
+    }
+
+private:
+    friend class Runtime;
+    explicit Kernel(sdm_kernel* handle) noexcept : handle_(handle) {}
+    sdm_kernel* handle_ = nullptr;
+};
+
 // ---- the runtime --------------------------------------------------------------------------------
 
 // Receives sdm's log lines. `message` is valid during the call only. It runs on the thread that
@@ -432,6 +499,38 @@ public:
     Result<sdm_device_class> device_class(int32_t ordinal) const {
         return detail::get<sdm_device_class>(
             [this, ordinal](sdm_device_class* device_class, sdm_error** error) { return sdm_device_class_get(handle_, ordinal, device_class, error); });
+    }
+
+    // The kernel `name` on device `ordinal`, loading its module on first use (sdm_kernel_get).
+    // `stream` (a CUstream, or nullptr) is checked for graph capture before any JIT. With a
+    // `signature` ("ptr,f32,i32"), a kernel declaring another is SDM_ERROR_MISMATCH.
+    Result<Kernel> kernel(int32_t ordinal, const std::string& name, void* stream = nullptr, const char* signature = nullptr) const {
+        sdm_kernel* k = nullptr;
+        sdm_error* error = nullptr;
+        const sdm_status status = signature != nullptr ? sdm_kernel_get_checked(handle_, ordinal, name.c_str(), signature, stream, &k, &error)
+                                                       : sdm_kernel_get(handle_, ordinal, name.c_str(), stream, &k, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return Kernel(k);
+    }
+    // Drops the reference kernel() took (sdm_kernel_release); matters across reloads only.
+    Status release(const Kernel& kernel) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_kernel_release(handle_, kernel.handle(), &error);
+        return detail::status_of(status, error);
+    }
+    // Hot reload: every mounted archive file now (sdm_runtime_reload), or only those changed on
+    // disk (sdm_runtime_poll_archives, cheap enough for once a frame). The count replaced.
+    Result<uint32_t> reload() const {
+        return detail::get<uint32_t>([this](uint32_t* n, sdm_error** error) { return sdm_runtime_reload(handle_, n, error); });
+    }
+    Result<uint32_t> poll_archives() const {
+        return detail::get<uint32_t>([this](uint32_t* n, sdm_error** error) { return sdm_runtime_poll_archives(handle_, n, error); });
+    }
+    // Loads a plan-provider plugin (sdm_plugin_load; sdm_plugin.h).
+    Status load_plugin(const std::string& path) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_plugin_load(handle_, path.c_str(), &error);
+        return detail::status_of(status, error);
     }
 
 private:
