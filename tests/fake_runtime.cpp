@@ -20,6 +20,12 @@ int64_t fake_calls(const char* what) {
     return reinterpret_cast<int64_t (*)(const char*)>(dlsym(lib, "sdm_fake_cuda_calls"))(what);
 }
 
+void fake_reset() {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    reinterpret_cast<void (*)()>(dlsym(lib, "sdm_fake_cuda_reset"))();
+}
+
 void fake(const char* devices) {
     setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
     setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);

@@ -27,6 +27,8 @@ inline constexpr const char* kRtx4090 = "NVIDIA GeForce RTX 4090,8.9,101376,128,
 
 // How many times the fake driver ran entry point `what` since its last cuInit ("@modules": loaded now).
 int64_t fake_calls(const char* what);
+// Back to a freshly loaded fake driver: every module unloaded, every context released.
+void fake_reset();
 // Configures the fake driver: its devices (rows separated by ';'), version 13.0, no failures.
 void fake(const char* devices);
 // A runtime on the fake driver with its cache in `cache_dir`; no embedded archive, log off unless
