@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # sdm's two set-up commands for a fresh machine (Debian/Ubuntu):
 #   ./run.sh demo   install what is missing, build, run the main job
-#   ./run.sh test   install what is missing, build with warnings as errors, run every test;
-#                   the last line is "N passed, N failed" (counted from Meson's test log)
+#   ./run.sh test   install what is missing, build with warnings as errors, run every test; then
+#                   the concurrent suites under TSan and the whole suite under ASan + UBSan; the
+#                   last line is "N passed, N failed" (counted from Meson's test logs)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -70,7 +71,13 @@ case "${1:-}" in
     plugins=(current older newer nulls bad refuse raise)  # tests/plugins/test_plugin.c, for the plugins suite
     ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_tests[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
-    count_results build build-tsan
+    # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
+    # included; tests/lsan.supp names the one suppression, libnvJitLink's own allocations).
+    configure build-asan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled \
+      -Db_sanitize=address,undefined -Db_lundef=false
+    ninja -C build-asan
+    meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 || status=$?
+    count_results build build-tsan build-asan
     exit $status
     ;;
   demo)
