@@ -1,11 +1,15 @@
 // The SDM kernels' bench (bench/kernel_bench.sh drives it; GPU only). For each dtype (fp32, bf16),
-// D (256, 1024, 4096) and values table (1 GiB, 8 GiB), with B = 16,384 and K = 32, uniformly random
-// int32 indices: the median time of sdm_gather and sdm_scatter_delta_atomic through sdm_launch, and
-// the bytes each must move at least (read: the B*K gathered rows and the output; write: each B*K
-// row read and written back, and the deltas). Also the device-to-device copy bandwidth of a 1 GiB
-// cuMemcpyDtoD (2 bytes moved per byte copied). One line per measurement, tab-separated:
+// D (256, 1024, 4096) and values table (32 MiB: inside L2; 1 GiB; 8 GiB), with B = 16,384 and
+// K = 32, uniformly random int32 indices: the median time, through sdm_launch with the manifest's
+// plans, of the read (sdm_gather), the atomic write (sdm_scatter_delta_atomic) and the
+// deterministic write (sdm::GroupedWrite: keys, merge passes, grouped apply, all timed), and the
+// bytes each must move at least (read: the B*K gathered rows and the output; write: each B*K row
+// read and written back, and the deltas). With the two cubins of bench/gather_staged.cu, also the
+// read staged through shared memory by the copy layer's modern side (read-bulk) and portable side
+// (read-cp.async). First the device-to-device copy bandwidth of a 1 GiB cuMemcpyDtoD (2 bytes moved
+// per byte copied). One line per measurement, tab-separated:
 //   copy  -  -  -  bytes  ms  GB/s
-//   op  dtype  D  table_GiB  bytes  ms  GB/s
+//   op  dtype  D  table_MiB  bytes  ms  GB/s
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -16,6 +20,7 @@
 #include <dlfcn.h>
 
 #include "sdm/sdm.h"
+#include "sdm/sdm_kernels.hpp"
 
 namespace {
 
@@ -32,7 +37,7 @@ F fn(void* lib, const char* name) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: kernel_bench KERNELS_ARCHIVE [REPS]\n");
+        std::fprintf(stderr, "usage: kernel_bench KERNELS_ARCHIVE [REPS [STAGED_BULK_CUBIN STAGED_CP_ASYNC_CUBIN]]\n");
         return 2;
     }
     const int reps = argc > 2 ? std::atoi(argv[2]) : 15;
@@ -49,6 +54,12 @@ int main(int argc, char** argv) {
     const auto event_record = fn<decltype(&cuEventRecord)>(lib, "cuEventRecord");
     const auto event_sync = fn<decltype(&cuEventSynchronize)>(lib, "cuEventSynchronize");
     const auto elapsed = fn<decltype(&cuEventElapsedTime)>(lib, "cuEventElapsedTime");
+    const auto load_module = fn<decltype(&cuModuleLoad)>(lib, "cuModuleLoad");
+    const auto get_function = fn<decltype(&cuModuleGetFunction)>(lib, "cuModuleGetFunction");
+    const auto set_attribute = fn<decltype(&cuFuncSetAttribute)>(lib, "cuFuncSetAttribute");
+    const auto launch_kernel = fn<decltype(&cuLaunchKernel)>(lib, "cuLaunchKernel");
+    const auto occupancy = fn<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    const auto attribute = fn<decltype(&cuDeviceGetAttribute)>(lib, "cuDeviceGetAttribute");
     CUcontext ctx = nullptr;
     retain(&ctx, 0);
     push(ctx);
@@ -82,22 +93,39 @@ int main(int argc, char** argv) {
     mfree(a);
     mfree(b);
 
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    sdm_runtime* rt = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK || sdm_archive_mount_file(rt, argv[1], &e) != SDM_OK) {
-        std::fprintf(stderr, "kernel_bench: %s\n", sdm_error_message(e));
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    auto runtime = sdm::Runtime::create(options);
+    const sdm::Status mounted = runtime ? runtime->mount_file(argv[1]) : sdm::Status(runtime.error());
+    if (!mounted) {
+        std::fprintf(stderr, "kernel_bench: %s\n", mounted.error().message());
         return 1;
     }
+    sdm_runtime* rt = runtime->get();
+    sdm_error* e = nullptr;
+    // The staged reads (bench/gather_staged.cu), loaded by the driver directly.
+    struct Staged {
+        const char* op;
+        CUmodule module = nullptr;
+    };
+    std::vector<Staged> staged;
+    if (argc > 4) staged = {{"read-bulk"}, {"read-cp.async"}};
+    for (size_t i = 0; i < staged.size(); ++i)
+        if (load_module(&staged[i].module, argv[3 + i]) != CUDA_SUCCESS) {
+            std::fprintf(stderr, "kernel_bench: cannot load %s\n", argv[3 + i]);
+            return 1;
+        }
+    int sms = 0;
+    attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
     int B = 16384, K = 32;
     std::mt19937_64 rng(1);
+    CUdeviceptr workspace = 0;
+    alloc(&workspace, sdm::GroupedWrite::workspace_bytes(B, K));
     for (const bool bf16 : {false, true})
-        for (const int table_gib : {1, 8})
+        for (const int table_mib : {32, 1024, 8192})
             for (int D : {256, 1024, 4096}) {
                 const size_t es = bf16 ? 2 : 4;
-                const int64_t rows = static_cast<int64_t>((size_t{1} << 30) * table_gib / (static_cast<size_t>(D) * es));
+                const int64_t rows = static_cast<int64_t>((size_t{1} << 20) * table_mib / (static_cast<size_t>(D) * es));
                 std::vector<int32_t> idx(static_cast<size_t>(B) * K);
                 std::uniform_int_distribution<int64_t> pick(0, rows - 1);
                 for (auto& x : idx) x = static_cast<int32_t>(pick(rng));
@@ -113,29 +141,55 @@ int main(int argc, char** argv) {
                 htod(di, idx.data(), idx.size() * 4);
                 htod(dw, w.data(), w.size() * 4);
                 const std::string v = bf16 ? "bf16" : "f32";
-                const int64_t problem[] = {B, K, D};
+                const int64_t problem[] = {B, K, D, rows};
                 CUdeviceptr no_check = 0;
                 int64_t nrows = rows;
                 float lr = 1e-3f;
+                const size_t rows_moved = static_cast<size_t>(B) * K * D * es;
+                const size_t read_bytes = rows_moved + static_cast<size_t>(B) * D * es, write_bytes = 2 * rows_moved + static_cast<size_t>(B) * D * es;
+                const auto report = [&](const char* op, size_t bytes, double ms) {
+                    std::printf("%s\t%s\t%d\t%d\t%zu\t%.4f\t%.1f\n", op, v.c_str(), D, table_mib, bytes, ms, bytes / ms / 1e6);
+                    std::fflush(stdout);
+                };
                 for (const bool write : {false, true}) {
                     sdm_kernel* k = nullptr;
                     const std::string name = (write ? "sdm_scatter_delta_atomic_" : "sdm_gather_") + v + "_i32";
                     sdm_plan plan{};
                     plan.struct_size = sizeof plan;
-                    if (sdm_kernel_get(rt, 0, name.c_str(), nullptr, &k, &e) != SDM_OK || sdm_plan_select(k, problem, 3, &plan, &e) != SDM_OK) {
+                    if (sdm_kernel_get(rt, 0, name.c_str(), nullptr, &k, &e) != SDM_OK || sdm_plan_select(k, problem, 4, &plan, &e) != SDM_OK) {
                         std::fprintf(stderr, "kernel_bench: %s: %s\n", name.c_str(), sdm_error_message(e));
                         return 1;
                     }
                     void* gargs[] = {&dv, &nrows, &di, &dw, &dout, &B, &K, &D, &no_check};
                     void* sargs[] = {&dv, &nrows, &di, &dw, &ddelta, &lr, &B, &K, &D, &no_check};
                     const double ms = time_ms([&] { (void)sdm_launch(k, &plan, nullptr, write ? sargs : gargs, write ? 10u : 9u, nullptr); });
-                    const size_t rows_moved = static_cast<size_t>(B) * K * D * es;
-                    const size_t bytes = write ? 2 * rows_moved + static_cast<size_t>(B) * D * es : rows_moved + static_cast<size_t>(B) * D * es;
-                    std::printf("%s\t%s\t%d\t%d\t%zu\t%.4f\t%.1f\n", write ? "write" : "read", v.c_str(), D, table_gib, bytes, ms, bytes / ms / 1e6);
-                    std::fflush(stdout);
+                    report(write ? "write" : "read", write ? write_bytes : read_bytes, ms);
+                }
+                auto grouped = sdm::GroupedWrite::get(*runtime, 0, v, "i32");
+                if (!grouped) {
+                    std::fprintf(stderr, "kernel_bench: %s\n", grouped.error().message());
+                    return 1;
+                }
+                report("write-det", write_bytes, time_ms([&] {
+                           (void)grouped->launch(nullptr, dv, rows, di, dw, ddelta, lr, B, K, D, workspace, 0);
+                       }));
+                for (const Staged& st : staged) {
+                    CUfunction f = nullptr;
+                    const std::string name = "sdm_gather_staged_" + v + "_i32";
+                    const unsigned smem = 2 * 32 * static_cast<unsigned>(std::min<size_t>(static_cast<size_t>(D) * es, 1024));
+                    int per_sm = 0;
+                    if (get_function(&f, st.module, name.c_str()) != CUDA_SUCCESS ||
+                        set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem)) != CUDA_SUCCESS ||
+                        occupancy(&per_sm, f, 256, smem) != CUDA_SUCCESS) {
+                        std::fprintf(stderr, "kernel_bench: %s: cannot set up %s\n", st.op, name.c_str());
+                        return 1;
+                    }
+                    void* args[] = {&dv, &nrows, &di, &dw, &dout, &B, &K, &D};
+                    const unsigned grid = static_cast<unsigned>(std::max(1, per_sm) * sms);
+                    report(st.op, read_bytes, time_ms([&] { (void)launch_kernel(f, grid, 1, 1, 256, 1, 1, smem, nullptr, args, nullptr); }));
                 }
                 for (const CUdeviceptr d : {dv, di, dw, dout, ddelta}) mfree(d);
             }
-    sdm_runtime_destroy(rt);
+    mfree(workspace);
     return 0;
 }

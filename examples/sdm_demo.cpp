@@ -1,7 +1,9 @@
-// The SDM kernels, end to end through the C ABI (./run.sh demo runs it on a GPU): the archive
-// embedded in libsdm, the read (sdm_gather) and the write (sdm_scatter_delta_atomic) in fp32 and
-// bf16 on device 0, each checked against a CPU reference, with what ran where: the image, the
-// plan and the time. Without a GPU it says so and exits 0 (tools/demo.sh shows the rest then).
+// The SDM kernels, end to end (./run.sh demo runs it on a GPU): the archive embedded in libsdm, the
+// read (sdm_gather), the atomic write (sdm_scatter_delta_atomic, through the C ABI) and the
+// deterministic write (sdm::GroupedWrite of sdm_kernels.hpp: three kernels, run twice to show the
+// same bits) in fp32 and bf16 on device 0, each checked against a CPU reference, with what ran
+// where: the image, the plan and the time. Without a GPU it says so and exits 0 (tools/demo.sh
+// shows the rest then).
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <dlfcn.h>
 
 #include "sdm/sdm.h"
+#include "sdm/sdm_kernels.hpp"
 
 namespace {
 
@@ -36,9 +39,13 @@ const char* source_name(uint32_t s) {
 }  // namespace
 
 int main() {
-    sdm_runtime* rt = nullptr;
+    auto runtime = sdm::Runtime::create();
+    if (!runtime) {
+        std::printf("%s\n", runtime.error().message());
+        return 1;
+    }
+    sdm_runtime* rt = runtime->get();
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(nullptr, &rt, &e) != SDM_OK) return 1;
     sdm_archive_info a{};
     a.struct_size = sizeof a;
     if (sdm_archive_info_get(rt, 0, &a, nullptr) != SDM_OK || a.embedded == 0) {
@@ -49,7 +56,7 @@ int main() {
     int32_t devices = 0;
     if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices == 0) {
         std::printf("no GPU here (%s): launching the kernels needs one\n", e ? sdm_error_message(e) : "no CUDA device");
-        sdm_runtime_destroy(rt);
+        sdm_error_destroy(e);
         return 0;
     }
     sdm_device_info dev{};
@@ -82,7 +89,7 @@ int main() {
     std::mt19937 rng(2026);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(rows - 1));
-    int failures = 0;
+    int failures = 0, checks = 0;
     for (const bool half : {false, true}) {
         const size_t es = half ? 2 : 4;
         std::vector<float> V(static_cast<size_t>(rows) * D), w(static_cast<size_t>(B) * K), delta(static_cast<size_t>(B) * D);
@@ -107,23 +114,37 @@ int main() {
         int64_t nrows = rows;
         float lr = 0.01f;
         const std::string v = half ? "bf16" : "f32";
-        for (const bool write : {false, true}) {
-            const std::string name = (write ? "sdm_scatter_delta_atomic_" : "sdm_gather_") + v + "_i32";
+        CUdeviceptr workspace = 0;
+        alloc(&workspace, sdm::GroupedWrite::workspace_bytes(B, K));
+        std::vector<uint8_t> first_det;
+        for (int step = 0; step < 4; ++step) {  // read, atomic write, deterministic write (twice)
+            const int op = step < 2 ? step : 2;
+            const bool write = op > 0;
+            htod(dV, half ? static_cast<const void*>(V16.data()) : V.data(), V.size() * es);  // every op starts from V
+            const std::string name = op == 0 ? "sdm_gather_" + v + "_i32" : op == 1 ? "sdm_scatter_delta_atomic_" + v + "_i32" : "sdm_scatter_delta_grouped_" + v;
             sdm_kernel* k = nullptr;
             sdm_kernel_info info{};
             info.struct_size = sizeof info;
             sdm_plan plan{};
             plan.struct_size = sizeof plan;
-            const int64_t problem[] = {B, K, D};
+            const int64_t problem[] = {B, K, D, rows}, grouped_problem[] = {int64_t{B} * K, K, D};
             if (sdm_kernel_get(rt, 0, name.c_str(), nullptr, &k, &e) != SDM_OK || sdm_kernel_info_get(k, &info, nullptr) != SDM_OK ||
-                sdm_plan_select(k, problem, 3, &plan, &e) != SDM_OK) {
+                sdm_plan_select(k, op == 2 ? grouped_problem : problem, op == 2 ? 3 : 4, &plan, &e) != SDM_OK) {
                 std::printf("%s: %s\n", name.c_str(), sdm_error_message(e));
                 return 1;
             }
             void* gargs[] = {&dV, &nrows, &di, &dw, &dout, &B, &K, &D, &none};
             void* sargs[] = {&dV, &nrows, &di, &dw, &dd, &lr, &B, &K, &D, &none};
             const auto start = std::chrono::steady_clock::now();
-            const sdm_status s = sdm_launch(k, &plan, nullptr, write ? sargs : gargs, write ? 10 : 9, &e);
+            sdm_status s = SDM_OK;
+            if (op < 2) {
+                s = sdm_launch(k, &plan, nullptr, write ? sargs : gargs, write ? 10 : 9, &e);
+            } else {
+                auto grouped = sdm::GroupedWrite::get(*runtime, 0, v, "i32");
+                const sdm::Status launched = grouped ? grouped->launch(nullptr, dV, rows, di, dw, dd, lr, B, K, D, workspace, 0) : sdm::Status(grouped.error());
+                if (!launched) std::printf("%s: %s\n", name.c_str(), launched.error().message());
+                s = launched.code();
+            }
             const CUresult synced = sync();
             const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
             // Check against the CPU.
@@ -168,20 +189,26 @@ int main() {
                     } else {
                         std::memcpy(&got, after.data() + i * 4, 4);
                     }
-                    const double allowed = half ? (adds[i] + 1) * (std::fabs(V[i]) + mag[i]) / 256.0 + 1e-6 : 1e-5 * (std::fabs(ref[i]) + mag[i]) + 1e-6;
+                    // bf16: the atomic write rounds at every add, the deterministic one once.
+                    const double steps = op == 1 ? adds[i] + 1 : 1;
+                    const double allowed = half ? steps * (std::fabs(V[i]) + mag[i]) / 256.0 + 1e-6 : 1e-5 * (std::fabs(ref[i]) + mag[i]) + 1e-6;
                     if (!(std::fabs(got - ref[i]) <= allowed)) ++wrong;
                 }
+                if (step == 2) first_det = after;
+                else if (step == 3 && first_det != after) wrong = -1;  // the two deterministic runs differ
             }
             const bool ok = s == SDM_OK && synced == CUDA_SUCCESS && wrong == 0;
             failures += ok ? 0 : 1;
-            std::printf("%-32s %s: image %s sm_%u from %s; plan grid %u x %u threads (rule %d, occupancy %d/SM); %.0f us incl. launch; %s\n",
-                        name.c_str(), write ? "V[idx] += lr*w*delta" : "out = sum w*V[idx]", info.image_kind == 1 ? "cubin" : "PTX", info.loaded_sm,
-                        source_name(info.source), plan.grid, plan.block, plan.rule, plan.occupancy, us,
-                        ok ? "matches the CPU reference" : ("WRONG: " + std::to_string(wrong) + " values").c_str());
+            ++checks;
+            const std::string verdict = ok ? (step == 3 ? "matches the CPU reference and the first run, bit for bit" : "matches the CPU reference")
+                                           : wrong < 0 ? "WRONG: the two runs differ" : "WRONG: " + std::to_string(wrong) + " values";
+            std::printf("%-32s %s: image %s sm_%u from %s; plan grid %u x %u threads (rule %d, occupancy %d/SM%s); %.0f us incl. launch; %s\n",
+                        name.c_str(), op == 0 ? "out = sum w*V[idx]" : op == 1 ? "V[idx] += lr*w*delta" : "the same, deterministic",
+                        info.image_kind == 1 ? "cubin" : "PTX", info.loaded_sm, source_name(info.source), plan.grid, plan.block, plan.rule,
+                        plan.occupancy, (plan.flags & SDM_PLAN_PDL) != 0 ? ", PDL" : "", us, verdict.c_str());
         }
-        for (const CUdeviceptr p : {dV, di, dw, dd, dout}) mfree(p);
+        for (const CUdeviceptr p : {dV, di, dw, dd, dout, workspace}) mfree(p);
     }
-    sdm_runtime_destroy(rt);
-    std::printf("%s\n", failures == 0 ? "all four checks passed" : "some checks FAILED");
+    std::printf("%s (%d checks)\n", failures == 0 ? "all checks passed" : "some checks FAILED", checks);
     return failures == 0 ? 0 : 1;
 }

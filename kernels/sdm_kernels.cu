@@ -1,87 +1,32 @@
-// The Sparse Delta Memory kernels (issue 7, first part): the memory read and the atomic sparse
-// delta write, for fp32 and bf16 values (fp32 accumulation) and int32 / int64 indices.
+// The Sparse Delta Memory kernels: the memory read and the sparse delta write (an atomic variant and
+// a deterministic one), for fp32 and bf16 values (fp32 accumulation) and int32 / int64 indices.
 //
 //   sdm_gather_<v>_<i>:  out[b, :] = sum_j w[b, j] * V[idx[b, j], :]
 //   sdm_scatter_delta_atomic_<v>_<i>:  V[idx[b, j], :] += lr * w[b, j] * delta[b, :]
+//   the deterministic write, three steps on one stream (docs/KERNELS.md; sdm::scatter_delta_grouped):
+//     sdm_group_keys_<i>           keys[p] = idx[p] << shift | p for the n = B*K flat positions,
+//                                  sorted within tiles of 2,048
+//     sdm_group_merge              one merge pass of sorted runs of `width` keys (repeat, doubling)
+//     sdm_scatter_delta_grouped_<v>  for each distinct index, in position order, the sum of its
+//                                  lr * w * delta rows in fp32, added to V once: bitwise the same
+//                                  result on every run, whatever the duplicates
 //
 // Layout: V is rows x D, row-major; idx and w are B x K; out and delta are B x D. w and lr are fp32.
 // Every kernel is a grid-stride loop over rows (any grid is correct; the plans cap it). Columns go
 // 16 bytes at a time (4 fp32 or 8 bf16 per thread), with a scalar tail when D is not a multiple of
 // that. `error` (may be null): with it, an index outside [0, rows) is not dereferenced; the first
 // offending flat position b*K+j is stored there (atomicMin; the host initialises it to INT_MAX), so
-// a bad index is reported instead of corrupting memory.
+// a bad index is reported instead of corrupting memory. The deterministic write never applies an
+// index outside [0, rows), with or without `error`.
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "sdm_copy.cuh"
+#include "sdm_rows.cuh"
+
 namespace {
 
-template <typename T>
-struct Vec;
-template <>
-struct Vec<float> {
-    static constexpr int n = 4;
-    using type = float4;
-    __device__ static void add(float* acc, type v, float w) {
-        acc[0] += w * v.x, acc[1] += w * v.y, acc[2] += w * v.z, acc[3] += w * v.w;
-    }
-    __device__ static type pack(const float* acc) { return make_float4(acc[0], acc[1], acc[2], acc[3]); }
-};
-template <>
-struct Vec<__nv_bfloat16> {
-    static constexpr int n = 8;
-    using type = uint4;
-    __device__ static void add(float* acc, type v, float w) {
-        const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float2 f = __bfloat1622float2(h[i]);
-            acc[2 * i] += w * f.x, acc[2 * i + 1] += w * f.y;
-        }
-    }
-    __device__ static type pack(const float* acc) {
-        type out;
-        __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&out);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(acc[2 * i], acc[2 * i + 1]);
-        return out;
-    }
-};
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-// Whether index v of position p may be used; reports the first bad position otherwise.
-template <typename I>
-__device__ inline bool usable(I v, int64_t rows, int* error, int64_t p) {
-    if (error == nullptr) return true;
-    if (v >= 0 && static_cast<int64_t>(v) < rows) return true;
-    atomicMin(error, static_cast<int>(p < INT32_MAX ? p : INT32_MAX - 1));
-    return false;
-}
-
-// How a block spreads rows of work (a gathered row, or a (b, j) pair's update) over its threads:
-// 16-byte chunks when every row starts on a 16-byte boundary (D a multiple of the vector width n),
-// else one column per chunk; `lanes` threads per row (one chunk each per step), `per_block` rows
-// per block; this thread is lane `lane` of row slot `sub`.
-struct RowLayout {
-    bool vector;
-    int chunks, lanes, per_block, sub, lane;
-    __device__ RowLayout(int D, int n) {
-        vector = D % n == 0;
-        chunks = vector ? D / n : D;
-        lanes = chunks < static_cast<int>(blockDim.x) ? chunks : static_cast<int>(blockDim.x);
-        per_block = lanes > 0 ? static_cast<int>(blockDim.x) / lanes : 0;
-        sub = lanes > 0 ? static_cast<int>(threadIdx.x) / lanes : 0;
-        lane = lanes > 0 ? static_cast<int>(threadIdx.x) % lanes : 0;
-    }
-    __device__ bool idle() const { return lanes == 0 || sub >= per_block; }
-};
+using namespace sdm_rows;
 
 template <typename T, typename I>
 __device__ void gather(const T* __restrict__ V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, T* __restrict__ out,
@@ -129,37 +74,6 @@ __device__ void gather(const T* __restrict__ V, int64_t rows, const I* __restric
     }
 }
 
-__device__ inline void atomic_add(float* p, float v) { atomicAdd(p, v); }
-__device__ inline void atomic_add(__nv_bfloat16* p, float v) { atomicAdd(p, __float2bfloat16_rn(v)); }
-
-// dst[0..n) += scale * src[0..n) for one 16-byte chunk (16-byte aligned): one vector reduction on
-// Hopper and later (red.global.add of a float4, or of four bf16x2), element or pair atomics before.
-__device__ inline void atomic_add_chunk(float* dst, const float* src, float scale) {
-    const float4 d = *reinterpret_cast<const float4*>(src);
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    atomicAdd(reinterpret_cast<float4*>(dst), make_float4(scale * d.x, scale * d.y, scale * d.z, scale * d.w));
-#else
-    atomicAdd(dst, scale * d.x), atomicAdd(dst + 1, scale * d.y), atomicAdd(dst + 2, scale * d.z), atomicAdd(dst + 3, scale * d.w);
-#endif
-}
-__device__ inline void atomic_add_chunk(__nv_bfloat16* dst, const __nv_bfloat16* src, float scale) {
-    const uint4 raw = *reinterpret_cast<const uint4*>(src);
-    const __nv_bfloat162* in = reinterpret_cast<const __nv_bfloat162*>(&raw);
-    __nv_bfloat162 add[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const float2 f = __bfloat1622float2(in[i]);
-        add[i] = __floats2bfloat162_rn(scale * f.x, scale * f.y);
-    }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const unsigned* u = reinterpret_cast<const unsigned*>(add);
-    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(dst), "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]) : "memory");
-#else
-#pragma unroll
-    for (int i = 0; i < 4; ++i) atomicAdd(reinterpret_cast<__nv_bfloat162*>(reinterpret_cast<void*>(dst)) + i, add[i]);
-#endif
-}
-
 template <typename T, typename I>
 __device__ void scatter_atomic(T* V, int64_t rows, const I* __restrict__ idx, const float* __restrict__ w, const T* __restrict__ delta, float lr,
                                int B, int K, int D, int* error) {
@@ -181,6 +95,110 @@ __device__ void scatter_atomic(T* V, int64_t rows, const I* __restrict__ idx, co
     }
 }
 
+// ---- the deterministic write -------------------------------------------------------------------
+// A key is (index << shift) | p for flat position p < n, shift = the bits of n - 1: keys are
+// distinct, and sorted they group equal indices in position order. An unusable index (outside
+// [0, rows), or not below the all-ones index) becomes the all-ones index: sorted last, never applied.
+__device__ inline int key_shift(int n) { return n > 1 ? 64 - __clzll(static_cast<long long>(n - 1)) : 1; }
+constexpr int kTile = 2048;  // keys one block sorts in shared memory
+
+template <typename I>
+__device__ void group_keys(const I* __restrict__ idx, int64_t rows, int n, uint64_t* __restrict__ keys, int* error) {
+    __shared__ uint64_t tile[kTile];
+    sdm_copy::pdl_wait();
+    sdm_copy::pdl_launch_dependents();
+    const int shift = key_shift(n);
+    const uint64_t bad = ~0ull >> shift;
+    for (int64_t base = static_cast<int64_t>(blockIdx.x) * kTile; base < n; base += static_cast<int64_t>(gridDim.x) * kTile) {
+        for (int i = threadIdx.x; i < kTile; i += blockDim.x) {
+            const int64_t p = base + i;
+            uint64_t k = ~0ull;  // padding past n: sorts last, never stored
+            if (p < n) {
+                const I v = idx[p];
+                const bool ok = v >= 0 && static_cast<uint64_t>(v) < static_cast<uint64_t>(rows) && static_cast<uint64_t>(v) < bad;
+                if (!ok && error != nullptr) atomicMin(error, static_cast<int>(p));
+                k = ((ok ? static_cast<uint64_t>(v) : bad) << shift) | static_cast<uint64_t>(p);
+            }
+            tile[i] = k;
+        }
+        __syncthreads();
+        for (int size = 2; size <= kTile; size <<= 1) {  // bitonic sort, ascending
+            for (int stride = size >> 1; stride > 0; stride >>= 1) {
+                for (int i = threadIdx.x; i < kTile / 2; i += blockDim.x) {
+                    const int lo = 2 * i - (i & (stride - 1));
+                    const uint64_t a = tile[lo], b = tile[lo + stride];
+                    if ((a > b) == ((lo & size) == 0)) tile[lo] = b, tile[lo + stride] = a;
+                }
+                __syncthreads();
+            }
+        }
+        for (int i = threadIdx.x; i < kTile && base + i < n; i += blockDim.x) keys[base + i] = tile[i];
+        __syncthreads();
+    }
+}
+
+// Merges each pair of sorted runs of `width` keys of `in` into `out`: a key's place is its rank in
+// its own run plus its rank in the other run (a binary search; the keys are distinct).
+__device__ void group_merge(const uint64_t* __restrict__ in, uint64_t* __restrict__ out, int n, int width) {
+    sdm_copy::pdl_wait();
+    sdm_copy::pdl_launch_dependents();
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const uint64_t k = in[i];
+        const int64_t run = i / width, base = (run & ~1LL) * width;
+        const bool left = (run & 1) == 0;
+        const int64_t other = left ? base + width : base;
+        int64_t lo = other, hi = left ? (base + 2LL * width < n ? base + 2LL * width : n) : base + width;
+        if (hi < lo) hi = lo;
+        while (lo < hi) {
+            const int64_t mid = (lo + hi) / 2;
+            if (in[mid] < k) lo = mid + 1;
+            else hi = mid;
+        }
+        out[base + (i - (left ? base : base + width)) + (lo - other)] = k;
+    }
+}
+
+// Each group of equal indices (sorted keys) is one row of work: its lanes sum lr * w[p] * delta[p / K]
+// over the group in position order in fp32, then add the sum to the row once.
+template <typename T>
+__device__ void scatter_grouped(T* V, const uint64_t* __restrict__ keys, int n, const float* __restrict__ w, const T* __restrict__ delta,
+                                float lr, int K, int D) {
+    sdm_copy::pdl_wait();
+    sdm_copy::pdl_launch_dependents();
+    using Vc = Vec<T>;
+    const RowLayout l(D, Vc::n);
+    if (l.idle()) return;
+    const int shift = key_shift(n);
+    const uint64_t mask = (1ull << shift) - 1, bad = ~0ull >> shift;
+    for (int64_t s = static_cast<int64_t>(blockIdx.x) * l.per_block + l.sub; s < n; s += static_cast<int64_t>(gridDim.x) * l.per_block) {
+        const uint64_t r = keys[s] >> shift;
+        if (r == bad || (s > 0 && keys[s - 1] >> shift == r)) continue;  // not the first of its group
+        T* dst = V + static_cast<int64_t>(r) * D;
+        for (int c = l.lane; c < l.chunks; c += l.lanes) {
+            if (l.vector) {
+                float acc[Vc::n] = {};
+                for (int64_t t = s; t < n && keys[t] >> shift == r; ++t) {
+                    const int64_t p = static_cast<int64_t>(keys[t] & mask);
+                    Vc::add(acc, reinterpret_cast<const typename Vc::type*>(delta + (p / K) * D)[c], lr * w[p]);
+                }
+                typename Vc::type* d = reinterpret_cast<typename Vc::type*>(dst) + c;
+                float sum[Vc::n] = {};
+                Vc::add(sum, *d, 1.f);
+#pragma unroll
+                for (int e = 0; e < Vc::n; ++e) sum[e] += acc[e];
+                *d = Vc::pack(sum);
+            } else {
+                float acc = 0.f;
+                for (int64_t t = s; t < n && keys[t] >> shift == r; ++t) {
+                    const int64_t p = static_cast<int64_t>(keys[t] & mask);
+                    acc += lr * w[p] * to_float(delta[(p / K) * D + c]);
+                }
+                dst[c] = from_float<T>(to_float(dst[c]) + acc);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 #define SDM_KERNELS(V, VT, I, IT)                                                                                                      \
@@ -197,3 +215,19 @@ SDM_KERNELS(f32, float, i32, int32_t)
 SDM_KERNELS(f32, float, i64, int64_t)
 SDM_KERNELS(bf16, __nv_bfloat16, i32, int32_t)
 SDM_KERNELS(bf16, __nv_bfloat16, i64, int64_t)
+
+extern "C" __global__ void sdm_group_keys_i32(const int32_t* idx, int64_t rows, int n, uint64_t* keys, int* error) {
+    group_keys<int32_t>(idx, rows, n, keys, error);
+}
+extern "C" __global__ void sdm_group_keys_i64(const int64_t* idx, int64_t rows, int n, uint64_t* keys, int* error) {
+    group_keys<int64_t>(idx, rows, n, keys, error);
+}
+extern "C" __global__ void sdm_group_merge(const uint64_t* in, uint64_t* out, int n, int width) { group_merge(in, out, n, width); }
+extern "C" __global__ void sdm_scatter_delta_grouped_f32(float* V, const uint64_t* keys, int n, const float* w, const float* delta, float lr,
+                                                         int K, int D) {
+    scatter_grouped<float>(V, keys, n, w, delta, lr, K, D);
+}
+extern "C" __global__ void sdm_scatter_delta_grouped_bf16(__nv_bfloat16* V, const uint64_t* keys, int n, const float* w,
+                                                          const __nv_bfloat16* delta, float lr, int K, int D) {
+    scatter_grouped<__nv_bfloat16>(V, keys, n, w, delta, lr, K, D);
+}

@@ -199,7 +199,7 @@ TEST_CASE("only the driver's own exports are visible; the rest comes from cuGetP
 
     CUresult r = CUDA_SUCCESS;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-    for (const char* name : {"cuNoSuchThing", "cuDeviceTotalMem_v2", "cuMemAlloc", ""}) {
+    for (const char* name : {"cuNoSuchThing", "cuDeviceTotalMem_v2", "cuMemAllocManaged", ""}) {
         INFO(name);
         CHECK(lookup(a, name, &r, &status) == nullptr);
         CHECK(r == CUDA_ERROR_NOT_FOUND);
@@ -208,6 +208,28 @@ TEST_CASE("only the driver's own exports are visible; the rest comes from cuGetP
     CHECK(lookup(a, "cuGetProcAddress", &r, &status) != nullptr);
     CHECK(r == CUDA_SUCCESS);
     CHECK(status == CU_GET_PROC_ADDRESS_SUCCESS);
+}
+
+TEST_CASE("device memory for the examples' buffers: host memory, copied in and out", "[fake_cuda]") {
+    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    const auto mem_alloc = reinterpret_cast<decltype(&cuMemAlloc)>(lookup(api(), "cuMemAlloc"));
+    const auto mem_free = reinterpret_cast<decltype(&cuMemFree)>(lookup(api(), "cuMemFree"));
+    const auto htod = reinterpret_cast<decltype(&cuMemcpyHtoD)>(lookup(api(), "cuMemcpyHtoD"));
+    const auto dtoh = reinterpret_cast<decltype(&cuMemcpyDtoH)>(lookup(api(), "cuMemcpyDtoH"));
+    const auto memset32 = reinterpret_cast<decltype(&cuMemsetD32)>(lookup(api(), "cuMemsetD32"));
+    REQUIRE((mem_alloc && mem_free && htod && dtoh && memset32));
+    CUdeviceptr d = 0;
+    CHECK(mem_alloc(&d, 16) == CUDA_ERROR_INVALID_CONTEXT);  // no current context
+    Current current(0);
+    REQUIRE(mem_alloc(&d, 16) == CUDA_SUCCESS);
+    CHECK(memset32(d, 7u, 4) == CUDA_SUCCESS);
+    const uint32_t in[2] = {1, 2};
+    CHECK(htod(d + 8, in, sizeof in) == CUDA_SUCCESS);
+    uint32_t out[4] = {};
+    CHECK(dtoh(out, d, sizeof out) == CUDA_SUCCESS);
+    CHECK((out[0] == 7 && out[1] == 7 && out[2] == 1 && out[3] == 2));
+    CHECK(mem_alloc(&d, 0) == CUDA_ERROR_INVALID_VALUE);
+    CHECK(mem_free(d) == CUDA_SUCCESS);
 }
 
 TEST_CASE("before cuInit only versions, error texts and cuGetProcAddress work", "[fake_cuda]") {

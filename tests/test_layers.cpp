@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -200,8 +201,12 @@ TEST_CASE("the embedded archive (the SDM kernels) mounts first, under every othe
     REQUIRE(sdm_archive_info_get(rt.get(), 0, &info, nullptr) == SDM_OK);
     CHECK(info.embedded == 1);
     CHECK(std::string(info.label) == "embedded kernels.sdma");
-    CHECK(info.kernel_count == 8);
-    CHECK(std::string(info.content_version) == "sdm-kernels.1");
+    CHECK(info.kernel_count == 13);
+    CHECK(std::string(info.content_version) == "sdm-kernels.2");
+    // The very archive this build made: a rebuilt kernels.sdma re-embeds (the .incbin object
+    // depends on it).
+    std::error_code size_error;
+    CHECK(info.size_bytes == std::filesystem::file_size(SDM_TEST_KERNELS_ARCHIVE, size_error));
     const auto k = info_of(rt.get(), 0, "sdm_gather_f32_i32");
     CHECK(std::string(k.archive) == "embedded kernels.sdma");
     CHECK(k.image_sm == 90);

@@ -52,11 +52,17 @@ echo "== nvJitLink links the kernels' PTX for sm_90 (the path a GPU without a fi
 "$sdm" jit "$work/ptx-only.sdma" -o "$work/linked.sdma" --arch 90
 "$sdm" ls "$work/linked.sdma" | grep -E "cubin|ptx" || true
 echo
-echo "== the read's and the write's plans on every row of the hardware matrix (B=16384, K=32, D=1024)"
-"$sdm" plan "$kernels" sdm_gather_f32_i32 B=16384 K=32 D=1024
+echo "== the plans on every row of the hardware matrix: the read with a 4 GiB values table (R = 1M rows of"
+echo "   D = 1024 fp32), then with a 16 MiB one (R = 4096: it fits in L2, so 16 blocks per SM)"
+"$sdm" plan "$kernels" sdm_gather_f32_i32 B=16384 K=32 D=1024 R=1048576
 echo
-"$sdm" plan "$kernels" sdm_scatter_delta_atomic_bf16_i32 B=16384 K=32 D=1024
+"$sdm" plan "$kernels" sdm_gather_f32_i32 B=16384 K=32 D=1024 R=4096
 echo
-echo "== run both kernels, fp32 and bf16, and check them against the CPU"
+echo "== the atomic write, and the deterministic write's last step (N = B * K positions)"
+"$sdm" plan "$kernels" sdm_scatter_delta_atomic_bf16_i32 B=16384 K=32 D=1024 R=1048576
+echo
+"$sdm" plan "$kernels" sdm_scatter_delta_grouped_bf16 N=524288 K=32 D=1024
+echo
+echo "== run the read and both writes, fp32 and bf16, and check them against the CPU"
 "$build/examples/sdm_demo"
 

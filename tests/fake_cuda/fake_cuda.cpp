@@ -65,7 +65,8 @@ namespace {
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
     X(cuStreamIsCapturing) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuFuncSetAttribute)                 \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters)
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters) X(cuMemAlloc) X(cuMemFree)     \
+    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD32)
 
 enum Entry : int {
 #define SDM_FAKE_ENUM(name) e_##name,
@@ -586,6 +587,49 @@ CUresult CUDAAPI impl_cuCtxSynchronize(void) {
     SDM_FAKE_ENTER(e_cuCtxSynchronize);
     CUctx_st* ctx = nullptr;
     return usable_current(s, ctx);
+}
+
+// ---- device memory ----------------------------------------------------------------------------
+// Host memory standing in for device memory, for hosts that allocate their kernels' buffers (the
+// examples): kernels do not run here, so the bytes are only what the host copies in.
+
+CUresult CUDAAPI impl_cuMemAlloc(CUdeviceptr* ptr, size_t bytes) {
+    SDM_FAKE_ENTER(e_cuMemAlloc);
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    if (!ptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+    void* p = std::calloc(1, bytes);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuMemFree(CUdeviceptr ptr) {
+    SDM_FAKE_ENTER(e_cuMemFree);
+    std::free(reinterpret_cast<void*>(ptr));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+    SDM_FAKE_ENTER(e_cuMemcpyHtoD);
+    if (bytes > 0 && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > 0) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+    SDM_FAKE_ENTER(e_cuMemcpyDtoH);
+    if (bytes > 0 && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > 0) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuMemsetD32(CUdeviceptr dst, unsigned int value, size_t count) {
+    SDM_FAKE_ENTER(e_cuMemsetD32);
+    if (count > 0 && !dst) return CUDA_ERROR_INVALID_VALUE;
+    auto* p = reinterpret_cast<unsigned int*>(dst);
+    for (size_t i = 0; i < count; ++i) p[i] = value;
+    return CUDA_SUCCESS;
 }
 
 // ---- modules ----------------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 // GPU test: the Sparse Delta Memory kernels of kernels/kernels.sdma on device 0 (exits 77 without a
 // GPU), against a CPU reference, with fresh random inputs and poisoned outputs every time: the read
-// (sdm_gather) and the atomic write (sdm_scatter_delta_atomic) in fp32 (1e-5 relative) and bf16
-// (1e-2), int32 and int64 indices, duplicate indices, K = 1, D not a multiple of the vector width,
-// an empty batch, and out-of-range indices reported through the checked mode without touching memory.
+// (sdm_gather), the atomic write (sdm_scatter_delta_atomic) and the deterministic write
+// (sdm::GroupedWrite: bitwise the same result on two runs) in fp32 (1e-5 relative) and bf16 (1e-2),
+// int32 and int64 indices, duplicate indices (within and across the 2,048-key sort tiles), K = 1,
+// D not a multiple of the vector width, an empty batch, and out-of-range indices reported through
+// the checked mode without touching memory.
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -13,6 +15,7 @@
 
 #include "gpu_driver.hpp"
 #include "sdm/sdm.h"
+#include "sdm/sdm_kernels.hpp"
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
@@ -52,15 +55,16 @@ int main() {
     CUcontext ctx = nullptr;
     retain(&ctx, 0);
     push(ctx);
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    sdm_runtime* rt = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK || sdm_archive_mount_file(rt, SDM_KERNELS_ARCHIVE, &e) != SDM_OK) {
-        std::printf("FAIL: %s\n", sdm_error_message(e));
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    auto runtime = sdm::Runtime::create(options);
+    const sdm::Status mounted = runtime ? runtime->mount_file(SDM_KERNELS_ARCHIVE) : sdm::Status(runtime.error());
+    if (!mounted) {
+        std::printf("FAIL: %s\n", mounted.error().message());
         return 1;
     }
+    sdm_runtime* rt = runtime->get();
+    sdm_error* e = nullptr;
     std::mt19937 rng(std::random_device{}());
     const auto device = [&](const void* host, size_t bytes) {
         CUdeviceptr d = 0;
@@ -103,6 +107,18 @@ int main() {
         const int no_error = INT_MAX;
         CUdeviceptr derr = device(&no_error, sizeof no_error);
         const double tol = bf16 ? 1e-2 : 1e-5;
+        // Element i of a device buffer copied back, as a float.
+        const auto element = [bf16](const std::vector<uint8_t>& bytes, size_t i) {
+            float f;
+            if (bf16) {
+                uint16_t h;
+                std::memcpy(&h, bytes.data() + i * 2, 2);
+                f = from_bf16(h);
+            } else {
+                std::memcpy(&f, bytes.data() + i * 4, 4);
+            }
+            return f;
+        };
 
         // The read.
         sdm_kernel* g = nullptr;
@@ -112,8 +128,8 @@ int main() {
         }
         sdm_plan plan{};
         plan.struct_size = sizeof plan;
-        const int64_t problem[] = {B, K, D};
-        check(sdm_plan_select(g, problem, 3, &plan, &e) == SDM_OK, what + ": gather plan" + (plan.grid ? "" : std::string(": ") + sdm_error_message(e)));
+        const int64_t problem[] = {B, K, D, rows};
+        check(sdm_plan_select(g, problem, 4, &plan, &e) == SDM_OK, what + ": gather plan" + (plan.grid ? "" : std::string(": ") + sdm_error_message(e)));
         int64_t nrows = rows;
         void* gargs[] = {&dv, &nrows, &di, &dw, &dout, &B, &K, &D, &derr};
         const sdm_status launched = sdm_launch(g, &plan, nullptr, gargs, 9, &e);
@@ -133,14 +149,7 @@ int main() {
                     mag += std::fabs(double(w[static_cast<size_t>(b) * K + j]) * values[static_cast<size_t>(r) * D + d]);
                 }
                 const size_t o = static_cast<size_t>(b) * D + d;
-                float got;
-                if (bf16) {
-                    uint16_t h;
-                    std::memcpy(&h, out.data() + o * 2, 2);
-                    got = from_bf16(h);
-                } else {
-                    std::memcpy(&got, out.data() + o * 4, 4);
-                }
+                const float got = element(out, o);
                 if (!(std::fabs(got - ref) <= tol * (mag + 1e-3))) ++wrong;
             }
         const int want_err = bad >= 0 && bad < int64_t{B} * K ? static_cast<int>(bad) : INT_MAX;
@@ -154,7 +163,7 @@ int main() {
             check(false, what + ": " + sdm_error_message(e));
             return;
         }
-        check(sdm_plan_select(s, problem, 3, &plan, &e) == SDM_OK, what + ": scatter plan");
+        check(sdm_plan_select(s, problem, 4, &plan, &e) == SDM_OK, what + ": scatter plan");
         htod(derr, &no_error, sizeof no_error);
         float lr = 0.5f;
         void* sargs[] = {&dv, &nrows, &di, &dw, &dd, &lr, &B, &K, &D, &derr};
@@ -177,14 +186,7 @@ int main() {
         }
         wrong = 0;
         for (size_t i = 0; i < values.size(); ++i) {
-            float got;
-            if (bf16) {
-                uint16_t h;
-                std::memcpy(&h, after.data() + i * 2, 2);
-                got = from_bf16(h);
-            } else {
-                std::memcpy(&got, after.data() + i * 4, 4);
-            }
+            const float got = element(after, i);
             // bf16 rounds at every atomic add, to within half a step (2^-9) of a value never above
             // |V0| + the adds' magnitudes: allow a step (2^-8) of that per add, and one for the start.
             const double allowed = bf16 ? (adds[i] + 1) * (std::fabs(values[i]) + mag[i]) / 256.0 + 1e-6 : 1e-5 * (std::fabs(ref[i]) + mag[i]) + 1e-6;
@@ -193,12 +195,46 @@ int main() {
         check(slaunched == SDM_OK && ssynced == CUDA_SUCCESS && wrong == 0 && err == want_err,
               what + ": sdm_scatter_delta_atomic_" + v + "_" + ix + ": " + std::to_string(wrong) + " wrong of " + std::to_string(values.size()) +
                   ", error slot " + std::to_string(err));
+
+        // The deterministic write, twice from the same start: the same bits both times. It sums a
+        // row's adds in fp32 and rounds once, so bf16 is within one step of |V0| + the adds.
+        auto grouped = sdm::GroupedWrite::get(*runtime, 0, v, ix);
+        if (!grouped) {
+            check(false, what + ": " + grouped.error().message());
+            return;
+        }
+        CUdeviceptr ws = 0;
+        alloc(&ws, std::max<uint64_t>(1, sdm::GroupedWrite::workspace_bytes(B, K)));
+        std::vector<uint8_t> first;
+        for (int round = 0; round < 2; ++round) {
+            if (bf16) htod(dv, values16.data(), values16.size() * 2);
+            else htod(dv, values.data(), values.size() * 4);
+            htod(derr, &no_error, sizeof no_error);
+            const sdm::Status launched_det = grouped->launch(nullptr, dv, rows, di, dw, dd, lr, B, K, D, ws, derr);
+            const CUresult synced_det = sync();
+            dtoh(after.data(), dv, after.size());
+            dtoh(&err, derr, sizeof err);
+            wrong = 0;
+            for (size_t i = 0; i < values.size(); ++i) {
+                const float got = element(after, i);
+                const double allowed = bf16 ? (std::fabs(values[i]) + mag[i]) / 256.0 + 1e-6 : 1e-5 * (std::fabs(ref[i]) + mag[i]) + 1e-6;
+                if (!(std::fabs(got - ref[i]) <= allowed)) ++wrong;
+            }
+            check(launched_det.ok() && synced_det == CUDA_SUCCESS && wrong == 0 && err == want_err,
+                  what + ": deterministic write " + v + "_" + ix + " round " + std::to_string(round) + ": " +
+                      (launched_det.ok() ? "" : std::string(launched_det.error().message()) + "; ") + std::to_string(wrong) + " wrong of " +
+                      std::to_string(values.size()) + ", error slot " + std::to_string(err));
+            if (round == 0) first = after;
+            else check(first == after, what + ": deterministic write " + v + "_" + ix + ": the second run gives the first run's bits");
+        }
+        mfree(ws);
         for (const CUdeviceptr d : {dv, di, dw, dd, dout, derr}) mfree(d);
     };
 
     for (const bool bf16 : {false, true})
         for (const bool i64 : {false, true}) {
             run(bf16, i64, 257, 32, 256, 1000, -1, "duplicates");
+            run(bf16, i64, 700, 32, 64, 16, -1, "22,400 positions on 16 rows (duplicates across sort tiles and merge passes)");
             run(bf16, i64, 64, 8, 256, 1024, -1, "unique rows (no duplicates: the write's bound is one rounding)", true);
             run(bf16, i64, 64, 1, 1024, 300, -1, "K = 1");
             run(bf16, i64, 33, 5, 13, 50, -1, "D not a multiple of the vector width");
@@ -206,7 +242,6 @@ int main() {
             run(bf16, i64, 0, 8, 256, 16, -1, "an empty batch");
             run(bf16, i64, 50, 4, 64, 20, 77, "an index out of range, reported");
         }
-    sdm_runtime_destroy(rt);
     std::printf("%d failure(s)\n", failures);
     return failures == 0 ? 0 : 1;
 }

@@ -1,0 +1,3 @@
+module sdm.dev/sdm
+
+go 1.19

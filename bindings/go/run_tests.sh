@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the Go bindings' tests against a Meson build of sdm, through its fake CUDA driver.
+# Usage: bindings/go/run_tests.sh [BUILD_DIR [GO_TEST_ARGS...]]
+#   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
+# Needs Go >= 1.19 (Debian 12: apt-get install golang-go). No network: GOPROXY=off.
+# Exits non-zero when a test fails or the build lacks libsdm.so or the fake driver.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-build}
+[[ $build == /* ]] || build=$root/$build
+shift $(( $# > 0 ? 1 : 0 ))
+
+command -v go >/dev/null || { echo "run_tests.sh: no go on PATH (Debian: apt-get install golang-go)" >&2; exit 1; }
+lib_dir=$build/runtime/abi
+fake=$build/tests/fake_cuda/libcuda_fake.so
+# libsdm.so is missing for a moment while Meson relinks it: wait a little before giving up.
+[[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done
+[[ -e $lib_dir/libsdm.so ]] || { echo "run_tests.sh: no $lib_dir/libsdm.so: build sdm first (meson compile -C $build)" >&2; exit 1; }
+[[ -e $fake ]] || { echo "run_tests.sh: no $fake: configure the build with its tests" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export CGO_ENABLED=1
+export CGO_LDFLAGS="-L$lib_dir -Wl,-rpath,$lib_dir${CGO_LDFLAGS:+ $CGO_LDFLAGS}"
+export LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
+export GOCACHE=${GOCACHE:-$tmp/go-build}
+export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
+export SDM_CACHE_DIR=$tmp/sdm-cache
+# Nothing from the caller's environment may add archives or plugins, or change the cache.
+unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG
+
+cd "$here"
+go vet ./...
+go test -p 1 -count=1 "$@" ./...

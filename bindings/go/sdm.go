@@ -1,0 +1,750 @@
+// Package sdm binds libsdm, the CUDA kernel-archive loader, through its C ABI (include/sdm/sdm.h).
+//
+//	rt, err := sdm.NewRuntime(nil)
+//	if err != nil { ... }
+//	defer rt.Close()
+//	if err := rt.MountFile("kernels.sdma"); err != nil { ... }
+//	k, err := rt.Kernel(0, "scale")
+//	plan, err := k.Plan(1 << 20)
+//	err = k.Launch(plan, nil, sdm.DevicePtr(y), float32(2), int32(1<<20))
+//
+// Every failure is an *Error (status, message, native code, JIT log); errors.Is(err, sdm.ErrNotFound)
+// tests its status. A Runtime and its Kernels may be used from any goroutine; Close waits for the
+// calls in flight. Linking: -lsdm, with the library's directory in CGO_LDFLAGS (-L, -Wl,-rpath)
+// or on the linker's default path.
+package sdm
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo LDFLAGS: -lsdm
+#include <stdlib.h>
+#include <string.h>
+#include <sdm/sdm.h>
+
+// log.go's exported Go function.
+extern void sdmGoLog(void* user, int32_t level, char* message, size_t length);
+
+static void sdm_go_log(void* user, sdm_log_level level, const char* message, size_t length) {
+    sdmGoLog(user, level, (char*)message, length);
+}
+
+// The handle is a cgo.Handle: an integer, carried in the pointer-sized user_data.
+static void sdm_go_set_log(sdm_runtime_params* params, uintptr_t handle) {
+    params->log_fn = sdm_go_log;
+    params->log_user_data = (void*)handle;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/cgo"
+	"sync"
+	"unsafe"
+)
+
+// ---- versions -----------------------------------------------------------------------------------
+
+// ABIVersion is the ABI the loaded libsdm implements.
+func ABIVersion() (major, minor uint32) {
+	v := uint32(C.sdm_abi_version())
+	return v >> 16, v & 0xffff
+}
+
+// Version is the loaded libsdm's release ("0.1.0").
+func Version() string { return C.GoString(C.sdm_version_string()) }
+
+// CheckABI reports ErrMismatch unless the loaded libsdm has the ABI major of the header this
+// package was built with, and at least its minor.
+func CheckABI() error {
+	major, minor := ABIVersion()
+	if major == C.SDM_ABI_VERSION_MAJOR && minor >= C.SDM_ABI_VERSION_MINOR {
+		return nil
+	}
+	return &Error{Code: ErrMismatch, Message: fmt.Sprintf(
+		"libsdm %s implements C ABI %d.%d, but this package was built against %d.%d: load a libsdm of ABI %d.%d or later %d.x",
+		Version(), major, minor, C.SDM_ABI_VERSION_MAJOR, C.SDM_ABI_VERSION_MINOR,
+		C.SDM_ABI_VERSION_MAJOR, C.SDM_ABI_VERSION_MINOR, C.SDM_ABI_VERSION_MAJOR)}
+}
+
+// ---- runtime ------------------------------------------------------------------------------------
+
+// LogLevel is an sdm_log_level.
+type LogLevel int32
+
+const (
+	LogOff     LogLevel = C.SDM_LOG_OFF     // nothing, whatever $SDM_LOG says
+	LogDefault LogLevel = C.SDM_LOG_DEFAULT // $SDM_LOG (error, warn, info, debug, off), else LogWarn
+	LogError   LogLevel = C.SDM_LOG_ERROR
+	LogWarn    LogLevel = C.SDM_LOG_WARN
+	LogInfo    LogLevel = C.SDM_LOG_INFO
+	LogDebug   LogLevel = C.SDM_LOG_DEBUG
+)
+
+// Flags of Options.CacheFlags and Options.JITFlags.
+const (
+	CacheDisabled    = uint32(C.SDM_CACHE_DISABLED)   // read and write nothing
+	CacheReadOnly    = uint32(C.SDM_CACHE_READ_ONLY)  // read, never write
+	JITNoNvJitLink   = uint32(C.SDM_JIT_NO_NVJITLINK) // never link with nvJitLink
+	JITNoDriver      = uint32(C.SDM_JIT_NO_DRIVER)    // never hand PTX to the driver's JIT
+	JITNoPTXCompiler = uint32(C.SDM_JIT_NO_PTX_COMPILER)
+)
+
+// Options are sdm_runtime_params; the zero value takes sdm's defaults (environment included).
+type Options struct {
+	NoEmbeddedArchive bool     // mount only the archives mounted later, not the one in libsdm
+	LogLevel          LogLevel // LogDefault, LogOff, or a level
+	// Log receives the log lines instead of stderr, on the goroutine or thread that logs (possibly
+	// several at once): it must be safe for concurrent use. A panic in it is recovered and dropped.
+	Log            func(level LogLevel, message string)
+	CUDADriver     string         // libcuda to load; "": $SDM_CUDA_DRIVER, else libcuda.so.1
+	CUDAContext    unsafe.Pointer // a CUcontext the host owns, used for its device; nil: primary contexts
+	CacheDir       string         // "": $SDM_CACHE_DIR, else $XDG_CACHE_HOME/sdm, else ~/.cache/sdm
+	CacheMaxBytes  uint64         // 0: $SDM_CACHE_MAX_BYTES, else 1 GiB
+	CacheFlags     uint32         // CacheDisabled, CacheReadOnly
+	JITFlags       uint32         // JITNo*: the JIT backends the host forbids
+	KernelABIMajor uint32         // an archive declaring another kernel ABI major is refused at mount; 0: any
+}
+
+// Runtime owns an sdm_runtime: mounted archives, devices, loaded modules, the kernel cache.
+// Its methods are safe for concurrent use; Close destroys it after the calls in flight.
+type Runtime struct {
+	mu     sync.RWMutex // read-held by every call; Close holds it to destroy
+	handle *C.sdm_runtime
+	log    cgo.Handle // 0 without a log function
+}
+
+// NewRuntime creates a runtime; opts may be nil. Cheap: the driver loads on first need, and a
+// machine without one still mounts and lists archives.
+func NewRuntime(opts *Options) (*Runtime, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	var params C.sdm_runtime_params
+	params.struct_size = C.uint32_t(C.sizeof_sdm_runtime_params)
+	if opts.NoEmbeddedArchive {
+		params.flags |= C.SDM_RUNTIME_NO_EMBEDDED_ARCHIVE
+	}
+	params.log_level = C.sdm_log_level(opts.LogLevel)
+	if opts.CUDADriver != "" {
+		params.cuda_driver = C.CString(opts.CUDADriver)
+		defer C.free(unsafe.Pointer(params.cuda_driver))
+	}
+	params.cuda_context = opts.CUDAContext
+	if opts.CacheDir != "" {
+		params.cache_dir = C.CString(opts.CacheDir)
+		defer C.free(unsafe.Pointer(params.cache_dir))
+	}
+	params.cache_max_bytes = C.uint64_t(opts.CacheMaxBytes)
+	params.cache_flags = C.uint32_t(opts.CacheFlags)
+	params.jit_flags = C.uint32_t(opts.JITFlags)
+	params.kernel_abi_major = C.uint32_t(opts.KernelABIMajor)
+	rt := &Runtime{}
+	if opts.Log != nil {
+		rt.log = cgo.NewHandle(opts.Log)
+		C.sdm_go_set_log(&params, C.uintptr_t(rt.log))
+	}
+	var cerr *C.sdm_error
+	if err := check(C.sdm_runtime_create(&params, &rt.handle, &cerr), cerr); err != nil {
+		if rt.log != 0 {
+			rt.log.Delete()
+		}
+		return nil, err
+	}
+	return rt, nil
+}
+
+// Close destroys the runtime, unloading its modules; its Kernels become unusable. Later calls
+// (and a second Close) return ErrInvalidArgument.
+func (r *Runtime) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.handle == nil {
+		return errClosed()
+	}
+	C.sdm_runtime_destroy(r.handle)
+	r.handle = nil
+	if r.log != 0 {
+		r.log.Delete() // after destroy, which may still log
+		r.log = 0
+	}
+	return nil
+}
+
+func errClosed() error {
+	return &Error{Code: ErrInvalidArgument, Message: "the sdm Runtime is closed"}
+}
+
+// use runs f with the live handle, read-locked against Close.
+func (r *Runtime) use(f func(*C.sdm_runtime) error) error {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.handle == nil {
+		return errClosed()
+	}
+	return f(r.handle)
+}
+
+// Handle is the C sdm_runtime*, for sdm.h calls this package does not wrap. Owned by the Runtime:
+// valid until Close; do not destroy it.
+func (r *Runtime) Handle() unsafe.Pointer {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return unsafe.Pointer(r.handle)
+}
+
+// LastError is a copy of the last error any call on this runtime reported, from any goroutine;
+// nil before the first failure. Every call returns its own error already: this is for diagnostics.
+func (r *Runtime) LastError() error {
+	var last error
+	_ = r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		if C.sdm_runtime_last_error(h, &cerr) == C.SDM_OK && cerr != nil {
+			last = adopt(C.sdm_error_code(cerr), cerr)
+		}
+		return nil
+	})
+	return last
+}
+
+// ---- archives -----------------------------------------------------------------------------------
+
+// ArchiveInfo is one mounted archive (sdm_archive_info).
+type ArchiveInfo struct {
+	Label          string // the path, or the label given to MountMemory
+	ContentVersion string // from the manifest; "" without one
+	SizeBytes      uint64
+	EntryCount     uint32
+	KernelCount    uint32
+	KernelABIMajor uint16
+	KernelABIMinor uint16
+	FormatMajor    uint16
+	FormatMinor    uint16
+	Embedded       bool // the archive embedded in libsdm
+}
+
+// MountFile mounts an archive file, mapped read-only; later mounts take precedence. A missing file
+// is ErrIO, a damaged one ErrArchiveCorrupt, one needing a newer sdm ErrArchiveUnsupported; each
+// message names the file.
+func (r *Runtime) MountFile(path string) error {
+	return r.use(func(h *C.sdm_runtime) error {
+		cpath := C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+		var cerr *C.sdm_error
+		return check(C.sdm_archive_mount_file(h, cpath, &cerr), cerr)
+	})
+}
+
+// MountMemory mounts an archive from memory (the bytes are copied); label names it in messages
+// ("": sdm's default).
+func (r *Runtime) MountMemory(data []byte, label string) error {
+	return r.use(func(h *C.sdm_runtime) error {
+		var clabel *C.char
+		if label != "" {
+			clabel = C.CString(label)
+			defer C.free(unsafe.Pointer(clabel))
+		}
+		var ptr unsafe.Pointer
+		if len(data) > 0 {
+			ptr = unsafe.Pointer(&data[0])
+		}
+		var cerr *C.sdm_error
+		return check(C.sdm_archive_mount_memory(h, ptr, C.size_t(len(data)), clabel, &cerr), cerr)
+	})
+}
+
+// Archives lists the mounted archives in mount order.
+func (r *Runtime) Archives() ([]ArchiveInfo, error) {
+	var count C.uint32_t
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_archive_count(h, &count, &cerr), cerr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	archives := make([]ArchiveInfo, 0, int(count))
+	for i := 0; i < int(count); i++ {
+		info, err := r.Archive(i)
+		if err != nil {
+			return nil, err
+		}
+		archives = append(archives, info)
+	}
+	return archives, nil
+}
+
+// Archive is the mounted archive index (mount order); ErrNotFound past the last.
+func (r *Runtime) Archive(index int) (ArchiveInfo, error) {
+	var out ArchiveInfo
+	err := r.use(func(h *C.sdm_runtime) error {
+		var info C.sdm_archive_info
+		info.struct_size = C.uint32_t(C.sizeof_sdm_archive_info)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_archive_info_get(h, C.uint32_t(index), &info, &cerr), cerr); err != nil {
+			return err
+		}
+		out = ArchiveInfo{
+			Label:          C.GoString(info.label),
+			ContentVersion: C.GoString(info.content_version),
+			SizeBytes:      uint64(info.size_bytes),
+			EntryCount:     uint32(info.entry_count),
+			KernelCount:    uint32(info.kernel_count),
+			KernelABIMajor: uint16(info.kernel_abi_major),
+			KernelABIMinor: uint16(info.kernel_abi_minor),
+			FormatMajor:    uint16(info.format_major),
+			FormatMinor:    uint16(info.format_minor),
+			Embedded:       info.embedded != 0,
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Reload remounts every mounted archive file from disk and returns how many were replaced.
+// Kernels fetched before keep working until released. A file that fails leaves its old version
+// serving; the first failure is returned after every file was tried.
+func (r *Runtime) Reload() (int, error) {
+	var reloaded C.uint32_t
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_runtime_reload(h, &reloaded, &cerr), cerr)
+	})
+	return int(reloaded), err
+}
+
+// PollArchives remounts only the archive files that changed on disk (one stat each: cheap enough
+// for every frame) and returns how many were replaced.
+func (r *Runtime) PollArchives() (int, error) {
+	var reloaded C.uint32_t
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_runtime_poll_archives(h, &reloaded, &cerr), cerr)
+	})
+	return int(reloaded), err
+}
+
+// ---- driver and devices -------------------------------------------------------------------------
+
+// DeviceClass is an sdm_device_class.
+type DeviceClass int32
+
+const (
+	ClassUnsupported DeviceClass = C.SDM_DEVICE_CLASS_UNSUPPORTED
+	ClassModern      DeviceClass = C.SDM_DEVICE_CLASS_MODERN // 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
+	ClassA100        DeviceClass = C.SDM_DEVICE_CLASS_A100   // 8.0 with 166,912 B
+	ClassRTX         DeviceClass = C.SDM_DEVICE_CLASS_RTX    // 8.6 / 8.9 / 12.0 with 101,376 B
+)
+
+// String is "modern", "a100", "rtx" or "unsupported".
+func (c DeviceClass) String() string {
+	return C.GoString(C.sdm_device_class_name(C.sdm_device_class(c)))
+}
+
+// DeviceInfo is one CUDA device as sdm sees it (sdm_device_info).
+type DeviceInfo struct {
+	Name            string
+	Ordinal         int
+	CapabilityMajor int
+	CapabilityMinor int
+	Class           DeviceClass // ClassUnsupported outside the hardware matrix
+	SMCount         int
+	L2Bytes         uint64
+	SmemOptinBytes  int  // the device's own opt-in shared memory per block
+	SmemCapBytes    int  // what the class's plans assume (0 when unsupported)
+	SmemPerSMBytes  int  // SmemCapBytes + 1,024 reserved per block (0 when unsupported)
+	PDLAllowed      bool // programmatic dependent launch
+	ClustersAllowed bool // thread-block clusters
+	Untested        bool // a class this release has not tested (rtx)
+}
+
+// DriverVersion is the CUDA driver's version (12080 for 12.8); it loads the driver if needed.
+func (r *Runtime) DriverVersion() (int, error) {
+	var version C.int32_t
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_driver_version(h, &version, &cerr), cerr)
+	})
+	return int(version), err
+}
+
+// DeviceCount is the number of visible CUDA devices (0 is a success); ErrNoDriver without one.
+func (r *Runtime) DeviceCount() (int, error) {
+	var count C.int32_t
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_device_count(h, &count, &cerr), cerr)
+	})
+	return int(count), err
+}
+
+// DeviceInfo describes device ordinal, supported or not.
+func (r *Runtime) DeviceInfo(ordinal int) (DeviceInfo, error) {
+	var out DeviceInfo
+	err := r.use(func(h *C.sdm_runtime) error {
+		var info C.sdm_device_info
+		info.struct_size = C.uint32_t(C.sizeof_sdm_device_info)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_device_info_get(h, C.int32_t(ordinal), &info, &cerr), cerr); err != nil {
+			return err
+		}
+		// NUL-terminated within the array; strnlen bounds the read if it is not.
+		name := C.GoStringN(&info.name[0], C.int(C.strnlen(&info.name[0], C.size_t(len(info.name)))))
+		out = DeviceInfo{
+			Name:            name,
+			Ordinal:         int(info.ordinal),
+			CapabilityMajor: int(info.capability_major),
+			CapabilityMinor: int(info.capability_minor),
+			Class:           DeviceClass(info.device_class),
+			SMCount:         int(info.sm_count),
+			L2Bytes:         uint64(info.l2_bytes),
+			SmemOptinBytes:  int(info.smem_optin_bytes),
+			SmemCapBytes:    int(info.smem_cap_bytes),
+			SmemPerSMBytes:  int(info.smem_per_sm_bytes),
+			PDLAllowed:      info.pdl_allowed != 0,
+			ClustersAllowed: info.clusters_allowed != 0,
+			Untested:        info.untested != 0,
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Devices describes every visible device.
+func (r *Runtime) Devices() ([]DeviceInfo, error) {
+	count, err := r.DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	devices := make([]DeviceInfo, 0, count)
+	for ordinal := 0; ordinal < count; ordinal++ {
+		info, err := r.DeviceInfo(ordinal)
+		if err != nil {
+			return nil, err
+		}
+		devices = append(devices, info)
+	}
+	return devices, nil
+}
+
+// DeviceClass is the device's class, or ErrUnsupportedDevice with a message naming the supported
+// GPUs and the device.
+func (r *Runtime) DeviceClass(ordinal int) (DeviceClass, error) {
+	var class C.sdm_device_class
+	err := r.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_device_class_get(h, C.int32_t(ordinal), &class, &cerr), cerr)
+	})
+	return DeviceClass(class), err
+}
+
+// ---- kernels ------------------------------------------------------------------------------------
+
+// Stream is a CUstream (nil: the device context's default stream).
+type Stream unsafe.Pointer
+
+// Kernel is a kernel fetched from a Runtime. It holds a reference on its module until Release,
+// which matters only after a reload replaced its archive (the old module unloads when its last
+// kernel is released). Safe for concurrent use.
+type Kernel struct {
+	rt     *Runtime
+	handle *C.sdm_kernel
+}
+
+// KernelInfo says what a fetched kernel is (sdm_kernel_info).
+type KernelInfo struct {
+	Name      string
+	Module    string
+	Archive   string // the serving archive's label
+	Signature string // "ptr,f32,i32"
+	Ordinal   int
+	ImageKind uint32 // 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+	ImageSM   uint32 // the chosen image's arch (90 for sm_90 / compute_90)
+	LoadedSM  uint32 // what was loaded: the cubin's or the JIT target's SM
+	Source    uint32 // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+}
+
+// Kernel fetches kernel name on device ordinal, loading its module on first use.
+func (r *Runtime) Kernel(ordinal int, name string) (*Kernel, error) {
+	return r.KernelOnStream(ordinal, name, "", nil)
+}
+
+// KernelChecked is Kernel that also checks the kernel's parameter signature against the one the
+// caller was written for ("ptr,f32,i32"; spaces ignored): another is ErrMismatch, naming both.
+func (r *Runtime) KernelChecked(ordinal int, name, signature string) (*Kernel, error) {
+	return r.KernelOnStream(ordinal, name, signature, nil)
+}
+
+// KernelOnStream is the general fetch: signature "" skips the check; stream is the CUstream about
+// to capture a CUDA graph, if any: a load that would JIT while it captures is ErrGraphCapture.
+func (r *Runtime) KernelOnStream(ordinal int, name, signature string, stream Stream) (*Kernel, error) {
+	var handle *C.sdm_kernel
+	err := r.use(func(h *C.sdm_runtime) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		var cerr *C.sdm_error
+		if signature == "" {
+			return check(C.sdm_kernel_get(h, C.int32_t(ordinal), cname, unsafe.Pointer(stream), &handle, &cerr), cerr)
+		}
+		csig := C.CString(signature)
+		defer C.free(unsafe.Pointer(csig))
+		return check(C.sdm_kernel_get_checked(h, C.int32_t(ordinal), cname, csig, unsafe.Pointer(stream), &handle, &cerr), cerr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Kernel{rt: r, handle: handle}, nil
+}
+
+// Preload loads the modules of names on device ordinal eagerly (JIT links in parallel), or of
+// every kernel of every mounted archive when names is empty. The first failure is returned; the
+// other modules still load.
+func (r *Runtime) Preload(ordinal int, names ...string) error {
+	return r.use(func(h *C.sdm_runtime) error {
+		var array **C.char
+		if len(names) > 0 {
+			// C memory: a Go array handed to C must not hold pointers of its own.
+			array = (**C.char)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+			if array == nil {
+				return &Error{Code: ErrOutOfMemory, Message: "no memory for the preload list"}
+			}
+			defer C.free(unsafe.Pointer(array))
+			slots := unsafe.Slice(array, len(names))
+			for i, name := range names {
+				slots[i] = C.CString(name)
+				defer C.free(unsafe.Pointer(slots[i]))
+			}
+		}
+		var cerr *C.sdm_error
+		return check(C.sdm_preload(h, C.int32_t(ordinal), array, C.uint32_t(len(names)), &cerr), cerr)
+	})
+}
+
+// CacheStats are this runtime's kernel-cache counters since its creation.
+type CacheStats struct {
+	Hits, Misses      uint64
+	Builds            uint64 // images built: JIT links, and raw bytes of compressed cubins
+	Evictions         uint64
+	BadEntries        uint64 // damaged entries found and removed
+	BytesWritten      uint64
+	BuildMilliseconds float64
+}
+
+// CacheStats reads this runtime's kernel-cache counters.
+func (r *Runtime) CacheStats() (CacheStats, error) {
+	var out CacheStats
+	err := r.use(func(h *C.sdm_runtime) error {
+		var stats C.sdm_cache_stats
+		stats.struct_size = C.uint32_t(C.sizeof_sdm_cache_stats)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_cache_stats_get(h, &stats, &cerr), cerr); err != nil {
+			return err
+		}
+		out = CacheStats{
+			Hits: uint64(stats.hits), Misses: uint64(stats.misses), Builds: uint64(stats.builds),
+			Evictions: uint64(stats.evictions), BadEntries: uint64(stats.bad_entries),
+			BytesWritten: uint64(stats.bytes_written), BuildMilliseconds: float64(stats.build_milliseconds),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LoadPlugin loads a plan-provider plugin (sdm_plugin.h).
+func (r *Runtime) LoadPlugin(path string) error {
+	return r.use(func(h *C.sdm_runtime) error {
+		cpath := C.CString(path)
+		defer C.free(unsafe.Pointer(cpath))
+		var cerr *C.sdm_error
+		return check(C.sdm_plugin_load(h, cpath, &cerr), cerr)
+	})
+}
+
+// Release drops the reference the fetch took (sdm_kernel_release); the Kernel must not be used
+// afterwards. Hosts that never reload need not release. Releasing twice is ErrInvalidArgument.
+func (k *Kernel) Release() error {
+	return k.rt.use(func(h *C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_kernel_release(h, k.handle, &cerr), cerr)
+	})
+}
+
+// Function is the kernel's CUfunction, for hosts that launch it themselves.
+func (k *Kernel) Function() (unsafe.Pointer, error) {
+	var function unsafe.Pointer
+	err := k.rt.use(func(*C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_kernel_function(k.handle, &function, &cerr), cerr)
+	})
+	return function, err
+}
+
+// Info says which image was chosen for the kernel and where it came from.
+func (k *Kernel) Info() (KernelInfo, error) {
+	var out KernelInfo
+	err := k.rt.use(func(*C.sdm_runtime) error {
+		var info C.sdm_kernel_info
+		info.struct_size = C.uint32_t(C.sizeof_sdm_kernel_info)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_kernel_info_get(k.handle, &info, &cerr), cerr); err != nil {
+			return err
+		}
+		out = KernelInfo{
+			Name: C.GoString(info.name), Module: C.GoString(info.module), Archive: C.GoString(info.archive),
+			Signature: C.GoString(info.signature), Ordinal: int(info.ordinal), ImageKind: uint32(info.image_kind),
+			ImageSM: uint32(info.image_sm), LoadedSM: uint32(info.loaded_sm), Source: uint32(info.source),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ---- plans and launches -------------------------------------------------------------------------
+
+// PlanPDL is the Plan.Flags bit for programmatic dependent launch (modern class only).
+const PlanPDL = uint32(C.SDM_PLAN_PDL)
+
+// Plan is a launch plan (sdm_plan): what Kernel.Plan chose, or one the host fills in.
+type Plan struct {
+	Flags       uint32    // PlanPDL
+	Grid        uint32    // blocks (one-dimensional)
+	Block       uint32    // threads per block
+	SmemBytes   uint32    // dynamic shared memory per block
+	Cluster     [3]uint32 // blocks per cluster; {1, 1, 1}: no clusters
+	BlocksPerSM int32     // what the plan aims for
+	Occupancy   int32     // blocks per SM the driver's occupancy calculator says fit
+	Rule        int32     // the manifest's plan rule that chose it (0-based); -1: a plugin
+}
+
+// PDL reports whether the plan launches with programmatic dependent launch.
+func (p Plan) PDL() bool { return p.Flags&PlanPDL != 0 }
+
+// Plan chooses the launch plan on the kernel's device for problem (the kernel's problem
+// parameters, in manifest order). No rule for the device: ErrNotFound; a plan that cannot run:
+// ErrInvalidArgument.
+func (k *Kernel) Plan(problem ...int64) (Plan, error) {
+	var out Plan
+	err := k.rt.use(func(*C.sdm_runtime) error {
+		var plan C.sdm_plan
+		plan.struct_size = C.uint32_t(C.sizeof_sdm_plan)
+		var values *C.int64_t
+		if len(problem) > 0 {
+			values = (*C.int64_t)(unsafe.Pointer(&problem[0]))
+		}
+		var cerr *C.sdm_error
+		if err := check(C.sdm_plan_select(k.handle, values, C.uint32_t(len(problem)), &plan, &cerr), cerr); err != nil {
+			return err
+		}
+		out = Plan{
+			Flags: uint32(plan.flags), Grid: uint32(plan.grid), Block: uint32(plan.block), SmemBytes: uint32(plan.smem_bytes),
+			Cluster:     [3]uint32{uint32(plan.cluster[0]), uint32(plan.cluster[1]), uint32(plan.cluster[2])},
+			BlocksPerSM: int32(plan.blocks_per_sm), Occupancy: int32(plan.occupancy), Rule: int32(plan.rule),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// DevicePtr is a CUdeviceptr, as a kernel argument.
+type DevicePtr uint64
+
+// RawArg is a kernel argument given as its bytes (a struct passed by value, say).
+type RawArg []byte
+
+// Launch launches the kernel with plan on stream (a CUstream of the kernel's device, or nil for
+// the device's context current on this thread) through cuLaunchKernelEx. args are the argument
+// values in the order of the kernel's signature: DevicePtr for "ptr", float32 for "f32", int32
+// for "i32", and likewise for the other fixed-size integers and floats, bool, uintptr and
+// unsafe.Pointer (a device address); RawArg for anything else. sdm checks their count against
+// the signature; the caller answers for their types and for the device memory the kernel touches.
+func (k *Kernel) Launch(plan Plan, stream Stream, args ...interface{}) error {
+	// Each value in its own 16-byte slot of one C block, the pointer array after them: C memory,
+	// as cgo forbids handing C a Go array of Go pointers.
+	const slot = 16
+	values := make([][]byte, len(args))
+	size := 0
+	for i, arg := range args {
+		bytes, err := argBytes(arg)
+		if err != nil {
+			return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf("kernel argument %d: %v", i, err)}
+		}
+		values[i] = bytes
+		size += (len(bytes) + slot - 1) / slot * slot
+	}
+	pointers := len(args) * int(unsafe.Sizeof(unsafe.Pointer(nil)))
+	block := C.malloc(C.size_t(size + pointers + 1))
+	if block == nil {
+		return &Error{Code: ErrOutOfMemory, Message: "no memory for the kernel arguments"}
+	}
+	defer C.free(block)
+	memory := unsafe.Slice((*byte)(block), size+pointers)
+	var table *unsafe.Pointer
+	if len(args) > 0 {
+		table = (*unsafe.Pointer)(unsafe.Pointer(&memory[size]))
+		slots := unsafe.Slice(table, len(args))
+		offset := 0
+		for i, bytes := range values {
+			copy(memory[offset:], bytes)
+			slots[i] = unsafe.Pointer(&memory[offset])
+			offset += (len(bytes) + slot - 1) / slot * slot
+		}
+	}
+	var craw C.sdm_plan
+	craw.struct_size = C.uint32_t(C.sizeof_sdm_plan)
+	craw.flags = C.uint32_t(plan.Flags)
+	craw.grid = C.uint32_t(plan.Grid)
+	craw.block = C.uint32_t(plan.Block)
+	craw.smem_bytes = C.uint32_t(plan.SmemBytes)
+	for i := range plan.Cluster {
+		craw.cluster[i] = C.uint32_t(plan.Cluster[i])
+	}
+	craw.blocks_per_sm = C.int32_t(plan.BlocksPerSM)
+	craw.occupancy = C.int32_t(plan.Occupancy)
+	craw.rule = C.int32_t(plan.Rule)
+	return k.rt.use(func(*C.sdm_runtime) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_launch(k.handle, &craw, unsafe.Pointer(stream), table, C.uint32_t(len(args)), &cerr), cerr)
+	})
+}
+
+// argBytes is a kernel argument's bytes, in the host's byte order as the kernel reads them.
+func argBytes(arg interface{}) ([]byte, error) {
+	switch v := arg.(type) {
+	case DevicePtr:
+		return valueBytes(v), nil
+	case unsafe.Pointer:
+		return valueBytes(uintptr(v)), nil
+	case uintptr:
+		return valueBytes(v), nil
+	case bool:
+		return valueBytes(v), nil
+	case int8:
+		return valueBytes(v), nil
+	case uint8:
+		return valueBytes(v), nil
+	case int16:
+		return valueBytes(v), nil
+	case uint16:
+		return valueBytes(v), nil
+	case int32:
+		return valueBytes(v), nil
+	case uint32:
+		return valueBytes(v), nil
+	case int64:
+		return valueBytes(v), nil
+	case uint64:
+		return valueBytes(v), nil
+	case float32:
+		return valueBytes(v), nil
+	case float64:
+		return valueBytes(v), nil
+	case RawArg:
+		return append([]byte(nil), v...), nil
+	}
+	return nil, fmt.Errorf("%T is not a kernel argument type (DevicePtr, a fixed-size integer or float, bool, "+
+		"uintptr, unsafe.Pointer or RawArg; int is not fixed-size)", arg)
+}
+
+func valueBytes[T any](value T) []byte {
+	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&value)), unsafe.Sizeof(value))...)
+}

@@ -1,0 +1,563 @@
+"""Python bindings of sdm, the CUDA kernel-archive runtime, over its C ABI (include/sdm/sdm.h).
+
+ctypes only: no compiler, no dependency. The raw ABI is in sdm._capi (every function declared with
+argtypes and restype, every struct mirrored); this module is the Pythonic layer:
+
+    with sdm.Runtime() as rt:
+        rt.mount_file("kernels.sdma")
+        info = rt.device_info(0)
+        kernel = rt.kernel(0, "scale", signature="ptr,f32,i32")
+        plan = kernel.plan(n)
+        kernel.launch(plan, [device_pointer, 2.0, n])
+
+Failures raise SdmError with the status, its name and sdm's message. libsdm is found through
+`library=`, else $SDM_LIBRARY, else ctypes.util.find_library("sdm"), else libsdm.so.1.
+"""
+
+import ctypes
+import enum
+import operator
+import os
+import weakref
+from dataclasses import dataclass
+
+from . import _capi
+from ._capi import error_p, kernel_p, runtime_p
+
+__all__ = [
+    "SdmError", "Status", "LogLevel", "DeviceClass", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
+    "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
+    "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
+]
+
+
+class Status(enum.IntEnum):
+    """sdm_status: SDM_OK and SDM_ERROR_* without the SDM_ prefix."""
+
+    OK = _capi.SDM_OK
+    ERROR_INVALID_ARGUMENT = _capi.SDM_ERROR_INVALID_ARGUMENT
+    ERROR_OUT_OF_MEMORY = _capi.SDM_ERROR_OUT_OF_MEMORY
+    ERROR_NO_DRIVER = _capi.SDM_ERROR_NO_DRIVER
+    ERROR_DRIVER_TOO_OLD = _capi.SDM_ERROR_DRIVER_TOO_OLD
+    ERROR_DRIVER = _capi.SDM_ERROR_DRIVER
+    ERROR_NO_DEVICE = _capi.SDM_ERROR_NO_DEVICE
+    ERROR_UNSUPPORTED_DEVICE = _capi.SDM_ERROR_UNSUPPORTED_DEVICE
+    ERROR_ARCHIVE_CORRUPT = _capi.SDM_ERROR_ARCHIVE_CORRUPT
+    ERROR_ARCHIVE_UNSUPPORTED = _capi.SDM_ERROR_ARCHIVE_UNSUPPORTED
+    ERROR_IO = _capi.SDM_ERROR_IO
+    ERROR_NOT_FOUND = _capi.SDM_ERROR_NOT_FOUND
+    ERROR_UNSUPPORTED = _capi.SDM_ERROR_UNSUPPORTED
+    ERROR_NO_IMAGE = _capi.SDM_ERROR_NO_IMAGE
+    ERROR_IMAGE_REFUSED = _capi.SDM_ERROR_IMAGE_REFUSED
+    ERROR_JIT = _capi.SDM_ERROR_JIT
+    ERROR_MISMATCH = _capi.SDM_ERROR_MISMATCH
+    ERROR_GRAPH_CAPTURE = _capi.SDM_ERROR_GRAPH_CAPTURE
+    ERROR_INTERNAL = _capi.SDM_ERROR_INTERNAL
+
+
+class LogLevel(enum.IntEnum):
+    OFF = _capi.SDM_LOG_OFF          # nothing, whatever $SDM_LOG says
+    DEFAULT = _capi.SDM_LOG_DEFAULT  # $SDM_LOG, else WARN
+    ERROR = _capi.SDM_LOG_ERROR
+    WARN = _capi.SDM_LOG_WARN
+    INFO = _capi.SDM_LOG_INFO
+    DEBUG = _capi.SDM_LOG_DEBUG
+
+
+class DeviceClass(enum.IntEnum):
+    UNSUPPORTED = _capi.SDM_DEVICE_CLASS_UNSUPPORTED
+    MODERN = _capi.SDM_DEVICE_CLASS_MODERN
+    A100 = _capi.SDM_DEVICE_CLASS_A100
+    RTX = _capi.SDM_DEVICE_CLASS_RTX
+
+
+class RuntimeFlag(enum.IntFlag):
+    NO_EMBEDDED_ARCHIVE = _capi.SDM_RUNTIME_NO_EMBEDDED_ARCHIVE
+
+
+class CacheFlag(enum.IntFlag):
+    DISABLED = _capi.SDM_CACHE_DISABLED
+    READ_ONLY = _capi.SDM_CACHE_READ_ONLY
+
+
+class JitFlag(enum.IntFlag):
+    NO_NVJITLINK = _capi.SDM_JIT_NO_NVJITLINK
+    NO_DRIVER = _capi.SDM_JIT_NO_DRIVER
+    NO_PTX_COMPILER = _capi.SDM_JIT_NO_PTX_COMPILER
+
+
+class PlanFlag(enum.IntFlag):
+    PDL = _capi.SDM_PLAN_PDL
+
+
+def _known(enum_type, value):
+    """`value` as a member of `enum_type`, or the plain int when a newer library returns more."""
+    try:
+        return enum_type(value)
+    except ValueError:
+        return value
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if value is not None else ""
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+
+class SdmError(Exception):
+    """A failed sdm call. `status` (a Status), `code` (its name, "SDM_ERROR_IO"), `message` (names
+    the thing and the fix), `native` (the CUresult or nvJitLink result, else 0), `log` (a JIT log)."""
+
+    def __init__(self, status, code, message, native=0, log=""):
+        super().__init__(f"{code}: {message}")
+        self.status = _known(Status, status)
+        self.code = code
+        self.message = message
+        self.native = native
+        self.log = log
+
+    @classmethod
+    def _adopt(cls, lib, status, error):
+        """The SdmError of `status` and the sdm_error `error` (may be NULL), which it destroys."""
+        try:
+            code = _text(lib.sdm_status_string(status))
+            if not error:
+                return cls(status, code, code)
+            return cls(status, code, _text(lib.sdm_error_message(error)), lib.sdm_error_native(error),
+                       _text(lib.sdm_error_log(error)))
+        finally:
+            lib.sdm_error_destroy(error)
+
+
+def _call(lib, function, *args):
+    """Calls `function(*args, &error)`; raises SdmError on a status other than SDM_OK."""
+    error = error_p()
+    status = function(*args, ctypes.byref(error))
+    if status != _capi.SDM_OK:
+        raise SdmError._adopt(lib, status, error)
+
+
+# ---- library-wide functions -----------------------------------------------------------------------
+
+def load_library(library=None):
+    """The ctypes CDLL of libsdm (sdm._capi.load): `library`, else $SDM_LIBRARY, else
+    ctypes.util.find_library("sdm"), else libsdm.so.1."""
+    return _capi.load(library)
+
+
+def abi_version(library=None):
+    """(major, minor) of the ABI the library implements."""
+    version = load_library(library).sdm_abi_version()
+    return version >> 16, version & 0xFFFF
+
+
+def version(library=None):
+    """The library's release ("0.2.0")."""
+    return _text(load_library(library).sdm_version_string())
+
+
+def status_string(status, library=None):
+    """The name of a status ("SDM_ERROR_NO_DRIVER"), "SDM_ERROR_UNKNOWN" for values it does not know."""
+    return _text(load_library(library).sdm_status_string(int(status)))
+
+
+def device_class_name(device_class, library=None):
+    """"modern", "a100", "rtx" or "unsupported"."""
+    return _text(load_library(library).sdm_device_class_name(int(device_class)))
+
+
+def get_api(major=_capi.SDM_ABI_VERSION_MAJOR, minor=_capi.SDM_ABI_VERSION_MINOR, library=None):
+    """(minor, table): sdm_get_api's function table (an sdm._capi.sdm_api) for ABI `major`, and the
+    minor the library implements. A major it does not implement raises SdmError."""
+    lib = load_library(library)
+    implemented = ctypes.c_uint32(minor)
+    table = ctypes.POINTER(_capi.sdm_api)()
+    status = lib.sdm_get_api(major, ctypes.byref(implemented), ctypes.byref(table))
+    if status != _capi.SDM_OK:
+        code = _text(lib.sdm_status_string(status))
+        raise SdmError(status, code, f"sdm_get_api({major}) failed: {code}")
+    return implemented.value, table.contents
+
+
+# ---- plain data -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ArchiveInfo:
+    """A mounted archive (sdm_archive_info)."""
+
+    label: str               # the path, or the label given to mount_memory
+    content_version: str     # from the manifest, "" without one
+    size_bytes: int
+    entry_count: int
+    kernel_count: int
+    kernel_abi: tuple        # (major, minor)
+    format_version: tuple    # (major, minor)
+    embedded: bool           # the archive embedded in libsdm
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(_text(c.label), _text(c.content_version), c.size_bytes, c.entry_count, c.kernel_count,
+                   (c.kernel_abi_major, c.kernel_abi_minor), (c.format_major, c.format_minor), bool(c.embedded))
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """A CUDA device (sdm_device_info), supported or not."""
+
+    ordinal: int
+    name: str
+    capability: tuple          # (major, minor)
+    device_class: DeviceClass  # UNSUPPORTED outside the hardware matrix
+    sm_count: int
+    l2_bytes: int
+    smem_optin_bytes: int      # the device's own opt-in shared memory per block
+    smem_cap_bytes: int        # what the class's plans assume (0 when unsupported)
+    smem_per_sm_bytes: int     # smem_cap_bytes + 1,024 reserved per block (0 when unsupported)
+    pdl_allowed: bool
+    clusters_allowed: bool
+    untested: bool             # a class this release has not tested (rtx)
+
+    @property
+    def supported(self):
+        return self.device_class != DeviceClass.UNSUPPORTED
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(c.ordinal, _text(c.name), (c.capability_major, c.capability_minor),
+                   _known(DeviceClass, c.device_class), c.sm_count, c.l2_bytes, c.smem_optin_bytes,
+                   c.smem_cap_bytes, c.smem_per_sm_bytes, bool(c.pdl_allowed), bool(c.clusters_allowed),
+                   bool(c.untested))
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What a fetched kernel is (sdm_kernel_info)."""
+
+    name: str
+    module: str
+    archive: str      # the serving archive's label
+    signature: str    # "ptr,f32,i32"
+    ordinal: int
+    image_kind: int   # 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+    image_sm: int     # the chosen image's arch (90 for sm_90 / compute_90)
+    loaded_sm: int    # the cubin's or the JIT target's SM
+    source: int       # 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(_text(c.name), _text(c.module), _text(c.archive), _text(c.signature), c.ordinal,
+                   c.image_kind, c.image_sm, c.loaded_sm, c.source)
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """A runtime's kernel-cache counters since its creation (sdm_cache_stats)."""
+
+    hits: int
+    misses: int
+    builds: int             # JIT links run
+    evictions: int
+    bad_entries: int        # damaged entries found and removed
+    bytes_written: int
+    build_milliseconds: float
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A launch plan (sdm_plan): Kernel.plan() returns one; dataclasses.replace() changes one."""
+
+    grid: int
+    block: int
+    smem_bytes: int = 0
+    cluster: tuple = (1, 1, 1)   # blocks per cluster; (1, 1, 1): no clusters
+    flags: PlanFlag = PlanFlag(0)
+    blocks_per_sm: int = 1       # what the plan aims for
+    occupancy: int = 0           # blocks per SM the driver says fit
+    rule: int = -1               # the manifest's rule that chose it; -1: a plugin (or by hand)
+
+    @property
+    def pdl(self):
+        return bool(self.flags & PlanFlag.PDL)
+
+    @classmethod
+    def _from_c(cls, c):
+        return cls(c.grid, c.block, c.smem_bytes, tuple(c.cluster), PlanFlag(c.flags), c.blocks_per_sm,
+                   c.occupancy, c.rule)
+
+    def _to_c(self):
+        return _capi.sdm_plan(flags=int(self.flags), grid=self.grid, block=self.block, smem_bytes=self.smem_bytes,
+                              cluster=(ctypes.c_uint32 * 3)(*self.cluster), blocks_per_sm=self.blocks_per_sm,
+                              occupancy=self.occupancy, rule=self.rule)
+
+
+# ---- kernels --------------------------------------------------------------------------------------
+
+# Kernel parameter types of a manifest signature (archive/manifest.hpp ParamType): ctypes type and
+# the integer range, None for floats.
+_PARAM_TYPES = {
+    "ptr": (ctypes.c_void_p, (0, 2**64 - 1)),
+    "i32": (ctypes.c_int32, (-2**31, 2**31 - 1)),
+    "u32": (ctypes.c_uint32, (0, 2**32 - 1)),
+    "i64": (ctypes.c_int64, (-2**63, 2**63 - 1)),
+    "u64": (ctypes.c_uint64, (0, 2**64 - 1)),
+    "f32": (ctypes.c_float, None),
+    "f64": (ctypes.c_double, None),
+}
+
+
+def _kernel_argument(kind, value, index):
+    """A ctypes value for kernel parameter `index` of signature type `kind`: an int (device
+    pointers too) or a float, range-checked; a ctypes value is passed as it is."""
+    if isinstance(value, ctypes._SimpleCData):
+        return value
+    if kind not in _PARAM_TYPES:
+        raise TypeError(f"argument {index}: the signature's type {kind!r} is unknown to these bindings; "
+                        "pass a ctypes value")
+    ctype, bounds = _PARAM_TYPES[kind]
+    if bounds is None:
+        return ctype(float(value))
+    value = 0 if value is None and kind == "ptr" else value
+    number = operator.index(value)
+    if not bounds[0] <= number <= bounds[1]:
+        raise OverflowError(f"argument {index}: {number} does not fit a {kind}")
+    return ctype(number)
+
+
+class Kernel:
+    """A kernel a Runtime fetched (Runtime.kernel). Valid while its runtime is open, or after a
+    reload replaced its archive, until release()."""
+
+    def __init__(self, runtime, handle):
+        self.runtime = runtime
+        self._kernel = handle
+        self._signature = None
+
+    @property
+    def _handle(self):
+        self.runtime._handle  # raises once the runtime is closed: the kernel went with it
+        return self._kernel
+
+    def info(self):
+        c = _capi.sdm_kernel_info()
+        _call(self.runtime.library, self.runtime.library.sdm_kernel_info_get, self._handle, ctypes.byref(c))
+        return KernelInfo._from_c(c)
+
+    def function(self):
+        """The CUfunction's address, for hosts that launch it themselves."""
+        function = ctypes.c_void_p()
+        _call(self.runtime.library, self.runtime.library.sdm_kernel_function, self._handle, ctypes.byref(function))
+        return function.value or 0
+
+    def plan(self, problem):
+        """The launch plan for `problem`, the kernel's problem parameters in manifest order (an int
+        for one, or a sequence)."""
+        values = [problem] if isinstance(problem, int) else list(problem)
+        array = (ctypes.c_int64 * max(len(values), 1))(*values)
+        c = _capi.sdm_plan()
+        _call(self.runtime.library, self.runtime.library.sdm_plan_select, self._handle, array, len(values),
+              ctypes.byref(c))
+        return Plan._from_c(c)
+
+    def launch(self, plan, args, stream=None):
+        """Launches with `plan` (a Plan) on `stream` (a CUstream as an int; None: the device's
+        context current on this thread). `args` follow the kernel's signature: device pointers as
+        ints, numbers as Python numbers (or ctypes values)."""
+        if self._signature is None:
+            self._signature = [t.strip() for t in self.info().signature.split(",") if t.strip()]
+        values = []
+        for index, value in enumerate(args):
+            kind = self._signature[index] if index < len(self._signature) else None
+            if kind is None and not isinstance(value, ctypes._SimpleCData):
+                # More arguments than the signature has: sdm refuses the count, naming both; these
+                # only have to be valid memory until then.
+                value = ctypes.c_double(value) if isinstance(value, float) else ctypes.c_int64(int(value or 0))
+            values.append(_kernel_argument(kind, value, index))
+        pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+                                                              for v in values])
+        c = plan._to_c()
+        _call(self.runtime.library, self.runtime.library.sdm_launch, self._handle, ctypes.byref(c), stream,
+              pointers, len(values))
+
+    def release(self):
+        """Drops the reference the fetch took (matters across reloads only)."""
+        self.runtime.release(self)
+
+
+# ---- the runtime ----------------------------------------------------------------------------------
+
+def _path(value):
+    return os.fsencode(value) if value is not None else None
+
+
+def _destroy(lib, handle, _log_callback):
+    # The log callback rides along so that it outlives the runtime that may call it.
+    lib.sdm_runtime_destroy(handle)
+
+
+class Runtime:
+    """An sdm runtime: mounted archives, devices, loaded kernels. A context manager; close() (or
+    garbage collection) destroys it, and with it every Kernel it handed out. Every method may be
+    called from any thread, except close() (not concurrently with other calls).
+
+    Options (sdm_runtime_params): flags (RuntimeFlag.NO_EMBEDDED_ARCHIVE), log (a callable(level,
+    message), called on the thread that logs; None: warnings and errors go to stderr), log_level,
+    cuda_driver (libcuda's path; None: $SDM_CUDA_DRIVER, else libcuda.so.1), cuda_context (a
+    CUcontext the host owns, as an int), cache_dir, cache_max_bytes, cache_flags (CacheFlag),
+    jit_flags (JitFlag: backends the host forbids), kernel_abi_major (0: any)."""
+
+    def __init__(self, *, library=None, flags=0, log=None, log_level=LogLevel.DEFAULT, cuda_driver=None,
+                 cuda_context=None, cache_dir=None, cache_max_bytes=0, cache_flags=0, jit_flags=0,
+                 kernel_abi_major=0):
+        self.library = load_library(library)
+        log_callback = None
+        if log is not None:
+            def forward(_user_data, level, message, length):
+                log(_known(LogLevel, level), (message or b"")[:length].decode("utf-8", "replace"))
+            log_callback = _capi.sdm_log_fn(forward)
+        params = _capi.sdm_runtime_params(
+            flags=int(flags), log_level=int(log_level), cuda_driver=_path(cuda_driver), cuda_context=cuda_context,
+            cache_dir=_path(cache_dir), cache_max_bytes=cache_max_bytes, cache_flags=int(cache_flags),
+            jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major)
+        if log_callback is not None:
+            params.log_fn = log_callback
+        handle = runtime_p()
+        _call(self.library, self.library.sdm_runtime_create, ctypes.byref(params), ctypes.byref(handle))
+        self._runtime = handle
+        self._finalizer = weakref.finalize(self, _destroy, self.library, handle, log_callback)
+
+    # -- lifetime --
+    @property
+    def open(self):
+        return self._finalizer.alive
+
+    @property
+    def _handle(self):
+        if not self._finalizer.alive:
+            raise ValueError("the sdm runtime is closed")
+        return self._runtime
+
+    def close(self):
+        """Destroys the runtime (unloading its modules); its Kernels are invalid after. Idempotent."""
+        self._finalizer()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<sdm.Runtime {'open' if self.open else 'closed'}>"
+
+    def _call(self, name, *args):
+        _call(self.library, getattr(self.library, name), self._handle, *args)
+
+    def last_error(self):
+        """An SdmError copy of the last error any call on this runtime reported, or None."""
+        last = error_p()
+        if self.library.sdm_runtime_last_error(self._handle, ctypes.byref(last)) != _capi.SDM_OK:
+            return None
+        return SdmError._adopt(self.library, self.library.sdm_error_code(last), last)
+
+    # -- archives --
+    def mount_file(self, path):
+        """Mounts an archive file (mapped read-only); later mounts take precedence."""
+        self._call("sdm_archive_mount_file", _path(path))
+
+    def mount_memory(self, data, label=None):
+        """Mounts an archive from a bytes-like object (copied); `label` names it in messages."""
+        data = bytes(data)
+        self._call("sdm_archive_mount_memory", data, len(data), label.encode() if label is not None else None)
+
+    def reload(self):
+        """Remounts every mounted archive file; the number replaced."""
+        count = ctypes.c_uint32()
+        self._call("sdm_runtime_reload", ctypes.byref(count))
+        return count.value
+
+    def poll_archives(self):
+        """Remounts the archive files changed on disk (one stat each); the number replaced."""
+        count = ctypes.c_uint32()
+        self._call("sdm_runtime_poll_archives", ctypes.byref(count))
+        return count.value
+
+    def archive_count(self):
+        count = ctypes.c_uint32()
+        self._call("sdm_archive_count", ctypes.byref(count))
+        return count.value
+
+    def archive_info(self, index):
+        """Mounted archive `index` in mount order; SdmError ERROR_NOT_FOUND past the end."""
+        c = _capi.sdm_archive_info()
+        self._call("sdm_archive_info_get", index, ctypes.byref(c))
+        return ArchiveInfo._from_c(c)
+
+    def archives(self):
+        return [self.archive_info(i) for i in range(self.archive_count())]
+
+    # -- driver and devices --
+    def driver_version(self):
+        """The CUDA driver's version (12080 for 12.8); loads the driver if needed."""
+        value = ctypes.c_int32()
+        self._call("sdm_driver_version", ctypes.byref(value))
+        return value.value
+
+    def device_count(self):
+        value = ctypes.c_int32()
+        self._call("sdm_device_count", ctypes.byref(value))
+        return value.value
+
+    def device_info(self, ordinal):
+        c = _capi.sdm_device_info()
+        self._call("sdm_device_info_get", ordinal, ctypes.byref(c))
+        return DeviceInfo._from_c(c)
+
+    def devices(self):
+        return [self.device_info(i) for i in range(self.device_count())]
+
+    def device_class(self, ordinal):
+        """The device's DeviceClass; SdmError ERROR_UNSUPPORTED_DEVICE outside the hardware matrix."""
+        value = _capi.sdm_device_class()
+        self._call("sdm_device_class_get", ordinal, ctypes.byref(value))
+        return _known(DeviceClass, value.value)
+
+    # -- kernels --
+    def kernel(self, ordinal, name, stream=None, signature=None):
+        """Kernel `name` on device `ordinal`, loading its module on first use. With `signature`
+        ("ptr,f32,i32"), a kernel declaring another raises ERROR_MISMATCH. `stream` (an int) is
+        checked for graph capture before any JIT."""
+        handle = kernel_p()
+        if signature is None:
+            self._call("sdm_kernel_get", ordinal, name.encode(), stream, ctypes.byref(handle))
+        else:
+            self._call("sdm_kernel_get_checked", ordinal, name.encode(), signature.encode(), stream,
+                       ctypes.byref(handle))
+        return Kernel(self, handle)
+
+    def release(self, kernel):
+        """Drops the reference kernel() took (sdm_kernel_release)."""
+        if kernel.runtime is not self:
+            raise ValueError("the kernel belongs to another runtime")
+        self._call("sdm_kernel_release", kernel._handle)
+
+    def preload(self, ordinal, names=None):
+        """Loads eagerly the modules of `names`, or of every kernel of every mounted archive when
+        `names` is None (an empty list loads nothing)."""
+        if names is not None:
+            names = [n.encode() for n in names]
+            if not names:
+                return
+            array = (ctypes.c_char_p * len(names))(*names)
+        else:
+            array = None
+        self._call("sdm_preload", ordinal, array, len(names or ()))
+
+    def cache_stats(self):
+        c = _capi.sdm_cache_stats()
+        self._call("sdm_cache_stats_get", ctypes.byref(c))
+        return CacheStats(c.hits, c.misses, c.builds, c.evictions, c.bad_entries, c.bytes_written,
+                          c.build_milliseconds)
+
+    def load_plugin(self, path):
+        """Loads a plan-provider plugin (sdm_plugin.h)."""
+        self._call("sdm_plugin_load", _path(path))

@@ -1,0 +1,514 @@
+"""The Python bindings against a real libsdm and the fake CUDA driver (tests/fake_cuda).
+
+Run: SDM_LIBRARY=build/runtime/abi/libsdm.so SDM_CUDA_DRIVER=build/tests/fake_cuda/libcuda_fake.so \
+     python3 -m unittest discover -s bindings/python/tests        (bindings/python/run_tests.sh does it)
+
+Every test skips when libsdm cannot be found; anything else that goes wrong fails.
+"""
+
+import contextlib
+import dataclasses
+import ctypes
+import gc
+import os
+import re
+import shutil
+import sys
+import tempfile
+import tomllib
+import unittest
+from pathlib import Path
+from unittest import mock
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bindings" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import sdm  # noqa: E402
+import sdm_header  # noqa: E402
+from sdm import _capi  # noqa: E402
+
+HEADER = sdm_header.parse()
+GOLDEN = ROOT / "tests" / "golden"
+ARCHIVE = GOLDEN / "kernels.sdma"
+MANIFEST = tomllib.loads((ROOT / "tests" / "data" / "manifest.toml").read_text())  # what ARCHIVE was packed from
+
+H200 = "NVIDIA H200,9.0,232448,132,62914560"
+A100 = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040"
+RTX4090 = "NVIDIA GeForce RTX 4090,8.9,101376,128,75497472"
+V100 = "Tesla V100-SXM2-16GB,7.0,98304,80,6291456"
+
+lib = None
+
+
+def setUpModule():
+    global lib
+    path = _capi.library_path()
+    try:
+        lib = sdm.load_library()
+    except OSError as e:
+        # Only a library that is not there skips; one that is there and fails to load (another
+        # ABI, a broken file) is a failure.
+        if "cannot open shared object file" in str(e) or "No such file" in str(e):
+            raise unittest.SkipTest(f"libsdm not found ({path}); set SDM_LIBRARY") from e
+        raise
+
+
+# ---- the declarations against the header ----------------------------------------------------------
+
+SCALARS = {
+    "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
+    "uint16_t": ctypes.c_uint16, "size_t": ctypes.c_size_t, "double": ctypes.c_double, "char": ctypes.c_char,
+}
+
+
+def expected(ctype):
+    """What the header's `ctype` must be in ctypes, in the normal form of actual()."""
+    if ctype.function is not None:
+        return ("function", expected(ctype.function.ret), tuple(expected(p) for p in ctype.function.params))
+    ctype = HEADER.resolve(ctype)
+    if ctype.array is not None:
+        return ("array", expected(sdm_header.CType(ctype.base)), ctype.array)
+    if ctype.pointers:
+        return ("pointer", expected(sdm_header.CType(ctype.base, ctype.pointers - 1)))
+    if ctype.base == "void":
+        return "void"
+    if ctype.base in SCALARS:
+        return SCALARS[ctype.base]
+    if ctype.base in HEADER.callbacks:
+        return expected(sdm_header.CType("", function=HEADER.callbacks[ctype.base]))
+    if ctype.base in HEADER.structs or ctype.base in HEADER.opaque:
+        cls = getattr(_capi, ctype.base, None)
+        return cls if cls is not None else f"(no class _capi.{ctype.base})"
+    raise AssertionError(f"the test does not know the C type {ctype}")
+
+
+def actual(t):
+    """A ctypes type in a normal form comparable with expected()."""
+    if t is None:
+        return "void"
+    if t is ctypes.c_char_p:
+        return ("pointer", ctypes.c_char)
+    if t is ctypes.c_void_p:
+        return ("pointer", "void")
+    if isinstance(t, type) and issubclass(t, ctypes._Pointer):
+        return ("pointer", actual(t._type_))
+    if isinstance(t, type) and issubclass(t, ctypes.Array):
+        return ("array", actual(t._type_), t._length_)
+    if isinstance(t, type) and issubclass(t, ctypes._CFuncPtr):
+        return ("function", actual(t._restype_), tuple(actual(a) for a in t._argtypes_))
+    return t
+
+
+class DeclarationsTest(unittest.TestCase):
+    """Every SDM_API function, struct and constant of sdm.h against what sdm._capi declares."""
+
+    def test_the_header_parses_to_the_whole_abi(self):
+        self.assertGreaterEqual(len(HEADER.functions), 33)
+        self.assertIn("sdm_launch", HEADER.functions)
+        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel"})
+
+    def test_every_function_is_bound_with_argtypes_and_restype(self):
+        self.assertEqual(set(_capi.FUNCTIONS), set(HEADER.functions), "bound functions differ from sdm.h's")
+        for name, function in HEADER.functions.items():
+            with self.subTest(function=name):
+                bound = getattr(lib, name)
+                self.assertIsNotNone(bound.argtypes, f"{name}: argtypes not declared")
+                self.assertEqual(len(bound.argtypes), len(function.params), f"{name}: argument count")
+                for index, (param, argtype) in enumerate(zip(function.params, bound.argtypes)):
+                    self.assertEqual(actual(argtype), expected(param.type),
+                                     f"{name} argument {index} ({param.name}: {param.type})")
+                self.assertEqual(actual(bound.restype), expected(function.ret), f"{name}: restype ({function.ret})")
+
+    def test_every_struct_is_mirrored_field_by_field(self):
+        for name, fields in HEADER.structs.items():
+            with self.subTest(struct=name):
+                cls = getattr(_capi, name)
+                self.assertTrue(issubclass(cls, ctypes.Structure))
+                declared = cls._fields_
+                self.assertEqual([f[0] for f in declared], [f.name for f in fields], f"{name}: field names")
+                for (field_name, field_type), field in zip(declared, fields):
+                    self.assertEqual(actual(field_type), expected(field.type), f"{name}.{field_name} ({field.type})")
+        for name in HEADER.opaque:
+            self.assertEqual(getattr(_capi, name).__dict__.get("_fields_", []), [], f"{name} is opaque")
+
+    def test_struct_layouts_match_the_pinned_numbers(self):
+        # tests/abi/layout.c pins every offset and size with static asserts (LP64).
+        layout = (ROOT / "tests" / "abi" / "layout.c").read_text()
+        fields = re.findall(r"PIN_FIELD\((\w+), (\w+), (\d+), (\d+)\)", layout)
+        sizes = re.findall(r"PIN_SIZE\((sdm_\w+), (\d+), (\d+)\)", layout)
+        self.assertGreater(len(fields), 80)
+        for struct, field, offset, size in fields:
+            descriptor = getattr(getattr(_capi, struct), field)
+            self.assertEqual((descriptor.offset, descriptor.size), (int(offset), int(size)), f"{struct}.{field}")
+        for struct, size, alignment in sizes:
+            cls = getattr(_capi, struct)
+            self.assertEqual((ctypes.sizeof(cls), ctypes.alignment(cls)), (int(size), int(alignment)), struct)
+
+    def test_every_constant_has_the_headers_value(self):
+        for name, value in HEADER.constants.items():
+            self.assertEqual(getattr(_capi, name, None), value, name)
+        statuses = {k: v for k, v in HEADER.constants.items() if k == "SDM_OK" or k.startswith("SDM_ERROR_")}
+        self.assertEqual({"SDM_" + s.name: int(s) for s in sdm.Status}, statuses)
+        self.assertEqual({"SDM_LOG_" + s.name: int(s) for s in sdm.LogLevel},
+                         {k: v for k, v in HEADER.constants.items() if k.startswith("SDM_LOG_")})
+        self.assertEqual({"SDM_DEVICE_CLASS_" + s.name: int(s) for s in sdm.DeviceClass},
+                         {k: v for k, v in HEADER.constants.items() if k.startswith("SDM_DEVICE_CLASS_")})
+        for prefix, flags in (("SDM_JIT_", sdm.JitFlag), ("SDM_CACHE_", sdm.CacheFlag), ("SDM_PLAN_", sdm.PlanFlag)):
+            self.assertEqual({prefix + f.name: int(f) for f in flags},
+                             {k: v for k, v in HEADER.constants.items() if k.startswith(prefix)})
+
+
+# ---- library-wide functions -----------------------------------------------------------------------
+
+class VersionTest(unittest.TestCase):
+    def test_versions(self):
+        major, minor = sdm.abi_version()
+        self.assertEqual(major, HEADER.constants["SDM_ABI_VERSION_MAJOR"])
+        self.assertGreaterEqual(minor, HEADER.constants["SDM_ABI_VERSION_MINOR"])
+        self.assertEqual(lib.sdm_abi_version(), (major << 16) | minor)
+        self.assertRegex(sdm.version(), r"^\d+\.\d+\.\d+")
+
+    def test_status_and_class_names(self):
+        for status in sdm.Status:
+            self.assertEqual(sdm.status_string(status), "SDM_" + status.name)
+        self.assertEqual(sdm.status_string(4242), "SDM_ERROR_UNKNOWN")
+        self.assertEqual(sdm.device_class_name(sdm.DeviceClass.A100), "a100")
+        self.assertEqual(sdm.device_class_name(77), "unsupported")
+        # NULL errors read as empty; destroy functions take NULL.
+        self.assertEqual(lib.sdm_error_code(None), sdm.Status.OK)
+        self.assertEqual(lib.sdm_error_message(None), b"")
+        lib.sdm_error_destroy(None)
+        lib.sdm_runtime_destroy(None)
+
+    def test_the_function_table_holds_the_exported_functions(self):
+        minor, table = sdm.get_api()
+        self.assertEqual(minor, sdm.abi_version()[1])
+        self.assertEqual(table.struct_size, ctypes.sizeof(_capi.sdm_api))
+        for name, _ in _capi.sdm_api._fields_[2:]:
+            entry = ctypes.cast(getattr(table, name), ctypes.c_void_p).value
+            self.assertEqual(entry, ctypes.cast(getattr(lib, "sdm_" + name), ctypes.c_void_p).value, name)
+        self.assertEqual(table.version_string(), lib.sdm_version_string())  # callable through the table
+        with self.assertRaises(sdm.SdmError) as caught:
+            sdm.get_api(major=2)
+        self.assertEqual(caught.exception.status, sdm.Status.ERROR_UNSUPPORTED)
+
+    def test_the_library_is_found_by_argument_then_environment(self):
+        with mock.patch.dict(os.environ, {"SDM_LIBRARY": "/from/env/libsdm.so"}):
+            self.assertEqual(_capi.library_path("/given/libsdm.so"), "/given/libsdm.so")
+            self.assertEqual(_capi.library_path(), "/from/env/libsdm.so")
+        with mock.patch.dict(os.environ, {"SDM_LIBRARY": ""}), mock.patch("ctypes.util.find_library", return_value=None):
+            self.assertEqual(_capi.library_path(), "libsdm.so.1")
+        with self.assertRaises(OSError) as caught:
+            sdm.Runtime(library="/nonexistent/libsdm.so.1")
+        self.assertIn("/nonexistent/libsdm.so.1", str(caught.exception))
+
+
+# ---- runtimes on the fake driver ------------------------------------------------------------------
+
+class FakeDriverTest(unittest.TestCase):
+    """Each test gets its own cache directory and fake devices (the fake reads its environment at
+    each cuInit, i.e. in each new runtime)."""
+
+    devices = H200
+
+    def setUp(self):
+        self.driver = os.environ.get("SDM_CUDA_DRIVER", "")
+        if not os.path.exists(self.driver):
+            self.fail("set SDM_CUDA_DRIVER to the fake driver, build/tests/fake_cuda/libcuda_fake.so")
+        self.tmp = Path(tempfile.mkdtemp(prefix="sdm-python-"))
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        environment = mock.patch.dict(os.environ, {
+            "SDM_CACHE_DIR": str(self.tmp / "cache"), "SDM_FAKE_CUDA_DEVICES": self.devices,
+            "SDM_FAKE_CUDA_VERSION": "13000", "SDM_FAKE_CUDA_FAIL": "", "SDM_FAKE_CUDA_MISSING": "",
+            "SDM_ARCHIVE_PATH": "", "SDM_PLUGIN_PATH": "", "SDM_LOG": "off"})
+        environment.start()
+        self.addCleanup(environment.stop)
+
+    def runtime(self, **options):
+        options.setdefault("flags", sdm.RuntimeFlag.NO_EMBEDDED_ARCHIVE)
+        rt = sdm.Runtime(**options)
+        self.addCleanup(rt.close)
+        return rt
+
+    def fake_calls(self, entry_point):
+        fake = ctypes.CDLL(self.driver)  # the same handle sdm opened
+        fake.sdm_fake_cuda_calls.restype = ctypes.c_int64
+        fake.sdm_fake_cuda_calls.argtypes = [ctypes.c_char_p]
+        return fake.sdm_fake_cuda_calls(entry_point.encode())
+
+    @contextlib.contextmanager
+    def raises(self, status, *fragments):
+        """Expects an SdmError of `status` whose message contains every fragment."""
+        with self.assertRaises(sdm.SdmError) as caught:
+            yield caught
+        error = caught.exception
+        self.assertEqual(error.status, status, error)
+        self.assertEqual(error.code, "SDM_" + status.name)
+        for fragment in fragments:
+            self.assertIn(fragment, error.message)
+
+
+class RuntimeTest(FakeDriverTest):
+    def test_create_close_and_context_manager(self):
+        with sdm.Runtime() as rt:
+            self.assertTrue(rt.open)
+            self.assertEqual(rt.device_count(), 1)
+        self.assertFalse(rt.open)
+        rt.close()  # twice is fine
+        with self.assertRaisesRegex(ValueError, "closed"):
+            rt.device_count()
+        # Garbage collection destroys an unclosed runtime.
+        finalizer = sdm.Runtime()._finalizer
+        gc.collect()
+        self.assertFalse(finalizer.alive)
+
+    def test_a_kernel_does_not_outlive_its_runtime(self):
+        rt = self.runtime()
+        rt.mount_file(ARCHIVE)
+        kernel = rt.kernel(0, "scale")
+        rt.close()
+        with self.assertRaisesRegex(ValueError, "closed"):
+            kernel.info()
+
+    def test_bad_parameters_are_refused(self):
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "log_level 9"):
+            sdm.Runtime(log_level=9)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "unknown flags"):
+            sdm.Runtime(flags=1 << 7)
+
+    def test_a_struct_size_below_the_abi_is_refused(self):
+        params = _capi.sdm_runtime_params(struct_size=8)
+        handle = _capi.runtime_p()
+        error = _capi.error_p()
+        status = lib.sdm_runtime_create(ctypes.byref(params), ctypes.byref(handle), ctypes.byref(error))
+        self.assertEqual(status, sdm.Status.ERROR_INVALID_ARGUMENT)
+        self.assertFalse(handle, "a failed call leaves its out-parameters untouched")
+        self.assertIn(b"sdm_runtime_params.struct_size is 8", lib.sdm_error_message(error))
+        lib.sdm_error_destroy(error)
+
+        rt = self.runtime()
+        info = _capi.sdm_device_info(struct_size=4, ordinal=77)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "sdm_device_info.struct_size is 4"):
+            sdm._call(lib, lib.sdm_device_info_get, rt._handle, 0, ctypes.byref(info))
+        self.assertEqual(info.ordinal, 77)
+        self.assertIn("sdm_device_info.struct_size is 4", rt.last_error().message)
+        # The sizes the bindings set are accepted.
+        self.assertEqual(_capi.sdm_device_info().struct_size, 312)
+        sdm._call(lib, lib.sdm_device_info_get, rt._handle, 0, ctypes.byref(_capi.sdm_device_info()))
+
+    def test_last_error(self):
+        rt = self.runtime()
+        self.assertIsNone(rt.last_error())
+        with self.raises(sdm.Status.ERROR_NOT_FOUND):
+            rt.archive_info(3)
+        last = rt.last_error()
+        self.assertEqual(last.status, sdm.Status.ERROR_NOT_FOUND)
+        self.assertTrue(last.message)
+
+    def test_the_log_callback_gets_the_runtimes_messages(self):
+        seen = []
+        rt = self.runtime(log=lambda level, message: seen.append((level, message)), log_level=sdm.LogLevel.INFO)
+        rt.mount_file(ARCHIVE)
+        self.assertTrue(any(f"mounted archive {ARCHIVE}" in m for _, m in seen), seen)
+        self.assertTrue(all(level == sdm.LogLevel.INFO for level, _ in seen))
+
+    def test_plugin_load_failure_names_the_file(self):
+        with self.assertRaises(sdm.SdmError) as caught:
+            self.runtime().load_plugin(self.tmp / "missing-plugin.so")
+        self.assertIn("missing-plugin.so", caught.exception.message)
+
+
+class DeviceTest(FakeDriverTest):
+    devices = ";".join([H200, A100, RTX4090, V100])
+
+    def test_device_info_comes_from_the_driver_rows(self):
+        rt = self.runtime()
+        self.assertEqual(rt.driver_version(), 13000)
+        self.assertEqual(rt.device_count(), 4)
+        h200, a100, rtx, v100 = rt.devices()
+        self.assertEqual(h200, sdm.DeviceInfo(
+            ordinal=0, name="NVIDIA H200", capability=(9, 0), device_class=sdm.DeviceClass.MODERN, sm_count=132,
+            l2_bytes=62914560, smem_optin_bytes=232448, smem_cap_bytes=232448, smem_per_sm_bytes=233472,
+            pdl_allowed=True, clusters_allowed=True, untested=False))
+        self.assertEqual((a100.name, a100.device_class, a100.smem_cap_bytes, a100.pdl_allowed),
+                         ("NVIDIA A100-SXM4-80GB", sdm.DeviceClass.A100, 166912, False))
+        self.assertEqual((rtx.device_class, rtx.untested, rtx.clusters_allowed), (sdm.DeviceClass.RTX, True, False))
+        self.assertEqual((v100.device_class, v100.supported, v100.smem_cap_bytes), (sdm.DeviceClass.UNSUPPORTED, False, 0))
+        self.assertEqual([rt.device_class(i) for i in range(3)],
+                         [sdm.DeviceClass.MODERN, sdm.DeviceClass.A100, sdm.DeviceClass.RTX])
+        with self.raises(sdm.Status.ERROR_UNSUPPORTED_DEVICE, "device 3 (Tesla V100-SXM2-16GB)"):
+            rt.device_class(3)
+        with self.raises(sdm.Status.ERROR_NO_DEVICE):
+            rt.device_info(4)
+
+    def test_no_driver_is_an_error_naming_the_library_and_archives_still_work(self):
+        rt = self.runtime(cuda_driver="/nonexistent/libcuda.so.1")
+        with self.raises(sdm.Status.ERROR_NO_DRIVER, "/nonexistent/libcuda.so.1", "SDM_CUDA_DRIVER"):
+            rt.device_count()
+        rt.mount_file(ARCHIVE)
+        self.assertEqual(rt.archive_count(), 1)
+
+    def test_a_failing_driver_call_carries_its_cuda_result(self):
+        os.environ["SDM_FAKE_CUDA_FAIL"] = "cuInit=999"
+        with self.raises(sdm.Status.ERROR_DRIVER, "cuInit failed with CUDA_ERROR_UNKNOWN") as caught:
+            self.runtime().driver_version()
+        self.assertEqual(caught.exception.native, 999)
+
+
+class ArchiveTest(FakeDriverTest):
+    def test_mounting_the_golden_archive_lists_its_kernels(self):
+        rt = self.runtime()
+        self.assertEqual(rt.archives(), [])
+        rt.mount_file(ARCHIVE)
+        (info,) = rt.archives()
+        self.assertEqual(info, sdm.ArchiveInfo(
+            label=str(ARCHIVE), content_version=MANIFEST["archive"]["content_version"], size_bytes=ARCHIVE.stat().st_size,
+            entry_count=11, kernel_count=len(MANIFEST["kernel"]), kernel_abi=(1, 2), format_version=(1, 0),
+            embedded=False))
+        # The ABI has no call that lists kernel names: the manifest the archive was packed from
+        # does, and each of its kernels must be served, as declared, from this archive.
+        for kernel in MANIFEST["kernel"]:
+            with self.subTest(kernel=kernel["name"]):
+                k = rt.kernel(0, kernel["name"], signature=kernel["signature"])
+                got = k.info()
+                self.assertEqual((got.name, got.module, got.signature, got.archive, got.ordinal),
+                                 (kernel["name"], kernel["module"], kernel["signature"], str(ARCHIVE), 0))
+                self.assertEqual((got.image_kind, got.image_sm, got.source), (1, 90, 1))  # the sm_90 cubin
+                self.assertNotEqual(k.function(), 0)
+
+    def test_the_embedded_archive_mounts_by_default(self):
+        rt = self.runtime(flags=0)
+        (info,) = rt.archives()
+        self.assertTrue(info.embedded)
+        self.assertGreater(info.kernel_count, 0)
+        self.assertEqual(rt.kernel(0, "sdm_gather_f32_i32").info().archive, info.label)
+
+    def test_a_corrupt_archive_file_is_an_error_naming_the_file(self):
+        rt = self.runtime()
+        damaged = GOLDEN / "corrupt" / "header-flip.sdma"
+        with self.raises(sdm.Status.ERROR_ARCHIVE_CORRUPT, str(damaged), "header checksum mismatch"):
+            rt.mount_file(damaged)
+        self.assertEqual(rt.archive_count(), 0)
+        # Every golden corrupt file that fails at mount (some fail only when an entry is read) says
+        # what its .expect file says.
+        refused = 0
+        for path in sorted((GOLDEN / "corrupt").glob("*.sdma")):
+            with self.subTest(archive=path.name):
+                try:
+                    rt.mount_file(path)
+                except sdm.SdmError as e:
+                    refused += 1
+                    self.assertIn(e.status, (sdm.Status.ERROR_ARCHIVE_CORRUPT, sdm.Status.ERROR_ARCHIVE_UNSUPPORTED))
+                    self.assertIn(str(path), e.message)
+                    self.assertIn(path.with_suffix(".expect").read_text(), e.message)
+        self.assertGreaterEqual(refused, 10)
+
+    def test_an_archive_of_another_kernel_abi_major_is_refused(self):
+        rt = self.runtime(kernel_abi_major=2)
+        with self.raises(sdm.Status.ERROR_MISMATCH, str(ARCHIVE), "kernel ABI 1.2", "built for kernel ABI 2"):
+            rt.mount_file(ARCHIVE)
+        self.runtime(kernel_abi_major=1).mount_file(ARCHIVE)
+
+    def test_missing_files_and_bad_bytes(self):
+        rt = self.runtime()
+        with self.raises(sdm.Status.ERROR_IO, str(self.tmp / "none.sdma")):
+            rt.mount_file(self.tmp / "none.sdma")
+        with self.raises(sdm.Status.ERROR_ARCHIVE_CORRUPT, "archive garbage"):
+            rt.mount_memory(b"not an archive".ljust(300, b"\0"), label="garbage")
+        rt.mount_memory(ARCHIVE.read_bytes(), label="from memory")
+        self.assertEqual(rt.archive_info(0).label, "from memory")
+
+    def test_reload_and_poll(self):
+        rt = self.runtime()
+        path = self.tmp / "kernels.sdma"
+
+        def drop(source):  # as a deployment replaces a mapped file: beside it, then rename
+            shutil.copyfile(source, self.tmp / "incoming")
+            os.replace(self.tmp / "incoming", path)
+
+        drop(ARCHIVE)
+        rt.mount_file(path)
+        old = rt.kernel(0, "scale")
+        self.assertEqual(rt.poll_archives(), 0)
+        drop(ARCHIVE)  # a new file, the same bytes: kept as it is
+        self.assertEqual(rt.poll_archives(), 0)
+        drop(GOLDEN / "kernels-earlier-writer.sdma")  # another version of the same kernels
+        self.assertEqual(rt.poll_archives(), 1)
+        self.assertEqual(rt.poll_archives(), 0)
+        self.assertEqual(rt.archive_info(0).size_bytes, path.stat().st_size)
+        new = rt.kernel(0, "scale")
+        old.release()
+        new.release()
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT):
+            new.release()  # more often than fetched
+        drop(GOLDEN / "corrupt" / "header-flip.sdma")
+        with self.raises(sdm.Status.ERROR_ARCHIVE_CORRUPT, str(path), "keeps serving"):
+            rt.reload()
+        self.assertEqual(rt.kernel(0, "scale").info().name, "scale")  # the old version still serves
+
+    def test_preload_and_cache_stats(self):
+        rt = self.runtime()
+        rt.mount_file(ARCHIVE)
+        rt.preload(0, ["scale"])
+        rt.preload(0)
+        rt.preload(0, [])
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "nonexistent"):
+            rt.preload(0, ["nonexistent"])
+        stats = rt.cache_stats()
+        self.assertIsInstance(stats, sdm.CacheStats)
+        self.assertGreaterEqual(stats.misses + stats.hits, 0)
+
+
+class KernelTest(FakeDriverTest):
+    def setUp(self):
+        super().setUp()
+        self.rt = self.runtime()
+        self.rt.mount_file(ARCHIVE)
+        self.scale = self.rt.kernel(0, "scale")
+
+    def test_fetch_errors(self):
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "nonexistent"):
+            self.rt.kernel(0, "nonexistent")
+        with self.raises(sdm.Status.ERROR_MISMATCH, "ptr,f32,i32", "ptr,i32"):
+            self.rt.kernel(0, "scale", signature="ptr, i32")
+        with self.raises(sdm.Status.ERROR_NO_DEVICE):
+            self.rt.kernel(5, "scale")
+
+    def test_plan_select(self):
+        plan = self.scale.plan(1 << 20)
+        self.assertEqual(plan, sdm.Plan(grid=1056, block=256, smem_bytes=0, cluster=(1, 1, 1), flags=sdm.PlanFlag.PDL,
+                                        blocks_per_sm=8, occupancy=8, rule=0))
+        self.assertTrue(plan.pdl)
+        big = self.scale.plan([1 << 25])
+        self.assertEqual((big.rule, big.cluster, big.block, big.grid, big.pdl), (1, (2, 1, 1), 1024, 32768, False))
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "no plan rule of kernel axpy"):
+            self.rt.kernel(0, "axpy").plan(1)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "takes 1 problem parameter"):
+            self.scale.plan([1, 2])
+        small = _capi.sdm_plan(struct_size=8)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "sdm_plan.struct_size is 8"):
+            sdm._call(lib, lib.sdm_plan_select, self.scale._handle, (ctypes.c_int64 * 1)(4096), 1, ctypes.byref(small))
+
+    def test_launch(self):
+        plan = self.scale.plan(1 << 20)
+        self.scale.launch(plan, [0x7F0000000000, 2.0, 1 << 20])
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 1)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "kernel scale takes 3 argument(s) (ptr,f32,i32), not 2"):
+            self.scale.launch(plan, [0x7F0000000000, 2.0])
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "not 4"):
+            self.scale.launch(plan, [0x7F0000000000, 2.0, 1, 1])
+        with self.assertRaises(OverflowError):
+            self.scale.launch(plan, [0x7F0000000000, 2.0, 1 << 40])
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 1)
+        # A plan the driver refuses: the CUresult comes back.
+        with self.raises(sdm.Status.ERROR_DRIVER, "block 2048", "CUDA_ERROR_INVALID_VALUE") as caught:
+            self.scale.launch(dataclasses.replace(plan, block=2048), [0, 2.0, 16])
+        self.assertEqual(caught.exception.native, 1)  # CUDA_ERROR_INVALID_VALUE
+        # Clusters, and a ctypes value as it is.
+        self.scale.launch(self.scale.plan(1 << 25), [None, ctypes.c_float(0.5), 1 << 25])
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

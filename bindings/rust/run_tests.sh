@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs the Rust bindings' tests against a Meson build of sdm, through its fake CUDA driver.
+# Usage: bindings/rust/run_tests.sh [BUILD_DIR [CARGO_TEST_ARGS...]]
+#   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
+# Exits non-zero when a test fails or the build lacks libsdm.so or the fake driver.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=${1:-build}
+[[ $build == /* ]] || build=$root/$build
+shift $(( $# > 0 ? 1 : 0 ))
+
+# Rust installs into ~/.cargo/bin, which a non-login shell may not have on PATH.
+command -v cargo >/dev/null || [[ ! -x $HOME/.cargo/bin/cargo ]] || export PATH=$HOME/.cargo/bin:$PATH
+command -v cargo >/dev/null || { echo "skipped: no cargo (install Rust: https://rustup.rs)"; exit 77; }
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$build/cargo-target}  # build output beside the Meson build's
+lib_dir=$build/runtime/abi
+fake=$build/tests/fake_cuda/libcuda_fake.so
+# libsdm.so is missing for a moment while Meson relinks it: wait a little before giving up.
+[[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done
+[[ -e $lib_dir/libsdm.so ]] || { echo "run_tests.sh: no $lib_dir/libsdm.so: build sdm first (meson compile -C $build)" >&2; exit 1; }
+[[ -e $fake ]] || { echo "run_tests.sh: no $fake: configure the build with its tests" >&2; exit 1; }
+
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+export SDM_LIB_DIR=$lib_dir                 # sdm-sys/build.rs: link search path and rpath
+export LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
+export SDM_CACHE_DIR=$cache/sdm-cache
+# Nothing from the caller's environment may add archives or plugins, or change the cache.
+unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG
+
+cd "$here"
+cargo test --offline -j1 --no-fail-fast "$@"

@@ -1,0 +1,920 @@
+//! Safe Rust bindings to libsdm, the CUDA kernel-archive loader (`include/sdm/sdm.h`).
+//!
+//! ```no_run
+//! let runtime = sdm::Runtime::builder().build()?;
+//! runtime.mount_file("kernels.sdma")?;
+//! let kernel = runtime.kernel(0, "scale")?;
+//! let n: i32 = 1 << 20;
+//! let plan = kernel.plan(&[n as i64])?;
+//! let (y, factor): (sdm::DevicePtr, f32) = (0 /* from cuMemAlloc */, 2.0);
+//! // SAFETY: the arguments match the kernel's signature "ptr,f32,i32" and `y` holds n floats.
+//! unsafe { kernel.launch(&plan, std::ptr::null_mut(), &[sdm::arg(&y), sdm::arg(&factor), sdm::arg(&n)])? };
+//! # Ok::<(), sdm::Error>(())
+//! ```
+//!
+//! Every fallible call returns [`Result<T>`]: an [`Error`] carries the [`Status`], sdm's message
+//! (naming the archive, device or kernel and the fix), the native CUresult or nvJitLink code and
+//! the JIT log; the C error object is released as soon as they are copied. [`Runtime`] destroys
+//! its `sdm_runtime` when dropped; a [`Kernel`] borrows its runtime and drops its reference
+//! (`sdm_kernel_release`) when dropped. A runtime and its kernels may be shared between threads.
+//!
+//! The raw ABI is re-exported as [`sys`] for what this crate does not wrap.
+
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+
+pub use sdm_sys as sys;
+
+/// `Result<T, sdm::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// A CUDA device pointer (`CUdeviceptr`), as a kernel argument takes it: pass `arg(&pointer)`.
+pub type DevicePtr = u64;
+
+/// A CUDA stream (`CUstream`); null for the device context's default stream.
+pub type Stream = *mut c_void;
+
+/// One kernel argument for [`Kernel::launch`]: the address of its value, as `cuLaunchKernel`
+/// takes it. The value must outlive the launch call (not the kernel's run: the driver copies it).
+pub fn arg<T>(value: &T) -> *mut c_void {
+    value as *const T as *mut c_void
+}
+
+fn static_str(text: *const c_char) -> &'static str {
+    if text.is_null() {
+        return "";
+    }
+    // SAFETY: sdm documents these strings as static and NUL-terminated.
+    unsafe { CStr::from_ptr(text) }.to_str().unwrap_or("")
+}
+
+/// Copies a string sdm owns (NULL reads as "").
+///
+/// # Safety
+/// `text` is NULL or a valid NUL-terminated string.
+unsafe fn owned_string(text: *const c_char) -> String {
+    if text.is_null() {
+        String::new()
+    } else {
+        CStr::from_ptr(text).to_string_lossy().into_owned()
+    }
+}
+
+// ---- statuses and errors ------------------------------------------------------------------------
+
+/// An `sdm_status`. A newtype rather than an enum: a newer libsdm may return codes this crate does
+/// not know, and those must survive. Compare with the constants, or `match` on them.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Status(pub i32);
+
+impl Status {
+    pub const OK: Status = Status(sys::SDM_OK);
+    pub const INVALID_ARGUMENT: Status = Status(sys::SDM_ERROR_INVALID_ARGUMENT);
+    pub const OUT_OF_MEMORY: Status = Status(sys::SDM_ERROR_OUT_OF_MEMORY);
+    pub const NO_DRIVER: Status = Status(sys::SDM_ERROR_NO_DRIVER);
+    pub const DRIVER_TOO_OLD: Status = Status(sys::SDM_ERROR_DRIVER_TOO_OLD);
+    pub const DRIVER: Status = Status(sys::SDM_ERROR_DRIVER);
+    pub const NO_DEVICE: Status = Status(sys::SDM_ERROR_NO_DEVICE);
+    pub const UNSUPPORTED_DEVICE: Status = Status(sys::SDM_ERROR_UNSUPPORTED_DEVICE);
+    pub const ARCHIVE_CORRUPT: Status = Status(sys::SDM_ERROR_ARCHIVE_CORRUPT);
+    pub const ARCHIVE_UNSUPPORTED: Status = Status(sys::SDM_ERROR_ARCHIVE_UNSUPPORTED);
+    pub const IO: Status = Status(sys::SDM_ERROR_IO);
+    pub const NOT_FOUND: Status = Status(sys::SDM_ERROR_NOT_FOUND);
+    pub const UNSUPPORTED: Status = Status(sys::SDM_ERROR_UNSUPPORTED);
+    pub const NO_IMAGE: Status = Status(sys::SDM_ERROR_NO_IMAGE);
+    pub const IMAGE_REFUSED: Status = Status(sys::SDM_ERROR_IMAGE_REFUSED);
+    pub const JIT: Status = Status(sys::SDM_ERROR_JIT);
+    pub const MISMATCH: Status = Status(sys::SDM_ERROR_MISMATCH);
+    pub const GRAPH_CAPTURE: Status = Status(sys::SDM_ERROR_GRAPH_CAPTURE);
+    pub const INTERNAL: Status = Status(sys::SDM_ERROR_INTERNAL);
+
+    /// The C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a code libsdm does not know.
+    pub fn name(self) -> &'static str {
+        // SAFETY: takes any value; returns a static string.
+        static_str(unsafe { sys::sdm_status_string(self.0) })
+    }
+}
+
+impl fmt::Debug for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A failed sdm call: its status, message, native code and backend log, copied out of the
+/// `sdm_error` (which is destroyed at once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+    native: i32,
+    message: String,
+    log: String,
+}
+
+impl Error {
+    /// An error made on this side of the boundary (an argument sdm cannot take, such as a string
+    /// with a NUL byte, or an ABI mismatch).
+    pub fn new(status: Status, message: impl Into<String>) -> Error {
+        Error { status, native: 0, message: message.into(), log: String::new() }
+    }
+
+    /// Takes a C error that a call returned with `status`, copies it and destroys it. A NULL
+    /// `error` (sdm had no memory for one) reads as the status's name.
+    ///
+    /// # Safety
+    /// `error` is NULL or an `sdm_error` the caller owns; it must not be used afterwards.
+    pub unsafe fn from_raw(status: sdm_sys::sdm_status, error: *mut sys::sdm_error) -> Error {
+        if error.is_null() {
+            let status = Status(status);
+            return Error::new(status, status.name());
+        }
+        let adopted = Error {
+            status: Status(status),
+            native: sys::sdm_error_native(error),
+            message: owned_string(sys::sdm_error_message(error)),
+            log: owned_string(sys::sdm_error_log(error)),
+        };
+        sys::sdm_error_destroy(error);
+        adopted
+    }
+
+    pub fn status(&self) -> Status {
+        self.status
+    }
+    /// Names the thing (archive, device, kernel) and, where there is one, the fix.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+    /// The CUresult behind [`Status::DRIVER`], the nvJitLink result behind [`Status::JIT`]; else 0.
+    pub fn native(&self) -> i32 {
+        self.native
+    }
+    /// A backend's log (the JIT's error log), or "".
+    pub fn log(&self) -> &str {
+        &self.log
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.status.name(), self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Runs one C call that takes a trailing `sdm_error**`, turning its failure into an [`Error`].
+fn call(f: impl FnOnce(*mut *mut sys::sdm_error) -> sys::sdm_status) -> Result<()> {
+    let mut error: *mut sys::sdm_error = ptr::null_mut();
+    let status = f(&mut error);
+    if status == sys::SDM_OK {
+        // SAFETY: NULL on success, per the ABI; destroying it anyway costs nothing if it is not.
+        unsafe { sys::sdm_error_destroy(error) };
+        Ok(())
+    } else {
+        // SAFETY: a failed call hands the caller a new error (or NULL).
+        Err(unsafe { Error::from_raw(status, error) })
+    }
+}
+
+fn c_string(what: &str, text: &str) -> Result<CString> {
+    CString::new(text).map_err(|_| Error::new(Status::INVALID_ARGUMENT, format!("{what} {text:?} contains a NUL byte")))
+}
+
+fn c_path(path: &Path) -> Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::new(Status::INVALID_ARGUMENT, format!("the path {} contains a NUL byte", path.display())))
+}
+
+// ---- versions -----------------------------------------------------------------------------------
+
+/// The ABI the loaded libsdm implements, as (major, minor).
+pub fn abi_version() -> (u32, u32) {
+    // SAFETY: no arguments.
+    let version = unsafe { sys::sdm_abi_version() };
+    (version >> 16, version & 0xffff)
+}
+
+/// The loaded libsdm's release ("0.1.0").
+pub fn version() -> &'static str {
+    // SAFETY: no arguments; a static string.
+    static_str(unsafe { sys::sdm_version_string() })
+}
+
+/// Whether the loaded libsdm can serve these bindings: the same ABI major as sdm-sys, and a minor
+/// at least as high. [`Status::MISMATCH`] otherwise, naming both.
+pub fn check_abi() -> Result<()> {
+    let (major, minor) = abi_version();
+    let (want_major, want_minor) = (sys::SDM_ABI_VERSION_MAJOR, sys::SDM_ABI_VERSION_MINOR);
+    if major == want_major && minor >= want_minor {
+        return Ok(());
+    }
+    Err(Error::new(
+        Status::MISMATCH,
+        format!(
+            "libsdm {} implements C ABI {major}.{minor}, but these bindings need {want_major}.{want_minor} or a later \
+             {want_major}.x: load a newer libsdm (SDM_LIB_DIR, LD_LIBRARY_PATH) or use bindings of its version",
+            version()
+        ),
+    ))
+}
+
+// ---- logging ------------------------------------------------------------------------------------
+
+/// An `sdm_log_level`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct LogLevel(pub i32);
+
+impl LogLevel {
+    /// Nothing, whatever `$SDM_LOG` says.
+    pub const OFF: LogLevel = LogLevel(sys::SDM_LOG_OFF);
+    /// `$SDM_LOG` (error, warn, info, debug, off), else [`LogLevel::WARN`].
+    pub const DEFAULT: LogLevel = LogLevel(sys::SDM_LOG_DEFAULT);
+    pub const ERROR: LogLevel = LogLevel(sys::SDM_LOG_ERROR);
+    pub const WARN: LogLevel = LogLevel(sys::SDM_LOG_WARN);
+    pub const INFO: LogLevel = LogLevel(sys::SDM_LOG_INFO);
+    pub const DEBUG: LogLevel = LogLevel(sys::SDM_LOG_DEBUG);
+}
+
+/// Receives sdm's log lines: on the thread that logs, possibly on several at once. A panic in it
+/// is caught and dropped (it must not unwind into libsdm).
+pub type LogFn = dyn Fn(LogLevel, &str) + Send + Sync;
+
+unsafe extern "C" fn forward_log(user: *mut c_void, level: sys::sdm_log_level, message: *const c_char, length: usize) {
+    if user.is_null() || message.is_null() {
+        return;
+    }
+    // SAFETY: `user` is the Box<Box<LogFn>> the Runtime keeps alive until after sdm_runtime_destroy;
+    // `message` is `length` bytes, valid during the call.
+    let log = unsafe { &*(user as *const Box<LogFn>) };
+    let bytes = unsafe { std::slice::from_raw_parts(message as *const u8, length) };
+    let text = String::from_utf8_lossy(bytes);
+    let _ = catch_unwind(AssertUnwindSafe(|| log(LogLevel(level), &text)));
+}
+
+// ---- runtime ------------------------------------------------------------------------------------
+
+/// Flags of [`RuntimeBuilder::cache_flags`].
+pub mod cache_flags {
+    /// Read and write nothing (also `$SDM_CACHE_DISABLE=1`).
+    pub const DISABLED: u32 = sdm_sys::SDM_CACHE_DISABLED;
+    /// Read, never write.
+    pub const READ_ONLY: u32 = sdm_sys::SDM_CACHE_READ_ONLY;
+}
+
+/// Flags of [`RuntimeBuilder::jit_flags`]: the JIT backends the host forbids.
+pub mod jit_flags {
+    pub const NO_NVJITLINK: u32 = sdm_sys::SDM_JIT_NO_NVJITLINK;
+    pub const NO_DRIVER: u32 = sdm_sys::SDM_JIT_NO_DRIVER;
+    pub const NO_PTX_COMPILER: u32 = sdm_sys::SDM_JIT_NO_PTX_COMPILER;
+}
+
+/// `sdm_runtime_params`, built up. Every default is sdm's (environment variables included).
+pub struct RuntimeBuilder {
+    flags: u32,
+    log_level: LogLevel,
+    log: Option<Box<Box<LogFn>>>,
+    cuda_driver: Option<CString>,
+    cuda_context: *mut c_void,
+    cache_dir: Option<CString>,
+    cache_max_bytes: u64,
+    cache_flags: u32,
+    jit_flags: u32,
+    kernel_abi_major: u32,
+    invalid: Option<Error>,
+}
+
+impl RuntimeBuilder {
+    /// Do not mount the archive embedded in libsdm, only those mounted later.
+    pub fn no_embedded_archive(mut self) -> Self {
+        self.flags |= sys::SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+        self
+    }
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = level;
+        self
+    }
+    /// Sends log lines to `log` instead of stderr.
+    pub fn log(mut self, log: impl Fn(LogLevel, &str) + Send + Sync + 'static) -> Self {
+        self.log = Some(Box::new(Box::new(log)));
+        self
+    }
+    /// The libcuda to load (default: `$SDM_CUDA_DRIVER`, else libcuda.so.1).
+    pub fn cuda_driver(mut self, path: impl AsRef<Path>) -> Self {
+        match c_path(path.as_ref()) {
+            Ok(path) => self.cuda_driver = Some(path),
+            Err(error) => self.invalid = Some(error),
+        }
+        self
+    }
+    /// A CUcontext the host owns, used for every device operation on its device (default: each
+    /// device's primary context).
+    ///
+    /// # Safety
+    /// `context` is a live CUcontext of the driver sdm loads, and outlives the runtime.
+    pub unsafe fn cuda_context(mut self, context: *mut c_void) -> Self {
+        self.cuda_context = context;
+        self
+    }
+    /// The kernel cache's directory (default: `$SDM_CACHE_DIR`, else `$XDG_CACHE_HOME/sdm`, else
+    /// `~/.cache/sdm`).
+    pub fn cache_dir(mut self, path: impl AsRef<Path>) -> Self {
+        match c_path(path.as_ref()) {
+            Ok(path) => self.cache_dir = Some(path),
+            Err(error) => self.invalid = Some(error),
+        }
+        self
+    }
+    /// 0: `$SDM_CACHE_MAX_BYTES`, else 1 GiB.
+    pub fn cache_max_bytes(mut self, bytes: u64) -> Self {
+        self.cache_max_bytes = bytes;
+        self
+    }
+    /// [`cache_flags`]`::*`.
+    pub fn cache_flags(mut self, flags: u32) -> Self {
+        self.cache_flags = flags;
+        self
+    }
+    /// [`jit_flags`]`::*`.
+    pub fn jit_flags(mut self, flags: u32) -> Self {
+        self.jit_flags = flags;
+        self
+    }
+    /// The kernel ABI major this host was built for: an archive declaring another is refused at
+    /// mount ([`Status::MISMATCH`]). 0 (the default): any.
+    pub fn kernel_abi_major(mut self, major: u32) -> Self {
+        self.kernel_abi_major = major;
+        self
+    }
+
+    /// Creates the runtime. Cheap: the driver loads on first need, and a machine without one
+    /// still mounts and lists archives.
+    pub fn build(self) -> Result<Runtime> {
+        if let Some(error) = self.invalid {
+            return Err(error);
+        }
+        let as_ptr = |text: &Option<CString>| text.as_ref().map_or(ptr::null(), |text| text.as_ptr());
+        let mut params = sys::sdm_runtime_params {
+            flags: self.flags,
+            log_level: self.log_level.0,
+            cuda_driver: as_ptr(&self.cuda_driver),
+            cuda_context: self.cuda_context,
+            cache_dir: as_ptr(&self.cache_dir),
+            cache_max_bytes: self.cache_max_bytes,
+            cache_flags: self.cache_flags,
+            jit_flags: self.jit_flags,
+            kernel_abi_major: self.kernel_abi_major,
+            ..Default::default()
+        };
+        if let Some(log) = &self.log {
+            params.log_fn = Some(forward_log);
+            // The inner Box's address: stable when the outer box moves into the Runtime.
+            params.log_user_data = &**log as *const Box<LogFn> as *mut c_void;
+        }
+        let mut raw: *mut sys::sdm_runtime = ptr::null_mut();
+        // SAFETY: params and its strings live through the call; sdm copies what it keeps.
+        call(|error| unsafe { sys::sdm_runtime_create(&params, &mut raw, error) })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::INTERNAL, "sdm_runtime_create returned NULL"))?;
+        Ok(Runtime { raw, _log: self.log })
+    }
+}
+
+/// An sdm runtime (`sdm_runtime`): mounted archives, devices, loaded modules, the kernel cache.
+/// Destroyed when dropped, which unloads its modules; kernels borrow it, so it outlives them.
+pub struct Runtime {
+    raw: NonNull<sys::sdm_runtime>,
+    // Declared after `raw` and dropped after Drop::drop destroyed the runtime, which may log until
+    // then.
+    _log: Option<Box<Box<LogFn>>>,
+}
+
+// SAFETY: sdm.h: runtime handles may be shared between threads and every call is thread-safe,
+// except sdm_runtime_destroy, which Drop runs with exclusive access.
+unsafe impl Send for Runtime {}
+unsafe impl Sync for Runtime {}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        // SAFETY: owned; no Kernel borrows it any more.
+        unsafe { sys::sdm_runtime_destroy(self.raw.as_ptr()) };
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime").field("raw", &self.raw).finish()
+    }
+}
+
+/// One mounted archive (`sdm_archive_info`), strings copied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveInfo {
+    /// The path, or the label given to [`Runtime::mount_memory`].
+    pub label: String,
+    /// From the manifest; "" without one.
+    pub content_version: String,
+    pub size_bytes: u64,
+    pub entry_count: u32,
+    pub kernel_count: u32,
+    pub kernel_abi: (u16, u16),
+    pub format: (u16, u16),
+    /// The archive embedded in libsdm.
+    pub embedded: bool,
+}
+
+/// An `sdm_device_class`: a newtype, as a newer libsdm may know more classes.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct DeviceClass(pub i32);
+
+impl DeviceClass {
+    pub const UNSUPPORTED: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_UNSUPPORTED);
+    /// 9.0 / 10.0 / 10.3 with at least 232,448 B of opt-in shared memory.
+    pub const MODERN: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_MODERN);
+    /// 8.0 with 166,912 B.
+    pub const A100: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_A100);
+    /// 8.6 / 8.9 / 12.0 with 101,376 B.
+    pub const RTX: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_RTX);
+
+    /// "modern", "a100", "rtx", "unsupported".
+    pub fn name(self) -> &'static str {
+        // SAFETY: takes any value; returns a static string.
+        static_str(unsafe { sys::sdm_device_class_name(self.0) })
+    }
+}
+
+impl fmt::Display for DeviceClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One CUDA device as sdm sees it (`sdm_device_info`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The driver's name for the device.
+    pub name: String,
+    pub ordinal: i32,
+    pub capability: (i32, i32),
+    /// [`DeviceClass::UNSUPPORTED`] outside the hardware matrix.
+    pub device_class: DeviceClass,
+    pub sm_count: i32,
+    pub l2_bytes: u64,
+    /// The device's own opt-in shared memory per block.
+    pub smem_optin_bytes: i32,
+    /// What the class's plans assume (0 when unsupported).
+    pub smem_cap_bytes: i32,
+    /// `smem_cap_bytes` + 1,024 reserved per block (0 when unsupported).
+    pub smem_per_sm_bytes: i32,
+    /// Programmatic dependent launch.
+    pub pdl_allowed: bool,
+    /// Thread-block clusters.
+    pub clusters_allowed: bool,
+    /// A class this release has not tested (rtx): results are unverified.
+    pub untested: bool,
+}
+
+/// This runtime's kernel-cache counters (`sdm_cache_stats`), since its creation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// JIT links run.
+    pub builds: u64,
+    pub evictions: u64,
+    /// Damaged entries found and removed.
+    pub bad_entries: u64,
+    pub bytes_written: u64,
+    pub build_milliseconds: f64,
+}
+
+impl Runtime {
+    /// A runtime with sdm's defaults (`$SDM_CUDA_DRIVER`, `$SDM_CACHE_DIR`, `$SDM_LOG`, ...).
+    pub fn new() -> Result<Runtime> {
+        Runtime::builder().build()
+    }
+
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            flags: 0,
+            log_level: LogLevel::DEFAULT,
+            log: None,
+            cuda_driver: None,
+            cuda_context: ptr::null_mut(),
+            cache_dir: None,
+            cache_max_bytes: 0,
+            cache_flags: 0,
+            jit_flags: 0,
+            kernel_abi_major: 0,
+            invalid: None,
+        }
+    }
+
+    /// The C handle, for sdm.h calls this crate does not wrap. Owned by this Runtime: do not
+    /// destroy it.
+    pub fn as_raw(&self) -> *mut sys::sdm_runtime {
+        self.raw.as_ptr()
+    }
+
+    /// A copy of the last error any call on this runtime reported (from any thread); None before
+    /// the first failure. Every call here returns its own error already: this is for diagnostics.
+    pub fn last_error(&self) -> Option<Error> {
+        let mut last: *mut sys::sdm_error = ptr::null_mut();
+        // SAFETY: a valid runtime and out-pointer.
+        if unsafe { sys::sdm_runtime_last_error(self.as_raw(), &mut last) } != sys::SDM_OK || last.is_null() {
+            return None;
+        }
+        // SAFETY: we own `last`.
+        Some(unsafe { Error::from_raw(sys::sdm_error_code(last), last) })
+    }
+
+    // ---- archives ----
+
+    /// Mounts an archive file, mapped read-only; later mounts take precedence. A missing file is
+    /// [`Status::IO`], a damaged one [`Status::ARCHIVE_CORRUPT`], one needing a newer sdm
+    /// [`Status::ARCHIVE_UNSUPPORTED`]; each message names the file.
+    pub fn mount_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        // SAFETY: valid runtime and string.
+        call(|error| unsafe { sys::sdm_archive_mount_file(self.as_raw(), path.as_ptr(), error) })
+    }
+
+    /// Mounts an archive from memory (the bytes are copied); `label` names it in messages.
+    pub fn mount_memory(&self, bytes: &[u8], label: Option<&str>) -> Result<()> {
+        let label = label.map(|label| c_string("the label", label)).transpose()?;
+        let label_ptr = label.as_ref().map_or(ptr::null(), |label| label.as_ptr());
+        // SAFETY: `bytes` is valid for its length; sdm copies it.
+        call(|error| unsafe {
+            sys::sdm_archive_mount_memory(self.as_raw(), bytes.as_ptr().cast(), bytes.len(), label_ptr, error)
+        })
+    }
+
+    /// Mounted archives, in mount order.
+    pub fn archives(&self) -> Result<Vec<ArchiveInfo>> {
+        let mut count = 0u32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_archive_count(self.as_raw(), &mut count, error) })?;
+        (0..count).map(|index| self.archive(index)).collect()
+    }
+
+    /// The mounted archive `index` (mount order); [`Status::NOT_FOUND`] past the last.
+    pub fn archive(&self, index: u32) -> Result<ArchiveInfo> {
+        let mut info = sys::sdm_archive_info::default();
+        // SAFETY: valid runtime; `info` has its struct_size set.
+        call(|error| unsafe { sys::sdm_archive_info_get(self.as_raw(), index, &mut info, error) })?;
+        Ok(ArchiveInfo {
+            // SAFETY: strings the runtime owns, valid until it is destroyed.
+            label: unsafe { owned_string(info.label) },
+            content_version: unsafe { owned_string(info.content_version) },
+            size_bytes: info.size_bytes,
+            entry_count: info.entry_count,
+            kernel_count: info.kernel_count,
+            kernel_abi: (info.kernel_abi_major, info.kernel_abi_minor),
+            format: (info.format_major, info.format_minor),
+            embedded: info.embedded != 0,
+        })
+    }
+
+    /// Remounts every mounted archive file from disk; returns how many were replaced. Kernels
+    /// fetched before keep working until dropped.
+    pub fn reload(&self) -> Result<u32> {
+        let mut reloaded = 0u32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_runtime_reload(self.as_raw(), &mut reloaded, error) })?;
+        Ok(reloaded)
+    }
+
+    /// Remounts only the archive files that changed on disk (one `stat` each: cheap enough for
+    /// every frame); returns how many were replaced.
+    pub fn poll_archives(&self) -> Result<u32> {
+        let mut reloaded = 0u32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_runtime_poll_archives(self.as_raw(), &mut reloaded, error) })?;
+        Ok(reloaded)
+    }
+
+    // ---- driver and devices ----
+
+    /// The CUDA driver's version (12080 for 12.8); loads the driver if needed.
+    pub fn driver_version(&self) -> Result<i32> {
+        let mut version = 0i32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_driver_version(self.as_raw(), &mut version, error) })?;
+        Ok(version)
+    }
+
+    /// Visible CUDA devices (0 is a success). Without a driver: [`Status::NO_DRIVER`].
+    pub fn device_count(&self) -> Result<i32> {
+        let mut count = 0i32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_device_count(self.as_raw(), &mut count, error) })?;
+        Ok(count)
+    }
+
+    /// What sdm knows of device `ordinal`, supported or not.
+    pub fn device_info(&self, ordinal: i32) -> Result<DeviceInfo> {
+        let mut info = sys::sdm_device_info::default();
+        // SAFETY: valid runtime; `info` has its struct_size set.
+        call(|error| unsafe { sys::sdm_device_info_get(self.as_raw(), ordinal, &mut info, error) })?;
+        // The name is NUL-terminated within its 256 bytes; read no further than the array even if not.
+        let name_bytes: Vec<u8> = info.name.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
+        Ok(DeviceInfo {
+            name: String::from_utf8_lossy(&name_bytes).into_owned(),
+            ordinal: info.ordinal,
+            capability: (info.capability_major, info.capability_minor),
+            device_class: DeviceClass(info.device_class),
+            sm_count: info.sm_count,
+            l2_bytes: info.l2_bytes,
+            smem_optin_bytes: info.smem_optin_bytes,
+            smem_cap_bytes: info.smem_cap_bytes,
+            smem_per_sm_bytes: info.smem_per_sm_bytes,
+            pdl_allowed: info.pdl_allowed != 0,
+            clusters_allowed: info.clusters_allowed != 0,
+            untested: info.untested != 0,
+        })
+    }
+
+    /// Every visible device's info.
+    pub fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        (0..self.device_count()?).map(|ordinal| self.device_info(ordinal)).collect()
+    }
+
+    /// The device's class, or [`Status::UNSUPPORTED_DEVICE`] with a message naming the supported
+    /// GPUs and the device.
+    pub fn device_class(&self, ordinal: i32) -> Result<DeviceClass> {
+        let mut class = 0i32;
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_device_class_get(self.as_raw(), ordinal, &mut class, error) })?;
+        Ok(DeviceClass(class))
+    }
+
+    // ---- kernels ----
+
+    /// The kernel `name` on device `ordinal`, loading its module on first use.
+    pub fn kernel(&self, ordinal: i32, name: &str) -> Result<Kernel<'_>> {
+        // SAFETY: a null stream.
+        unsafe { self.kernel_with(ordinal, name, None, ptr::null_mut()) }
+    }
+
+    /// [`Runtime::kernel`], also checking the kernel's parameter signature against the one this
+    /// host was written for ("ptr,f32,i32"): another is [`Status::MISMATCH`], naming both.
+    pub fn kernel_checked(&self, ordinal: i32, name: &str, signature: &str) -> Result<Kernel<'_>> {
+        // SAFETY: a null stream.
+        unsafe { self.kernel_with(ordinal, name, Some(signature), ptr::null_mut()) }
+    }
+
+    /// The general form: an optional signature check, and the `stream` (a CUstream, or null)
+    /// about to capture a CUDA graph: a load that would JIT while it captures is
+    /// [`Status::GRAPH_CAPTURE`].
+    ///
+    /// # Safety
+    /// `stream` is null or a live CUstream of device `ordinal`'s context: sdm hands it to the
+    /// driver.
+    pub unsafe fn kernel_with(
+        &self,
+        ordinal: i32,
+        name: &str,
+        signature: Option<&str>,
+        stream: Stream,
+    ) -> Result<Kernel<'_>> {
+        let name = c_string("the kernel name", name)?;
+        let signature = signature.map(|signature| c_string("the signature", signature)).transpose()?;
+        let mut raw: *mut sys::sdm_kernel = ptr::null_mut();
+        // SAFETY: valid runtime, strings and out-pointer; `stream` is the caller's CUstream or NULL.
+        call(|error| unsafe {
+            match &signature {
+                None => sys::sdm_kernel_get(self.as_raw(), ordinal, name.as_ptr(), stream, &mut raw, error),
+                Some(signature) => sys::sdm_kernel_get_checked(
+                    self.as_raw(),
+                    ordinal,
+                    name.as_ptr(),
+                    signature.as_ptr(),
+                    stream,
+                    &mut raw,
+                    error,
+                ),
+            }
+        })?;
+        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::INTERNAL, "sdm_kernel_get returned NULL"))?;
+        Ok(Kernel { raw, runtime: self })
+    }
+
+    /// Loads the modules of `names` on device `ordinal` eagerly (JIT links in parallel), or of
+    /// every kernel of every mounted archive when `names` is empty. The first failure is returned;
+    /// the other modules still load.
+    pub fn preload(&self, ordinal: i32, names: &[&str]) -> Result<()> {
+        let owned = names.iter().map(|name| c_string("the kernel name", name)).collect::<Result<Vec<_>>>()?;
+        let pointers: Vec<*const c_char> = owned.iter().map(|name| name.as_ptr()).collect();
+        let count = u32::try_from(pointers.len())
+            .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "preload takes at most 2^32 - 1 names"))?;
+        // SAFETY: `count` valid strings.
+        call(|error| unsafe { sys::sdm_preload(self.as_raw(), ordinal, pointers.as_ptr(), count, error) })
+    }
+
+    /// This runtime's kernel-cache counters.
+    pub fn cache_stats(&self) -> Result<CacheStats> {
+        let mut stats = sys::sdm_cache_stats::default();
+        // SAFETY: valid runtime; `stats` has its struct_size set.
+        call(|error| unsafe { sys::sdm_cache_stats_get(self.as_raw(), &mut stats, error) })?;
+        Ok(CacheStats {
+            hits: stats.hits,
+            misses: stats.misses,
+            builds: stats.builds,
+            evictions: stats.evictions,
+            bad_entries: stats.bad_entries,
+            bytes_written: stats.bytes_written,
+            build_milliseconds: stats.build_milliseconds,
+        })
+    }
+
+    /// Loads a plan-provider plugin (`sdm_plugin.h`).
+    pub fn load_plugin(&self, path: impl AsRef<Path>) -> Result<()> {
+        let path = c_path(path.as_ref())?;
+        // SAFETY: valid runtime and string.
+        call(|error| unsafe { sys::sdm_plugin_load(self.as_raw(), path.as_ptr(), error) })
+    }
+}
+
+// ---- kernels, plans, launches -------------------------------------------------------------------
+
+/// What a fetched kernel is (`sdm_kernel_info`), strings copied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: String,
+    pub module: String,
+    /// The serving archive's label.
+    pub archive: String,
+    /// "ptr,f32,i32".
+    pub signature: String,
+    pub ordinal: i32,
+    /// 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin.
+    pub image_kind: u32,
+    /// The chosen image's arch (90 for sm_90 / compute_90).
+    pub image_sm: u32,
+    /// What was loaded: the cubin's or the JIT target's SM.
+    pub loaded_sm: u32,
+    /// 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin, 6 nvPTXCompiler.
+    pub source: u32,
+}
+
+/// A launch plan (`sdm_plan`): what [`Kernel::plan`] chose, or one the host fills in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// [`Plan::PDL`].
+    pub flags: u32,
+    /// Blocks (one-dimensional).
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// Dynamic shared memory per block.
+    pub smem_bytes: u32,
+    /// Blocks per cluster; [1, 1, 1]: no clusters.
+    pub cluster: [u32; 3],
+    /// What the plan aims for.
+    pub blocks_per_sm: i32,
+    /// Blocks per SM the driver's occupancy calculator says fit.
+    pub occupancy: i32,
+    /// The manifest's plan rule that chose it (0-based); -1: a plugin.
+    pub rule: i32,
+}
+
+impl Plan {
+    /// Launch with programmatic dependent launch (modern class only).
+    pub const PDL: u32 = sys::SDM_PLAN_PDL;
+
+    pub fn pdl(&self) -> bool {
+        self.flags & Plan::PDL != 0
+    }
+
+    fn from_raw(plan: &sys::sdm_plan) -> Plan {
+        Plan {
+            flags: plan.flags,
+            grid: plan.grid,
+            block: plan.block,
+            smem_bytes: plan.smem_bytes,
+            cluster: plan.cluster,
+            blocks_per_sm: plan.blocks_per_sm,
+            occupancy: plan.occupancy,
+            rule: plan.rule,
+        }
+    }
+
+    fn to_raw(self) -> sys::sdm_plan {
+        sys::sdm_plan {
+            flags: self.flags,
+            grid: self.grid,
+            block: self.block,
+            smem_bytes: self.smem_bytes,
+            cluster: self.cluster,
+            blocks_per_sm: self.blocks_per_sm,
+            occupancy: self.occupancy,
+            rule: self.rule,
+            ..Default::default()
+        }
+    }
+}
+
+/// A kernel fetched from a [`Runtime`]. Holds a reference on its module: dropping it releases the
+/// reference (`sdm_kernel_release`), which matters only after a reload replaced its archive (the
+/// old module unloads when its last kernel goes). A CUfunction from [`Kernel::function`] is valid
+/// as long as the Kernel.
+pub struct Kernel<'rt> {
+    raw: NonNull<sys::sdm_kernel>,
+    runtime: &'rt Runtime,
+}
+
+// SAFETY: sdm.h: kernel handles are safe to share between threads; every call taking one is
+// thread-safe.
+unsafe impl Send for Kernel<'_> {}
+unsafe impl Sync for Kernel<'_> {}
+
+impl Drop for Kernel<'_> {
+    fn drop(&mut self) {
+        // Fails only for a reference released twice, which this type cannot do.
+        // SAFETY: the runtime outlives the kernel (the borrow).
+        unsafe { sys::sdm_kernel_release(self.runtime.as_raw(), self.raw.as_ptr(), ptr::null_mut()) };
+    }
+}
+
+impl fmt::Debug for Kernel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel").field("raw", &self.raw).finish()
+    }
+}
+
+impl<'rt> Kernel<'rt> {
+    /// The C handle, valid as long as this Kernel.
+    pub fn as_raw(&self) -> *const sys::sdm_kernel {
+        self.raw.as_ptr()
+    }
+
+    pub fn runtime(&self) -> &'rt Runtime {
+        self.runtime
+    }
+
+    /// The kernel's CUfunction, for hosts that launch it themselves.
+    pub fn function(&self) -> Result<*mut c_void> {
+        let mut function: *mut c_void = ptr::null_mut();
+        // SAFETY: valid kernel and out-pointer.
+        call(|error| unsafe { sys::sdm_kernel_function(self.as_raw(), &mut function, error) })?;
+        Ok(function)
+    }
+
+    /// Which image was chosen and where it came from.
+    pub fn info(&self) -> Result<KernelInfo> {
+        let mut info = sys::sdm_kernel_info::default();
+        // SAFETY: valid kernel; `info` has its struct_size set.
+        call(|error| unsafe { sys::sdm_kernel_info_get(self.as_raw(), &mut info, error) })?;
+        // SAFETY: strings the runtime owns, alive while it is.
+        unsafe {
+            Ok(KernelInfo {
+                name: owned_string(info.name),
+                module: owned_string(info.module),
+                archive: owned_string(info.archive),
+                signature: owned_string(info.signature),
+                ordinal: info.ordinal,
+                image_kind: info.image_kind,
+                image_sm: info.image_sm,
+                loaded_sm: info.loaded_sm,
+                source: info.source,
+            })
+        }
+    }
+
+    /// The launch plan on the kernel's device for `problem` (the kernel's problem parameters, in
+    /// manifest order). No rule for the device: [`Status::NOT_FOUND`]; a plan that cannot run:
+    /// [`Status::INVALID_ARGUMENT`].
+    pub fn plan(&self, problem: &[i64]) -> Result<Plan> {
+        let count = u32::try_from(problem.len())
+            .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "a problem has at most 2^32 - 1 parameters"))?;
+        let mut plan = sys::sdm_plan::default();
+        // SAFETY: `count` values; `plan` has its struct_size set.
+        call(|error| unsafe { sys::sdm_plan_select(self.as_raw(), problem.as_ptr(), count, &mut plan, error) })?;
+        Ok(Plan::from_raw(&plan))
+    }
+
+    /// Launches the kernel with `plan` on `stream` (a CUstream of the kernel's device, or null for
+    /// the device's context current on this thread) through cuLaunchKernelEx. `args` are the
+    /// addresses of the argument values ([`arg`]), as many as the signature has (sdm checks the
+    /// count).
+    ///
+    /// # Safety
+    /// Each argument must point to a value of the type the kernel's signature declares at that
+    /// position, device pointers must be valid for what the kernel accesses, and `stream` must be
+    /// null or a live CUstream: the kernel runs on the GPU with whatever it is given.
+    pub unsafe fn launch(&self, plan: &Plan, stream: Stream, args: &[*mut c_void]) -> Result<()> {
+        let count = u32::try_from(args.len())
+            .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "a launch takes at most 2^32 - 1 arguments"))?;
+        let raw = plan.to_raw();
+        call(|error| unsafe { sys::sdm_launch(self.as_raw(), &raw, stream, args.as_ptr(), count, error) })
+    }
+}

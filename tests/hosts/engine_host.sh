@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# examples/engine_host on the fake driver (meson test engine_host): 40 frames of 25 ms; a third of
+# the way in, a new version of its kernels archive is renamed over the file, later a broken one.
+# The host must log through its own logger, reload the new version once, refuse the broken file
+# while the old version keeps serving, and end with no failed frame.
+# Usage: tests/hosts/engine_host.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+kernels=$build/kernels/kernels.sdma
+[ -f "$kernels" ] || { echo "skipped: this build has no kernels archive (no nvcc)"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
+export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
+export SDM_CACHE_DIR=$work/cache
+sdm=$build/tools/sdm
+cp "$kernels" "$work/kernels.sdma"
+# Version 2: the same images, another content version.
+"$sdm" extract "$kernels" -C "$work/v2" >/dev/null
+sed -i 's/^content_version = .*/content_version = "sdm-kernels.engine-test"/' "$work/v2/manifest.toml"
+images=()
+for f in "$work"/v2/sdm.*; do
+  images+=("sdm:$(basename "$f" | sed -E 's/^sdm\.(.*)\.(cubin|ptx)$/\1/')=$f")
+done
+"$sdm" pack -q -m "$work/v2/manifest.toml" -o "$work/v2.sdma" "${images[@]}"
+"$build/examples/engine_host" "$work/kernels.sdma" 40 25 >"$work/log" 2>&1 &
+host=$!
+sleep 0.35
+cp "$work/v2.sdma" "$work/next.sdma" && mv "$work/next.sdma" "$work/kernels.sdma"
+sleep 0.35
+head -c 1000 "$work/v2.sdma" >"$work/next.sdma" && mv "$work/next.sdma" "$work/kernels.sdma"  # truncated
+status=0
+wait "$host" || status=$?
+cat "$work/log"
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$status" = 0 ] || fail "engine_host exited $status"
+grep -q "reloaded 1 archive(s)" "$work/log" || fail "the new version was not reloaded"
+grep -q "refused, the old one keeps serving" "$work/log" || fail "the broken file was not refused"
+grep -qE "^\[ *[0-9.]+\] sdm " "$work/log" || fail "no sdm line went through the engine's logger"
+grep -q "40 frames, 0 failed, 1 reload(s)" "$work/log" || fail "frames failed, or not one reload"
+echo "engine_host: reloaded the new archive, refused the broken one, 40 frames without a failure"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the build into a staging prefix (meson install --destdir) and builds two host projects
+# against the installed tree only: a CMake project (find_package(sdm), sdm::sdm) and a make project
+# (pkg-config sdm), then runs them on the fake driver. Usage: tests/install/run.sh BUILD_DIR
+# (meson registers it as the test "install"). Exits 77 when cmake, make or pkg-config is missing.
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")/../.." && pwd)
+for tool in cmake make pkg-config cc c++; do
+  command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed"; exit 77; }
+done
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+stage=$work/stage
+meson install -C "$build" --no-rebuild --quiet --destdir "$stage" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+root=$stage$prefix
+echo "installed into $root:"
+(cd "$root" && find . -type f -o -type l | sort | sed 's|^\./|  |')
+export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
+export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
+export SDM_CACHE_DIR=$work/cache
+
+echo "== CMake: find_package(sdm) against the installed tree"
+cmake -S "$src/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" -DSDM_SOURCE_DIR="$src" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-build.log"; exit 1; }
+grep -q "$root" "$work/cmake/CMakeCache.txt" || { echo "CMake did not find the installed sdm"; exit 1; }
+"$work/cmake/c_host"
+"$work/cmake/cpp_host"
+
+echo "== make + pkg-config against the installed tree"
+# sdm.pc names the real prefix; the sysroot maps it into the staging tree.
+pcdir=$(dirname "$(find "$root" -name sdm.pc | head -1)")
+export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$stage
+echo "pkg-config --cflags --libs sdm: $(pkg-config --cflags --libs sdm)"
+mkdir -p "$work/make"
+make -s -C "$work/make" -f "$src/tests/install/Makefile" SDM_SOURCE_DIR="$src" c_host
+"$work/make/c_host"
+echo "install: both host projects built against the installed tree and ran"
