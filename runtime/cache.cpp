@@ -139,6 +139,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     std::unique_ptr<Cache> cache(new Cache());
     cache->disabled_ = options.disabled || platform::env("SDM_CACHE_DISABLE").value_or("0") != "0";
     cache->read_only_ = options.read_only;
+    cache->store_failed_ = options.store_failed;
     if (options.max_bytes != 0) {
         cache->max_bytes_ = options.max_bytes;
     } else if (const auto text = platform::env("SDM_CACHE_MAX_BYTES")) {
@@ -224,11 +225,16 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     if (disabled_) return timed_build();
     if (auto hit = get(key)) return std::move(*hit);
     if (read_only_) return timed_build();
+    const auto uncached = [&](const Error& why) -> Result<ByteVector> {
+        auto built = timed_build();
+        if (built && store_failed_) store_failed_("the kernel cache could not store an image (" + why.message + "); it is used uncached");
+        return built;
+    };
     const std::string path = entry_path(key);
-    SDM_TRY(platform::make_directories(path.substr(0, path.rfind('/')), 0700));
+    if (auto made = platform::make_directories(path.substr(0, path.rfind('/')), 0700); !made) return uncached(made.error());
     const std::string lock_path = path.substr(0, path.size() - 5) + ".lock";
     auto lock = platform::FileLock::acquire(lock_path, kLockWarnSeconds, [] {});
-    if (!lock) return std::move(lock).error();
+    if (!lock) return uncached(lock.error());
     // Whoever held the lock may have built it meanwhile.
     if (auto hit = get(key)) {
         --misses_;  // the first look was not a real miss: someone else paid for the build
@@ -236,7 +242,8 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     }
     auto built = timed_build();
     if (!built) return built;
-    SDM_TRY(put(key, *built));
+    if (auto stored = put(key, *built); !stored && store_failed_)
+        store_failed_("the kernel cache could not store an image (" + stored.error().message + "); it is used uncached");
     return built;
 }
 

@@ -36,6 +36,9 @@ struct CacheOptions {
     bool disabled{false};         // also $SDM_CACHE_DISABLE=1
     bool read_only{false};
     uint64_t max_bytes{0};        // 0: $SDM_CACHE_MAX_BYTES, else 1 GiB
+    // Told when get_or_build could not store what it built (a full disk, a directory it cannot
+    // write): the image is used anyway, uncached. May be called from any thread.
+    std::function<void(const std::string&)> store_failed;
     // Options as the environment sets them, for a host that set nothing.
     static CacheOptions from_environment();
 };
@@ -89,7 +92,9 @@ public:
     // disabled caches store nothing and succeed.
     Result<void> put(const archive::Hash128& key, archive::Bytes payload);
     // get(), or under the key's lock: get() again, else build() and put(). Several processes
-    // or threads asking at once run build() once.
+    // or threads asking at once run build() once. When the entry cannot be stored (no space, no
+    // directory, no lock file), what build() made is returned all the same and store_failed says
+    // why: a cache problem never costs the caller its image.
     using Builder = std::function<Result<archive::ByteVector>()>;
     Result<archive::ByteVector> get_or_build(const archive::Hash128& key, const Builder& build);
 
@@ -105,6 +110,7 @@ private:
     Cache() = default;
     Result<void> trim_if_needed();
     std::string directory_;
+    std::function<void(const std::string&)> store_failed_;
     bool disabled_{false};
     bool read_only_{false};
     uint64_t max_bytes_{kDefaultCacheMaxBytes};

@@ -7,19 +7,19 @@
 
 namespace sdm::runtime {
 
-struct Plugins::Loaded {
+struct Plugins::Loaded : NegotiatedTable {
     platform::Library library;
-    sdm_plugin_table table{};
-    uint32_t minor{0};
-    std::string name;
-    // Whether the plugin filled the member at `offset`: within the size it implements, and set.
-    bool covers(size_t offset, const void* member) const { return offset + sizeof(void*) <= table.struct_size && member != nullptr; }
-    bool has_select() const { return covers(offsetof(sdm_plugin_table, select_plan), reinterpret_cast<const void*>(table.select_plan)); }
-    bool has_destroy() const { return covers(offsetof(sdm_plugin_table, destroy), reinterpret_cast<const void*>(table.destroy)); }
-    bool has_validate() const { return covers(offsetof(sdm_plugin_table, validate_image), reinterpret_cast<const void*>(table.validate_image)); }
+    bool has_select() const { return select; }
+    bool has_destroy() const { return destroy; }
+    bool has_validate() const { return validate; }
 };
 
 namespace {
+
+// Whether `table` holds the member at `offset`: within the size the plugin implements, and set.
+bool covers(const sdm_plugin_table& table, size_t offset, const void* member) {
+    return offset + sizeof(void*) <= table.struct_size && member != nullptr;
+}
 
 // The size of the table a plugin of `minor` fills.
 uint32_t table_size(uint32_t minor) {
@@ -56,6 +56,38 @@ sdm_plan c_plan(const Plan& p) {
 
 }  // namespace
 
+Result<NegotiatedTable> accept_negotiation(const std::string& path, int32_t rc, uint32_t minor, const sdm_plugin_table& table) {
+    if (rc != 0)
+        return make_error(ErrorCode::mismatch, "plugin " + path + " refused to negotiate plugin ABI " + std::to_string(kPluginAbiMajor) + "." +
+                                                      std::to_string(kPluginAbiMinor) + " (it returned " + std::to_string(rc) + "); it is not used");
+    if (minor > kPluginAbiMinor)
+        return make_error(ErrorCode::mismatch, "plugin " + path + " raised the plugin ABI minor to " + std::to_string(minor) + " (the host offered " +
+                                                      std::to_string(kPluginAbiMinor) + "); it is not used");
+    NegotiatedTable out;
+    out.table = table;
+    // The plugin implements `minor`: only that much of the table is its own.
+    out.table.struct_size = std::min<uint32_t>(table.struct_size, table_size(minor));
+    out.minor = minor;
+    const bool named = covers(out.table, offsetof(sdm_plugin_table, name), out.table.name) && out.table.name[0] != '\0';
+    out.name = named ? std::string(out.table.name) : path;
+    out.select = covers(out.table, offsetof(sdm_plugin_table, select_plan), reinterpret_cast<const void*>(out.table.select_plan));
+    out.destroy = covers(out.table, offsetof(sdm_plugin_table, destroy), reinterpret_cast<const void*>(out.table.destroy));
+    out.validate = covers(out.table, offsetof(sdm_plugin_table, validate_image), reinterpret_cast<const void*>(out.table.validate_image));
+    return out;
+}
+
+Plan plan_from_plugin(const sdm_plan& out) {
+    Plan plan;
+    plan.grid = out.grid;
+    plan.block = out.block;
+    plan.smem = out.smem_bytes;
+    plan.cluster = {out.cluster[0], out.cluster[1], out.cluster[2]};
+    plan.pdl = (out.flags & SDM_PLAN_PDL) != 0;
+    plan.blocks_per_sm = out.blocks_per_sm;
+    plan.rule = -1;
+    return plan;
+}
+
 Plugins::Plugins(const Logger& log) : log_(log) {}
 
 Plugins::~Plugins() {
@@ -69,21 +101,15 @@ Result<void> Plugins::load(const std::string& path) {
     const auto negotiate = reinterpret_cast<sdm_plugin_negotiate_fn>(library->symbol(SDM_PLUGIN_NEGOTIATE_SYMBOL));
     if (negotiate == nullptr)
         return make_error(ErrorCode::invalid_argument, "plugin " + path + " exports no " + SDM_PLUGIN_NEGOTIATE_SYMBOL + "; it is not an sdm plugin");
-    auto p = std::make_unique<Loaded>();
-    p->library = std::move(*library);
     uint32_t minor = kPluginAbiMinor;
-    p->table.struct_size = sizeof(sdm_plugin_table);
-    const int32_t rc = negotiate(kPluginAbiMajor, &minor, &p->table);
-    if (rc != 0)
-        return make_error(ErrorCode::mismatch, "plugin " + path + " refused to negotiate plugin ABI " + std::to_string(kPluginAbiMajor) + "." +
-                                                      std::to_string(kPluginAbiMinor) + " (it returned " + std::to_string(rc) + "); it is not used");
-    if (minor > kPluginAbiMinor)
-        return make_error(ErrorCode::mismatch, "plugin " + path + " raised the plugin ABI minor to " + std::to_string(minor) + " (the host offered " +
-                                                      std::to_string(kPluginAbiMinor) + "); it is not used");
-    // The plugin implements `minor`: only that much of the table is its own.
-    p->table.struct_size = std::min<uint32_t>(p->table.struct_size, table_size(minor));
-    p->minor = minor;
-    p->name = p->table.name != nullptr ? std::string(p->table.name) : path;
+    sdm_plugin_table table{};
+    table.struct_size = sizeof(sdm_plugin_table);
+    const int32_t rc = negotiate(kPluginAbiMajor, &minor, &table);
+    auto accepted = accept_negotiation(path, rc, minor, table);
+    if (!accepted) return std::move(accepted).error();
+    auto p = std::make_unique<Loaded>();
+    static_cast<NegotiatedTable&>(*p) = std::move(*accepted);
+    p->library = std::move(*library);
     log_.info("loaded plugin " + p->name + " (" + path + ", plugin ABI " + std::to_string(kPluginAbiMajor) + "." + std::to_string(minor) + ")");
     std::lock_guard lock(mutex_);
     loaded_.push_back(std::move(p));
@@ -119,14 +145,7 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
             log_.warn("plugin " + p->name + " failed to choose a plan for kernel " + r.kernel + " (it returned " + std::to_string(rc) + "); not used");
             continue;
         }
-        Plan plan;
-        plan.grid = out.grid;
-        plan.block = out.block;
-        plan.smem = out.smem_bytes;
-        plan.cluster = {out.cluster[0], out.cluster[1], out.cluster[2]};
-        plan.pdl = (out.flags & SDM_PLAN_PDL) != 0;
-        plan.blocks_per_sm = out.blocks_per_sm;
-        plan.rule = -1;
+        const Plan plan = plan_from_plugin(out);
         if (auto checked = check_plan(plan, r.device, "the plan plugin " + p->name + " chose for kernel " + r.kernel); !checked) {
             log_.warn(checked.error().message + "; it is not used for this call");
             continue;

@@ -18,6 +18,8 @@
 #include "platform.hpp"
 #include "result.hpp"
 
+#include "sdm/sdm_plugin.h"
+
 namespace sdm::runtime {
 
 inline constexpr uint32_t kPluginAbiMajor = 1;
@@ -42,6 +44,20 @@ struct ImageVerdictRequest {
     const std::string& module;
     const std::string& archive;
 };
+
+// What a plugin's negotiation left: sdm_plugin_negotiate returned `rc`, raised or kept `minor`
+// and filled `table` (which the host had sized for kPluginAbiMinor). The part of the table the
+// host may use (struct_size cut to what `minor` defines), the plugin's name (its table's, else
+// the path), and which entries it filled; or why the plugin is not used.
+struct NegotiatedTable {
+    sdm_plugin_table table{};
+    uint32_t minor{0};
+    std::string name;
+    bool select{false}, destroy{false}, validate{false};
+};
+Result<NegotiatedTable> accept_negotiation(const std::string& path, int32_t rc, uint32_t minor, const sdm_plugin_table& table);
+// A plan a plugin's select_plan wrote, as sdm's Plan (rule -1); check_plan decides whether it runs.
+Plan plan_from_plugin(const sdm_plan& out);
 
 class Plugins {
 public:

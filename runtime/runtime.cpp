@@ -85,7 +85,9 @@ Result<std::shared_ptr<Driver>> Runtime::driver() {
 
 Cache* Runtime::cache() {
     std::call_once(cache_once_, [this] {
-        auto opened = Cache::open(options_.cache);
+        CacheOptions options = options_.cache;
+        options.store_failed = [this](const std::string& why) { log_.warn(why); };
+        auto opened = Cache::open(options);
         if (opened) cache_ = std::move(*opened);
         else log_.warn("the kernel cache is off: " + opened.error().message);
     });

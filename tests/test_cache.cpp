@@ -100,6 +100,34 @@ TEST_CASE("entries round trip; damaged ones are misses, removed and rebuilt", "[
     CHECK(cache->get(key).value() == payload(5000, 1));
 }
 
+TEST_CASE("an entry that cannot be stored: the built image is returned all the same, and the reason told", "[cache]") {
+    test::TempDir dir;
+    CacheOptions o;
+    o.directory = dir.path;
+    std::vector<std::string> told;
+    o.store_failed = [&](const std::string& why) { told.push_back(why); };
+    auto opened = Cache::open(o);
+    REQUIRE(opened);
+    auto& cache = *opened;
+    const auto key = CacheKeyBuilder().field("no room").key();
+    // The entry's directory cannot be made: a file stands where it goes.
+    const std::string entry_dir = cache->entry_path(key).substr(0, cache->entry_path(key).rfind('/'));
+    std::filesystem::create_directories(std::filesystem::path(entry_dir).parent_path());
+    std::ofstream(entry_dir) << "in the way";
+    int builds = 0;
+    auto r = cache->get_or_build(key, [&]() -> Result<ByteVector> { ++builds; return payload(100, 3); });
+    REQUIRE(r);
+    CHECK(*r == payload(100, 3));
+    CHECK(builds == 1);
+    REQUIRE(told.size() == 1);
+    CHECK_THAT(told[0], Catch::Contains("could not store") && Catch::Contains("used uncached"));
+    CHECK_FALSE(cache->get(key));
+    // A build that fails is still the caller's error, and not a store failure.
+    auto failed = cache->get_or_build(key, []() -> Result<ByteVector> { return make_error(ErrorCode::jit, "link failed"); });
+    CHECK_FALSE(failed);
+    CHECK(told.size() == 1);
+}
+
 TEST_CASE("16 threads asking for one key run one build", "[cache][concurrency]") {
     test::TempDir dir;
     auto cache = open_cache(dir.path);

@@ -1,0 +1,45 @@
+// libFuzzer target: the cache entry reader. The input is written as the entry file of one key in
+// a cache directory, then read back through Cache::get and Cache::map: a truncated, foreign or
+// damaged entry must come back absent (and be removed), never as a payload, never a crash.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "cache.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm::runtime;
+    static const std::string dir = [] {
+        char tmpl[] = "/tmp/sdm-fuzz-cache-XXXXXX";
+        const char* made = mkdtemp(tmpl);
+        if (made == nullptr) std::abort();
+        return std::string(made);
+    }();
+    static const auto cache = [] {
+        CacheOptions options;
+        options.directory = dir;
+        auto opened = Cache::open(options);
+        if (!opened) std::abort();
+        return std::move(*opened);
+    }();
+    const auto key = CacheKeyBuilder().field("fuzz").key();
+    const std::string path = cache->entry_path(key);
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    FILE* f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) std::abort();
+    if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
+    std::fclose(f);
+    const bool got = cache->get(key).has_value();
+    if (got) std::abort();  // the fuzzer cannot forge the payload's XXH3-128 and the key in it
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+    f = std::fopen(path.c_str(), "wb");
+    if (f == nullptr) std::abort();
+    if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
+    std::fclose(f);
+    (void)cache->map(key);
+    return 0;
+}
