@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(meson ninja-build pkg-config g++ cmake python3 libzstd-dev libxxhash-dev libmsgsl-dev catch2
-          libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev)
+packages=(meson ninja-build pkg-config g++ cmake make python3 libzstd-dev libxxhash-dev libmsgsl-dev catch2
+          libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev golang-go)
 
 install_missing() {
   local missing=()
@@ -67,9 +67,10 @@ case "${1:-}" in
     # (-Dwerror=false: GCC 12 reports false stringop-overflow warnings under -fsanitize=thread;
     # the main build above enforces warnings.)
     configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Db_sanitize=thread -Db_lundef=false
-    tsan_tests=(modules image_policy layers reload launch plugins cache)
+    tsan_exes=(modules image_policy layers reload launch plugins cache)  # tests/test_NAME
+    tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
     plugins=(current older newer nulls bad refuse raise)  # tests/plugins/test_plugin.c, for the plugins suite
-    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_tests[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
+    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_exes[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
     # included; tests/lsan.supp names the one suppression, libnvJitLink's own allocations).

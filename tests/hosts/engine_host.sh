@@ -3,15 +3,18 @@
 # the way in, a new version of its kernels archive is renamed over the file, later a broken one.
 # The host must log through its own logger, reload the new version once, refuse the broken file
 # while the old version keeps serving, and end with no failed frame.
-# Usage: tests/hosts/engine_host.sh BUILD_DIR
+# Usage: tests/hosts/engine_host.sh BUILD_DIR   (SDM_TEST_REAL_DRIVER=1: on the machine's GPU
+# instead, as tests/gpu/run.sh does; the kernels then run for real every frame)
 set -euo pipefail
 build=$(cd "$1" && pwd)
 kernels=$build/kernels/kernels.sdma
 [ -f "$kernels" ] || { echo "skipped: this build has no kernels archive (no nvcc)"; exit 77; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
-export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
+if [ "${SDM_TEST_REAL_DRIVER:-0}" != 1 ]; then
+  export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
+  export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
+fi
 export SDM_CACHE_DIR=$work/cache
 sdm=$build/tools/sdm
 cp "$kernels" "$work/kernels.sdma"
