@@ -319,13 +319,18 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     char dir[] = "/tmp/sdm-cpp-kernels-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     setenv("SDM_CACHE_DIR", dir, 1);
-    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560", 1);
+    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560;NVIDIA GeForce RTX 4090,8.9,101376,128,75497472", 1);
     sdm::RuntimeOptions options;
     options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     options.log_level = SDM_LOG_OFF;
     options.cuda_driver = SDM_FAKE_CUDA_PATH;
     auto rt = sdm::Runtime::create(options);
     REQUIRE(rt);
+    // The 1.1 field `untested`: the rtx class only.
+    auto h200 = rt->device_info(0), rtx = rt->device_info(1);
+    REQUIRE((h200 && rtx));
+    CHECK_FALSE(h200->untested);
+    CHECK(rtx->untested);
     REQUIRE(rt->mount_file(SDM_TEST_ARCHIVE));
     auto k = rt->kernel(0, "scale", nullptr, "ptr, f32, i32");
     REQUIRE(k);

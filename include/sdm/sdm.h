@@ -262,7 +262,8 @@ typedef struct sdm_kernel sdm_kernel;
  * it; the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
  * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
  * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
- * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed. */
+ * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed, or,
+ * after a reload replaced its archive, until sdm_kernel_release drops the reference it holds. */
 SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
                                   sdm_error** error);
 /* sdm_kernel_get that also checks the kernel's parameter signature against `signature`, what the
@@ -304,7 +305,7 @@ typedef struct sdm_cache_stats {
     uint32_t reserved0;
     uint64_t hits;
     uint64_t misses;
-    uint64_t builds;           /* JIT links run */
+    uint64_t builds;           /* images built on a miss: links, compiles, and compressed cubins decompressed */
     uint64_t evictions;
     uint64_t bad_entries;      /* damaged entries found and removed */
     uint64_t bytes_written;

@@ -259,6 +259,7 @@ struct DeviceInfo {
     int32_t smem_per_sm_bytes = 0;  // smem_cap_bytes + 1,024 reserved per block (0 when unsupported)
     bool pdl_allowed = false;       // programmatic dependent launch
     bool clusters_allowed = false;  // thread-block clusters
+    bool untested = false;          // a class this release has not tested (rtx); false from a 1.0 libsdm
 };
 
 // "modern", "a100", "rtx", "unsupported"; static.
@@ -492,6 +493,7 @@ public:
         info.smem_per_sm_bytes = c.smem_per_sm_bytes;
         info.pdl_allowed = c.pdl_allowed != 0;
         info.clusters_allowed = c.clusters_allowed != 0;
+        info.untested = c.untested != 0;
         return info;
     }
     // Device `ordinal`'s class (device_class_name() names it), or SDM_ERROR_UNSUPPORTED_DEVICE with

@@ -153,7 +153,7 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                             "sdm_runtime_create: log_level " + std::to_string(params->log_level) + " is not SDM_LOG_OFF..SDM_LOG_DEBUG");
             if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE}) != 0)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
-                            "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI 1.0 knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)");
+                            "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI " + std::to_string(SDM_ABI_VERSION_MAJOR) + "." + std::to_string(SDM_ABI_VERSION_MINOR) + " knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)");
             options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
             if (params->log_level == SDM_LOG_OFF) options.log_level = sdm::runtime::LogLevel::off;
             else if (params->log_level != SDM_LOG_DEFAULT) options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);

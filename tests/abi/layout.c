@@ -22,6 +22,7 @@
 /* ---- values: the same on every platform ------------------------------------------------------ */
 
 PIN_VALUE(SDM_ABI_VERSION_MAJOR, 1);
+PIN_VALUE(SDM_ABI_VERSION_MINOR, 1); /* moves with each minor: update it with docs/ABI_CHANGELOG.md */
 
 PIN_SIZE(sdm_status, 4, 4);
 PIN_SIZE(sdm_log_level, 4, 4);
@@ -86,6 +87,8 @@ PIN_VALUE(SDM_CACHE_DISABLED, 1);
 PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
 PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
 PIN_VALUE(SDM_JIT_NO_DRIVER, 2);
+PIN_VALUE(SDM_JIT_NO_PTX_COMPILER, 4); /* 1.1 */
+PIN_VALUE(SDM_PLAN_PDL, 1);            /* 1.1 */
 
 PIN_FIELD(sdm_kernel_info, struct_size, 0, 4);
 PIN_FIELD(sdm_kernel_info, ordinal, 4, 4);
