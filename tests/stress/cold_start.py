@@ -85,19 +85,22 @@ builds, bad = check(lines, "cold start", KEYS)
 if builds != KEYS:
     failures.append(f"cold start: {builds} links for {KEYS} keys (exactly one per key expected)")
 print(f"cold start: {PROCS} processes, {builds} nvJitLink links for {KEYS} keys, {bad} damaged entries read")
-total_killed = total_after = 0
+total_killed = total_after = total_leftovers = 0
 for r in range(rounds):
     cache = os.path.join(work, f"kill-{r}")
     survivors, killed = wave(cache, KILLS)
     total_killed += killed
-    check(survivors, f"round {r} (with kills)", KEYS)  # the killed ones' links are not counted: at most one per key among survivors
+    # The killed ones' links are not counted: at most one per key among the survivors.
+    survivor_links, _ = check(survivors, f"round {r} (with kills)", KEYS)
     after, _ = wave(cache)
     total_after += len(after)
     b, x = check(after, f"round {r} (after the kills)", KEYS)
     leftovers = [n for d, _, files in os.walk(cache) for n in files if not n.endswith((".sdmc", ".lock"))]
-    print(f"round {r}: {killed} of {PROCS} killed mid-run; then {len(after)} processes served, {b} links, {x} damaged entries read; "
-          f"{len(leftovers)} temporary file(s) left by the killed")
-print(f"{rounds} rounds: {total_killed} processes killed, {total_after} started after them, all served; {time.monotonic() - start:.1f} s")
+    total_leftovers += len(leftovers)
+    print(f"round {r}: {killed} of {PROCS} killed in their first 60 ms ({survivor_links} of {KEYS} keys linked by the survivors); "
+          f"then {len(after)} processes served, {b} links, {x} damaged entries read; {len(leftovers)} temporary file(s) left by the killed")
+print(f"{rounds} rounds: {total_killed} processes killed ({total_leftovers} of them mid-write: their temporary files stayed), "
+      f"{total_after} started after them, all served; {time.monotonic() - start:.1f} s")
 for f in failures:
     print("FAIL:", f)
 subprocess.run(["rm", "-rf", work])
