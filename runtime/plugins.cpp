@@ -9,9 +9,6 @@ namespace sdm::runtime {
 
 struct Plugins::Loaded : NegotiatedTable {
     platform::Library library;
-    bool has_select() const { return select; }
-    bool has_destroy() const { return destroy; }
-    bool has_validate() const { return validate; }
 };
 
 namespace {
@@ -92,7 +89,7 @@ Plugins::Plugins(const Logger& log) : log_(log) {}
 
 Plugins::~Plugins() {
     for (auto it = loaded_.rbegin(); it != loaded_.rend(); ++it)
-        if ((*it)->has_destroy()) (*it)->table.destroy((*it)->table.user);
+        if ((*it)->destroy) (*it)->table.destroy((*it)->table.user);
 }
 
 Result<void> Plugins::load(const std::string& path) {
@@ -136,7 +133,7 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
     request.problem = r.problem.data();
     request.table_plan = r.table_plan != nullptr ? &table : nullptr;
     for (const auto& p : loaded_) {
-        if (!p->has_select()) continue;
+        if (!p->select) continue;
         sdm_plan out{};
         out.struct_size = sizeof out;
         const int32_t rc = p->table.select_plan(p->table.user, &request, &out);
@@ -168,7 +165,7 @@ Result<void> Plugins::validate_image(const ImageVerdictRequest& r) const {
     image.archive = r.archive.c_str();
     image.device = &device;
     for (const auto& p : loaded_) {
-        if (!p->has_validate()) continue;
+        if (!p->validate) continue;
         char reason[512] = {0};
         if (p->table.validate_image(p->table.user, &image, reason, sizeof reason) == 0) continue;
         reason[sizeof reason - 1] = '\0';

@@ -28,18 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }();
     const auto key = CacheKeyBuilder().field("fuzz").key();
     const std::string path = cache->entry_path(key);
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    FILE* f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) std::abort();
-    if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
-    std::fclose(f);
-    const bool got = cache->get(key).has_value();
-    if (got) std::abort();  // the fuzzer cannot forge the payload's XXH3-128 and the key in it
-    std::filesystem::create_directories(std::filesystem::path(path).parent_path());
-    f = std::fopen(path.c_str(), "wb");
-    if (f == nullptr) std::abort();
-    if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
-    std::fclose(f);
+    const auto plant = [&] {  // a damaged entry is removed when read: plant it before each read
+        std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+        FILE* f = std::fopen(path.c_str(), "wb");
+        if (f == nullptr) std::abort();
+        if (size > 0 && std::fwrite(data, 1, size, f) != size) std::abort();
+        std::fclose(f);
+    };
+    plant();
+    if (cache->get(key).has_value()) std::abort();  // the fuzzer cannot forge the payload's XXH3-128 and the key in it
+    plant();
     (void)cache->map(key);
     return 0;
 }
