@@ -225,9 +225,14 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     if (disabled_) return timed_build();
     if (auto hit = get(key)) return std::move(*hit);
     if (read_only_) return timed_build();
+    const auto tell = [&](const Error& why) {
+        if (store_failed_)
+            store_failed_("the kernel cache could not store an image (" + why.message + "); it is used uncached. Free space in " + directory_ +
+                          ", or point SDM_CACHE_DIR at a writable directory");
+    };
     const auto uncached = [&](const Error& why) -> Result<ByteVector> {
         auto built = timed_build();
-        if (built && store_failed_) store_failed_("the kernel cache could not store an image (" + why.message + "); it is used uncached");
+        if (built) tell(why);
         return built;
     };
     const std::string path = entry_path(key);
@@ -242,8 +247,7 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     }
     auto built = timed_build();
     if (!built) return built;
-    if (auto stored = put(key, *built); !stored && store_failed_)
-        store_failed_("the kernel cache could not store an image (" + stored.error().message + "); it is used uncached");
+    if (auto stored = put(key, *built); !stored) tell(stored.error());
     return built;
 }
 
