@@ -4,8 +4,11 @@
 // tests/golden/kernels.sdma (kernel ABI 1.2, content "tests.1", 10 entries + manifest, 2 kernels).
 #define SDM_HPP_EXCEPTIONS
 #include <sdm/sdm.hpp>
+#include <sdm/sdm_kernels.hpp>
 
 #include <catch2/catch.hpp>
+
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -365,5 +368,33 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     CHECK(rt->load_plugin(std::string(dir) + "/none.so").code() == SDM_ERROR_IO);
     CHECK(sdm::Kernel().function().code() == SDM_ERROR_INVALID_ARGUMENT);
     unsetenv("SDM_CACHE_DIR");
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the deterministic write refuses a batch past 2^31 - 1 positions before it launches anything", "[cpp][kernels]") {
+    if (!SDM_TEST_EMBEDDED) return;  // built without nvcc: libsdm embeds no SDM kernels
+    char dir[] = "/tmp/sdm-cpp-grouped-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    setenv("SDM_CACHE_DIR", dir, 1);
+    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560", 1);
+    sdm::RuntimeOptions options;
+    options.log_level = SDM_LOG_OFF;
+    options.cuda_driver = SDM_FAKE_CUDA_PATH;
+    auto rt = sdm::Runtime::create(options);
+    REQUIRE(rt);
+    auto grouped = sdm::GroupedWrite::get(*rt, 0, "f32", "i32");
+    REQUIRE(grouped);
+    void* fake = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(fake != nullptr);
+    const auto calls = reinterpret_cast<int64_t (*)(const char*)>(dlsym(fake, "sdm_fake_cuda_calls"));
+    REQUIRE(calls != nullptr);
+    const int64_t launches = calls("cuLaunchKernelEx");
+    for (const auto& [B, K] : {std::pair{65536, 65536}, std::pair{-1, 8}}) {
+        const sdm::Status s = grouped->launch(nullptr, 0, 1, 0, 0, 0, 1.f, B, K, 256, 0, 0);
+        CHECK(s.code() == SDM_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(s.error().message(), Contains("B = " + std::to_string(B)) && Contains("split the batch"));
+    }
+    CHECK(calls("cuLaunchKernelEx") == launches);
+    dlclose(fake);
     std::filesystem::remove_all(dir);
 }

@@ -47,8 +47,9 @@ public:
     Status launch(void* stream, uint64_t V, int64_t rows, uint64_t idx, uint64_t w, uint64_t delta, float lr, int B, int K, int D,
                   uint64_t workspace, uint64_t error) const {
         if (B < 0 || K < 0 || static_cast<int64_t>(B) * K > INT32_MAX)
-            return Error(SDM_ERROR_INVALID_ARGUMENT, "the deterministic write takes at most 2^31 - 1 positions (B * K); got B = " +
-                                                         std::to_string(B) + ", K = " + std::to_string(K));
+            return Error(SDM_ERROR_INVALID_ARGUMENT, "the deterministic write takes 0 to 2^31 - 1 positions (B * K); got B = " +
+                                                         std::to_string(B) + ", K = " + std::to_string(K) +
+                                                         ": split the batch into launches of fewer rows");
         int n = B * K;
         if (n == 0) return {};
         uint64_t a = workspace, b = workspace + sizeof(uint64_t) * static_cast<uint64_t>(n);
