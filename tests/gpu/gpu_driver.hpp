@@ -26,6 +26,15 @@ struct Cuda {
         gpa(name, &fn, 12000, 0, nullptr);
         return reinterpret_cast<F>(fn);
     }
+    // Loads libcuda, initialises it and makes device 0's primary context current; false when
+    // there is no driver or device (the test then exits 77: skipped).
+    bool open_device0() {
+        lib = dlopen("libcuda.so.1", RTLD_NOW);
+        if (lib == nullptr || get<decltype(&cuInit)>("cuInit")(0) != CUDA_SUCCESS) return false;
+        CUcontext ctx = nullptr;
+        return get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&ctx, 0) == CUDA_SUCCESS &&
+               get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent")(ctx) == CUDA_SUCCESS;
+    }
 };
 
 }  // namespace sdm::gpu_test

@@ -40,21 +40,15 @@ float from_bf16(uint16_t h) {
 
 int main() {
     Cuda cuda;
-    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (cuda.lib == nullptr || cuda.get<decltype(&cuInit)>("cuInit")(0) != CUDA_SUCCESS) {
+    if (!cuda.open_device0()) {
         std::printf("skipped: no CUDA driver or device\n");
         return 77;
     }
-    const auto retain = cuda.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
-    const auto push = cuda.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
     const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
     const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
     const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
     const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
     const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
-    CUcontext ctx = nullptr;
-    retain(&ctx, 0);
-    push(ctx);
     sdm::RuntimeOptions options;
     options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     auto runtime = sdm::Runtime::create(options);

@@ -17,22 +17,16 @@ using sdm::gpu_test::failures;
 
 int main() {
     Cuda cuda;
-    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (cuda.lib == nullptr || cuda.get<decltype(&cuInit)>("cuInit")(0) != CUDA_SUCCESS) {
+    if (!cuda.open_device0()) {
         std::printf("skipped: no CUDA driver or device\n");
         return 77;
     }
-    const auto retain = cuda.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
-    const auto push = cuda.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
     const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
     const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
     const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
     const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
     const auto stream_create = cuda.get<decltype(&cuStreamCreate)>("cuStreamCreate");
     const auto stream_sync = cuda.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
-    CUcontext ctx = nullptr;
-    retain(&ctx, 0);
-    push(ctx);
     CUstream stream = nullptr;
     stream_create(&stream, CU_STREAM_NON_BLOCKING);
 
