@@ -42,7 +42,7 @@ Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& ref
     return out;
 }
 
-Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const CodecReference& reference, const std::string& what) {
+Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what) {
     const size_t frame = ZSTD_findFrameCompressedSize(stored.data(), stored.size());
     if (ZSTD_isError(frame)) return zstd_error(what, frame);
     if (frame != stored.size())
@@ -52,11 +52,11 @@ Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const Codec
     const size_t hrc = ZSTD_getFrameHeader(&fh, stored.data(), stored.size());
     if (hrc != 0) return make_error(ErrorCode::corrupt, what + ": unreadable zstd frame header");
     if (fh.frameType != ZSTD_frame) return make_error(ErrorCode::corrupt, what + ": a skippable frame, not data");
-    if (fh.frameContentSize != out.size())
+    if (fh.frameContentSize != raw_size)
         return make_error(ErrorCode::corrupt, what + ": the zstd frame holds " +
                                                   (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("an undeclared number of")
                                                                                                    : std::to_string(fh.frameContentSize)) +
-                                                  " bytes, the index says " + std::to_string(out.size()));
+                                                  " bytes, the index says " + std::to_string(raw_size));
     if (fh.windowSize > (1ull << limits::max_window_log))
         return make_error(ErrorCode::corrupt, what + ": zstd window of " + std::to_string(fh.windowSize) +
                                                   " bytes exceeds the limit of " + std::to_string(1ull << limits::max_window_log));
@@ -64,7 +64,11 @@ Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const Codec
     if (fh.dictID != want_dict)
         return make_error(ErrorCode::corrupt, what + ": the zstd frame names dictionary " + std::to_string(fh.dictID) +
                                                   ", the index references " + std::to_string(want_dict));
+    return {};
+}
 
+Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const CodecReference& reference, const std::string& what) {
+    SDM_TRY(zstd_check_frame(stored, out.size(), reference, what));
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
     ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));

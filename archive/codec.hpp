@@ -21,8 +21,11 @@ struct CodecReference {
 
 Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& reference);
 
-// Checks `stored` is one well-formed frame for `raw_size` bytes and decompresses it into `out`
-// (out.size() == raw_size). `what` names the payload in messages.
+// Checks, without allocating or decoding, that `stored` is exactly one zstd frame that declares
+// `raw_size` bytes of content, a window within limits::max_window_log and the dictionary ID of
+// `reference`. `what` names the payload in messages.
+Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what);
+// zstd_check_frame, then decompresses into `out` (out.size() == raw_size).
 Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const CodecReference& reference,
                              const std::string& what);
 

@@ -1,6 +1,7 @@
 // ELF64 parsing of cubins: every offset and count is checked against the buffer before use.
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "image.hpp"
 
@@ -10,22 +11,27 @@ namespace {
 constexpr uint16_t kEmCuda = 190;
 constexpr uint8_t kOsAbiCuda = 0x41;
 constexpr uint32_t kShtSymtab = 2;
+constexpr uint32_t kShtStrtab = 3;
+constexpr uint32_t kShtRela = 4;
+constexpr uint32_t kShtNobits = 8;  // occupies no bytes of the file
+constexpr uint32_t kShtRel = 9;
 constexpr uint8_t kStoCudaEntry = 0x10;  // st_other bit nvcc sets on __global__ functions
 constexpr uint8_t kSttFunc = 2;
 constexpr size_t kElfHeaderSize = 64;
 constexpr size_t kSectionHeaderSize = 64;
+constexpr size_t kProgramHeaderSize = 56;
 constexpr size_t kSymbolSize = 24;
 
 Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid cubin: " + why); }
 
-// The name of a section, or "" when the section-name table does not hold it.
-std::string_view section_name(Bytes b, uint64_t shoff, uint16_t shstrndx, uint32_t name) {
+// Whether section `name` (an offset into the section-name table, whose bounds the caller checked)
+// is `wanted`. Compares at most wanted.size() + 1 bytes: never a scan for the terminator, which a
+// hostile table can make cost its whole length once per section.
+bool section_named(Bytes b, uint64_t shoff, uint16_t shstrndx, uint32_t name, std::string_view wanted) {
     const size_t sh = shoff + size_t{shstrndx} * kSectionHeaderSize;
     const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
-    if (!in_bounds(off, size, b.size()) || name >= size) return {};
-    const auto names = as_text(b.subspan(off, size));
-    const auto end = names.find('\0', name);
-    return end == std::string_view::npos ? std::string_view{} : names.substr(name, end - name);
+    if (name >= size || size - name < wanted.size() + 1) return false;
+    return as_text(b.subspan(off + name, wanted.size())) == wanted && load_u8(b, off + name + wanted.size()) == 0;
 }
 
 // ptxas records its command line in the .note.nv.tkinfo note ("-arch sm_90a -m 64"): the only
@@ -58,9 +64,11 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     if (load_u8(b, 0) != 0x7f || load_u8(b, 1) != 'E' || load_u8(b, 2) != 'L' || load_u8(b, 3) != 'F')
         return bad("no ELF magic");
     if (load_u8(b, 4) != 2 || load_u8(b, 5) != 1) return bad("not ELF64 little-endian");
+    if (load_u8(b, 6) != 1 || load_u32(b, 20) != 1) return bad("ELF version is not 1");
     if (load_u16(b, 18) != kEmCuda)
         return bad("e_machine is " + std::to_string(load_u16(b, 18)) + ", not 190 (NVIDIA CUDA)");
     if (load_u8(b, 7) != kOsAbiCuda) return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 (CUDA)");
+    if (load_u16(b, 52) != kElfHeaderSize) return bad("e_ehsize is " + std::to_string(load_u16(b, 52)) + ", not 64");
 
     ImageInfo info;
     info.kind = Kind::cubin;
@@ -72,41 +80,92 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         info.sm = static_cast<uint16_t>(flags & 0xff);
     if (info.sm < 10) return bad("e_flags " + hex(flags, 8) + " names no SM");
 
-    // Section headers: find the symbol table and its string table for the kernel names.
+    // The driver is handed a pointer without a size and trusts these tables (the real one crashes
+    // on a header that points past the image): every table and every section's and segment's
+    // bytes must lie inside the image.
+    const uint64_t phoff = load_u64(b, 32);
+    const uint16_t phentsize = load_u16(b, 54);
+    const uint16_t phnum = load_u16(b, 56);
+    if (phnum > 0) {
+        if (phentsize != kProgramHeaderSize) return bad("program header size " + std::to_string(phentsize) + ", not 56");
+        if (!in_bounds(phoff, uint64_t{phnum} * kProgramHeaderSize, b.size()))
+            return bad("the program header table [" + std::to_string(phoff) + ", +" + std::to_string(uint64_t{phnum} * kProgramHeaderSize) +
+                       ") lies outside the image of " + std::to_string(b.size()) + " bytes");
+        for (uint16_t p = 0; p < phnum; ++p) {
+            const size_t ph = phoff + size_t{p} * kProgramHeaderSize;
+            const uint64_t off = load_u64(b, ph + 8), filesz = load_u64(b, ph + 32);
+            if (!in_bounds(off, filesz, b.size()))
+                return bad("segment " + std::to_string(p) + " [" + std::to_string(off) + ", +" + std::to_string(filesz) +
+                           ") lies outside the image of " + std::to_string(b.size()) + " bytes");
+        }
+    }
     const uint64_t shoff = load_u64(b, 40);
     const uint16_t shentsize = load_u16(b, 58);
     const uint16_t shnum = load_u16(b, 60);
-    if (shnum == 0) return info;
-    if (shentsize != kSectionHeaderSize) return bad("section header size " + std::to_string(shentsize));
-    const auto table = checked_mul(shnum, kSectionHeaderSize);
-    if (!table || !in_bounds(shoff, *table, b.size())) return bad("section headers out of bounds");
     const uint16_t shstrndx = load_u16(b, 62);
+    if (shnum == 0) return bad("no section headers (a cubin holds its code in sections)");
+    if (shentsize != kSectionHeaderSize) return bad("section header size " + std::to_string(shentsize) + ", not 64");
+    if (!in_bounds(shoff, uint64_t{shnum} * kSectionHeaderSize, b.size()))
+        return bad("the section header table [" + std::to_string(shoff) + ", +" + std::to_string(uint64_t{shnum} * kSectionHeaderSize) +
+                   ") lies outside the image of " + std::to_string(b.size()) + " bytes");
+    if (shstrndx == 0 || shstrndx >= shnum) return bad("the section-name table index " + std::to_string(shstrndx) + " names no section");
     for (uint16_t s = 0; s < shnum; ++s) {
         const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
-        if (s == 0 || shstrndx >= shnum) continue;
+        const uint32_t type = load_u32(b, sh + 4);
         const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
-        const auto name = section_name(b, shoff, shstrndx, load_u32(b, sh));
-        if (name == ".note.nv.tkinfo" && in_bounds(off, size, b.size())) info.variant = tool_kit_variant(b.subspan(off, size));
-        if (name == ".note.nv.cuinfo" && in_bounds(off, size, b.size())) info.virtual_sm = cuinfo_virtual_sm(b.subspan(off, size));
+        if (type != kShtNobits && !in_bounds(off, size, b.size()))
+            return bad("section " + std::to_string(s) + " [" + std::to_string(off) + ", +" + std::to_string(size) +
+                       ") lies outside the image of " + std::to_string(b.size()) + " bytes");
+        if ((type == kShtSymtab || type == kShtRel || type == kShtRela) && load_u32(b, sh + 40) >= shnum)
+            return bad("section " + std::to_string(s) + " links to section " + std::to_string(load_u32(b, sh + 40)) + ", which does not exist");
+    }
+    if (load_u32(b, shoff + size_t{shstrndx} * kSectionHeaderSize + 4) != kShtStrtab) return bad("the section-name table is not a string table");
+    bool tkinfo = false, cuinfo = false;
+    for (uint16_t s = 1; s < shnum; ++s) {
+        const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
+        if (load_u32(b, sh + 4) == kShtNobits) continue;  // no bytes (and its range was not checked)
+        const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
+        const uint32_t name = load_u32(b, sh);
+        // The first of each note only: sections may overlap, and one scan each keeps this linear.
+        if (!tkinfo && section_named(b, shoff, shstrndx, name, ".note.nv.tkinfo")) {
+            tkinfo = true;
+            info.variant = tool_kit_variant(b.subspan(off, size));
+        }
+        if (!cuinfo && section_named(b, shoff, shstrndx, name, ".note.nv.cuinfo")) {
+            cuinfo = true;
+            info.virtual_sm = cuinfo_virtual_sm(b.subspan(off, size));
+        }
     }
     for (uint16_t s = 0; s < shnum; ++s) {
         const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
         if (load_u32(b, sh + 4) != kShtSymtab) continue;
         const uint64_t sym_off = load_u64(b, sh + 24), sym_size = load_u64(b, sh + 32);
-        const uint32_t link = load_u32(b, sh + 40);
-        if (!in_bounds(sym_off, sym_size, b.size())) return bad("symbol table out of bounds");
-        if (link >= shnum) return bad("symbol table links to a missing string table");
-        const size_t strh = shoff + size_t{link} * kSectionHeaderSize;
+        if (load_u64(b, sh + 56) != kSymbolSize) return bad("symbol entries of " + std::to_string(load_u64(b, sh + 56)) + " bytes, not 24");
+        const size_t strh = shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
+        if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
         const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-        if (!in_bounds(str_off, str_size, b.size())) return bad("string table out of bounds");
+        std::vector<uint32_t> names;  // string-table offsets of the entry points
         for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
             const uint32_t name = load_u32(b, at);
             const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
             if ((st_info & 0xf) != kSttFunc || (st_other & kStoCudaEntry) == 0) continue;
             if (name >= str_size) return bad("symbol name out of bounds");
-            const auto strings = as_text(b.subspan(str_off, str_size));
-            const auto end = strings.find('\0', name);
-            if (end == std::string_view::npos) return bad("unterminated symbol name");
+            names.push_back(name);
+        }
+        // Each name ends at the first NUL after it: one pass over the table for all of them (in
+        // offset order), and all of them together may not be longer than the table, so that
+        // neither the work nor the names a hostile table yields grow faster than the image.
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        const auto strings = as_text(b.subspan(str_off, str_size));
+        uint64_t total = 0;
+        size_t end = 0;
+        for (const uint32_t name : names) {
+            end = std::max<size_t>(end, name);
+            while (end < strings.size() && strings[end] != '\0') ++end;
+            if (end == strings.size()) return bad("unterminated symbol name");
+            total += end - name;
+            if (total > strings.size()) return bad("kernel names overlap past the size of their string table");
             info.kernels.emplace_back(strings.substr(name, end - name));
         }
         break;

@@ -24,39 +24,65 @@ struct Fd {
 
 }  // namespace
 
+std::string file_type(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISSOCK(mode)) return "a socket";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    return "not a regular file";
+}
+
 Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, FileMapOptions options) {
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (f.fd < 0) return os_error("cannot open", path, errno);
+    // Non-blocking, so that opening a FIFO returns at once instead of waiting for a writer; the
+    // type is then checked on the descriptor itself, and only a regular file is read.
+    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (options.no_follow ? O_NOFOLLOW : 0))};
+    if (f.fd < 0) {
+        if (errno == ELOOP && options.no_follow) return make_error(ErrorCode::invalid_argument, path + " is a symbolic link; sdm does not follow it here");
+        return os_error("cannot open", path, errno);
+    }
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return os_error("cannot stat", path, errno);
+    if (!S_ISREG(st.st_mode))
+        return make_error(ErrorCode::invalid_argument, path + " is " + file_type(st.st_mode) + ", not a regular file; sdm reads only regular files");
     std::shared_ptr<FileMap> map(new FileMap());
     map->path_ = path;
     map->device_ = static_cast<uint64_t>(st.st_dev);
     map->inode_ = static_cast<uint64_t>(st.st_ino);
     map->mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    if (S_ISDIR(st.st_mode)) return make_error(ErrorCode::invalid_argument, path + " is a directory, not an archive file");
-    const bool small = S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) < options.read_below;
-    if (S_ISREG(st.st_mode) && st.st_size > 0 && !small) {
-        void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE | (options.populate ? MAP_POPULATE : 0), f.fd, 0);
+    map->owner_ = static_cast<uint32_t>(st.st_uid);
+    map->mode_ = static_cast<uint32_t>(st.st_mode & 07777);
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (options.max_size != 0 && size > options.max_size)
+        return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(size) + " bytes, more than the " +
+                                                           std::to_string(options.max_size) + " it may hold");
+    if (size > 0 && size >= options.read_below && !options.private_copy) {
+        void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE | (options.populate ? MAP_POPULATE : 0), f.fd, 0);
         if (p != MAP_FAILED) {
             map->data_ = p;
-            map->size_ = static_cast<size_t>(st.st_size);
+            map->size_ = static_cast<size_t>(size);
             map->mapped_ = true;
             return std::shared_ptr<const FileMap>(std::move(map));
         }
     }
-    // Small, or not mappable (empty, a pipe, or mmap refused): read it, straight into the buffer.
-    // A regular file's size is known: one read, and one more that sees the end.
+    // Small, asked for a private copy, or not mappable: read it, straight into the buffer. Exactly
+    // the size fstat gave, and one more byte to see the end: a file that grows meanwhile is
+    // refused, so the cost stays bounded by what the file held when it was opened.
+    try {
+        map->owned_.resize(static_cast<size_t>(size) + 1);
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, "cannot allocate " + std::to_string(size) + " bytes to read " + path);
+    }
     size_t used = 0;
-    map->owned_.resize(S_ISREG(st.st_mode) ? static_cast<size_t>(st.st_size) + 1 : 65536);
-    for (;;) {
-        if (used == map->owned_.size()) map->owned_.resize(used * 2);
+    while (used < map->owned_.size()) {
         const ssize_t n = ::read(f.fd, map->owned_.data() + used, map->owned_.size() - used);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return os_error("cannot read", path, errno);
         if (n == 0) break;
         used += static_cast<size_t>(n);
     }
+    if (used > size) return make_error(ErrorCode::io, path + " grew while it was read; read it again once its writer is done");
     map->owned_.resize(used);
     map->data_ = map->owned_.data();
     map->size_ = map->owned_.size();

@@ -1,5 +1,7 @@
-// A read-only view of a whole file: mmapped where the platform allows, read into memory otherwise
-// (a pipe, a file system without mmap). The archive layer's only platform code; a Windows port
+// A read-only view of a whole regular file: mmapped where the platform allows, read into memory
+// otherwise (small files, a file system without mmap). Anything but a regular file (a directory,
+// a FIFO, a device such as /dev/zero, a socket) is refused with a message naming what it is,
+// without blocking and without reading from it. The archive layer's only platform code; a Windows port
 // replaces file_map.cpp (CreateFileMapping) and nothing else here.
 #pragma once
 
@@ -18,6 +20,13 @@ struct FileMapOptions {
     // Maps every page at once (MAP_POPULATE) for a file that will be read whole right away: one
     // call instead of a page fault per 64 KiB.
     bool populate{false};
+    // Reads the file into private memory whatever its size: the bytes cannot change after they
+    // were checked, and another process truncating the file cannot fault the reader (SIGBUS).
+    bool private_copy{false};
+    // Refuses a path that is a symbolic link (O_NOFOLLOW).
+    bool no_follow{false};
+    // Refuses a file larger than this (0: no limit) before reading any of it.
+    uint64_t max_size{0};
 };
 
 class FileMap {
@@ -34,6 +43,8 @@ public:
     uint64_t device() const noexcept { return device_; }
     uint64_t inode() const noexcept { return inode_; }
     int64_t mtime_ns() const noexcept { return mtime_ns_; }
+    uint32_t owner() const noexcept { return owner_; }  // st_uid
+    uint32_t mode() const noexcept { return mode_; }    // permission bits
 
 private:
     FileMap() = default;
@@ -44,6 +55,7 @@ private:
     ByteVector owned_;
     uint64_t device_{0}, inode_{0};
     int64_t mtime_ns_{0};
+    uint32_t owner_{0}, mode_{0};
 };
 
 // Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the directory.

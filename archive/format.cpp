@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "text.hpp"
+
 namespace sdm::archive {
 
 const char* kind_name(Kind kind) noexcept {
@@ -87,10 +89,23 @@ std::string sm_capability(uint16_t sm) {
 }
 
 bool valid_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > limits::max_name_length) return false;
+    if (name.empty() || name.size() > limits::max_name_length || name.front() == '.') return false;
     for (const char c : name)
-        if (c <= ' ' || c > '~') return false;
+        if (c <= ' ' || c > '~' || kNameForbidden.find(c) != std::string_view::npos) return false;
     return true;
+}
+
+std::string name_problem(std::string_view name) {
+    if (name.empty()) return "is empty";
+    if (name.size() > limits::max_name_length)
+        return "is " + std::to_string(name.size()) + " bytes long, more than " + std::to_string(limits::max_name_length);
+    if (name.front() == '.') return "starts with '.'";
+    for (const char c : name) {
+        if (c == ' ') return "contains a space";
+        if (c < ' ' || c > '~') return "contains the byte " + printable(std::string_view(&c, 1)) + ", which is not printable ASCII";
+        if (kNameForbidden.find(c) != std::string_view::npos) return std::string("contains '") + c + "'";
+    }
+    return {};
 }
 
 }  // namespace sdm::archive

@@ -102,6 +102,11 @@ inline constexpr uint32_t max_header_size = 4096;
 inline constexpr uint32_t max_record_size = 1024;
 }  // namespace limits
 
+// The most a zstd frame can expand: every block decodes to at most 128 KiB, and the smallest
+// block (3-byte header, one RLE byte) is 4 bytes. A record whose raw size exceeds its stored size
+// times this cannot be a zstd frame, and is refused before anything is allocated for it.
+inline constexpr uint64_t kMaxZstdExpansion = (128 * 1024) / 4;
+
 // Feature bits. None are defined in 1.0: every bit set in required_features is unknown and makes
 // a 1.0 reader refuse the archive; bits in optional_features are ignored.
 inline constexpr uint64_t kKnownRequiredFeatures = 0;
@@ -126,7 +131,17 @@ std::string target_name(Kind kind, uint16_t sm, Variant variant);
 std::optional<Target> parse_target(std::string_view text) noexcept;
 std::string sm_capability(uint16_t sm);  // 90 -> "9.0", 103 -> "10.3"
 
-// Names of modules and kernels: 1..max_name_length bytes of printable ASCII without space.
+// Names of modules and kernels are data, never paths (docs/FORMAT.md, section 5): 1 to
+// max_name_length bytes, each printable ASCII (0x21..0x7E: no space, no control character, no byte
+// >= 0x80), none of the bytes a path or a file system gives a meaning (kNameForbidden), and not
+// starting with '.' (which rules out "." and ".." and hidden files). `sdm extract` may then use a
+// name as a file name inside its directory on any system.
+inline constexpr std::string_view kNameForbidden = "/\\:*?\"<>|";
 bool valid_name(std::string_view name) noexcept;
+// Why `name` breaks the rules ("contains '/'"), or empty when it is valid.
+std::string name_problem(std::string_view name);
+// The rules in one sentence, for messages that refuse a name.
+inline constexpr const char* kNameRules =
+    "names are 1-256 printable ASCII characters without spaces, none of / \\ : * ? \" < > |, not starting with '.'";
 
 }  // namespace sdm::archive

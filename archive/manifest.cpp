@@ -4,6 +4,7 @@
 #include <set>
 
 #include "format.hpp"
+#include "text.hpp"
 
 namespace sdm::archive {
 namespace {
@@ -85,19 +86,23 @@ struct Item {
     Bytes payload;
 };
 
-Result<std::vector<Item>> items(Bytes b, const std::string& where) {
-    std::vector<Item> out;
+// Calls `handle` with each item of a container in order, building nothing: memory does not grow
+// with the number of items (a hostile manifest may hold millions of empty ones).
+template <typename Handle>
+Result<void> for_each_item(Bytes b, const std::string& where, Handle&& handle) {
     size_t at = 0;
     while (at < b.size()) {
         if (b.size() - at < kItemHeader) return bad(where + ": truncated item header");
         const uint32_t length = load_u32(b, at + 4);
         if (length > b.size() - at - kItemHeader) return bad(where + ": item of " + std::to_string(length) + " bytes runs past its container");
-        out.push_back(Item{load_u16(b, at), load_u16(b, at + 2), b.subspan(at + kItemHeader, length)});
+        SDM_TRY(handle(Item{load_u16(b, at), load_u16(b, at + 2), b.subspan(at + kItemHeader, length)}));
         at += kItemHeader + length;
     }
-    return out;
+    return {};
 }
 
+// Names and versions must be printable (validate_manifest); expressions may hold the whitespace
+// the expression language allows, and whatever prints them escapes it (text.hpp).
 Result<std::string> text_of(const Item& item, const std::string& what) {
     if (item.payload.size() > kMaxString) return bad(what + " longer than " + std::to_string(kMaxString) + " bytes");
     std::string s(as_text(item.payload));
@@ -118,19 +123,16 @@ Error unknown_required(const Item& item, const std::string& where) {
 // Decodes a set of fields where each known tag appears at most once (unless repeated is true).
 template <typename Handler>
 Result<void> fields(Bytes payload, const std::string& where, std::initializer_list<std::pair<uint16_t, bool>> known, Handler&& handle) {
-    auto list = items(payload, where);
-    if (!list) return std::move(list).error();
     std::set<uint16_t> seen;
-    for (const Item& item : *list) {
+    return for_each_item(payload, where, [&](const Item& item) -> Result<void> {
         const auto k = std::find_if(known.begin(), known.end(), [&](const auto& p) { return p.first == item.tag; });
         if (k == known.end()) {
             if (item.flags & kRequiredFlag) return unknown_required(item, where);
-            continue;  // an optional field from a later minor
+            return {};  // an optional field from a later minor
         }
         if (!k->second && !seen.insert(item.tag).second) return bad(where + ": field " + std::to_string(item.tag) + " appears twice");
-        SDM_TRY(handle(item));
-    }
-    return {};
+        return handle(item);
+    });
 }
 
 Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
@@ -258,11 +260,16 @@ std::vector<std::string> plan_variables(const KernelSpec& kernel) {
 
 Result<void> validate_manifest(const Manifest& m) {
     if (m.content_version.size() > 64) return invalid("content version longer than 64 characters");
+    if (!is_printable(m.content_version))
+        return invalid("content version '" + printable(m.content_version) + "' holds a byte that is not printable ASCII");
     std::set<std::string> names;
     for (const KernelSpec& k : m.kernels) {
-        if (!valid_name(k.name)) return invalid("kernel name '" + k.name + "' must be 1-256 printable ASCII characters without spaces");
+        if (!valid_name(k.name))
+            return invalid("kernel name '" + printable(k.name.substr(0, 64)) + "' " + name_problem(k.name) + " (" + kNameRules + ")");
         if (!names.insert(k.name).second) return invalid("kernel " + k.name + " is listed twice");
-        if (!valid_name(k.module)) return invalid("kernel " + k.name + ": module name '" + k.module + "' is not valid");
+        if (!valid_name(k.module))
+            return invalid("kernel " + k.name + ": module name '" + printable(k.module.substr(0, 64)) + "' " + name_problem(k.module) + " (" +
+                           kNameRules + ")");
         if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than 8 problem parameters");
         std::set<std::string> params;
         for (const auto& p : k.problem) {

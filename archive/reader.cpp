@@ -1,12 +1,12 @@
 #include "reader.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <tuple>
-
-#include <gsl/assert>
 
 #include "codec.hpp"
 #include "file_map.hpp"
+#include "text.hpp"
 
 namespace sdm::archive {
 namespace {
@@ -18,13 +18,20 @@ constexpr bool kCheckHashes = false;
 constexpr bool kCheckHashes = true;
 #endif
 
+// A name for a message: escaped, and cut short (a hostile name may be 65535 bytes).
+std::string quoted_name(std::string_view name) {
+    constexpr size_t kShown = 64;
+    return printable(name.substr(0, kShown)) + (name.size() > kShown ? "..." : "");
+}
+
 auto entry_key(const Entry& e) { return std::tuple(e.name, static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 auto tail_key(const Entry& e) { return std::tuple(static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 
 uint64_t header_hash(Bytes b, uint32_t header_size) {
     if (header_size == kHeaderSize) return xxh3_64(b.first(header::header_hash));
-    ByteVector joined(b.begin(), b.begin() + header::header_hash);
-    joined.insert(joined.end(), b.begin() + kHeaderSize, b.begin() + header_size);
+    ByteVector joined(header::header_hash + (header_size - kHeaderSize));
+    std::memcpy(joined.data(), b.data(), header::header_hash);
+    std::memcpy(joined.data() + header::header_hash, b.data() + kHeaderSize, header_size - kHeaderSize);
     return xxh3_64(joined);
 }
 
@@ -136,7 +143,8 @@ Result<void> Archive::validate() {
         if (!in_bounds(name_offset, name_length, strings.size())) return entry_fail("name outside the string table");
         e.name = as_text(strings.subspan(name_offset, name_length));
         const bool same_name = i > 0 && name_offset == prev_name_offset && name_length == prev_name_length;
-        if (!same_name && !valid_name(e.name)) return entry_fail("name is empty, too long, or not printable ASCII");
+        if (!same_name && !valid_name(e.name))
+            return entry_fail("name '" + quoted_name(e.name) + "' " + name_problem(e.name) + " (" + kNameRules + ")");
         prev_name_offset = name_offset;
         prev_name_length = name_length;
         e.kind = static_cast<Kind>(load_u8(r, record::kind));
@@ -177,6 +185,10 @@ Result<void> Archive::validate() {
             if (e.data_offset % kZstdAlignment != 0) return fail(who() + ": compressed payload not aligned to 64 bytes");
             // A zstd frame cannot expand data by more than its block overhead.
             if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return fail(who() + ": stored size larger than any zstd frame of its raw size");
+            // Nor can it expand more than zstd can: a 4-byte block (RLE) decodes to at most 128 KiB.
+            if (e.raw_size / kMaxZstdExpansion > e.stored_size)
+                return fail(who() + ": raw size " + std::to_string(e.raw_size) + " cannot come out of a zstd frame of " +
+                            std::to_string(e.stored_size) + " bytes (at most " + std::to_string(kMaxZstdExpansion) + " bytes per stored byte)");
         }
         if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
             return fail(who() + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
@@ -194,7 +206,9 @@ Result<void> Archive::validate() {
         // Built only on failure: formatting it for every record cost most of the open time.
         const auto who = [&] { return "entry " + std::to_string(i) + " (" + std::string(e.name) + ")"; };
         if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
-            if (e.ref >= entries_.size() || e.ref == i) return fail(who() + ": references missing entry " + std::to_string(e.ref));
+            if (e.ref == i) return fail(who() + ": references itself");
+            if (e.ref >= entries_.size())
+                return fail(who() + ": references entry " + std::to_string(e.ref) + ", but the archive has " + std::to_string(entries_.size()) + " entries");
             const Entry& r = entries_[e.ref];
             if (r.codec != Codec::stored && r.codec != Codec::zstd)
                 return fail(who() + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
@@ -241,6 +255,26 @@ std::optional<size_t> Archive::find_manifest() const {
     return std::nullopt;
 }
 
+Result<std::optional<Manifest>> Archive::read_manifest() const {
+    const auto index = find_manifest();
+    if (!index) return std::optional<Manifest>();
+    ByteVector copy;
+    Bytes bytes;
+    if (entries_[*index].codec == Codec::stored) {
+        auto v = view(*index);
+        if (!v) return std::move(v).error();
+        bytes = *v;
+    } else {
+        auto raw = read(*index);
+        if (!raw) return std::move(raw).error();
+        copy = std::move(*raw);
+        bytes = copy;
+    }
+    auto manifest = decode_manifest(bytes);
+    if (!manifest) return make_error(manifest.error().code, describe(*index) + ": " + manifest.error().message);
+    return std::optional<Manifest>(std::move(*manifest));
+}
+
 std::string Archive::describe(size_t index) const {
     const Entry& e = entries_.at(index);
     return std::string(kind_name(e.kind)) + " " + std::string(e.name) +
@@ -254,53 +288,96 @@ Result<void> Archive::check_stored(size_t index) const {
     return {};
 }
 
-Result<void> Archive::read_into(size_t index, std::span<std::byte> out) const {
-    Expects(index < entries_.size() && out.size() == entries_[index].raw_size);
+Result<Bytes> Archive::checked_view(size_t index) const {
     const Entry& e = entries_[index];
-    SDM_TRY(check_stored(index));
-    const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
-    if (e.codec == Codec::stored) {
-        std::copy(stored.begin(), stored.end(), out.begin());
-    } else {
-        ByteVector reference;
-        if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
-            reference.resize(entries_[e.ref].raw_size);
-            SDM_TRY(read_into(e.ref, reference));
-        }
-        SDM_TRY(zstd_decompress(stored, out, CodecReference{e.codec, reference}, describe(index)));
-    }
-    if (kCheckHashes && xxh3_128(out) != e.raw_hash)
-        return make_error(ErrorCode::corrupt, describe(index) + ": decompressed bytes fail their checksum");
-    return {};
-}
-
-Result<ByteVector> Archive::read(size_t index) const {
-    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
-    ByteVector out;
-    try {
-        out.resize(entries_[index].raw_size);
-    } catch (const std::bad_alloc&) {
-        return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(entries_[index].raw_size) + " bytes");
-    }
-    SDM_TRY(read_into(index, out));
-    return out;
-}
-
-Result<Bytes> Archive::view(size_t index) const {
-    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
-    const Entry& e = entries_[index];
-    if (e.codec != Codec::stored) return make_error(ErrorCode::invalid_argument, describe(index) + " is compressed; read it instead");
     SDM_TRY(check_stored(index));
     const Bytes raw = bytes_.subspan(e.data_offset, e.stored_size);
     if (kCheckHashes && xxh3_128(raw) != e.raw_hash) return make_error(ErrorCode::corrupt, describe(index) + ": bytes fail their checksum");
     return raw;
 }
 
-Result<void> Archive::verify() const {
-    for (size_t i = 0; i < entries_.size(); ++i) {
-        auto raw = read(i);
-        if (!raw) return std::move(raw).error();
+Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
+    const Entry& e = entries_[index];
+    SDM_TRY(check_stored(index));
+    const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
+    const CodecReference ref{e.codec, reference};
+    // Before anything is allocated: the frame must declare exactly raw_size bytes within the window.
+    if (e.codec != Codec::stored) SDM_TRY(zstd_check_frame(stored, e.raw_size, ref, describe(index)));
+    ByteVector out;
+    try {
+        out.resize(e.raw_size);
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(e.raw_size) + " bytes");
     }
+    if (e.codec == Codec::stored) std::copy(stored.begin(), stored.end(), out.begin());
+    else SDM_TRY(zstd_decompress(stored, out, ref, describe(index)));
+    if (kCheckHashes && xxh3_128(out) != e.raw_hash)
+        return make_error(ErrorCode::corrupt, describe(index) + ": decompressed bytes fail their checksum");
+    return out;
+}
+
+Result<ByteVector> Archive::read(size_t index) const {
+    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
+    const Entry& e = entries_[index];
+    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {});
+    // The reference is stored or plain zstd (open() allows one step only): in place, or decoded.
+    if (entries_[e.ref].codec == Codec::stored) {
+        auto reference = checked_view(e.ref);
+        if (!reference) return std::move(reference).error();
+        return decode(index, *reference);
+    }
+    SDM_TRY(check_stored(index));  // this entry's own damage is reported before its reference is decoded
+    auto reference = decode(e.ref, {});
+    if (!reference) return std::move(reference).error();
+    return decode(index, *reference);
+}
+
+Result<Bytes> Archive::view(size_t index) const {
+    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
+    if (entries_[index].codec != Codec::stored) return make_error(ErrorCode::invalid_argument, describe(index) + " is compressed; read it instead");
+    return checked_view(index);
+}
+
+Result<void> Archive::for_each_entry(const Visitor& visit) const {
+    const size_t n = entries_.size();
+    // referrers[first[i] .. first[i+1]) are the entries that reference entry i, in index order.
+    std::vector<uint32_t> first(n + 1, 0), referrers;
+    const auto refers = [&](const Entry& e) { return e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix; };
+    for (const Entry& e : entries_)
+        if (refers(e)) ++first[e.ref + 1];
+    for (size_t i = 0; i < n; ++i) first[i + 1] += first[i];
+    referrers.resize(first[n]);
+    {
+        std::vector<uint32_t> at(first.begin(), first.end() - 1);
+        for (size_t i = 0; i < n; ++i)
+            if (refers(entries_[i])) referrers[at[entries_[i].ref]++] = static_cast<uint32_t>(i);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        if (refers(entries_[i])) continue;  // decoded right after its reference
+        ByteVector owned;
+        Bytes raw;
+        if (entries_[i].codec == Codec::stored) {
+            auto v = checked_view(i);
+            if (!v) return std::move(v).error();
+            raw = *v;
+        } else {
+            auto d = decode(i, {});
+            if (!d) return std::move(d).error();
+            owned = std::move(*d);
+            raw = owned;
+        }
+        if (visit) SDM_TRY(visit(i, raw));
+        for (uint32_t r = first[i]; r < first[i + 1]; ++r) {
+            auto d = decode(referrers[r], raw);
+            if (!d) return std::move(d).error();
+            if (visit) SDM_TRY(visit(referrers[r], *d));
+        }
+    }
+    return {};
+}
+
+Result<void> Archive::verify(const Visitor& visit) const {
+    SDM_TRY(for_each_entry(visit));
     // Every byte not covered by header, index, strings or a payload must be zero padding.
     std::vector<std::pair<uint64_t, uint64_t>> covered;
     covered.emplace_back(0, load_u64(bytes_, header::strings_offset) + load_u64(bytes_, header::strings_size));

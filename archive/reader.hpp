@@ -4,6 +4,7 @@
 // An Archive is immutable after open and safe to share across threads.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "bytes.hpp"
 #include "format.hpp"
 #include "hash.hpp"
+#include "manifest.hpp"
 #include "result.hpp"
 
 namespace sdm::archive {
@@ -64,14 +66,27 @@ public:
     // The index range [first, last) of every entry named `name`.
     std::pair<size_t, size_t> find_name(std::string_view name) const;
     std::optional<size_t> find_manifest() const;
+    // The decoded manifest: nullopt when the archive has none; an error naming the entry when it
+    // does not decode. A stored manifest (what the writer makes) is decoded in place.
+    Result<std::optional<Manifest>> read_manifest() const;
 
-    // The verified raw bytes of entry `index`.
+    // The verified raw bytes of entry `index` (a dictionary- or prefix-coded entry decodes its
+    // reference first). Nothing is allocated before the stored checksum and the zstd frame header
+    // have passed their checks.
     Result<ByteVector> read(size_t index) const;
     // Stored entries only: the verified raw bytes inside the archive, without a copy.
     Result<Bytes> view(size_t index) const;
-    // Reads and checks every entry, and that every byte outside header, index, strings and
-    // payloads is zero padding. The first failure is returned, naming the entry.
-    Result<void> verify() const;
+    // Calls `visit` with every entry's verified raw bytes, each entry decoded exactly once: an
+    // entry that others reference is decoded once and kept while they decode, so the work is
+    // linear in the archive's size plus its raw bytes, and peak memory is the largest entry plus
+    // its reference. The order is not index order (an entry's referrers follow it). The first
+    // failure, the archive's or the visitor's, ends the walk and is returned.
+    using Visitor = std::function<Result<void>(size_t index, Bytes raw)>;
+    Result<void> for_each_entry(const Visitor& visit) const;
+    // Reads and checks every entry (for_each_entry, passing each to `visit` when given), and that
+    // every byte outside header, index, strings and payloads is zero padding. The first failure
+    // is returned, naming the entry.
+    Result<void> verify(const Visitor& visit = {}) const;
     // "module gather, sm_90a (entry 3) of archive kernels.sdma" for messages.
     std::string describe(size_t index) const;
 
@@ -79,7 +94,10 @@ private:
     Archive() = default;
     Result<void> validate();
     Result<void> check_stored(size_t index) const;
-    Result<void> read_into(size_t index, std::span<std::byte> out) const;
+    // The raw bytes of entry `index`, whose reference (if it has one) decodes to `reference`.
+    Result<ByteVector> decode(size_t index, Bytes reference) const;
+    // A stored entry's bytes in place, both checksums checked.
+    Result<Bytes> checked_view(size_t index) const;
 
     std::string label_;
     Bytes bytes_{};

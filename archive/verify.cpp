@@ -8,14 +8,12 @@
 namespace sdm::archive {
 
 Result<void> verify_archive(const Archive& a) {
-    SDM_TRY(a.verify());
-    for (size_t i = 0; i < a.entries().size(); ++i) {
+    // One walk: every entry decoded once (Archive::for_each_entry), parsed as its kind, then the padding.
+    return a.verify([&](size_t i, Bytes raw) -> Result<void> {
         const Entry& e = a.entries()[i];
-        if (e.kind == Kind::dictionary) continue;
-        auto raw = a.read(i);
-        if (!raw) return std::move(raw).error();
+        if (e.kind == Kind::dictionary) return {};
         if (e.kind == Kind::manifest) {
-            auto m = decode_manifest(*raw);
+            auto m = decode_manifest(raw);
             if (!m) return make_error(m.error().code, a.describe(i) + ": " + m.error().message);
             for (const KernelSpec& k : m->kernels) {
                 const auto [first, last] = a.find_name(k.module);
@@ -26,12 +24,12 @@ Result<void> verify_archive(const Archive& a) {
                     return make_error(ErrorCode::corrupt, a.describe(i) + ": kernel " + k.name + " lives in module " + k.module +
                                                               ", which has no image in the archive");
             }
-            continue;
+            return {};
         }
-        auto info = check_declared_target(e.kind, e.sm, e.variant, *raw, a.describe(i));
+        auto info = check_declared_target(e.kind, e.sm, e.variant, raw, a.describe(i));
         if (!info) return std::move(info).error();
-    }
-    return {};
+        return {};
+    });
 }
 
 }  // namespace sdm::archive

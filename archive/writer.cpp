@@ -14,6 +14,7 @@
 #include "image.hpp"
 #include "manifest.hpp"
 #include "sdm_version.h"
+#include "text.hpp"
 
 namespace sdm::archive {
 namespace {
@@ -60,7 +61,8 @@ ArchiveWriter::ArchiveWriter(WriterOptions options) : options_(std::move(options
 
 Result<void> ArchiveWriter::add(WriterInput input) {
     if (!valid_name(input.name))
-        return make_error(ErrorCode::invalid_argument, "entry name '" + input.name + "' must be 1-256 printable ASCII characters without spaces");
+        return make_error(ErrorCode::invalid_argument, "entry name '" + printable(input.name.substr(0, 64)) + "' " + name_problem(input.name) +
+                                                           " (" + kNameRules + ")");
     if (!is_known(input.kind) || input.kind == Kind::dictionary)
         return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": kind cannot be added by hand");
     if (input.bytes.size() > limits::max_raw_entry)

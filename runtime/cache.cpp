@@ -1,24 +1,18 @@
 #include "cache.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
+#include <random>
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "file_map.hpp"
 #include "platform.hpp"
 
 namespace sdm::runtime {
 namespace {
 
-namespace fs = std::filesystem;
 using archive::ByteVector;
 using archive::Bytes;
 using archive::Hash128;
@@ -27,38 +21,45 @@ constexpr uint8_t kEntryMagic[8] = {'S', 'D', 'M', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, reserved 16
 constexpr double kLockWarnSeconds = 5.0;
 constexpr double kTrimTarget = 0.75;
-constexpr auto kStaleTemporary = std::chrono::hours(1);
+// An image larger than this share of the cap is not stored: one entry would evict most others.
+constexpr double kLargestShare = 1.0 - kTrimTarget;
+// The largest entry file read: an image of the format's largest entry and its header. Anything
+// larger was not written by sdm.
+constexpr uint64_t kMaxEntryFile = (uint64_t{1} << 30) + kEntryHeader;
 // A hit refreshes its entry's time for the LRU trim only when that time is older than this: a
 // warm start then writes nothing (no metadata update per hit), and the trim's order stays right
 // to within ten minutes.
 constexpr int64_t kRecencyGranularityNs = int64_t{600} * 1000000000;
-// Entries below this are read, larger ones mapped with every page populated at once.
-constexpr size_t kReadBelow = 256 * 1024;
+constexpr const char* kEntrySuffix = ".sdmc";
+constexpr size_t kToldLimit = 64;  // distinct reasons reported per cache; later ones are dropped
+constexpr const char* kLockSuffix = ".lock";
+constexpr const char* kTemporaryInfix = ".tmp.";
 
-std::string version_dir(const std::string& root) { return root + "/v" + std::to_string(kCacheFormat); }
+std::string version_name() { return "v" + std::to_string(kCacheFormat); }
 
-ByteVector entry_bytes(const Hash128& key, Bytes payload) {
-    ByteVector out(kEntryHeader + payload.size());
-    std::copy(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<uint8_t*>(out.data()));
-    archive::store_u32(out, 8, kCacheFormat);
-    archive::store_u32(out, 12, kEntryHeader);
-    archive::store_hash128(out, 16, key);
-    archive::store_u64(out, 32, payload.size());
-    archive::store_u64(out, 40, archive::xxh3_64(payload));
-    std::copy(payload.begin(), payload.end(), out.begin() + kEntryHeader);
-    return out;
+// The file names of `key` inside its fan-out folder hex[0..2).
+std::string entry_name(const std::string& hex) { return hex.substr(2) + kEntrySuffix; }
+std::string lock_name(const std::string& hex) { return hex.substr(2) + kLockSuffix; }
+
+std::array<std::byte, kEntryHeader> entry_header(const Hash128& key, Bytes payload) {
+    std::array<std::byte, kEntryHeader> h{};
+    std::copy(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<uint8_t*>(h.data()));
+    archive::store_u32(h, 8, kCacheFormat);
+    archive::store_u32(h, 12, kEntryHeader);
+    archive::store_hash128(h, 16, key);
+    archive::store_u64(h, 32, payload.size());
+    archive::store_u64(h, 40, archive::xxh3_64(payload));
+    return h;
 }
 
-// The payload, when the entry is whole and is the entry of `key`.
-std::optional<Bytes> check_entry(Bytes b, const Hash128& key) {
+// Whether `b` is the whole entry of `key`: its header, and its payload's checksum.
+bool check_entry(Bytes b, const Hash128& key) {
     if (b.size() < kEntryHeader || !std::equal(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<const uint8_t*>(b.data())))
-        return std::nullopt;
-    if (archive::load_u32(b, 8) != kCacheFormat || archive::load_u32(b, 12) != kEntryHeader) return std::nullopt;
-    if (archive::load_hash128(b, 16) != key) return std::nullopt;
-    if (archive::load_u64(b, 32) != b.size() - kEntryHeader) return std::nullopt;
-    const Bytes payload = b.subspan(kEntryHeader);
-    if (archive::xxh3_64(payload) != archive::load_u64(b, 40)) return std::nullopt;
-    return payload;
+        return false;
+    if (archive::load_u32(b, 8) != kCacheFormat || archive::load_u32(b, 12) != kEntryHeader) return false;
+    if (archive::load_hash128(b, 16) != key) return false;
+    if (archive::load_u64(b, 32) != b.size() - kEntryHeader) return false;
+    return archive::xxh3_64(b.subspan(kEntryHeader)) == archive::load_u64(b, 40);
 }
 
 std::optional<uint64_t> parse_bytes(const std::string& text) {
@@ -68,30 +69,64 @@ std::optional<uint64_t> parse_bytes(const std::string& text) {
     return value;
 }
 
-struct EntryFile {
-    fs::path path;
-    uint64_t bytes;
-    fs::file_time_type used;
+std::string mode_text(uint32_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+    return text;
+}
+
+// An entry (or temporary) must be a regular file of this user that only this user may write.
+Result<void> check_entry_file(const std::string& path, const platform::FileStatus& st) {
+    if (st.owner != platform::effective_user())
+        return make_error(ErrorCode::invalid_argument, "cache entry " + path + " belongs to uid " + std::to_string(st.owner) + ", not to this user (uid " +
+                                                           std::to_string(platform::effective_user()) + "); it is not loaded. Remove it");
+    if ((st.mode & 022) != 0)
+        return make_error(ErrorCode::invalid_argument, "cache entry " + path + " is writable by group or others (mode " + mode_text(st.mode) +
+                                                           "); it is not loaded. Remove it, or run chmod go-w on it");
+    return {};
+}
+
+bool is_hex(std::string_view s) {
+    return std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// A unique temporary name beside `final_name`, for one writer.
+std::string temporary_name(const std::string& hex) {
+    thread_local std::mt19937_64 random{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
+    char suffix[20];
+    std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
+    return hex.substr(2) + kTemporaryInfix + suffix;
+}
+
+struct CacheFile {
+    const platform::Directory* folder;
+    std::string name;
+    platform::FileStatus status;
 };
 
-Result<std::vector<EntryFile>> list_entries(const std::string& root, std::vector<fs::path>* stale_temporaries) {
-    std::vector<EntryFile> out;
-    std::error_code ec;
-    const fs::path dir = version_dir(root);
-    if (!fs::exists(dir, ec)) return out;
-    const auto now = fs::file_time_type::clock::now();
-    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-        if (!it->is_regular_file(ec)) continue;
-        const fs::path& p = it->path();
-        const auto mtime = fs::last_write_time(p, ec);
-        if (p.extension() == ".sdmc") {
-            out.push_back({p, static_cast<uint64_t>(it->file_size(ec)), mtime});
-        } else if (stale_temporaries != nullptr && p.filename().string().find(".tmp.") != std::string::npos && now - mtime > kStaleTemporary) {
-            stale_temporaries->push_back(p);
+// Every entry and temporary of the cache, walking only folders that pass the checks.
+Result<void> walk(const platform::Directory& version, std::vector<platform::Directory>& folders, std::vector<CacheFile>& entries,
+                  std::vector<CacheFile>& temporaries) {
+    auto names = version.list();
+    if (!names) return std::move(names).error();
+    for (const auto& [name, st] : *names) {
+        if (name.size() != 2 || !is_hex(name) || !st.directory) continue;
+        auto folder = version.child(name, false, 0700);
+        if (!folder) continue;
+        auto own = folder->status();
+        if (!own || !check_cache_directory(folder->path(), *own)) continue;
+        folders.push_back(std::move(*folder));
+    }
+    for (const auto& folder : folders) {
+        auto files = folder.list();
+        if (!files) return std::move(files).error();
+        for (const auto& [name, st] : *files) {
+            if (!st.regular) continue;
+            if (name.size() > 5 && name.ends_with(kEntrySuffix)) entries.push_back({&folder, name, st});
+            else if (name.find(kTemporaryInfix) != std::string::npos) temporaries.push_back({&folder, name, st});
         }
     }
-    if (ec) return make_error(ErrorCode::io, "cannot list the cache " + dir.string() + ": " + ec.message());
-    return out;
+    return {};
 }
 
 }  // namespace
@@ -117,21 +152,16 @@ CacheKeyBuilder& CacheKeyBuilder::field(const Hash128& hash) {
     return *this;
 }
 
-Result<void> check_cache_directory(const std::string& directory) {
-    struct stat st {};
-    if (::stat(directory.c_str(), &st) != 0) return make_error(ErrorCode::io, "cannot stat cache directory " + directory + ": " + std::strerror(errno));
-    if (!S_ISDIR(st.st_mode)) return make_error(ErrorCode::invalid_argument, "cache directory " + directory + " is not a directory; set SDM_CACHE_DIR");
-    if (st.st_uid != ::geteuid())
-        return make_error(ErrorCode::invalid_argument, "cache directory " + directory + " belongs to uid " + std::to_string(st.st_uid) +
-                                                           ", not to this user (uid " + std::to_string(::geteuid()) +
+Result<void> check_cache_directory(const std::string& path, const platform::FileStatus& st) {
+    if (!st.directory) return make_error(ErrorCode::invalid_argument, "cache directory " + path + " is " + st.type() + "; set SDM_CACHE_DIR");
+    if (st.owner != platform::effective_user())
+        return make_error(ErrorCode::invalid_argument, "cache directory " + path + " belongs to uid " + std::to_string(st.owner) +
+                                                           ", not to this user (uid " + std::to_string(platform::effective_user()) +
                                                            "); sdm refuses to load code from it. Use a directory of your own (SDM_CACHE_DIR)");
-    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        return make_error(ErrorCode::invalid_argument, "cache directory " + directory + " is group- or world-writable (mode " + mode +
-                                                           "); sdm refuses to load code others could plant. Run chmod go-w " + directory +
+    if ((st.mode & 022) != 0)
+        return make_error(ErrorCode::invalid_argument, "cache directory " + path + " is group- or world-writable (mode " + mode_text(st.mode) +
+                                                           "); sdm refuses to load code others could plant. Run chmod go-w " + path +
                                                            ", or set SDM_CACHE_DIR");
-    }
     return {};
 }
 
@@ -139,6 +169,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     std::unique_ptr<Cache> cache(new Cache());
     cache->disabled_ = options.disabled || platform::env("SDM_CACHE_DISABLE").value_or("0") != "0";
     cache->read_only_ = options.read_only;
+    cache->create_ = options.create && !options.read_only;
     cache->store_failed_ = options.store_failed;
     if (options.max_bytes != 0) {
         cache->max_bytes_ = options.max_bytes;
@@ -158,33 +189,105 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     cache->directory_ = dir;
     if (cache->disabled_) return cache;
-    struct stat st {};
-    const bool exists = ::stat(version_dir(dir).c_str(), &st) == 0 && S_ISDIR(st.st_mode);  // the usual case: one call, no mkdir
-    if (!cache->read_only_ && !exists) SDM_TRY(platform::make_directories(version_dir(dir), 0700));
-    if (cache->read_only_ && ::access(dir.c_str(), F_OK) != 0) return cache;  // nothing to read yet
-    SDM_TRY(check_cache_directory(dir));
+    // The root: created only where its parent exists (a typo in SDM_CACHE_DIR creates no tree),
+    // and checked before anything is created inside it.
+    if (cache->create_) {
+        const auto slash = dir.rfind('/');
+        if (slash != std::string::npos && slash > 0) {
+            // The parents of the default location ($XDG_CACHE_HOME, ~/.cache) may be missing on a fresh account.
+            if (auto made = platform::make_directories(dir.substr(0, slash), 0700); !made) return std::move(made).error();
+        }
+    }
+    auto root = platform::Directory::open(dir, cache->create_, 0700);
+    if (!root) {
+        if (root.error().code == ErrorCode::not_found) return cache;  // nothing cached yet
+        return std::move(root).error();
+    }
+    auto root_status = root->status();
+    if (!root_status) return std::move(root_status).error();
+    SDM_TRY(check_cache_directory(dir, *root_status));
+    auto version = root->child(version_name(), cache->create_, 0700);
+    if (!version) {
+        if (version.error().code == ErrorCode::not_found) return cache;
+        return std::move(version).error();
+    }
+    auto version_status = version->status();
+    if (!version_status) return std::move(version_status).error();
+    SDM_TRY(check_cache_directory(version->path(), *version_status));
+    cache->version_ = std::make_unique<platform::Directory>(std::move(*version));
     return cache;
 }
 
 std::string Cache::entry_path(const Hash128& key) const {
     const std::string hex = key.hex();
-    return version_dir(directory_) + "/" + hex.substr(0, 2) + "/" + hex.substr(2) + ".sdmc";
+    return directory_ + "/" + version_name() + "/" + hex.substr(0, 2) + "/" + entry_name(hex);
 }
 
-std::optional<Cache::Mapped> Cache::map(const Hash128& key) {
+void Cache::refused(const std::string& why) {
+    if (!store_failed_) return;
+    {  // each distinct reason once: a planted file would otherwise be reported on every lookup
+        std::lock_guard lock(told_mutex_);
+        if (told_.size() >= kToldLimit || !told_.insert(why).second) return;
+    }
+    store_failed_(why);
+}
+
+Result<const platform::Directory*> Cache::fanout(const std::string& hex, bool create) {
+    if (!version_) {
+        if (!create || !create_) return make_error(ErrorCode::not_found, "the cache " + directory_ + " holds nothing yet");
+        auto root = platform::Directory::open(directory_, true, 0700);
+        if (!root) return std::move(root).error();
+        auto root_status = root->status();
+        if (!root_status) return std::move(root_status).error();
+        SDM_TRY(check_cache_directory(directory_, *root_status));
+        std::lock_guard lock(fanout_mutex_);
+        if (!version_) {
+            auto version = root->child(version_name(), true, 0700);
+            if (!version) return std::move(version).error();
+            auto st = version->status();
+            if (!st) return std::move(st).error();
+            SDM_TRY(check_cache_directory(version->path(), *st));
+            version_ = std::make_unique<platform::Directory>(std::move(*version));
+        }
+    }
+    const size_t slot = static_cast<size_t>(std::stoul(hex.substr(0, 2), nullptr, 16));
+    std::lock_guard lock(fanout_mutex_);
+    if (fanouts_[slot]) return fanouts_[slot].get();
+    auto folder = version_->child(hex.substr(0, 2), create && create_, 0700);
+    if (!folder) return std::move(folder).error();
+    auto st = folder->status();
+    if (!st) return std::move(st).error();
+    SDM_TRY(check_cache_directory(folder->path(), *st));
+    fanouts_[slot] = std::make_unique<platform::Directory>(std::move(*folder));
+    return fanouts_[slot].get();
+}
+
+std::optional<ByteVector> Cache::get(const Hash128& key) {
     if (disabled_) return std::nullopt;
-    const std::string path = entry_path(key);
-    auto map = archive::FileMap::open(path, {kReadBelow, true});
-    if (!map) {
+    const std::string hex = key.hex();
+    auto folder = fanout(hex, false);
+    if (!folder) {
+        if (folder.error().code != ErrorCode::not_found) refused("the kernel cache is not read: " + folder.error().message);
         ++misses_;
         return std::nullopt;
     }
-    const auto payload = check_entry((*map)->bytes(), key);
-    if (!payload) {
+    const std::string name = entry_name(hex);
+    auto read = (*folder)->read_file(name, kMaxEntryFile, [&](const platform::FileStatus& st) { return check_entry_file((*folder)->path() + "/" + name, st); });
+    if (!read) {
+        ++misses_;
+        if (read.error().code == ErrorCode::not_found) return std::nullopt;
+        // Another user's file, a link, a FIFO: never loaded, and said. A short read is a writer
+        // racing in place: a bad entry like any other.
+        ++bad_;
+        refused(read.error().message);
+        return std::nullopt;
+    }
+    auto& [status, bytes] = *read;
+    if (!check_entry(bytes, key)) {
         // Truncated, damaged, or another key's: a miss, and it goes (unless we may not write).
         ++bad_;
         ++misses_;
-        if (!read_only_) ::unlink(path.c_str());
+        if (!read_only_) (*folder)->remove(name, status.inode);
         return std::nullopt;
     }
     ++hits_;
@@ -192,24 +295,37 @@ std::optional<Cache::Mapped> Cache::map(const Hash128& key) {
         timespec now{};
         ::clock_gettime(CLOCK_REALTIME, &now);
         const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-        if (now_ns - (*map)->mtime_ns() > kRecencyGranularityNs) ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // recency for the LRU trim
+        if (now_ns - status.mtime_ns > kRecencyGranularityNs) (*folder)->touch(name);  // recency for the LRU trim
     }
-    return Mapped{std::move(*map), *payload};
+    bytes.erase(bytes.begin(), bytes.begin() + kEntryHeader);
+    return std::move(bytes);
 }
 
-std::optional<ByteVector> Cache::get(const Hash128& key) {
-    auto mapped = map(key);
-    if (!mapped) return std::nullopt;
-    return ByteVector(mapped->payload.begin(), mapped->payload.end());
+void Cache::evict(const Hash128& key) {
+    if (disabled_ || read_only_) return;
+    const std::string hex = key.hex();
+    auto folder = fanout(hex, false);
+    if (!folder) return;
+    if ((*folder)->remove(entry_name(hex))) ++bad_;
+}
+
+Result<void> Cache::store(const Hash128& key, Bytes payload) {
+    const auto largest = static_cast<uint64_t>(static_cast<double>(max_bytes_) * kLargestShare);
+    if (payload.size() > largest)
+        return make_error(ErrorCode::invalid_argument, "an image of " + std::to_string(payload.size()) + " bytes is more than a quarter of the cache's cap of " +
+                                                           std::to_string(max_bytes_) + " bytes; raise SDM_CACHE_MAX_BYTES to cache it");
+    const std::string hex = key.hex();
+    auto folder = fanout(hex, true);
+    if (!folder) return std::move(folder).error();
+    const auto header = entry_header(key, payload);
+    SDM_TRY((*folder)->write_file_atomic(entry_name(hex), temporary_name(hex), {Bytes(header), payload}));
+    written_ += kEntryHeader + payload.size();
+    return {};
 }
 
 Result<void> Cache::put(const Hash128& key, Bytes payload) {
     if (disabled_ || read_only_) return {};
-    const std::string path = entry_path(key);
-    SDM_TRY(platform::make_directories(path.substr(0, path.rfind('/')), 0700));
-    const ByteVector bytes = entry_bytes(key, payload);
-    SDM_TRY(archive::write_file_atomic(path, bytes));
-    written_ += bytes.size();
+    SDM_TRY(store(key, payload));
     return trim_if_needed();
 }
 
@@ -225,20 +341,19 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     if (disabled_) return timed_build();
     if (auto hit = get(key)) return std::move(*hit);
     if (read_only_) return timed_build();
-    const auto tell = [&](const Error& why) {
-        if (store_failed_)
-            store_failed_("the kernel cache could not store an image (" + why.message + "); it is used uncached. Free space in " + directory_ +
-                          ", or point SDM_CACHE_DIR at a writable directory");
-    };
+    const auto tell = [&](const Error& why) { refused("the kernel cache could not store an image (" + why.message + "); it is used uncached"); };
     const auto uncached = [&](const Error& why) -> Result<ByteVector> {
         auto built = timed_build();
         if (built) tell(why);
         return built;
     };
-    const std::string path = entry_path(key);
-    if (auto made = platform::make_directories(path.substr(0, path.rfind('/')), 0700); !made) return uncached(made.error());
-    const std::string lock_path = path.substr(0, path.size() - 5) + ".lock";
-    auto lock = platform::FileLock::acquire(lock_path, kLockWarnSeconds, [] {});
+    const std::string hex = key.hex();
+    auto folder = fanout(hex, true);
+    if (!folder) return uncached(folder.error());
+    const std::string lock_file = (*folder)->path() + "/" + lock_name(hex);
+    auto lock = (*folder)->lock(lock_name(hex), kLockWarnSeconds, [&] {
+        refused("waiting for the lock " + lock_file + ": another process or thread is building the image of this key");
+    });
     if (!lock) return uncached(lock.error());
     // Whoever held the lock may have built it meanwhile.
     if (auto hit = get(key)) {
@@ -247,7 +362,8 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     }
     auto built = timed_build();
     if (!built) return built;
-    if (auto stored = put(key, *built); !stored) tell(stored.error());
+    if (auto stored = store(key, *built); !stored) tell(stored.error());
+    else if (auto trimmed = trim_if_needed(); !trimmed) tell(trimmed.error());
     return built;
 }
 
@@ -264,12 +380,19 @@ CacheStats Cache::stats() const {
 }
 
 Result<CacheUsage> Cache::usage() const {
-    auto entries = list_entries(directory_, nullptr);
-    if (!entries) return std::move(entries).error();
     CacheUsage u;
-    for (const auto& e : *entries) {
+    if (!version_) return u;
+    std::vector<platform::Directory> folders;
+    std::vector<CacheFile> entries, temporaries;
+    SDM_TRY(walk(*version_, folders, entries, temporaries));
+    for (const auto& e : entries) {
         ++u.entries;
-        u.bytes += e.bytes;
+        u.bytes += e.status.size;
+    }
+    for (const auto& t : temporaries) {
+        ++u.temporaries;
+        u.temporary_bytes += t.status.size;
+        u.bytes += t.status.size;
     }
     return u;
 }
@@ -284,18 +407,30 @@ Result<void> Cache::trim_if_needed() {
 }
 
 Result<uint64_t> Cache::prune(uint64_t target) {
-    std::vector<fs::path> stale;
-    auto entries = list_entries(directory_, &stale);
-    if (!entries) return std::move(entries).error();
-    for (const auto& p : stale) ::unlink(p.c_str());
+    if (!version_ || read_only_) return uint64_t{0};
+    std::vector<platform::Directory> folders;
+    std::vector<CacheFile> entries, temporaries;
+    SDM_TRY(walk(*version_, folders, entries, temporaries));
     uint64_t total = 0;
-    for (const auto& e : *entries) total += e.bytes;
-    std::sort(entries->begin(), entries->end(), [](const EntryFile& a, const EntryFile& b) { return a.used < b.used; });
+    for (const auto& e : entries) total += e.status.size;
+    // A temporary whose key's lock nobody holds has no writer: it was left by a killed process.
+    // One still being written counts against the cap all the same.
     uint64_t removed = 0;
-    for (const auto& e : *entries) {
+    for (const auto& t : temporaries) {
+        const std::string lock = t.name.substr(0, t.name.find(kTemporaryInfix)) + kLockSuffix;
+        if (auto held = t.folder->try_lock(lock); held || !t.folder->status_of(lock)) {
+            if (t.folder->remove(t.name, t.status.inode)) {
+                ++removed;
+                continue;
+            }
+        }
+        total += t.status.size;
+    }
+    std::sort(entries.begin(), entries.end(), [](const CacheFile& a, const CacheFile& b) { return a.status.mtime_ns < b.status.mtime_ns; });
+    for (const auto& e : entries) {
         if (total <= target) break;
-        if (::unlink(e.path.c_str()) == 0) {
-            total -= e.bytes;
+        if (e.folder->remove(e.name, e.status.inode)) {
+            total -= e.status.size;
             ++removed;
             ++evictions_;
         }

@@ -2,28 +2,38 @@
 // - Identity: XXH3-128 over length-prefixed fields (CacheKeyBuilder): the input's content hash,
 //   the target, the backend and its version, the driver version, every option in order, and the
 //   cache format version. Identical inputs share an entry; anything else gets its own.
-// - Layout: DIR/v1/ab/<32 hex digits>.sdmc, a 64-byte header (magic, format, key, payload size,
-//   payload XXH3-64) then the payload. Every read checks it; a bad entry is a miss and is removed.
+// - Layout: DIR/v1/ab/<30 more hex digits>.sdmc, a 64-byte header (magic, format, key, payload
+//   size, payload XXH3-64) then the payload. Every read checks it; a bad entry is a miss and is
+//   removed (Cache::evict is the only code that removes entries).
 // - Concurrency: a per-key lock file (flock: released by the kernel when a process dies, so no
 //   stale locks), the entry checked again under the lock, written to a temporary file, fsynced
 //   and renamed into place. N processes or threads asking for one key run one build.
-// - Eviction: a byte cap; least recently used first (hits touch the entry), trimming to 75 %.
-// - Security: the directory must belong to the user and not be group- or world-writable, else
-//   sdm refuses to read from it (a planted cubin is code execution on the GPU).
-// - Modes: disabled (nothing read or written) and read-only (nothing written).
+// - Eviction: a byte cap over entries and temporaries; least recently used first (hits touch the
+//   entry), trimming to 75 %. An image larger than a quarter of the cap is used uncached.
+// - Security (docs/RELIABILITY.md, the threat model): the root is opened once as a directory
+//   descriptor and everything below is reached relative to it, never through a link. Every level
+//   (root, v1, fan-out folders) must belong to the user and not be group- or world-writable, and so
+//   must every entry; sdm creates them 0700 / 0600. Anything else is a miss, reported with the
+//   path and the fix, and never loaded (a planted cubin is code execution on the GPU). An entry is
+//   read into private memory and checked there: the bytes the caller gets are the bytes that
+//   passed, whatever another process does to the file afterwards.
+// - Modes: disabled (nothing read or written) and read-only (nothing written or created).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "bytes.hpp"
-#include "file_map.hpp"
 #include "hash.hpp"
+#include "platform.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {
@@ -37,8 +47,11 @@ struct CacheOptions {
     bool read_only{false};
     uint64_t max_bytes{0};        // 0: $SDM_CACHE_MAX_BYTES, else 1 GiB
     // Told when get_or_build could not store what it built (a full disk, a directory it cannot
-    // write): the image is used anyway, uncached. May be called from any thread.
+    // write), and when an entry or a level of the directory is refused (another user's, writable
+    // by others, a link): the image is then used anyway, uncached or rebuilt. Any thread.
     std::function<void(const std::string&)> store_failed;
+    // Create the directories when missing (the runtime); `sdm cache` inspects and creates nothing.
+    bool create{true};
     // Options as the environment sets them, for a host that set nothing.
     static CacheOptions from_environment();
 };
@@ -67,29 +80,30 @@ struct CacheStats {
 
 struct CacheUsage {
     uint64_t entries{0};
-    uint64_t bytes{0};
+    uint64_t bytes{0};            // entries and temporaries: what counts against the cap
+    uint64_t temporaries{0};      // files being written, or left by writers that were killed
+    uint64_t temporary_bytes{0};
 };
 
 class Cache {
 public:
-    // Resolves the directory, creates it (0700) when missing, and checks who owns it.
+    // Resolves the directory, creates it (0700) when missing and allowed, opens it and checks
+    // every level that exists. A cache whose root does not exist yet (read-only, or not created)
+    // opens empty.
     static Result<std::unique_ptr<Cache>> open(const CacheOptions& options);
 
     const std::string& directory() const noexcept { return directory_; }
     bool disabled() const noexcept { return disabled_; }
     bool read_only() const noexcept { return read_only_; }
+    bool exists() const noexcept { return version_ != nullptr; }
     uint64_t max_bytes() const noexcept { return max_bytes_; }
 
-    // The checked payload of `key`, or nullopt (absent, or bad and now removed).
+    // The checked payload of `key` in private memory, or nullopt (absent, refused, or bad and now
+    // removed).
     std::optional<archive::ByteVector> get(const archive::Hash128& key);
-    // The same without a copy: the payload inside the mapped entry, valid while `map` lives.
-    struct Mapped {
-        std::shared_ptr<const archive::FileMap> map;
-        archive::Bytes payload;
-    };
-    std::optional<Mapped> map(const archive::Hash128& key);
     // Stores atomically (temporary file, fsync, rename), then trims past the cap. Read-only and
-    // disabled caches store nothing and succeed.
+    // disabled caches store nothing and succeed; a payload over a quarter of the cap is not stored
+    // (ErrorCode::invalid_argument, naming the cap).
     Result<void> put(const archive::Hash128& key, archive::Bytes payload);
     // get(), or under the key's lock: get() again, else build() and put(). Several processes
     // or threads asking at once run build() once. When the entry cannot be stored (no space, no
@@ -97,28 +111,42 @@ public:
     // why: a cache problem never costs the caller its image.
     using Builder = std::function<Result<archive::ByteVector>()>;
     Result<archive::ByteVector> get_or_build(const archive::Hash128& key, const Builder& build);
+    // Removes the entry of `key`: what it holds failed a later check (the driver refused it, or it
+    // lacks kernels). Counted in bad_entries. Nothing in read-only mode.
+    void evict(const archive::Hash128& key);
 
     CacheStats stats() const;
     Result<CacheUsage> usage() const;
-    // Removes least recently used entries until the cache holds at most `target` bytes, and
-    // temporary files older than an hour (left by killed writers).
+    // Removes temporary files no writer holds any more (left by killed writers), then least
+    // recently used entries until the cache holds at most `target` bytes.
     Result<uint64_t> prune(uint64_t target);
     Result<uint64_t> clear();
-    std::string entry_path(const archive::Hash128& key) const;
+    std::string entry_path(const archive::Hash128& key) const;  // for messages and tests
 
 private:
     Cache() = default;
+    // The fan-out folder of `key` ("ab"), opened and checked once and then kept.
+    Result<const platform::Directory*> fanout(const std::string& hex, bool create);
+    Result<void> store(const archive::Hash128& key, archive::Bytes payload);
     Result<void> trim_if_needed();
+    void refused(const std::string& why);
     std::string directory_;
     std::function<void(const std::string&)> store_failed_;
     bool disabled_{false};
     bool read_only_{false};
+    bool create_{true};
     uint64_t max_bytes_{kDefaultCacheMaxBytes};
+    std::unique_ptr<platform::Directory> version_;  // DIR/v1; null while it does not exist
+    std::mutex fanout_mutex_;
+    std::array<std::unique_ptr<platform::Directory>, 256> fanouts_;
+    std::mutex told_mutex_;
+    std::set<std::string> told_;  // the reasons store_failed_ was told, each once
     std::atomic<uint64_t> hits_{0}, misses_{0}, builds_{0}, evictions_{0}, bad_{0}, written_{0};
     std::atomic<uint64_t> build_microseconds_{0};
 };
 
-// Checks that `directory` belongs to the effective user and is not group- or world-writable.
-Result<void> check_cache_directory(const std::string& directory);
+// Checks that a directory of the cache (`path`, with status `status`) belongs to the effective
+// user and is not group- or world-writable; the error names the path and the fix.
+Result<void> check_cache_directory(const std::string& path, const platform::FileStatus& status);
 
 }  // namespace sdm::runtime

@@ -116,7 +116,7 @@ Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& de
     if (blocks < 1)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + plan_text(plan) + " on " + device.description +
                                                            ": no block of it fits on a multiprocessor (registers or shared memory)");
-    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) {
+    if (plan.cluster[0] > 1) {  // x by 1 by 1: check_plan checked the shape
         CUlaunchAttribute attr = cluster_attribute(plan);
         CUlaunchConfig config{};
         config.gridDimX = plan.grid;
@@ -148,9 +148,19 @@ Result<void> Launcher::ensure_smem(uint32_t bytes) {
 }
 
 Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count) {
-    if (arg_count != signature_.size() || (arg_count > 0 && args == nullptr))
+    if (arg_count != signature_.size())
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
                                                            archive::signature_text(signature_) + "), not " + std::to_string(arg_count));
+    if (arg_count > 0 && args == nullptr)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
+                                                           archive::signature_text(signature_) + "), but args is NULL: pass an array of " +
+                                                           std::to_string(arg_count) + " pointers, one to each argument's value");
+    for (uint32_t i = 0; i < arg_count; ++i)  // the driver reads through each: a NULL one would crash the host
+        if (args[i] == nullptr)
+            return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": args[" + std::to_string(i) + "] (its " +
+                                                               archive::param_type_name(signature_[i]) + " argument) is NULL; it must point to the value");
+    if (auto shape = check_cluster_shape(plan); !shape)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot launch with " + plan_text(plan) + ": " + shape.error().message);
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
     LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     if (launch_ex == nullptr) {  // once; racing threads store the same pointer
@@ -163,7 +173,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     }
     CUlaunchAttribute attrs[2]{};
     unsigned n = 0;
-    if (plan.cluster[0] * plan.cluster[1] * plan.cluster[2] > 1) attrs[n++] = cluster_attribute(plan);
+    if (plan.cluster[0] > 1) attrs[n++] = cluster_attribute(plan);
     if (plan.pdl) {
         attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attrs[n].value.programmaticStreamSerializationAllowed = 1;

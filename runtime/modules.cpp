@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <set>
 #include <thread>
 
 #include "cache.hpp"
 #include "context.hpp"
+#include "image.hpp"
 #include "jit_nvjitlink.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
@@ -32,14 +34,14 @@ ByteVector terminated(ByteVector text) {
 
 }  // namespace
 
-Result<void> check_signature(const KernelHandle& kernel, std::string_view expected) {
+Result<void> check_signature(const std::string& kernel, const std::string& archive, const std::string& signature, std::string_view expected) {
     auto parsed = archive::parse_signature(expected);
     if (!parsed)
-        return make_error(ErrorCode::invalid_argument, "the signature expected for kernel " + kernel.name + " ('" + std::string(expected) +
+        return make_error(ErrorCode::invalid_argument, "the signature expected for kernel " + kernel + " ('" + std::string(expected) +
                                                            "') does not parse: " + parsed.error().message);
     const std::string want = archive::signature_text(*parsed);
-    if (want != kernel.signature)
-        return make_error(ErrorCode::mismatch, "kernel " + kernel.name + " of archive " + kernel.archive + " takes (" + kernel.signature +
+    if (want != signature)
+        return make_error(ErrorCode::mismatch, "kernel " + kernel + " of archive " + archive + " takes (" + signature +
                                                    "), but the host was built for (" + want +
                                                    "). Use an archive built for this host, or rebuild the host against this archive's kernels");
     return {};
@@ -161,7 +163,7 @@ std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
     return s;
 }
 
-Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream) {
+Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected) {
     const uint64_t generation = runtime_.mount_generation();
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
@@ -169,14 +171,20 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         if (it != served_.end() && it->second.first == generation && !it->second.second->retired) {
             const auto k = it->second.second->kernels.find(name);
             if (k != it->second.second->kernels.end()) {
+                const KernelHandle& handle = *k->second;
+                if (expected) SDM_TRY(check_signature(handle.name, handle.archive, handle.signature, *expected));  // before the reference
                 ++it->second.second->references;
-                return k->second.get();
+                return &handle;
             }
         }
     }
     for (;;) {
         auto serve = serving(ordinal, name);
         if (!serve) return std::move(serve).error();
+        if (expected) {  // checked against the manifest before anything is loaded or referenced
+            const archive::KernelSpec* spec = serve->archive->manifest->find_kernel(name);
+            SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
+        }
         auto s = slot({ordinal, serve->archive.get(), serve->module});
         std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
         if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
@@ -254,7 +262,6 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
     Cache* cache = runtime_.cache();  // null: no usable cache (logged once); images are built every time
     ImageSource source = ImageSource::archive_cubin;
     std::optional<archive::Hash128> cache_key;
-    std::optional<Cache::Mapped> mapped_entry;  // keeps a cache entry mapped until the driver has it
     ByteVector owned;
     archive::Bytes bytes;
     CUmodule cu_module = nullptr;
@@ -267,33 +274,66 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                                                             "sdm_preload, or one sdm_kernel_get outside the capture");
         return {};
     };
+    // The driver trusts an image's headers (the real one crashes on an ELF header that points past
+    // the image), and so do the JIT backends: every image an archive holds passes the checks
+    // `sdm verify` runs before a backend or the driver sees it, and so does every image a backend
+    // or the cache hands back.
+    const auto from_archive = [&](archive::Bytes raw) -> Result<void> {
+        auto info = archive::check_declared_target(entry.kind, entry.sm, entry.variant, raw, image);
+        if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
+        return {};
+    };
+    const auto well_formed = [&](Kind kind, archive::Bytes raw, const std::string& what) -> Result<void> {
+        auto info = archive::inspect_image(kind, raw);
+        if (!info) return make_error(ErrorCode::corrupt, what + ": " + info.error().message + "; it is not loaded");
+        return {};
+    };
+    // Through the cache: a hit that fails the checks is evicted and built again.
+    const auto cached = [&](const archive::Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) -> Result<void> {
+        cache_key = key;
+        bool ran = false;
+        const auto run = [&]() -> Result<ByteVector> {
+            ran = true;
+            auto built = build();
+            if (!built) return built;
+            SDM_TRY(well_formed(kind, *built, "the image built from " + image));
+            return built;
+        };
+        auto got = cache != nullptr ? cache->get_or_build(key, run) : run();
+        if (!got) return std::move(got).error();
+        if (!ran) {
+            if (auto checked = well_formed(kind, *got, "the cache entry for " + image + " (" + cache->entry_path(key) + ")"); !checked) {
+                runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
+                cache->evict(key);
+                got = run();
+                if (!got) return std::move(got).error();
+            }
+        }
+        source = ran || cache == nullptr ? built_by : ImageSource::cache;
+        owned = std::move(*got);
+        bytes = owned;
+        return {};
+    };
 
     if (selected->path == SelectionPath::cubin && entry.codec == archive::Codec::stored) {
         auto view = a.view(selected->image.index);  // checked, zero-copy from the mapping
         if (!view) return std::move(view).error();
+        SDM_TRY(from_archive(*view));
         bytes = *view;
     } else if (selected->path == SelectionPath::cubin || selected->path == SelectionPath::fatbin) {
         // Compressed: the verified raw image is kept in the cache, so a warm start skips the decompression.
-        source = selected->path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
-        cache_key = CacheKeyBuilder().field("raw image").field(entry.raw_hash).field(entry.raw_size).key();
-        bool read = false;
-        const auto from_archive = [&]() -> Result<ByteVector> {
-            read = true;
-            return a.read(selected->image.index);
-        };
-        if (cache != nullptr && (mapped_entry = cache->map(*cache_key))) {
-            source = ImageSource::cache;  // straight from the mapped entry: no copy
-            bytes = mapped_entry->payload;
-        } else {
-            auto raw = cache != nullptr ? cache->get_or_build(*cache_key, from_archive) : from_archive();
-            if (!raw) return std::move(raw).error();
-            if (!read && cache != nullptr) source = ImageSource::cache;
-            owned = std::move(*raw);
-            bytes = owned;
-        }
+        const Kind kind = selected->path == SelectionPath::fatbin ? Kind::fatbin : Kind::cubin;
+        SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(entry.raw_hash).field(entry.raw_size).key(), kind,
+                       selected->path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin,
+                       [&]() -> Result<ByteVector> {
+                           auto raw = a.read(selected->image.index);
+                           if (raw) SDM_TRY(from_archive(*raw));
+                           return raw;
+                       }));
     } else {
         auto input = a.read(selected->image.index);
         if (!input) return std::move(input).error();
+        SDM_TRY(from_archive(*input));
         const std::string target = archive::target_name(Kind::cubin, selected->target_sm, selected->target_variant);
         // The cache key names nvJitLink by the identity of its file, so a warm hit never loads it.
         std::string identity = runtime_.jit_policy().nvjitlink ? runtime_.nvjitlink_identity() : std::string();
@@ -302,22 +342,6 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
             jit = runtime_.nvjitlink();  // not locatable without loading: load it, and key by its file
             if (jit != nullptr) identity = jit->file();
         }
-        // nvJitLink and nvPTXCompiler builds go through the cache: run `build` on a miss.
-        const auto cached = [&](const archive::Hash128& key, ImageSource built_by, const auto& build) -> Result<void> {
-            cache_key = key;
-            bool ran = false;
-            const auto run = [&]() -> Result<ByteVector> {
-                SDM_TRY(not_capturing());
-                ran = true;
-                return build();
-            };
-            auto cubin = cache != nullptr ? cache->get_or_build(key, run) : run();
-            if (!cubin) return std::move(cubin).error();
-            source = ran || cache == nullptr ? built_by : ImageSource::cache;
-            owned = std::move(*cubin);
-            bytes = owned;
-            return {};
-        };
         const bool ptx_compiler = runtime_.jit_policy().ptx_compiler && ptx_compiler_built() && entry.kind == Kind::ptx;
         if (!identity.empty()) {
             const auto key = CacheKeyBuilder()
@@ -327,7 +351,8 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                                  .field(identity)
                                  .field(static_cast<uint64_t>(driver.version()))
                                  .key();
-            SDM_TRY(cached(key, ImageSource::nvjitlink, [&]() -> Result<ByteVector> {
+            SDM_TRY(cached(key, Kind::cubin, ImageSource::nvjitlink, [&]() -> Result<ByteVector> {
+                SDM_TRY(not_capturing());
                 const NvJitLink* linker = runtime_.nvjitlink();
                 if (linker == nullptr) return make_error(ErrorCode::jit, "loading " + image + " needs nvJitLink: " + runtime_.nvjitlink_error());
                 auto out = linker->link({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
@@ -346,7 +371,8 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                                  .field(*version)
                                  .field(static_cast<uint64_t>(driver.version()))
                                  .key();
-            SDM_TRY(cached(key, ImageSource::ptx_compiler, [&]() -> Result<ByteVector> {
+            SDM_TRY(cached(key, Kind::cubin, ImageSource::ptx_compiler, [&]() -> Result<ByteVector> {
+                SDM_TRY(not_capturing());
                 auto out = ptx_compile({entry.kind, *input, module + "." + entry.target()}, selected->target_sm, selected->target_variant, {});
                 if (!out) return std::move(out).error();
                 runtime_.log().info("compiled " + image + " for " + target + " with nvPTXCompiler " + *version + " in " +
@@ -387,7 +413,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
     if (cu_module == nullptr) {
         auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + device, &cu_module, bytes.data());
         if (!loaded) {
-            if (source == ImageSource::cache && cache_key) ::unlink(cache->entry_path(*cache_key).c_str());
+            if (source == ImageSource::cache && cache_key) cache->evict(*cache_key);
             return std::move(loaded).error();
         }
     }
@@ -427,7 +453,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
         (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading an incomplete module", cu_module);
         std::string evicted;
         if (cache != nullptr && cache_key && (source == ImageSource::cache || source == ImageSource::nvjitlink)) {
-            ::unlink(cache->entry_path(*cache_key).c_str());
+            cache->evict(*cache_key);
             evicted = "; its cache entry was removed";
         }
         return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + device +

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -46,9 +47,10 @@ struct KernelHandle {
     std::unique_ptr<Launcher> launcher;  // plans and launches for this kernel on this device
 };
 
-// The kernel's declared signature against what a host expects ("ptr, f32,i32": spaces ignored):
-// ErrorCode::mismatch naming both, or an invalid_argument for an expectation that does not parse.
-Result<void> check_signature(const KernelHandle& kernel, std::string_view expected);
+// Kernel `kernel`'s declared signature (of archive `archive`) against what a host expects
+// ("ptr, f32,i32": spaces ignored): ErrorCode::mismatch naming both, or an invalid_argument for an
+// expectation that does not parse.
+Result<void> check_signature(const std::string& kernel, const std::string& archive, const std::string& signature, std::string_view expected);
 
 // One module loaded on one device from one archive.
 struct ModuleSlot {
@@ -82,8 +84,10 @@ public:
     Modules& operator=(const Modules&) = delete;
 
     // The kernel `name` on device `ordinal`; `stream` is checked for graph capture before any JIT.
-    // Each success takes a reference on the kernel's module, which release() drops.
-    Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream);
+    // With `expected`, its signature must match (check_signature) before anything is loaded. Each
+    // success takes a reference on the kernel's module, which release() drops; a failure takes none.
+    Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream,
+                                       std::optional<std::string_view> expected = std::nullopt);
     // Drops a reference kernel() took. A module of a replaced (reloaded) archive is unloaded when
     // its last reference goes; a current one stays loaded until the runtime is destroyed.
     Result<void> release(const KernelHandle& kernel);

@@ -29,7 +29,7 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
     const std::span<const std::string> all(vars);
     for (size_t i = 0; i < kernel.plans.size(); ++i) {
         const auto& r = kernel.plans[i];
-        const std::string where = "kernel " + kernel.name + ", plan rule " + std::to_string(i + 1);
+        const std::string where = "kernel " + kernel.name + ", plan rule " + std::to_string(i);
         auto cls = class_named(r.device_class);
         if (!cls) return make_error(cls.error().code, where + ": " + cls.error().message);
         const auto parse = [&](const std::string& text, size_t visible) -> Result<archive::Expression> {
@@ -74,7 +74,7 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
     for (size_t i = 0; i < rules_.size(); ++i) {
         const Rule& r = rules_[i];
         if (r.device_class != device.device_class || (r.capability != 0 && r.capability != device.cc)) continue;
-        const std::string where = "kernel " + kernel_ + ", plan rule " + std::to_string(i + 1);
+        const std::string where = "kernel " + kernel_ + ", plan rule " + std::to_string(i);
         const auto eval = [&](const archive::Expression& e, size_t visible) -> Result<int64_t> {
             auto v = e.evaluate(all.first(visible));
             if (!v) return make_error(v.error().code, where + " (" + problem_text(problem_, problem) + " on " + device.description + "): " + v.error().message);
@@ -133,20 +133,30 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
                                                 " rule(s)); add a rule for class " + device_class_name(device.device_class) + " to the manifest");
 }
 
+Result<void> check_cluster_shape(const Plan& p) {
+    const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, why); };
+    if (p.cluster[0] == 0 || p.cluster[1] == 0 || p.cluster[2] == 0)
+        return bad("cluster " + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) +
+                   " has a dimension of 0 (1x1x1 is no cluster)");
+    if (p.cluster[1] != 1 || p.cluster[2] != 1)
+        return bad("cluster " + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) +
+                   ": y and z must be 1 for a one-dimensional grid");
+    if (p.grid % p.cluster[0] != 0) return bad("grid " + std::to_string(p.grid) + " is not a multiple of cluster x " + std::to_string(p.cluster[0]));
+    return {};
+}
+
 Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::string& who) {
     const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, who + " on " + device.description + ": " + why); };
     if (p.block < 1 || p.block > kMaxBlockThreads) return bad("block of " + std::to_string(p.block) + " threads (1..1024)");
     if (p.grid < 1 || p.grid > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) return bad("grid of " + std::to_string(p.grid) + " blocks");
     if (static_cast<int64_t>(p.smem) > device.smem_cap)
         return bad(std::to_string(p.smem) + " B of shared memory per block, over the class's " + std::to_string(device.smem_cap) + " B");
-    const uint64_t cluster = uint64_t{p.cluster[0]} * p.cluster[1] * p.cluster[2];
-    if (cluster == 0) return bad("a cluster dimension of 0");
+    if (auto shape = check_cluster_shape(p); !shape) return bad(shape.error().message);
+    const uint32_t cluster = p.cluster[0];  // y and z are 1
     if (cluster > 1 && !class_allows_clusters(device.device_class))
         return bad("clusters (" + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ") on class " +
                    device_class_name(device.device_class) + ", which has none");
     if (cluster > kMaxPortableCluster) return bad("a cluster of " + std::to_string(cluster) + " blocks (at most 8)");
-    if (p.grid % p.cluster[0] != 0) return bad("grid " + std::to_string(p.grid) + " is not a multiple of cluster x " + std::to_string(p.cluster[0]));
-    if (p.cluster[1] != 1 || p.cluster[2] != 1) return bad("cluster y and z must be 1 for a one-dimensional grid");
     if (p.pdl && !class_allows_pdl(device.device_class)) return bad(std::string("PDL on class ") + device_class_name(device.device_class) + ", which has none");
     return {};
 }

@@ -66,6 +66,10 @@ private:
     std::vector<Rule> rules_;
 };
 
+// sdm launches one-dimensional grids: a cluster is x by 1 by 1, x >= 1 dividing the grid. Checked
+// before any product of the dimensions is formed (three 32-bit dimensions overflow 64 bits).
+Result<void> check_cluster_shape(const Plan& plan);
+
 // Whether `plan` may launch on the device's class: 1..1024 threads, a grid of 1..2^31-1 blocks
 // divisible by the cluster's x, shared memory within the class's cap, clusters (at most 8 blocks)
 // and PDL only where the class has them. `who` names the plan's author in the message.

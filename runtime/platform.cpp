@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -18,6 +19,23 @@
 namespace sdm::runtime::platform {
 
 Result<Library> Library::open(const std::string& path, bool keep_loaded) {
+    // A path must name a regular file: checked on the file opened without blocking (a FIFO would
+    // block the loader, a device feed it endless bytes). Whoever could swap the file between this
+    // check and dlopen could put any library there anyway: the check is against mistakes and
+    // hostile paths, not a boundary against the path's owner. (Loading through /proc/self/fd/N
+    // is no way round it: the loader matches libraries by that name, and N is reused.)
+    if (path.find('/') != std::string::npos) {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) return make_error(ErrorCode::io, "cannot open " + path + ": " + std::strerror(errno));
+        struct stat st {};
+        const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+        ::close(fd);
+        if (!regular) {
+            FileStatus status;
+            status.mode = static_cast<uint32_t>(st.st_mode);
+            return make_error(ErrorCode::invalid_argument, path + " is " + status.type() + ", not a regular file; sdm loads only regular files");
+        }
+    }
     dlerror();
     void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (keep_loaded ? RTLD_NODELETE : 0));
     if (handle == nullptr) {
@@ -53,26 +71,6 @@ std::optional<std::string> env(const char* name) {
     return std::string(value);
 }
 
-Result<FileLock> FileLock::acquire(const std::string& path, double warn_after_seconds, const std::function<void()>& waiting) {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return make_error(ErrorCode::io, "cannot open lock file " + path + ": " + std::strerror(errno));
-    const auto started = std::chrono::steady_clock::now();
-    bool warned = false;
-    for (;;) {
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            const int err = errno;
-            ::close(fd);
-            return make_error(ErrorCode::io, "cannot lock " + path + ": " + std::strerror(err));
-        }
-        if (!warned && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > warn_after_seconds) {
-            warned = true;
-            if (waiting) waiting();
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-}
-
 FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
 
 FileLock::~FileLock() {
@@ -90,6 +88,252 @@ Result<void> make_directories(const std::string& path, unsigned mode) {
             return make_error(ErrorCode::io, "cannot create directory " + partial + ": " + std::strerror(errno));
     }
     return {};
+}
+
+uint32_t effective_user() noexcept { return static_cast<uint32_t>(::geteuid()); }
+
+namespace {
+
+FileStatus status_from(const struct stat& st) {
+    FileStatus f;
+    f.regular = S_ISREG(st.st_mode);
+    f.directory = S_ISDIR(st.st_mode);
+    f.owner = static_cast<uint32_t>(st.st_uid);
+    f.mode = static_cast<uint32_t>(st.st_mode);  // type() reads the type bits; callers mask 07777
+    f.size = static_cast<uint64_t>(st.st_size);
+    f.inode = static_cast<uint64_t>(st.st_ino);
+    f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    return f;
+}
+
+Error os_error(const std::string& what, int err, const std::string& fix = {}) {
+    std::string message = what + ": " + std::strerror(err);
+    if (err == ENOSPC || err == EDQUOT) message += fix.empty() ? "; free space on that file system" : "; " + fix;
+    return make_error(ErrorCode::io, std::move(message));
+}
+
+}  // namespace
+
+std::string FileStatus::type() const {
+    const auto m = static_cast<mode_t>(mode);
+    if (S_ISREG(m)) return "a regular file";
+    if (S_ISDIR(m)) return "a directory";
+    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISBLK(m)) return "a block device";
+    if (S_ISSOCK(m)) return "a socket";
+    if (S_ISLNK(m)) return "a symbolic link";
+    return "not a regular file";
+}
+
+Result<Directory> Directory::open(const std::string& path, bool create, unsigned mode) {
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = ::open(path.c_str(), flags);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (::mkdir(path.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+            return os_error("cannot create directory " + path, errno);
+        fd = ::open(path.c_str(), flags);
+    }
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ENOENT) return make_error(ErrorCode::not_found, "directory " + path + " does not exist");
+        struct stat st {};
+        if ((err == ELOOP || err == ENOTDIR) && ::lstat(path.c_str(), &st) == 0)
+            return make_error(ErrorCode::invalid_argument, path + " is " + status_from(st).type() + ", not a directory; sdm does not follow links here");
+        return os_error("cannot open directory " + path, err);
+    }
+    return Directory(fd, path);
+}
+
+Directory::Directory(Directory&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+
+Directory& Directory::operator=(Directory&& other) noexcept {
+    if (this != &other) {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = std::exchange(other.fd_, -1);
+        path_ = std::move(other.path_);
+    }
+    return *this;
+}
+
+Directory::~Directory() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+Result<FileStatus> Directory::status() const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) return os_error("cannot stat " + path_, errno);
+    return status_from(st);
+}
+
+Result<Directory> Directory::child(const std::string& name, bool create, unsigned mode) const {
+    const std::string path = path_ + "/" + name;
+    const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = ::openat(fd_, name.c_str(), flags);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (::mkdirat(fd_, name.c_str(), static_cast<mode_t>(mode)) != 0 && errno != EEXIST)
+            return os_error("cannot create directory " + path, errno);
+        fd = ::openat(fd_, name.c_str(), flags);
+    }
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ENOENT) return make_error(ErrorCode::not_found, "directory " + path + " does not exist");
+        if (const auto st = status_of(name); st && (err == ELOOP || err == ENOTDIR))
+            return make_error(ErrorCode::invalid_argument, path + " is " + st->type() + ", not a directory; remove it");
+        return os_error("cannot open directory " + path, err);
+    }
+    return Directory(fd, path);
+}
+
+Result<std::pair<FileStatus, archive::ByteVector>> Directory::read_file(const std::string& name, uint64_t max_size,
+                                                                        const std::function<Result<void>(const FileStatus&)>& accept) const {
+    const std::string path = path_ + "/" + name;
+    const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ENOENT) return make_error(ErrorCode::not_found, path + " does not exist");
+        if (err == ELOOP) return make_error(ErrorCode::invalid_argument, path + " is a symbolic link; sdm does not follow links here");
+        return os_error("cannot open " + path, err);
+    }
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return os_error("cannot stat " + path, errno);
+    const FileStatus status = status_from(st);
+    if (!status.regular) return make_error(ErrorCode::invalid_argument, path + " is " + status.type() + ", not a regular file");
+    if (status.size > max_size)
+        return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(status.size) + " bytes, more than the " +
+                                                           std::to_string(max_size) + " it may hold");
+    if (accept) SDM_TRY(accept(status));
+    archive::ByteVector bytes;
+    try {
+        bytes.resize(static_cast<size_t>(status.size) + 1);  // one more byte sees a file that grew
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, "cannot allocate " + std::to_string(status.size) + " bytes to read " + path);
+    }
+    size_t used = 0;
+    while (used < bytes.size()) {
+        const ssize_t n = ::pread(fd, bytes.data() + used, bytes.size() - used, static_cast<off_t>(used));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return os_error("cannot read " + path, errno);
+        if (n == 0) break;
+        used += static_cast<size_t>(n);
+    }
+    if (used != status.size)
+        return make_error(ErrorCode::io, path + " changed size while it was read (" + std::to_string(status.size) + " bytes, then " +
+                                             std::to_string(used) + ")");
+    bytes.resize(used);
+    return std::pair(status, std::move(bytes));
+}
+
+Result<void> Directory::write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<archive::Bytes> parts) const {
+    const std::string tmp_path = path_ + "/" + temporary;
+    const int fd = ::openat(fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return os_error("cannot create " + tmp_path, errno);
+    const auto fail = [&](const std::string& what, int err) {
+        ::close(fd);
+        ::unlinkat(fd_, temporary.c_str(), 0);
+        return os_error(what, err, "free space in " + path_);
+    };
+    for (const archive::Bytes part : parts) {
+        size_t done = 0;
+        while (done < part.size()) {
+            const ssize_t n = ::write(fd, part.data() + done, part.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return fail("cannot write " + tmp_path, errno);
+            done += static_cast<size_t>(n);
+        }
+    }
+    if (::fsync(fd) != 0) return fail("cannot sync " + tmp_path, errno);
+    if (::close(fd) != 0) {
+        const int err = errno;
+        ::unlinkat(fd_, temporary.c_str(), 0);
+        return os_error("cannot close " + tmp_path, err, "free space in " + path_);
+    }
+    if (::renameat(fd_, temporary.c_str(), fd_, name.c_str()) != 0) {
+        const int err = errno;
+        ::unlinkat(fd_, temporary.c_str(), 0);
+        return os_error("cannot rename " + tmp_path + " into place", err);
+    }
+    ::fsync(fd_);
+    return {};
+}
+
+bool Directory::remove(const std::string& name, std::optional<uint64_t> inode) const {
+    if (inode) {
+        const auto st = status_of(name);
+        if (!st || st->inode != *inode) return false;
+    }
+    return ::unlinkat(fd_, name.c_str(), 0) == 0;
+}
+
+void Directory::touch(const std::string& name) const { ::utimensat(fd_, name.c_str(), nullptr, AT_SYMLINK_NOFOLLOW); }
+
+std::optional<FileStatus> Directory::status_of(const std::string& name) const {
+    struct stat st {};
+    if (::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+    return status_from(st);
+}
+
+Result<std::vector<std::pair<std::string, FileStatus>>> Directory::list() const {
+    const int fd = ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // fdopendir takes over its own descriptor
+    if (fd < 0) return os_error("cannot list " + path_, errno);
+    DIR* dir = ::fdopendir(fd);
+    if (dir == nullptr) {
+        const int err = errno;
+        ::close(fd);
+        return os_error("cannot list " + path_, err);
+    }
+    std::vector<std::pair<std::string, FileStatus>> out;
+    errno = 0;
+    while (const dirent* d = ::readdir(dir)) {
+        const std::string name = d->d_name;
+        if (name == "." || name == "..") continue;
+        if (const auto st = status_of(name)) out.emplace_back(name, *st);
+    }
+    ::closedir(dir);
+    return out;
+}
+
+Result<FileLock> Directory::lock(const std::string& name, double warn_after_seconds, const std::function<void()>& waiting) const {
+    const std::string path = path_ + "/" + name;
+    const int fd = ::openat(fd_, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        const int err = errno;
+        if (const auto st = status_of(name); st && !st->regular)
+            return make_error(ErrorCode::io, "lock file " + path + " is " + st->type() + "; remove it");
+        return os_error("cannot open lock file " + path, err, "free space in " + path_);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        ::close(fd);
+        return make_error(ErrorCode::io, "lock file " + path + " is not a regular file; remove it");
+    }
+    const auto started = std::chrono::steady_clock::now();
+    bool warned = false;
+    for (;;) {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
+        if (errno != EWOULDBLOCK && errno != EINTR) {
+            const int err = errno;
+            ::close(fd);
+            return os_error("cannot lock " + path, err);
+        }
+        if (!warned && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > warn_after_seconds) {
+            warned = true;
+            if (waiting) waiting();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
+
+std::optional<FileLock> Directory::try_lock(const std::string& name) const {
+    const int fd = ::openat(fd_, name.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return std::nullopt;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
+    ::close(fd);
+    return std::nullopt;
 }
 
 std::optional<std::string> home_directory() {

@@ -1,11 +1,16 @@
-// The runtime's platform layer: loading shared libraries and reading the environment. A Windows
-// port (nvcuda.dll, LoadLibrary, GetProcAddress) replaces platform.cpp and nothing else here.
+// The runtime's platform layer: loading shared libraries, reading the environment, file locks, and
+// directories reached through a descriptor (the cache). A Windows port (nvcuda.dll, LoadLibrary,
+// GetProcAddress, LockFileEx, handle-relative opens) replaces platform.cpp and nothing else here.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "bytes.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime::platform {
@@ -13,7 +18,9 @@ namespace sdm::runtime::platform {
 class Library {
 public:
     // Loads `path` (a file name searched the platform's way, or a path) with local symbol scope.
-    // `keep_loaded`: never unloaded once loaded (a later open is then a cheap reference).
+    // `keep_loaded`: never unloaded once loaded (a later open is then a cheap reference). A path
+    // (a name with a '/') must be a regular file (a FIFO or a device would block the loader or
+    // feed it endless bytes).
     static Result<Library> open(const std::string& path, bool keep_loaded = false);
     Library() = default;
     Library(Library&& other) noexcept;
@@ -39,15 +46,77 @@ std::optional<std::string> env(const char* name);
 // exclude each other too.
 class FileLock {
 public:
-    // Waits for the lock; after `warn_after_seconds` calls `waiting` once (to log who waits).
-    static Result<FileLock> acquire(const std::string& path, double warn_after_seconds, const std::function<void()>& waiting);
     FileLock(FileLock&& other) noexcept;
     FileLock& operator=(FileLock&&) = delete;
     ~FileLock();
 
 private:
+    friend class Directory;
     explicit FileLock(int fd) : fd_(fd) {}
     int fd_{-1};
+};
+
+// What fstat says of a file or directory, for the checks of who may have written it.
+struct FileStatus {
+    bool regular{false};
+    bool directory{false};
+    uint32_t owner{0};   // uid
+    uint32_t mode{0};    // permission bits (07777)
+    uint64_t size{0};
+    uint64_t inode{0};
+    int64_t mtime_ns{0};
+    std::string type() const;  // "a regular file", "a directory", "a FIFO (named pipe)", "a symbolic link", ...
+};
+
+uint32_t effective_user() noexcept;
+
+// A directory held open: every access below goes through its descriptor, relative to it, and
+// never follows a symbolic link (O_NOFOLLOW), so renaming or replacing the path after it was
+// opened and checked changes nothing for its holder. Names are single path components.
+class Directory {
+public:
+    // `path` itself; its last component must not be a symbolic link. ErrorCode::not_found when
+    // it does not exist (or, with `create`, after creating it with `mode` when its parent exists).
+    static Result<Directory> open(const std::string& path, bool create, unsigned mode);
+    Directory(Directory&& other) noexcept;
+    Directory& operator=(Directory&& other) noexcept;
+    Directory(const Directory&) = delete;
+    Directory& operator=(const Directory&) = delete;
+    ~Directory();
+
+    const std::string& path() const noexcept { return path_; }
+    Result<FileStatus> status() const;
+    // The child directory `name`, created with `mode` when missing and `create` is set.
+    Result<Directory> child(const std::string& name, bool create, unsigned mode) const;
+    // Reads the regular file `name` whole into private memory. `accept` sees its status first and
+    // may refuse it before a byte is read; so is a file larger than `max_size`. A link, a FIFO, a
+    // device or a directory is refused (ErrorCode::invalid_argument, naming it) without reading;
+    // an absent file is ErrorCode::not_found. The bytes are exactly what the file held: a
+    // truncation or growth while reading is an ErrorCode::io error.
+    Result<std::pair<FileStatus, archive::ByteVector>> read_file(const std::string& name, uint64_t max_size,
+                                                                 const std::function<Result<void>(const FileStatus&)>& accept) const;
+    // Writes `parts` one after another to the new file `temporary` (mode 0600, never following a
+    // link, failing if it exists), syncs it, renames it to `name` and syncs the directory. On
+    // failure the temporary is removed and the error names the fix (a full disk: free space).
+    Result<void> write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<archive::Bytes> parts) const;
+    // Removes `name` (a file, never following a link); with `inode`, only if it is still that file.
+    bool remove(const std::string& name, std::optional<uint64_t> inode = std::nullopt) const;
+    // Sets `name`'s modification time to now (without following a link).
+    void touch(const std::string& name) const;
+    // The status of `name` without following a link; nullopt when absent.
+    std::optional<FileStatus> status_of(const std::string& name) const;
+    // The names in the directory (without "." and ".."), with their status, links not followed.
+    Result<std::vector<std::pair<std::string, FileStatus>>> list() const;
+    // An exclusive lock on the regular file `name` (created 0600 when missing). Waits; after
+    // `warn_after_seconds` calls `waiting` once. The kernel drops it when the holder dies.
+    Result<FileLock> lock(const std::string& name, double warn_after_seconds, const std::function<void()>& waiting) const;
+    // The lock without waiting or creating: nullopt when someone holds it or the file is absent.
+    std::optional<FileLock> try_lock(const std::string& name) const;
+
+private:
+    Directory(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+    int fd_{-1};
+    std::string path_;
 };
 
 // mkdir -p with `mode` for the directories it creates.

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "embedded_archive.hpp"
+#include "file_map.hpp"
 #include "platform.hpp"
 #include "verify.hpp"
 
@@ -136,23 +137,8 @@ Result<void> Runtime::check_compatible(const archive::Archive& a) const {
 namespace {
 
 Result<void> decode_manifest_of(MountedArchive& mounted) {
-    const auto index = mounted.archive.find_manifest();
-    if (!index) return {};
-    // Stored (what the writer makes): decoded straight from the mapping, no decompression.
-    archive::ByteVector copy;
-    archive::Bytes bytes;
-    if (mounted.archive.entries()[*index].codec == archive::Codec::stored) {
-        auto view = mounted.archive.view(*index);
-        if (!view) return std::move(view).error();
-        bytes = *view;
-    } else {
-        auto raw = mounted.archive.read(*index);
-        if (!raw) return std::move(raw).error();
-        copy = std::move(*raw);
-        bytes = copy;
-    }
-    auto manifest = archive::decode_manifest(bytes);
-    if (!manifest) return make_error(manifest.error().code, mounted.archive.describe(*index) + ": " + manifest.error().message);
+    auto manifest = mounted.archive.read_manifest();
+    if (!manifest) return std::move(manifest).error();
     mounted.manifest = std::move(*manifest);
     return {};
 }

@@ -1,4 +1,6 @@
-// sdm cache stats | prune | clear: the kernel cache on disk.
+// sdm cache stats | prune | clear: the kernel cache on disk. Creates nothing: a directory that
+// does not exist is reported as an empty cache, and one that fails the cache's checks (another
+// user's, writable by others, a link) is refused before anything in it is touched.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +13,7 @@ int run_cache(const CacheCommand& c) {
     runtime::CacheOptions o;
     o.directory = c.directory;
     o.max_bytes = c.max_bytes;
+    o.create = false;
     auto cache = runtime::Cache::open(o);
     if (!cache) {
         fmt::print(stderr, "sdm cache: {}\n", cache.error().message);
@@ -21,13 +24,14 @@ int run_cache(const CacheCommand& c) {
         fmt::print(stderr, "sdm cache: the cache is disabled (SDM_CACHE_DISABLE); unset it to use {}\n", cc.directory());
         return 1;
     }
+    uint64_t removed = 0;
     if (c.action == "prune" || c.action == "clear") {
-        auto removed = c.action == "clear" ? cc.clear() : cc.prune(c.max_bytes != 0 ? c.max_bytes : cc.max_bytes());
-        if (!removed) {
-            fmt::print(stderr, "sdm cache: {}\n", removed.error().message);
+        auto r = c.action == "clear" ? cc.clear() : cc.prune(c.max_bytes != 0 ? c.max_bytes : cc.max_bytes());
+        if (!r) {
+            fmt::print(stderr, "sdm cache: {}\n", r.error().message);
             return 1;
         }
-        fmt::print("{}: removed {} entries\n", cc.directory(), *removed);
+        removed = *r;
     }
     auto usage = cc.usage();
     if (!usage) {
@@ -35,11 +39,24 @@ int run_cache(const CacheCommand& c) {
         return 1;
     }
     if (c.json) {
-        fmt::print("{}\n", nlohmann::json{{"directory", cc.directory()}, {"entries", usage->entries}, {"bytes", usage->bytes}, {"max_bytes", cc.max_bytes()}}.dump(2));
+        nlohmann::json out{{"directory", cc.directory()},     {"exists", cc.exists()},
+                           {"entries", usage->entries},       {"bytes", usage->bytes},
+                           {"temporaries", usage->temporaries}, {"temporary_bytes", usage->temporary_bytes},
+                           {"max_bytes", cc.max_bytes()}};
+        if (c.action != "stats") out["removed"] = removed;
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+    }
+    if (c.action != "stats") fmt::print("{}: removed {} entries and temporary files\n", cc.directory(), removed);
+    if (!cc.exists()) {
+        fmt::print("{}: 0 entries (no cache there yet; nothing was created)\n", cc.directory());
     } else if (c.action == "stats") {
-        fmt::print("{}: {} entries, {} bytes of at most {} ({:.1f} %)\n", cc.directory(), usage->entries, usage->bytes, cc.max_bytes(),
+        fmt::print("{}: {} entries, {} bytes of at most {} ({:.1f} %)", cc.directory(), usage->entries, usage->bytes, cc.max_bytes(),
                    100.0 * static_cast<double>(usage->bytes) / static_cast<double>(cc.max_bytes()));
-        fmt::print("(hit, miss, JIT-time and eviction counters are per process: sdm_cache_stats_get)\n");
+        if (usage->temporaries > 0)
+            fmt::print(", {} of them in {} temporary files (being written, or left by killed writers: sdm cache prune removes those)",
+                       usage->temporary_bytes, usage->temporaries);
+        fmt::print("\n(hit, miss, JIT-time and eviction counters are per process: sdm_cache_stats_get)\n");
     }
     return 0;
 }

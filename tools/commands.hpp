@@ -26,7 +26,10 @@ int run_pack(const PackOptions& options);
 
 int run_ls(const std::string& archive, bool json);
 int run_verify(const std::vector<std::string>& archives, bool quiet);
-int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest);
+// Writes files only inside `directory`, never following a link and never replacing a file it did
+// not create, unless `force` (then regular files only).
+int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest,
+                bool force);
 int run_diff(const std::string& left, const std::string& right, bool json);
 
 struct InfoOptions {
@@ -66,6 +69,10 @@ int run_plan(const PlanOptions& options);
 // Finishes `writer`, reads the bytes back through the full verification, and only then replaces
 // `output` atomically. Returns the archive's size; errors name the file.
 Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report);
+
+// The candidate nearest to `given` by edit distance, when it is near enough to be a typo of it
+// (at most a third of its letters off); empty otherwise. For "did you mean" messages.
+std::string closest(const std::string& given, const std::vector<std::string>& candidates);
 
 // Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
 class Progress {

@@ -15,16 +15,6 @@ std::string key_text(const archive::Entry& e) {
     return fmt::format("{}:{}", e.name, archive::kind_has_arch(e.kind) ? e.target() : archive::kind_name(e.kind));
 }
 
-std::optional<archive::Manifest> manifest_of(const archive::Archive& a) {
-    const auto m = a.find_manifest();
-    if (!m) return std::nullopt;
-    auto raw = a.read(*m);
-    if (!raw) return std::nullopt;
-    auto decoded = archive::decode_manifest(*raw);
-    if (!decoded) return std::nullopt;
-    return std::move(*decoded);
-}
-
 }  // namespace
 
 int run_diff(const std::string& left_path, const std::string& right_path, bool json) {
@@ -50,7 +40,14 @@ int run_diff(const std::string& left_path, const std::string& right_path, bool j
     }
     // Manifest: ABI, content version, kernels.
     std::vector<std::string> manifest_changes;
-    const auto lm = manifest_of(*left), rm = manifest_of(*right);
+    auto left_manifest = left->read_manifest(), right_manifest = right->read_manifest();
+    for (const auto* m : {&left_manifest, &right_manifest})
+        if (!*m) {
+            fmt::print(stderr, "sdm diff: {}\n", m->error().message);
+            return 2;
+        }
+    const auto& lm = *left_manifest;
+    const auto& rm = *right_manifest;
     if (lm.has_value() != rm.has_value()) {
         manifest_changes.push_back(lm ? "manifest removed" : "manifest added");
     } else if (lm) {

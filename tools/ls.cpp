@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "manifest.hpp"
 #include "reader.hpp"
+#include "text.hpp"
 
 namespace sdm::tools {
 
@@ -15,20 +16,22 @@ int run_ls(const std::string& path, bool json) {
         return 1;
     }
     const auto& h = a->header();
-    std::optional<archive::Manifest> manifest;
-    if (const auto m = a->find_manifest()) {
-        auto raw = a->read(*m);
-        if (raw) {
-            auto decoded = archive::decode_manifest(*raw);
-            if (decoded) manifest = std::move(*decoded);
-        }
-    }
+    // A manifest that does not decode is an error, after the entries are listed: the kernels
+    // are never silently missing from the listing.
+    auto read = a->read_manifest();
+    std::optional<archive::Manifest> manifest = read ? std::move(*read) : std::nullopt;
+    const auto finish = [&]() {
+        if (read) return 0;
+        fmt::print(stderr, "sdm ls: {}\n", read.error().message);
+        return 1;
+    };
+    const std::string created_by = archive::printable(h.created_by);
     if (json) {
         nlohmann::json out;
         out["path"] = path;
         out["format"] = fmt::format("{}.{}", h.format_major, h.format_minor);
         out["kernel_abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
-        out["created_by"] = h.created_by;
+        out["created_by"] = created_by;
         out["size"] = h.archive_size;
         if (manifest) out["content_version"] = manifest->content_version;
         out["entries"] = nlohmann::json::array();
@@ -53,11 +56,11 @@ int run_ls(const std::string& path, bool json) {
                                           {"problem", k.problem}, {"plan_rules", k.plans.size()}});
         }
         fmt::print("{}\n", out.dump(2));
-        return 0;
+        return finish();
     }
     fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
                h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
-               manifest ? ", content " + manifest->content_version : std::string(), h.created_by.empty() ? "" : ", written by " + h.created_by);
+               manifest ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
     fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6}  {}\n", "#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref");
     for (size_t i = 0; i < a->entries().size(); ++i) {
         const auto& e = a->entries()[i];
@@ -71,7 +74,7 @@ int run_ls(const std::string& path, bool json) {
         for (const auto& k : manifest->kernels)
             fmt::print("{:<32} {:<24} {:<36} {}\n", k.name, k.module, archive::signature_text(k.signature), k.plans.size());
     }
-    return 0;
+    return finish();
 }
 
 }  // namespace sdm::tools

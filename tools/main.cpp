@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "commands.hpp"
 #include "sdm_version.h"
 
@@ -37,12 +39,13 @@ int main(int argc, char** argv) {
 
     std::string extract_path, extract_dir = ".";
     std::vector<std::string> extract_entries;
-    bool extract_raw = false;
+    bool extract_raw = false, extract_force = false;
     auto* extract_cmd = app.add_subcommand("extract", "Write entries back to files");
     extract_cmd->add_option("archive", extract_path, "Archive file")->required();
     extract_cmd->add_option("entries", extract_entries, "MODULE:TARGET, 'manifest' or entry numbers (default: all)");
     extract_cmd->add_option("-C,--directory", extract_dir, "Directory to write into")->capture_default_str();
     extract_cmd->add_flag("--raw-manifest", extract_raw, "Write the manifest in its binary form instead of TOML");
+    extract_cmd->add_flag("--force", extract_force, "Replace regular files that exist (never links, directories or devices)");
 
     std::string diff_left, diff_right;
     bool diff_json = false;
@@ -86,6 +89,20 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("problem", plan.problem, "Problem parameters, NAME=VALUE (every one the kernel declares)");
     plan_cmd->add_flag("--json", plan.json, "Machine-readable output");
 
+    // An unknown command is named as such (CLI11 alone would say that a subcommand is required).
+    if (argc > 1 && argv[1][0] != '-') {
+        std::vector<std::string> commands;
+        for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
+        const std::string given = argv[1];
+        if (std::find(commands.begin(), commands.end(), given) == commands.end()) {
+            const std::string near = sdm::tools::closest(given, commands);
+            std::string list;
+            for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
+            fmt::print(stderr, "sdm: '{}' is not an sdm command{}. Commands: {} (sdm --help)\n", given,
+                       near.empty() ? "" : " (did you mean '" + near + "'?)", list);
+            return 2;
+        }
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -95,7 +112,7 @@ int main(int argc, char** argv) {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
         if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json);
         if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
-        if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw);
+        if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw, extract_force);
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
         if (info_cmd->parsed()) return sdm::tools::run_info(info);
         if (cache_cmd->parsed()) return sdm::tools::run_cache(cache);

@@ -1,6 +1,8 @@
 #include "manifest_source.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -8,11 +10,18 @@
 #include <toml++/toml.h>
 
 #include "format.hpp"
+#include "text.hpp"
 
 namespace sdm::tools {
 namespace {
 
 using archive::Manifest;
+
+// Bounds on a source before toml++ parses it (check_shape). Real manifests nest three deep
+// ([[kernel.plan]] and its cluster array) and hold a dozen keys per plan rule.
+constexpr size_t kMaxSourceBytes = 64u << 20;
+constexpr size_t kMaxSourceNesting = 16;
+constexpr size_t kMaxSourceKeys = 4u << 20;
 
 Error bad(const std::string& path, const toml::source_region& where, const std::string& why) {
     return make_error(ErrorCode::invalid_argument,
@@ -51,20 +60,76 @@ Result<std::string> expression(const std::string& path, const toml::node* node, 
     return bad(path, node->source(), what + " must be an expression string, an integer or a boolean");
 }
 
+// A decimal number of 1 to 5 digits, nothing else (no sign, no space, no wrap-around): 0..65535.
+std::optional<uint16_t> version_number(std::string_view text) {
+    if (text.empty() || text.size() > 5 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) return std::nullopt;
+    unsigned value = 0;
+    std::from_chars(text.data(), text.data() + text.size(), value);
+    if (value > 65535) return std::nullopt;
+    return static_cast<uint16_t>(value);
+}
+
 Result<std::pair<uint16_t, uint16_t>> version_pair(const std::string& path, const toml::node* node, const std::string& what) {
     const auto* s = node ? node->as_string() : nullptr;
     if (s == nullptr) return bad(path, node ? node->source() : toml::source_region{}, what + " must be a \"major.minor\" string");
-    const std::string v = s->get();
-    unsigned major = 0, minor = 0;
-    char extra = 0;
-    if (std::sscanf(v.c_str(), "%u.%u%c", &major, &minor, &extra) != 2 || major > 65535 || minor > 65535)
-        return bad(path, node->source(), what + " '" + v + "' must be \"major.minor\"");
-    return std::pair<uint16_t, uint16_t>(static_cast<uint16_t>(major), static_cast<uint16_t>(minor));
+    const std::string_view v = s->get();
+    const auto dot = v.find('.');
+    const auto major = dot == std::string_view::npos ? std::nullopt : version_number(v.substr(0, dot));
+    const auto minor = dot == std::string_view::npos ? std::nullopt : version_number(v.substr(dot + 1));
+    if (!major || !minor)
+        return bad(path, node->source(), what + " '" + archive::printable(v) + "' must be \"major.minor\", two decimal numbers of 0..65535");
+    return std::pair<uint16_t, uint16_t>(*major, *minor);
+}
+
+// toml++ parses nested tables and values recursively: a source nested deeply enough overflows the
+// stack. Measured here before the parser sees the text, outside strings and comments: how deeply
+// arrays and inline tables nest, how many dots a line's keys hold, and how many keys there are.
+Result<void> check_shape(const std::string& text, const std::string& path) {
+    const auto refuse = [&](size_t line, const std::string& why) {
+        return make_error(ErrorCode::invalid_argument, path + ":" + std::to_string(line) + ": " + why + "; a manifest source needs far less");
+    };
+    if (text.size() > kMaxSourceBytes)
+        return make_error(ErrorCode::invalid_argument, path + ": " + std::to_string(text.size()) + " bytes, more than a manifest source may hold (" +
+                                                           std::to_string(kMaxSourceBytes) + ")");
+    size_t line = 1, depth = 0, dots = 0, keys = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (c == '\n') {
+            ++line;
+            dots = 0;
+        } else if (c == '#') {
+            while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+        } else if (c == '"' || c == '\'') {
+            const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+            const std::string close = multi ? std::string(3, c) : std::string(1, c);
+            size_t j = i + close.size();
+            for (; j < text.size(); ++j) {
+                if (text[j] == '\n') ++line;
+                if (c == '"' && text[j] == '\\') {
+                    ++j;
+                    continue;
+                }
+                if (text.compare(j, close.size(), close) == 0) break;
+                if (!multi && text[j] == '\n') break;  // an unterminated string: the parser says so
+            }
+            i = std::min(j + close.size() - 1, text.size() - 1);
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxSourceNesting) return refuse(line, "arrays, inline tables or table headers nest more than " + std::to_string(kMaxSourceNesting) + " deep");
+        } else if (c == ']' || c == '}') {
+            if (depth > 0) --depth;
+        } else if (c == '.') {
+            if (++dots > kMaxSourceNesting) return refuse(line, "keys on one line hold more than " + std::to_string(kMaxSourceNesting) + " dots");
+        } else if (c == '=') {
+            if (++keys > kMaxSourceKeys) return refuse(line, "more than " + std::to_string(kMaxSourceKeys) + " keys");
+        }
+    }
+    return {};
 }
 
 }  // namespace
 
 Result<Manifest> parse_manifest_source(const std::string& source, const std::string& path) {
+    SDM_TRY(check_shape(source, path));
     toml::table root;
     try {
         root = toml::parse(source, path);

@@ -85,7 +85,7 @@ int run_plan(const PlanOptions& o) {
         if (!plan) {
             r["error"] = plan.error().message;
         } else {
-            r["rule"] = plan->rule + 1;
+            r["rule"] = plan->rule;  // counted from 0, as the manifest and sdm_plan.rule count
             r["grid"] = plan->grid;
             r["block"] = plan->block;
             r["smem"] = plan->smem;

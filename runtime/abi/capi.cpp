@@ -348,12 +348,9 @@ sdm_status kernel_get(const char* api, sdm_runtime* runtime, int32_t ordinal, co
         if (runtime == nullptr || name == nullptr || kernel == nullptr)
             return fail(runtime, error, ErrorCode::invalid_argument, std::string(api) + ": runtime, name and kernel must not be NULL");
         const auto started = std::chrono::steady_clock::now();
-        auto k = runtime->impl.modules().kernel(ordinal, name, static_cast<CUstream>(stream));
+        auto k = runtime->impl.modules().kernel(ordinal, name, static_cast<CUstream>(stream),
+                                                signature != nullptr ? std::optional<std::string_view>(signature) : std::nullopt);
         if (!k) return fail(runtime, error, std::move(k).error());
-        if (signature != nullptr) {
-            auto checked = sdm::runtime::check_signature(**k, signature);
-            if (!checked) return fail(runtime, error, std::move(checked).error());
-        }
         if (runtime->impl.log().enabled(sdm::runtime::LogLevel::debug))
             runtime->impl.log().debug(std::string(api) + " " + name + ": " +
                                       std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count()) +
