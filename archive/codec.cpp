@@ -1,6 +1,7 @@
 #define ZSTD_STATIC_LINKING_ONLY  // ZSTD_getFrameHeader: exported by every libzstd >= 1.4
 #include "codec.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 
@@ -67,8 +68,8 @@ Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecRefere
     return {};
 }
 
-Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const CodecReference& reference, const std::string& what) {
-    SDM_TRY(zstd_check_frame(stored, out.size(), reference, what));
+Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what) {
+    SDM_TRY(zstd_check_frame(stored, raw_size, reference, what));
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
     ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));
@@ -78,12 +79,38 @@ Result<void> zstd_decompress(Bytes stored, std::span<std::byte> out, const Codec
     else if (reference.codec == Codec::zstd_prefix)
         rc = ZSTD_DCtx_refPrefix(dctx.get(), reference.bytes.data(), reference.bytes.size());
     if (ZSTD_isError(rc)) return zstd_error(what, rc);
-    rc = ZSTD_decompressDCtx(dctx.get(), out.data(), out.size(), stored.data(), stored.size());
-    if (ZSTD_isError(rc)) return zstd_error(what, rc);
-    if (rc != out.size())
-        return make_error(ErrorCode::corrupt, what + ": decompressed to " + std::to_string(rc) + " bytes, expected " +
-                                                  std::to_string(out.size()));
-    return {};
+    // The output grows as the frame decodes, its capacity four times at a time, each chunk touched
+    // just before zstd writes it: memory follows the bytes the frame really yields. A frame that
+    // only claims a large size fails at its first bad block having cost a few times its own size,
+    // not the size it claimed; a real one of n bytes costs at most about 1.25 n at the last growth.
+    constexpr size_t kFirstCapacity = size_t{1} << 20;
+    ByteVector out;
+    const auto grow = [&](size_t capacity) -> Result<void> {
+        try {
+            out.reserve(static_cast<size_t>(std::min<uint64_t>(raw_size, capacity)));
+        } catch (const std::bad_alloc&) {
+            return make_error(ErrorCode::out_of_memory, what + ": cannot allocate " + std::to_string(raw_size) + " bytes");
+        }
+        return {};
+    };
+    SDM_TRY(grow(std::max(kFirstCapacity, stored.size() * 8)));
+    ZSTD_inBuffer in{stored.data(), stored.size(), 0};
+    const size_t chunk = ZSTD_DStreamOutSize();
+    while (true) {
+        if (out.size() == out.capacity() && out.size() < raw_size) SDM_TRY(grow(out.capacity() * 4));
+        const size_t at = out.size(), consumed = in.pos;
+        out.resize(static_cast<size_t>(std::min<uint64_t>({raw_size, at + chunk, out.capacity()})));
+        ZSTD_outBuffer o{out.data(), out.size(), at};
+        rc = ZSTD_decompressStream(dctx.get(), &o, &in);
+        if (ZSTD_isError(rc)) return zstd_error(what, rc);
+        out.resize(o.pos);
+        if (rc == 0) break;  // the frame is complete
+        if (o.pos == at && in.pos == consumed)  // no progress: out of input, or wanting room past raw_size
+            return make_error(ErrorCode::corrupt, what + ": the zstd frame does not decode to the " + std::to_string(raw_size) + " bytes it declares");
+    }
+    if (out.size() != raw_size)
+        return make_error(ErrorCode::corrupt, what + ": decompressed to " + std::to_string(out.size()) + " bytes, expected " + std::to_string(raw_size));
+    return out;
 }
 
 uint32_t zstd_dictionary_id(Bytes dictionary) noexcept {

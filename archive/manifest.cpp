@@ -358,7 +358,7 @@ Result<Manifest> decode_manifest(Bytes b) {
                    " (truncated or extended)");
     Manifest m;
     bool have_abi = false;
-    SDM_TRY(fields(b.subspan(kPreamble), "manifest", {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}},
+    SDM_TRY(fields(b.subspan(kPreamble), "top level", {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::kernel_abi) {
                            if (item.payload.size() != 4) return bad("kernel ABI must be 4 bytes");

@@ -300,17 +300,20 @@ Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
     const Entry& e = entries_[index];
     SDM_TRY(check_stored(index));
     const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
-    const CodecReference ref{e.codec, reference};
-    // Before anything is allocated: the frame must declare exactly raw_size bytes within the window.
-    if (e.codec != Codec::stored) SDM_TRY(zstd_check_frame(stored, e.raw_size, ref, describe(index)));
     ByteVector out;
-    try {
-        out.resize(e.raw_size);
-    } catch (const std::bad_alloc&) {
-        return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(e.raw_size) + " bytes");
+    if (e.codec == Codec::stored) {
+        try {
+            out.assign(stored.begin(), stored.end());
+        } catch (const std::bad_alloc&) {
+            return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(e.raw_size) + " bytes");
+        }
+    } else {
+        // The frame header is checked before anything is allocated, and memory then grows with
+        // what the frame really decodes to (codec.hpp).
+        auto decoded = zstd_decompress(stored, e.raw_size, {e.codec, reference}, describe(index));
+        if (!decoded) return std::move(decoded).error();
+        out = std::move(*decoded);
     }
-    if (e.codec == Codec::stored) std::copy(stored.begin(), stored.end(), out.begin());
-    else SDM_TRY(zstd_decompress(stored, out, ref, describe(index)));
     if (kCheckHashes && xxh3_128(out) != e.raw_hash)
         return make_error(ErrorCode::corrupt, describe(index) + ": decompressed bytes fail their checksum");
     return out;

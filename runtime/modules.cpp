@@ -305,7 +305,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
             if (auto checked = well_formed(kind, *got, "the cache entry for " + image + " (" + cache->entry_path(key) + ")"); !checked) {
                 runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
                 cache->evict(key);
-                got = run();
+                got = cache->get_or_build(key, run);  // gone now: built, checked and stored
                 if (!got) return std::move(got).error();
             }
         }

@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "file_map.hpp"
 #include "codec.hpp"
 #include "hash.hpp"
@@ -92,6 +96,21 @@ void reseal(archive::ByteVector& a) {
 std::string open_error(archive::Bytes bytes) {
     auto a = archive::Archive::open_memory(bytes, "test.sdma");
     return a ? std::string() : a.error().message;
+}
+
+ChildCost run_in_child(const std::function<bool()>& body) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) ::_exit(body() ? 0 : 1);
+    int status = 0;
+    struct rusage usage {};
+    REQUIRE(::wait4(pid, &status, 0, &usage) == pid);
+    ChildCost cost;
+    cost.cpu_seconds = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+    cost.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+    cost.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return cost;
 }
 
 std::vector<CorruptCase> corrupt_cases() {

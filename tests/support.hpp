@@ -3,6 +3,7 @@
 // reader's structural checks, not its checksums, are what a test exercises).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,16 @@ void rehash_stored(archive::ByteVector& archive, size_t index);
 void reseal(archive::ByteVector& archive);
 
 std::string open_error(archive::Bytes bytes);  // "" when it opens
+
+// What running `body` in a child process cost: CPU seconds (user + system) and peak resident
+// memory. For tests that assert costs as ratios against a baseline measured the same way in the
+// same test (never as wall-clock limits). `ok` is whether `body` returned true.
+struct ChildCost {
+    double cpu_seconds{0};
+    double peak_mib{0};
+    bool ok{false};
+};
+ChildCost run_in_child(const std::function<bool()>& body);
 
 // The golden corrupt archives (tests/golden/corrupt): each damage, whether the archive still
 // opens (the damage hides behind valid checksums, so only reading or verifying finds it), and the

@@ -2,6 +2,7 @@
 // killed writers, hostile directories, the byte cap, and the disabled and read-only modes.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
@@ -19,6 +20,7 @@
 #include "cache.hpp"
 #include "support.hpp"
 #include "file_map.hpp"
+#include "platform.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;
@@ -330,4 +332,231 @@ TEST_CASE("disabled and read-only caches", "[cache][modes]") {
     unsetenv("SDM_CACHE_MAX_BYTES");
     REQUIRE_FALSE(bad);
     CHECK_THAT(bad.error().message, Catch::Contains("SDM_CACHE_MAX_BYTES=lots"));
+}
+
+namespace {
+CacheOptions options_in(const std::string& dir, std::vector<std::string>* told, uint64_t max_bytes = 0) {
+    CacheOptions o;
+    o.directory = dir;
+    o.max_bytes = max_bytes;
+    if (told != nullptr) o.store_failed = [told](const std::string& why) { told->push_back(why); };
+    return o;
+}
+bool told_contains(const std::vector<std::string>& told, const std::string& text) {
+    return std::any_of(told.begin(), told.end(), [&](const std::string& t) { return t.find(text) != std::string::npos; });
+}
+}  // namespace
+
+TEST_CASE("planted entries: every level and every entry must be the user's and written by nobody else", "[cache][security][hostile]") {
+    test::TempDir dir;
+    const auto key = key_of("planted.ptx");
+    const auto payload_ok = payload(5000, 4);
+    std::vector<std::string> told;
+    {
+        auto cache = Cache::open(options_in(dir.path, &told)).value();
+        REQUIRE(cache->put(key, payload_ok));
+        REQUIRE(cache->get(key) == payload_ok);
+    }
+    const std::string entry = std::unique_ptr<Cache>(Cache::open(options_in(dir.path, nullptr)).value())->entry_path(key);
+    const std::string fan = fs::path(entry).parent_path().string();
+    const auto fresh_get = [&]() {
+        told.clear();
+        auto cache = Cache::open(options_in(dir.path, &told));
+        if (!cache) return std::optional<ByteVector>();
+        return (*cache)->get(key);
+    };
+    SECTION("v1 writable by others (chmod go-w on the root alone used to be enough)") {
+        REQUIRE(::chmod((dir.path + "/v1").c_str(), 0777) == 0);
+        auto cache = Cache::open(options_in(dir.path, &told));
+        REQUIRE_FALSE(cache);
+        CHECK_THAT(cache.error().message, Catch::Contains(dir.path + "/v1 is group- or world-writable (mode 0777)") && Catch::Contains("chmod go-w"));
+    }
+    SECTION("a fan-out folder writable by others") {
+        REQUIRE(::chmod(fan.c_str(), 0777) == 0);
+        CHECK_FALSE(fresh_get());
+        CHECK(told_contains(told, fan + " is group- or world-writable (mode 0777)"));
+    }
+    SECTION("an entry writable by others") {
+        REQUIRE(::chmod(entry.c_str(), 0666) == 0);
+        CHECK_FALSE(fresh_get());
+        CHECK(told_contains(told, "cache entry " + entry + " is writable by group or others (mode 0666); it is not loaded"));
+    }
+    SECTION("an entry that is a link to a good entry elsewhere") {
+        const std::string elsewhere = dir.path + "/elsewhere.sdmc";
+        fs::copy_file(entry, elsewhere);
+        fs::remove(entry);
+        fs::create_symlink(elsewhere, entry);
+        CHECK_FALSE(fresh_get());
+        CHECK(told_contains(told, entry + " is a symbolic link; sdm does not follow links here"));
+    }
+    SECTION("an entry that is a FIFO: refused without blocking") {
+        fs::remove(entry);
+        REQUIRE(::mkfifo(entry.c_str(), 0600) == 0);
+        CHECK_FALSE(fresh_get());
+        CHECK(told_contains(told, entry + " is a FIFO (named pipe), not a regular file"));
+    }
+    SECTION("a fan-out folder that is a link") {
+        const std::string moved = dir.path + "/moved";
+        fs::rename(fan, moved);
+        fs::create_directory_symlink(moved, fan);
+        CHECK_FALSE(fresh_get());
+        CHECK(told_contains(told, fan + " is a symbolic link, not a directory"));
+    }
+    if (::geteuid() == 0) {
+        SECTION("an entry another user owns") {
+            REQUIRE(::chown(entry.c_str(), 4321, 4321) == 0);
+            CHECK_FALSE(fresh_get());
+            CHECK(told_contains(told, "cache entry " + entry + " belongs to uid 4321, not to this user"));
+        }
+        SECTION("a fan-out folder another user owns") {
+            REQUIRE(::chown(fan.c_str(), 4321, 4321) == 0);
+            CHECK_FALSE(fresh_get());
+            CHECK(told_contains(told, fan + " belongs to uid 4321"));
+        }
+    }
+}
+
+TEST_CASE("the cache directory swapped after it was opened: everything still goes through the one that was checked", "[cache][security][hostile]") {
+    test::TempDir dir;
+    const std::string root = dir.path + "/cache";
+    auto cache = Cache::open(options_in(root, nullptr)).value();
+    const auto key = key_of("swap.ptx");
+    REQUIRE(cache->put(key, payload(3000, 5)));
+    // Another user with write access to the parent moves the checked directory away and puts
+    // their own in its place, holding an entry of the same key with other bytes.
+    fs::rename(root, dir.path + "/checked");
+    {
+        auto theirs = Cache::open(options_in(root, nullptr)).value();
+        REQUIRE(theirs->put(key, payload(3000, 99)));
+        REQUIRE(theirs->put(key_of("other.ptx"), payload(3000, 98)));
+    }
+    CHECK(cache->get(key) == payload(3000, 5));   // from the directory opened and checked
+    CHECK_FALSE(cache->get(key_of("other.ptx")));  // nothing from the swapped-in one
+    const auto k3 = key_of("new.ptx");
+    REQUIRE(cache->put(k3, payload(100, 6)));
+    CHECK(fs::exists(dir.path + "/checked/v1/" + k3.hex().substr(0, 2)));
+    CHECK_FALSE(fs::exists(root + "/v1/" + k3.hex().substr(0, 2) + "/" + k3.hex().substr(2) + ".sdmc"));
+}
+
+TEST_CASE("entries are read into private memory: a file truncated or rewritten in place never faults the reader nor changes what it got", "[cache][security][hostile]") {
+    // Before, entries of 256 KiB and more were mapped: truncating one in place killed the reader
+    // with SIGBUS, and bytes changed after the checksum passed reached the driver.
+    test::TempDir dir;
+    auto cache = Cache::open(options_in(dir.path, nullptr)).value();
+    const auto key = key_of("big.ptx");
+    const ByteVector big = payload(4 << 20, 7);
+    REQUIRE(cache->put(key, big));
+    const std::string path = cache->entry_path(key);
+    std::atomic<bool> stop{false};
+    std::atomic<int> whole{0}, absent{0}, wrong{0};
+    std::thread damage([&] {
+        for (int round = 0; !stop; ++round) {
+            const int fd = ::open(path.c_str(), O_WRONLY);
+            if (fd < 0) continue;
+            if (round % 3 == 0) (void)::ftruncate(fd, static_cast<off_t>((round * 7919) % (4 << 20)));
+            else if (round % 3 == 1) (void)::pwrite(fd, "damage", 6, 70000 + round % 1000);
+            ::close(fd);
+            (void)cache->put(key, big);  // and whole again
+        }
+    });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(1500);
+    while (std::chrono::steady_clock::now() < deadline) {
+        const auto got = cache->get(key);
+        if (!got) ++absent;
+        else if (*got == big) ++whole;
+        else ++wrong;
+    }
+    stop = true;
+    damage.join();
+    INFO(whole << " whole, " << absent << " absent, " << wrong << " wrong");
+    CHECK(wrong == 0);
+    CHECK(whole + absent > 0);
+    // The bytes handed out are the caller's: changing the file afterwards changes nothing.
+    REQUIRE(cache->put(key, big));
+    const auto copy = cache->get(key);
+    REQUIRE(copy);
+    {
+        const int fd = ::open(path.c_str(), O_WRONLY);
+        REQUIRE(fd >= 0);
+        REQUIRE(::pwrite(fd, "changed", 7, 100) == 7);
+        ::close(fd);
+    }
+    CHECK(*copy == big);
+}
+
+TEST_CASE("temporary files count against the cap; those no writer holds are removed by prune and clear", "[cache][evict][hostile]") {
+    test::TempDir dir;
+    const uint64_t cap = 1 << 20;
+    auto cache = Cache::open(options_in(dir.path, nullptr, cap)).value();
+    const auto key = key_of("t.ptx");
+    REQUIRE(cache->put(key, payload(1000, 1)));
+    const std::string fan = fs::path(cache->entry_path(key)).parent_path().string();
+    const std::string hex = key.hex();
+    // Left by a killed writer: no lock held for its key.
+    const std::string stale = fan + "/" + hex.substr(2) + ".tmp.0123456789abcdef";
+    std::ofstream(stale, std::ios::binary) << std::string(300000, 'x');
+    // Being written: its key's lock is held.
+    const auto busy_key = key_of("busy.ptx");
+    const std::string busy_hex = busy_key.hex();
+    auto busy_fan = platform::Directory::open(dir.path + "/v1", false, 0700).value().child(busy_hex.substr(0, 2), true, 0700).value();
+    auto held = busy_fan.lock(busy_hex.substr(2) + ".lock", 5, {});
+    REQUIRE(held);
+    const std::string busy = busy_fan.path() + "/" + busy_hex.substr(2) + ".tmp.fedcba9876543210";
+    std::ofstream(busy, std::ios::binary) << std::string(200000, 'y');
+    auto u = cache->usage().value();
+    CHECK(u.temporaries == 2);
+    CHECK(u.temporary_bytes == 500000);
+    CHECK(u.entries == 1);
+    CHECK(u.bytes == 500000 + 64 + 1000);  // the temporaries and the entry (header and payload)
+    REQUIRE(cache->clear());
+    CHECK_FALSE(fs::exists(stale));
+    CHECK(fs::exists(busy));  // its writer still runs
+    u = cache->usage().value();
+    CHECK(u.entries == 0);
+    CHECK(u.temporaries == 1);
+}
+
+TEST_CASE("a lock file that is a directory is reported as such, not as a full disk", "[cache][messages][hostile]") {
+    test::TempDir dir;
+    std::vector<std::string> told;
+    auto cache = Cache::open(options_in(dir.path, &told)).value();
+    const auto key = key_of("locked.ptx");
+    const std::string lock = cache->entry_path(key).substr(0, cache->entry_path(key).size() - 5) + ".lock";
+    fs::create_directories(lock);
+    auto r = cache->get_or_build(key, [&]() -> Result<ByteVector> { return payload(10, 1); });
+    REQUIRE(r);
+    CHECK(told_contains(told, "lock file " + lock + " is a directory; remove it"));
+    CHECK_FALSE(told_contains(told, "free space"));
+}
+
+TEST_CASE("an image over a quarter of the cap is used uncached: one entry never evicts the rest", "[cache][evict][hostile]") {
+    test::TempDir dir;
+    const uint64_t cap = 4 << 20;
+    std::vector<std::string> told;
+    auto cache = Cache::open(options_in(dir.path, &told, cap)).value();
+    for (int i = 0; i < 6; ++i) REQUIRE(cache->put(key_of("small" + std::to_string(i)), payload(100000, static_cast<uint8_t>(i))));
+    const auto bomb = payload(cap / 4 + 1, 9);
+    auto r = cache->get_or_build(key_of("bomb"), [&]() -> Result<ByteVector> { return bomb; });
+    REQUIRE(r);
+    CHECK(*r == bomb);
+    CHECK(told_contains(told, "more than a quarter of the cache's cap of 4194304 bytes; raise SDM_CACHE_MAX_BYTES"));
+    CHECK(cache->usage()->entries == 6);
+    CHECK(cache->stats().evictions == 0);
+}
+
+TEST_CASE("sdm cache-style opening creates nothing, not even where it refuses", "[cache][hostile]") {
+    test::TempDir dir;
+    CacheOptions o = options_in(dir.path + "/not/there", nullptr);
+    o.create = false;
+    auto cache = Cache::open(o);
+    REQUIRE(cache);
+    CHECK_FALSE((*cache)->exists());
+    CHECK((*cache)->usage()->entries == 0);
+    CHECK_FALSE(fs::exists(dir.path + "/not"));
+    // Someone else's directory (here: writable by others) is refused before v1 is made inside it.
+    REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+    CacheOptions mine = options_in(dir.path, nullptr);
+    CHECK_FALSE(Cache::open(mine));
+    CHECK_FALSE(fs::exists(dir.path + "/v1"));
+    REQUIRE(::chmod(dir.path.c_str(), 0700) == 0);
 }

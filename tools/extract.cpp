@@ -70,57 +70,42 @@ int run_extract(const std::string& path, const std::string& directory, const std
     } closer{dir};
     std::set<std::string> created;
     size_t written = 0;
-    for (size_t i = 0; i < a->entries().size(); ++i) {
+    // One walk: each entry decoded once, a shared reference once for all that use it.
+    auto walked = a->for_each_entry([&](size_t i, archive::Bytes raw) -> Result<void> {
         const auto& e = a->entries()[i];
-        if (!selected(e, i, wanted)) continue;
-        auto raw = a->read(i);
-        if (!raw) {
-            fmt::print(stderr, "sdm extract: {}\n", raw.error().message);
-            return 1;
-        }
-        archive::ByteVector out = std::move(*raw);
+        if (!selected(e, i, wanted)) return {};
+        archive::ByteVector converted;
+        archive::Bytes out = raw;
         if (e.kind == archive::Kind::manifest && !raw_manifest) {
-            auto m = archive::decode_manifest(out);
-            if (!m) {
-                fmt::print(stderr, "sdm extract: {}: {}\n", a->describe(i), m.error().message);
-                return 1;
-            }
+            auto m = archive::decode_manifest(raw);
+            if (!m) return make_error(m.error().code, a->describe(i) + ": " + m.error().message);
             const std::string text = format_manifest_source(*m);
-            out.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
+            converted.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data()) + text.size());
+            out = converted;
         }
         const std::string name = file_name(e, raw_manifest);
         const std::string target = directory + "/" + name;
         // The reader refused any name that is not one plain path component; check again here,
         // where it matters, whatever produced the archive object.
-        if (name.find('/') != std::string::npos || name.starts_with(".") || !created.insert(name).second) {
-            fmt::print(stderr, "sdm extract: {}: the file name '{}' is not one plain file name; nothing was written for it\n", a->describe(i),
-                       archive::printable(name));
-            return 1;
-        }
+        if (name.find('/') != std::string::npos || name.starts_with(".") || !created.insert(name).second)
+            return make_error(ErrorCode::corrupt, a->describe(i) + ": the file name '" + archive::printable(name) +
+                                                      "' is not one plain file name; nothing was written for it");
         if (force) {
-            const auto st = [&]() -> std::optional<struct stat> {
-                struct stat s {};
-                if (::fstatat(dir, name.c_str(), &s, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
-                return s;
-            }();
-            if (st && !S_ISREG(st->st_mode)) {
-                fmt::print(stderr, "sdm extract: {} exists and is not a regular file (a link, a directory, a device); it was left alone. Remove it, "
-                                   "or extract into another directory\n", target);
-                return 1;
-            }
-            if (st && ::unlinkat(dir, name.c_str(), 0) != 0) {
-                fmt::print(stderr, "sdm extract: cannot replace {}: {}\n", target, std::strerror(errno));
-                return 1;
+            struct stat st {};
+            if (::fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                if (!S_ISREG(st.st_mode))
+                    return make_error(ErrorCode::invalid_argument, target + " exists and is not a regular file (a link, a directory, a device); it "
+                                                                            "was left alone. Remove it, or extract into another directory");
+                if (::unlinkat(dir, name.c_str(), 0) != 0)
+                    return make_error(ErrorCode::io, "cannot replace " + target + ": " + std::strerror(errno));
             }
         }
         const int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0) {
             if (errno == EEXIST)
-                fmt::print(stderr, "sdm extract: {} already exists; it was left alone. Remove it, pass --force to replace regular files, "
-                                   "or extract into another directory\n", target);
-            else
-                fmt::print(stderr, "sdm extract: cannot create {}: {}\n", target, std::strerror(errno));
-            return 1;
+                return make_error(ErrorCode::invalid_argument, target + " already exists; it was left alone. Remove it, pass --force to replace "
+                                                                        "regular files, or extract into another directory");
+            return make_error(ErrorCode::io, "cannot create " + target + ": " + std::strerror(errno));
         }
         size_t done = 0;
         while (done < out.size()) {
@@ -134,11 +119,15 @@ int run_extract(const std::string& path, const std::string& directory, const std
         ::close(fd);
         if (!ok) {
             ::unlinkat(dir, name.c_str(), 0);
-            fmt::print(stderr, "sdm extract: cannot write {}: {}\n", target, std::strerror(err));
-            return 1;
+            return make_error(ErrorCode::io, "cannot write " + target + ": " + std::strerror(err));
         }
         fmt::print("{}\n", target);
         ++written;
+        return {};
+    });
+    if (!walked) {
+        fmt::print(stderr, "sdm extract: {}\n", walked.error().message);
+        return 1;
     }
     if (written == 0 && !wanted.empty()) {
         fmt::print(stderr, "sdm extract: {} holds no entry matching the selection (use MODULE:TARGET, 'manifest' or an index; see sdm ls)\n", path);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -76,6 +77,20 @@ int run_jit(const JitOptions& o) {
             jobs.push_back({module, s->image.index, t.sm, t.variant == archive::Variant::a ? archive::Variant::a : s->target_variant});
         }
     }
+    // One walk over the archive (each entry decoded once, a shared reference once): the output
+    // gets every entry but the dictionary (the writer trains its own), the jobs their inputs.
+    archive::ArchiveWriter writer;
+    std::map<size_t, archive::ByteVector> inputs;
+    for (const Job& j : jobs) inputs[j.entry];
+    auto copied = input->for_each_entry([&](size_t i, archive::Bytes raw) -> Result<void> {
+        if (const auto it = inputs.find(i); it != inputs.end()) it->second.assign(raw.begin(), raw.end());
+        if (entries[i].kind == archive::Kind::dictionary) return {};
+        return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, archive::ByteVector(raw.begin(), raw.end())});
+    });
+    if (!copied) {
+        fmt::print(stderr, "sdm jit: {}\n", copied.error().message);
+        return 1;
+    }
     Progress progress("jit", !o.quiet);
     std::vector<std::optional<archive::ByteVector>> cubins(jobs.size());
     std::atomic<size_t> next{0}, done{0};
@@ -84,9 +99,7 @@ int run_jit(const JitOptions& o) {
     const auto worker = [&](bool report) {
         for (size_t i = next++; i < jobs.size(); i = next++) {
             const Job& j = jobs[i];
-            auto raw = input->read(j.entry);
-            Result<runtime::JitOutput> out = raw ? jit->link({entries[j.entry].kind, *raw, input->describe(j.entry)}, j.sm, j.variant, {})
-                                                 : Result<runtime::JitOutput>(raw.error());
+            Result<runtime::JitOutput> out = jit->link({entries[j.entry].kind, inputs.at(j.entry), input->describe(j.entry)}, j.sm, j.variant, {});
             if (out) {
                 cubins[i] = std::move(out->cubin);
             } else {
@@ -107,20 +120,6 @@ int run_jit(const JitOptions& o) {
     if (first_error) {
         fmt::print(stderr, "sdm jit: {}\n", first_error->message);
         return 1;
-    }
-    archive::ArchiveWriter writer;
-    for (size_t i = 0; i < entries.size(); ++i) {
-        if (entries[i].kind == archive::Kind::dictionary) continue;  // the writer trains its own
-        auto raw = input->read(i);
-        if (!raw) {
-            fmt::print(stderr, "sdm jit: {}\n", raw.error().message);
-            return 1;
-        }
-        auto added = writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, std::move(*raw)});
-        if (!added) {
-            fmt::print(stderr, "sdm jit: {}\n", added.error().message);
-            return 1;
-        }
     }
     for (size_t i = 0; i < jobs.size(); ++i) {
         auto added = writer.add({jobs[i].module, archive::Kind::cubin, jobs[i].sm, jobs[i].variant, std::move(*cubins[i])});

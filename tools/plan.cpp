@@ -18,21 +18,16 @@ int run_plan(const PlanOptions& o) {
         fmt::print(stderr, "sdm plan: {}\n", a.error().message);
         return 1;
     }
-    const auto index = a->find_manifest();
-    if (!index) {
+    auto read = a->read_manifest();
+    if (!read) {
+        fmt::print(stderr, "sdm plan: {}\n", read.error().message);
+        return 1;
+    }
+    if (!*read) {
         fmt::print(stderr, "sdm plan: archive {} has no manifest, so no kernels and no plans\n", o.archive);
         return 1;
     }
-    auto raw = a->read(*index);
-    if (!raw) {
-        fmt::print(stderr, "sdm plan: {}\n", raw.error().message);
-        return 1;
-    }
-    auto manifest = archive::decode_manifest(*raw);
-    if (!manifest) {
-        fmt::print(stderr, "sdm plan: {}\n", manifest.error().message);
-        return 1;
-    }
+    const archive::Manifest* manifest = &**read;
     const auto* kernel = manifest->find_kernel(o.kernel);
     if (kernel == nullptr) {
         std::string names;

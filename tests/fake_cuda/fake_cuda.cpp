@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "hash.hpp"
 #include "image.hpp"
 #include "sdm_fake_cuda.h"
 
@@ -701,6 +702,19 @@ std::string device_text(int ordinal, const Device& d) {
            std::to_string(d.minor) + ")";
 }
 
+// SDM_FAKE_CUDA_IMAGE_LOG=FILE: one line per cubin handed to cuModuleLoadData(Ex), the XXH3-128
+// of the bytes the driver reads (its ELF extent) in the form `sdm ls --json` prints. A stress test
+// compares them with the images of its archive: every byte sdm handed over was the archive's.
+void log_image(const unsigned char* p, uint64_t extent) {
+    const char* path = std::getenv("SDM_FAKE_CUDA_IMAGE_LOG");
+    if (path == nullptr || *path == '\0') return;
+    const std::string line = sdm::archive::xxh3_128({reinterpret_cast<const std::byte*>(p), static_cast<size_t>(extent)}).hex() + "\n";
+    if (FILE* f = std::fopen(path, "a")) {  // one short write in append mode: lines of several processes do not mix
+        std::fwrite(line.data(), 1, line.size(), f);
+        std::fclose(f);
+    }
+}
+
 // Decides what the real driver would do with `image` on device `d`: the module's facts, or the failure.
 std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, int ordinal, const Device& d,
                                                                  const void* image) {
@@ -712,6 +726,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
     if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
         const auto extent = elf_extent(p);
         if (!extent) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "not a valid cubin: ELF headers out of range"};
+        log_image(p, *extent);
         auto info = sdm::archive::inspect_cubin(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
         if (!info) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, info.error().message};
         const int sm = info->sm, major = sm / 10, minor = sm % 10;

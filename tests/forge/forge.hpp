@@ -1,0 +1,74 @@
+// An archive writer for hostile inputs, written from docs/FORMAT.md alone: it shares no code with
+// archive/ (only xxHash and zstd themselves), so a bug in sdm's writer cannot hide the same bug in
+// sdm's reader. It lays out whatever it is told, in the order it is told, and then computes every
+// checksum honestly, as an attacker who recomputes them would. Nothing here validates anything.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace forge {
+
+using Bytes = std::vector<uint8_t>;
+
+// Enumerations of docs/FORMAT.md section 4, as numbers.
+namespace kind {
+inline constexpr uint8_t cubin = 1, ptx = 2, ltoir = 3, fatbin = 4, manifest = 5, dictionary = 6;
+}
+namespace codec {
+inline constexpr uint8_t stored = 0, zstd = 1, zstd_dict = 2, zstd_prefix = 3;
+}
+inline constexpr uint32_t kNoRef = 0xffffffffu;
+
+struct Record {
+    std::string name;
+    uint8_t kind{kind::cubin};
+    uint8_t codec{codec::stored};
+    uint16_t sm{0};
+    uint8_t variant{0};
+    uint8_t flags{0};
+    uint32_t ref{kNoRef};
+    Bytes raw;                    // what raw_hash covers
+    std::optional<Bytes> stored;  // the payload; default: `raw` (stored codec) or zstd of `raw`
+    // Lies a record may tell (the checksums are computed over whatever is written).
+    std::optional<uint64_t> raw_size, stored_size, data_offset;
+};
+
+struct Archive {
+    uint16_t major{1}, minor{0};
+    uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
+    std::string created_by{"forge"};  // up to 16 bytes, not NUL-terminated when 16
+    std::vector<Record> records;      // in this order, unsorted unless sorted by the caller
+};
+
+// The archive's bytes: header, records, the names one after another, payloads at their
+// alignment (4096 stored, 64 otherwise), every checksum computed.
+Bytes write(const Archive& archive);
+
+Bytes zstd(const Bytes& raw, int level = 3);
+Bytes zstd_with_prefix(const Bytes& raw, const Bytes& prefix, int level = 3);
+// The header of a zstd frame that declares `declared` bytes of content (window 1 MiB, no
+// checksum, no dictionary); the caller appends whatever blocks it wants, valid or not.
+Bytes zstd_frame_header(uint64_t declared);
+
+// The binary manifest (FORMAT.md section 10): tag-length-value items.
+struct Item {
+    uint16_t tag{0};
+    uint16_t flags{1};  // 1: required to understand
+    Bytes payload;
+};
+Bytes item(uint16_t tag, const Bytes& payload, uint16_t flags = 1);
+Bytes item(uint16_t tag, const std::string& text, uint16_t flags = 1);
+Bytes concat(const std::vector<Bytes>& parts);
+// "SDMM", version, body size, then `body`.
+Bytes manifest(const Bytes& body, uint16_t major = 1, uint16_t minor = 0);
+// A kernel item: name, module, signature.
+Bytes kernel(const std::string& name, const std::string& module, const std::string& signature);
+Bytes kernel_abi(uint16_t major, uint16_t minor);
+
+Bytes read_file(const std::string& path);
+void write_file(const std::string& path, const Bytes& bytes);
+
+}  // namespace forge

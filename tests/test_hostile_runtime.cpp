@@ -1,0 +1,297 @@
+// Hostile inputs at run time, through the C ABI and the fake driver: paths that are not regular
+// files (in SDM_ARCHIVE_PATH, SDM_PLUGIN_PATH and the API), images whose headers point outside
+// them (from the archive and from a planted cache entry), cache levels others may write, a
+// signature check that must not hold a reference, cluster shapes that overflow, NULL arguments.
+// Archives the writer would refuse are built by tests/forge, which recomputes every checksum.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cache.hpp"
+#include "fake_runtime.hpp"
+#include "forge/forge.hpp"
+#include "hash.hpp"
+#include "reader.hpp"
+#include "sdm/sdm.h"
+#include "support.hpp"
+
+namespace fs = std::filesystem;
+using namespace sdm;
+using namespace sdm::test;
+
+namespace {
+
+struct EnvGuard {
+    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+    ~EnvGuard() { unsetenv(name_); }
+    const char* name_;
+};
+
+forge::Bytes fdata(const std::string& name) {
+    const auto b = test::data_file(name);
+    return forge::Bytes(reinterpret_cast<const uint8_t*>(b.data()), reinterpret_cast<const uint8_t*>(b.data()) + b.size());
+}
+
+// An archive holding `cubin` as module "kernels", sm_90 (stored or zstd), and a manifest listing "scale".
+forge::Bytes archive_with(const forge::Bytes& cubin, uint8_t codec) {
+    forge::Archive a;
+    a.kernel_abi_major = 1;
+    forge::Record r{"kernels", forge::kind::cubin, codec, 90, 0, 0, forge::kNoRef, cubin, {}, {}, {}, {}};
+    a.records.push_back(r);
+    const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")}));
+    a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+    return forge::write(a);
+}
+
+// The 64-byte image the real driver (libcuda 580.159.04) crashes on: a cubin's ELF header alone,
+// its program and section header tables 512 MiB past its end.
+forge::Bytes hostile_header() {
+    const forge::Bytes cubin = fdata("kernels.sm_90.cubin");
+    forge::Bytes h(cubin.begin(), cubin.begin() + 64);
+    const uint64_t far = uint64_t{512} << 20;
+    for (int i = 0; i < 8; ++i) h[32 + static_cast<size_t>(i)] = h[40 + static_cast<size_t>(i)] = static_cast<uint8_t>(far >> (8 * i));
+    return h;
+}
+
+std::string status_and_message(sdm_runtime* rt, const char* kernel, sdm_status* status) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    *status = sdm_kernel_get(rt, 0, kernel, nullptr, &k, &e);
+    std::string message = sdm_error_message(e);
+    sdm_error_destroy(e);
+    return message;
+}
+
+void mount_bytes(sdm_runtime* rt, const forge::Bytes& b, const char* label) {
+    sdm_error* e = nullptr;
+    if (sdm_archive_mount_memory(rt, b.data(), b.size(), label, &e) != SDM_OK) FAIL(sdm_error_message(e));
+}
+
+}  // namespace
+
+TEST_CASE("SDM_ARCHIVE_PATH: a FIFO, /dev/zero, a directory and a missing file are skipped and logged; creation neither fails nor blocks", "[hostile][files]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string fifo = dir.path + "/fifo.sdma";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    fs::create_directory(dir.path + "/dir.sdma");
+    const std::string good = dir.path + "/good.sdma";
+    forge::write_file(good, archive_with(fdata("kernels.sm_90.cubin"), forge::codec::zstd));
+    EnvGuard path("SDM_ARCHIVE_PATH", fifo + ":/dev/zero:" + dir.path + "/dir.sdma:" + dir.path + "/missing.sdma:" + good);
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+    uint32_t count = 0;
+    REQUIRE(sdm_archive_count(rt.get(), &count, nullptr) == SDM_OK);
+    CHECK(count == 1);
+    const auto logged = [&](const std::string& text) {
+        return std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.find("skipped archive") != std::string::npos && l.find(text) != std::string::npos; });
+    };
+    CHECK(logged(fifo + " is a FIFO (named pipe), not a regular file"));
+    CHECK(logged("/dev/zero is a character device, not a regular file"));
+    CHECK(logged(dir.path + "/dir.sdma is a directory, not a regular file"));
+    CHECK(logged("missing.sdma: No such file or directory"));
+    CHECK(info_of(rt.get(), 0, "scale").image_sm == 90);
+}
+
+TEST_CASE("the API refuses archives and plugins that are not regular files, without blocking", "[hostile][files]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string fifo = dir.path + "/fifo";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "is a FIFO (named pipe)"}, {"/dev/zero", "is a character device"}, {dir.path, "is a directory"}}) {
+        INFO(path);
+        sdm_error* e = nullptr;
+        CHECK(sdm_archive_mount_file(rt.get(), path.c_str(), &e) == SDM_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains(path + " " + what));
+        sdm_error_destroy(e);
+        CHECK(sdm_plugin_load(rt.get(), path.c_str(), &e) != SDM_OK);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains(path + " " + what) && Catch::Contains("sdm loads only regular files"));
+        sdm_error_destroy(e);
+    }
+    // SDM_PLUGIN_PATH: skipped and logged like a broken plugin.
+    EnvGuard plugins("SDM_PLUGIN_PATH", fifo + ":/dev/zero");
+    std::vector<std::string> log;
+    RuntimePtr rt2 = make_runtime(dir.path + "/cache", 0, 0, &log);
+    CHECK(std::count_if(log.begin(), log.end(), [](const std::string& l) { return l.find("skipped plugin") != std::string::npos; }) == 2);
+}
+
+TEST_CASE("a cubin whose ELF header points past its end never reaches the driver", "[hostile][images]") {
+    TempDir dir;
+    fake(kH200);
+    for (const uint8_t codec : {forge::codec::stored, forge::codec::zstd}) {
+        INFO("codec " << int(codec));
+        RuntimePtr rt = make_runtime(dir.path + "/cache" + std::to_string(codec));
+        mount_bytes(rt.get(), archive_with(hostile_header(), codec), "hostile.sdma");
+        int32_t version = 0;
+        REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);
+        sdm_status status = SDM_OK;
+        const std::string message = status_and_message(rt.get(), "scale", &status);
+        CHECK(status == SDM_ERROR_ARCHIVE_CORRUPT);
+        CHECK_THAT(message, Catch::Contains("cubin kernels, sm_90 (entry 0) of archive hostile.sdma") &&
+                                Catch::Contains("the program header table [536870912, +") && Catch::Contains("lies outside the image of 64 bytes") && Catch::Contains("it is not loaded"));
+        CHECK(fake_calls("cuModuleLoadData") == 0);
+    }
+}
+
+TEST_CASE("a cache entry that passes its checksum but is not a well-formed image is removed and the image built again", "[hostile][images][cache]") {
+    TempDir dir;
+    fake(kH200);
+    const forge::Bytes cubin = fdata("kernels.sm_90.cubin");
+    const forge::Bytes archive = archive_with(cubin, forge::codec::zstd);
+    // Plant, under the key the runtime uses for the decoded image, the hostile header with a valid
+    // entry checksum (the key is computable from the archive's index: XXH3-128 of the raw image).
+    auto opened = archive::Archive::open_memory({reinterpret_cast<const std::byte*>(archive.data()), archive.size()}, "a");
+    REQUIRE(opened);
+    const auto& e = opened->entries()[0];
+    const auto key = runtime::CacheKeyBuilder().field("raw image").field(e.raw_hash).field(e.raw_size).key();
+    runtime::CacheOptions o;
+    o.directory = dir.path + "/cache";
+    auto cache = runtime::Cache::open(o).value();
+    const forge::Bytes hostile = hostile_header();
+    REQUIRE(cache->put(key, {reinterpret_cast<const std::byte*>(hostile.data()), hostile.size()}));
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+    mount_bytes(rt.get(), archive, "good.sdma");
+    const auto info = info_of(rt.get(), 0, "scale");
+    CHECK(info.source == 1);  // decoded from the archive, not the planted entry
+    CHECK(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+        return l.find("the cache entry for cubin kernels, sm_90") != std::string::npos && l.find("it was removed, and the image is built again") != std::string::npos;
+    }));
+    CHECK(stats_of(rt.get()).bad_entries == 1);
+    // What is cached now is the real image.
+    CHECK(cache->get(key).value() == test::data_file("kernels.sm_90.cubin"));
+}
+
+TEST_CASE("a cache level others may write is never read: the image comes from the archive, and the log says why", "[hostile][cache]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string cache_dir = dir.path + "/cache";
+    const forge::Bytes archive = archive_with(fdata("kernels.sm_90.cubin"), forge::codec::zstd);
+    {
+        RuntimePtr rt = make_runtime(cache_dir);
+        mount_bytes(rt.get(), archive, "a.sdma");
+        REQUIRE(info_of(rt.get(), 0, "scale").source == 1);
+    }
+    // Another user plants, in the fan-out folder made writable to them, the sm_80 cubin (which
+    // cannot run on the H200) under the same key, with a valid checksum.
+    auto opened = archive::Archive::open_memory({reinterpret_cast<const std::byte*>(archive.data()), archive.size()}, "a");
+    const auto& e = opened->entries()[0];
+    const auto key = runtime::CacheKeyBuilder().field("raw image").field(e.raw_hash).field(e.raw_size).key();
+    const std::string fan = cache_dir + "/v1/" + key.hex().substr(0, 2);
+    {
+        runtime::CacheOptions o;
+        o.directory = cache_dir;
+        auto cache = runtime::Cache::open(o).value();
+        const auto sm80 = test::data_file("kernels.sm_80.cubin");
+        REQUIRE(cache->put(key, sm80));
+    }
+    REQUIRE(::chmod(fan.c_str(), 0777) == 0);
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(cache_dir, 0, 0, &log);
+    mount_bytes(rt.get(), archive, "a.sdma");
+    const auto info = info_of(rt.get(), 0, "scale");
+    CHECK(info.source == 1);
+    CHECK(std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.find(fan + " is group- or world-writable (mode 0777)") != std::string::npos; }));
+    ::chmod(fan.c_str(), 0700);
+}
+
+TEST_CASE("a signature mismatch takes no reference: a reload unloads the old module at once", "[hostile][reload]") {
+    TempDir dir;
+    fake(kH200);
+    const std::string path = dir.path + "/k.sdma";
+    const auto write = [&](const sdm::archive::ByteVector& b) {
+        std::ofstream(path + ".tmp", std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+        fs::rename(path + ".tmp", path);
+    };
+    write(make_archive("kernels", {"sm_90"}));
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    REQUIRE(sdm_archive_mount_file(rt.get(), path.c_str(), nullptr) == SDM_OK);
+    sdm_kernel* k = nullptr;
+    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
+    REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
+    for (int i = 0; i < 3; ++i) {
+        sdm_error* e = nullptr;
+        CHECK(sdm_kernel_get_checked(rt.get(), 0, "scale", "ptr,ptr,i64", nullptr, &k, &e) == SDM_ERROR_MISMATCH);
+        sdm_error_destroy(e);
+    }
+    CHECK(fake_calls("@modules") == 1);
+    write(make_archive("kernels", {"sm_90a"}));
+    uint32_t reloaded = 0;
+    REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    CHECK(fake_calls("@modules") == 0);  // no reference was left behind: the old module went with the reload
+    // A mismatch on a kernel not loaded yet loads nothing.
+    sdm_error* e = nullptr;
+    CHECK(sdm_kernel_get_checked(rt.get(), 0, "axpy", "f64", nullptr, &k, &e) == SDM_ERROR_MISMATCH);
+    sdm_error_destroy(e);
+    CHECK(fake_calls("@modules") == 0);
+}
+
+TEST_CASE("cluster shapes are checked before any product: none launches as \"no cluster\"", "[hostile][launch]") {
+    TempDir dir;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = nullptr;
+    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
+    int64_t n = 1 << 20;
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    REQUIRE(sdm_plan_select(k, &n, 1, &plan, nullptr) == SDM_OK);
+    void* y = nullptr;
+    float factor = 2;
+    int count = 4;
+    void* args[] = {&y, &factor, &count};
+    const int64_t launched = fake_calls("cuLaunchKernelEx");
+    const std::vector<std::pair<std::array<uint32_t, 3>, std::string>> shapes = {
+        {{65536, 65536, 1}, "y and z must be 1"},  // 2^32: wrapped to 0, once launched as "no cluster"
+        {{65536, 1, 65536}, "y and z must be 1"},
+        {{0, 1, 1}, "has a dimension of 0"},
+        {{4294967295u, 4294967295u, 4294967295u}, "y and z must be 1"},
+        {{3, 1, 1}, "is not a multiple of cluster x 3"},
+    };
+    for (const auto& [cluster, why] : shapes) {
+        sdm_plan p = plan;
+        p.grid = 1024;
+        for (int i = 0; i < 3; ++i) p.cluster[i] = cluster[static_cast<size_t>(i)];
+        sdm_error* e = nullptr;
+        CHECK(sdm_launch(k, &p, nullptr, args, 3, &e) == SDM_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel scale cannot launch with") && Catch::Contains(why));
+        sdm_error_destroy(e);
+    }
+    CHECK(fake_calls("cuLaunchKernelEx") == launched);
+}
+
+TEST_CASE("NULL arguments are named, not counted as a wrong number", "[hostile][launch][messages]") {
+    TempDir dir;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = nullptr;
+    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
+    int64_t n = 1 << 20;
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    REQUIRE(sdm_plan_select(k, &n, 1, &plan, nullptr) == SDM_OK);
+    sdm_error* e = nullptr;
+    CHECK(sdm_launch(k, &plan, nullptr, nullptr, 3, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("takes 3 argument(s) (ptr,f32,i32), but args is NULL"));
+    sdm_error_destroy(e);
+    float factor = 2;
+    int count = 4;
+    void* args[] = {nullptr, &factor, &count};
+    CHECK(sdm_launch(k, &plan, nullptr, args, 3, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("args[0] (its ptr argument) is NULL"));
+    sdm_error_destroy(e);
+}
