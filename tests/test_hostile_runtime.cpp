@@ -295,3 +295,51 @@ TEST_CASE("NULL arguments are named, not counted as a wrong number", "[hostile][
     CHECK_THAT(sdm_error_message(e), Catch::Contains("args[0] (its ptr argument) is NULL"));
     sdm_error_destroy(e);
 }
+
+TEST_CASE("polling for a new archive costs its size, however its entries reference each other", "[hostile][reload][cost]") {
+    // A reload verifies the new file in full. Sixteen entries prefix-coded against one 16 MiB PTX
+    // module, against a baseline of the same entries each coded alone: the poll that mounts it
+    // must cost about the same (before the fix, each referencing entry decoded the big one again).
+    std::string filler = ".version 8.0\n.target sm_80\n.address_size 64\n";
+    for (size_t i = 0; filler.size() < (16u << 20); ++i) filler += "// line " + std::to_string(i * 2654435761u % 1000003) + "\n";
+    const forge::Bytes big(filler.begin(), filler.end());
+    const auto build = [&](bool referenced, int count = 16) {
+        forge::Archive a;
+        a.kernel_abi_major = 1;
+        a.records.push_back({"a-base", forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, big, forge::zstd(big, 1), {}, {}, {}});
+        for (int i = 0; i < count; ++i) {
+            const std::string text = ".version 8.0\n.target sm_80\n// small " + std::to_string(i) + "\n";
+            const forge::Bytes small(text.begin(), text.end());
+            forge::Record r{"b" + std::to_string(100 + i), forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, small, {}, {}, {}, {}};
+            if (referenced) {
+                r.codec = forge::codec::zstd_prefix;
+                r.ref = 0;
+                r.stored = forge::zstd_with_prefix(small, big, 1);
+            }
+            a.records.push_back(std::move(r));
+        }
+        const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "a-base", "ptr")}));
+        a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+        return forge::write(a);
+    };
+    TempDir dir;
+    fake(kH200);
+    const auto poll_cost = [&](const forge::Bytes& next) {
+        const std::string path = dir.path + "/k.sdma";
+        forge::write_file(path, build(false, 1));  // what runs before the poll: another version
+        return test::run_in_child([&] {
+            RuntimePtr rt = make_runtime(dir.path + "/cache");
+            if (sdm_archive_mount_file(rt.get(), path.c_str(), nullptr) != SDM_OK) return false;
+            forge::write_file(path + ".new", next);
+            fs::rename(path + ".new", path);
+            uint32_t reloaded = 0;
+            return sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK && reloaded == 1;
+        });
+    };
+    const auto baseline = poll_cost(build(false));
+    const auto attack = poll_cost(build(true));
+    REQUIRE(baseline.ok);
+    REQUIRE(attack.ok);
+    INFO("baseline " << baseline.cpu_seconds << " s, attack " << attack.cpu_seconds << " s");
+    CHECK(attack.cpu_seconds <= 2.0 * baseline.cpu_seconds + 0.05);
+}

@@ -25,6 +25,11 @@ run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
 run gpu-launch "$build/tests/test_gpu_launch"
+run gpu-hostile "$build/tests/test_gpu_hostile"
+# Why sdm checks images first: the same 64-byte header handed to the real driver by hand, in a
+# process of its own. Its exit is recorded, not judged (a signal here is the driver's crash).
+"$build/tests/test_gpu_hostile" --raw-driver >"$out/raw-driver-hostile.log" 2>&1
+echo "raw driver on the hostile header: exit $? (128+11 = SIGSEGV)" | tee -a "$out/raw-driver-hostile.log"
 [ -x "$build/tests/test_gpu_kernels" ] && run gpu-kernels "$build/tests/test_gpu_kernels"
 # Layers on the real device: the newest archive with an image serves, an older one the rest.
 layers=$(mktemp -d)
@@ -47,6 +52,7 @@ fi
 [ -x "$build/examples/engine_host" ] && run engine-host env SDM_TEST_REAL_DRIVER=1 bash tests/hosts/engine_host.sh "$build"
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
 run capi-fake "$build/tests/test_capi"
+run hostile-fake "$build/tests/test_hostile_runtime"
 run cpp-wrapper "$build/tests/test_cpp_wrapper"
 echo
 echo "| test | exit |"
