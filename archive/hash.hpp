@@ -23,6 +23,21 @@ Hash128 xxh3_128(Bytes data) noexcept;
 Hash128 load_hash128(Bytes b, size_t at);
 void store_hash128(std::span<std::byte> b, size_t at, const Hash128& h);
 
+// Streaming XXH3-64: the same digest as xxh3_64 over the concatenation of the updates (for bytes
+// hashed as they arrive, while they are still in the CPU's cache).
+class Hasher64 {
+public:
+    Hasher64();
+    ~Hasher64();
+    Hasher64(const Hasher64&) = delete;
+    Hasher64& operator=(const Hasher64&) = delete;
+    void update(Bytes data) noexcept;
+    uint64_t digest() const noexcept;
+
+private:
+    void* state_;
+};
+
 // Streaming XXH3-128 over several fields; the cache's identity hashes use it with length-prefixed
 // fields so that ("ab","c") and ("a","bc") never collide by construction.
 class Hasher128 {

@@ -52,14 +52,15 @@ std::array<std::byte, kEntryHeader> entry_header(const Hash128& key, Bytes paylo
     return h;
 }
 
-// Whether `b` is the whole entry of `key`: its header, and its payload's checksum.
-bool check_entry(Bytes b, const Hash128& key) {
-    if (b.size() < kEntryHeader || !std::equal(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<const uint8_t*>(b.data())))
+// Whether `header` is the header of an entry of `key` whose payload has `payload_size` bytes with
+// XXH3-64 `payload_hash`.
+bool check_entry(Bytes header, uint64_t payload_size, uint64_t payload_hash, const Hash128& key) {
+    if (header.size() != kEntryHeader || !std::equal(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<const uint8_t*>(header.data())))
         return false;
-    if (archive::load_u32(b, 8) != kCacheFormat || archive::load_u32(b, 12) != kEntryHeader) return false;
-    if (archive::load_hash128(b, 16) != key) return false;
-    if (archive::load_u64(b, 32) != b.size() - kEntryHeader) return false;
-    return archive::xxh3_64(b.subspan(kEntryHeader)) == archive::load_u64(b, 40);
+    if (archive::load_u32(header, 8) != kCacheFormat || archive::load_u32(header, 12) != kEntryHeader) return false;
+    if (archive::load_hash128(header, 16) != key) return false;
+    if (archive::load_u64(header, 32) != payload_size) return false;
+    return payload_hash == archive::load_u64(header, 40);
 }
 
 std::optional<uint64_t> parse_bytes(const std::string& text) {
@@ -189,16 +190,15 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     cache->directory_ = dir;
     if (cache->disabled_) return cache;
-    // The root: created only where its parent exists (a typo in SDM_CACHE_DIR creates no tree),
-    // and checked before anything is created inside it.
-    if (cache->create_) {
+    // The root, checked before anything is created inside it. Its parents are made only when it
+    // is missing (the default location's, $XDG_CACHE_HOME or ~/.cache, may be on a fresh account).
+    auto root = platform::Directory::open(dir, false, 0700);
+    if (!root && root.error().code == ErrorCode::not_found && cache->create_) {
         const auto slash = dir.rfind('/');
-        if (slash != std::string::npos && slash > 0) {
-            // The parents of the default location ($XDG_CACHE_HOME, ~/.cache) may be missing on a fresh account.
+        if (slash != std::string::npos && slash > 0)
             if (auto made = platform::make_directories(dir.substr(0, slash), 0700); !made) return std::move(made).error();
-        }
+        root = platform::Directory::open(dir, true, 0700);
     }
-    auto root = platform::Directory::open(dir, cache->create_, 0700);
     if (!root) {
         if (root.error().code == ErrorCode::not_found) return cache;  // nothing cached yet
         return std::move(root).error();
@@ -272,18 +272,25 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
         return std::nullopt;
     }
     const std::string name = entry_name(hex);
-    auto read = (*folder)->read_file(name, kMaxEntryFile, [&](const platform::FileStatus& st) { return check_entry_file((*folder)->path() + "/" + name, st); });
+    std::array<std::byte, kEntryHeader> header{};
+    archive::Hasher64 hasher;  // over the payload as it is read
+    auto read = (*folder)->read_file(
+        name, kMaxEntryFile, [&](const platform::FileStatus& st) { return check_entry_file((*folder)->path() + "/" + name, st); }, header,
+        [&](Bytes piece) { hasher.update(piece); });
     if (!read) {
         ++misses_;
         if (read.error().code == ErrorCode::not_found) return std::nullopt;
-        // Another user's file, a link, a FIFO: never loaded, and said. A short read is a writer
-        // racing in place: a bad entry like any other.
         ++bad_;
+        if (read.error().code == ErrorCode::io) {  // shorter than its header, or cut short while read: damaged
+            if (!read_only_) (*folder)->remove(name);
+            return std::nullopt;
+        }
+        // Another user's file, one others may write, a link, a FIFO: never loaded, and said.
         refused(read.error().message);
         return std::nullopt;
     }
     auto& [status, bytes] = *read;
-    if (!check_entry(bytes, key)) {
+    if (!check_entry(header, bytes.size(), hasher.digest(), key)) {
         // Truncated, damaged, or another key's: a miss, and it goes (unless we may not write).
         ++bad_;
         ++misses_;
@@ -297,7 +304,6 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
         const int64_t now_ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
         if (now_ns - status.mtime_ns > kRecencyGranularityNs) (*folder)->touch(name);  // recency for the LRU trim
     }
-    bytes.erase(bytes.begin(), bytes.begin() + kEntryHeader);
     return std::move(bytes);
 }
 

@@ -88,13 +88,19 @@ public:
     Result<FileStatus> status() const;
     // The child directory `name`, created with `mode` when missing and `create` is set.
     Result<Directory> child(const std::string& name, bool create, unsigned mode) const;
-    // Reads the regular file `name` whole into private memory. `accept` sees its status first and
-    // may refuse it before a byte is read; so is a file larger than `max_size`. A link, a FIFO, a
-    // device or a directory is refused (ErrorCode::invalid_argument, naming it) without reading;
-    // an absent file is ErrorCode::not_found. The bytes are exactly what the file held: a
-    // truncation or growth while reading is an ErrorCode::io error.
+    // Reads the regular file `name` whole into private memory: its first prefix.size() bytes into
+    // `prefix`, the rest into the returned vector (whose pages are populated in one call, not
+    // faulted in one by one). `accept` sees the file's status first and may refuse it before a
+    // byte is read; so is a file larger than `max_size` or shorter than the prefix. A link, a
+    // FIFO, a device or a directory is refused (ErrorCode::invalid_argument, naming it) without
+    // reading; an absent file is ErrorCode::not_found. The bytes are the file's first `size`
+    // bytes as fstat gave it: a file truncated while it is read is an ErrorCode::io error.
+    // `consume`, when given, sees the rest in the order read, each piece right after it arrived
+    // (while it is still in the CPU's cache: one pass over the bytes for a checksum, not two).
     Result<std::pair<FileStatus, archive::ByteVector>> read_file(const std::string& name, uint64_t max_size,
-                                                                 const std::function<Result<void>(const FileStatus&)>& accept) const;
+                                                                 const std::function<Result<void>(const FileStatus&)>& accept,
+                                                                 std::span<std::byte> prefix = {},
+                                                                 const std::function<void(archive::Bytes)>& consume = {}) const;
     // Writes `parts` one after another to the new file `temporary` (mode 0600, never following a
     // link, failing if it exists), syncs it, renames it to `name` and syncs the directory. On
     // failure the temporary is removed and the error names the fix (a full disk: free space).
