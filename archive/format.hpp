@@ -100,6 +100,12 @@ inline constexpr uint64_t max_strings = 16ull << 20;         // 16 MiB of names
 inline constexpr uint32_t max_window_log = 27;               // zstd window up to 128 MiB
 inline constexpr uint32_t max_header_size = 4096;
 inline constexpr uint32_t max_record_size = 1024;
+// The manifest is decoded (and every plan expression in it parsed) at every mount and reload: at
+// most 64 MiB of it, and at most 4 MiB when compressed, so that what a mount costs grows with the
+// file's size (a stored manifest is its own bytes in the file; a compressed one could otherwise
+// expand 32768-fold). The sdm writer always stores the manifest.
+inline constexpr uint64_t max_manifest = 64ull << 20;
+inline constexpr uint64_t max_compressed_manifest = 4ull << 20;
 }  // namespace limits
 
 // The most a zstd frame can expand: every block decodes to at most 128 KiB, and the smallest

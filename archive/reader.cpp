@@ -193,7 +193,14 @@ Result<void> Archive::validate() {
         if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
             return fail(who() + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
                         ") lies outside the payload region");
-        if (e.kind == Kind::manifest && ++manifests > 1) return fail("more than one manifest entry");
+        if (e.kind == Kind::manifest) {
+            if (++manifests > 1) return fail("more than one manifest entry");
+            if (e.raw_size > limits::max_manifest)
+                return fail(who() + ": a manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " + std::to_string(limits::max_manifest));
+            if (e.codec != Codec::stored && e.raw_size > limits::max_compressed_manifest)
+                return fail(who() + ": a compressed manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " +
+                            std::to_string(limits::max_compressed_manifest) + " for a compressed one; store it (the sdm writer does)");
+        }
         // Records of one module share one string-table name (the writer stores each name once):
         // its text was checked above, and only the rest of the key needs comparing.
         if (i > 0 && !(same_name ? tail_key(entries_[i - 1]) < tail_key(e) : entry_key(entries_[i - 1]) < entry_key(e)))

@@ -83,6 +83,9 @@ Result<void> ArchiveWriter::add(WriterInput input) {
         }
     }
     if (input.kind == Kind::manifest) {
+        if (input.bytes.size() > limits::max_manifest)
+            return make_error(ErrorCode::invalid_argument, what + ": " + std::to_string(input.bytes.size()) + " bytes exceed the manifest limit of " +
+                                                               std::to_string(limits::max_manifest));
         auto manifest = decode_manifest(input.bytes);
         if (!manifest) return make_error(manifest.error().code, what + ": " + manifest.error().message);
         for (const auto& other : inputs_)

@@ -374,3 +374,27 @@ TEST_CASE("control characters: refused in names and versions, escaped wherever a
     CHECK(printable("plain text") == "plain text");
     CHECK(printable("back\\slash") == "back\\\\slash");
 }
+
+TEST_CASE("the manifest a mount decodes is bounded by the file: 64 MiB at most, 4 MiB when compressed", "[hostile][cost]") {
+    // Every mount and reload decodes the manifest and parses every plan expression in it (about
+    // 50 ms a MiB with plan rules): a compressed one of a few kilobytes could otherwise stand for
+    // hundreds of megabytes of work.
+    forge::Bytes body = forge::kernel_abi(1, 0);
+    const forge::Bytes empty = forge::item(999, forge::Bytes{}, 0);
+    while (body.size() < (5u << 20)) body.insert(body.end(), empty.begin(), empty.end());
+    const forge::Bytes m = forge::manifest(body);
+    forge::Archive compressed;
+    compressed.records.push_back({"manifest", forge::kind::manifest, forge::codec::zstd, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+    CHECK_THAT(open_error(forge::write(compressed)),
+               Catch::Contains("a compressed manifest of " + std::to_string(m.size()) + " bytes exceeds the limit of 4194304 for a compressed one; store it"));
+    forge::Archive stored;
+    stored.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+    CHECK(open_error(forge::write(stored)).empty());  // stored, the same manifest is its own bytes in the file
+    forge::Archive big;
+    big.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, forge::Bytes((64u << 20) + 1, 0), {}, {}, {}, {}});
+    CHECK_THAT(open_error(forge::write(big)), Catch::Contains("a manifest of 67108865 bytes exceeds the limit of 67108864"));
+    ArchiveWriter writer;
+    auto added = writer.add({"manifest", Kind::manifest, 0, Variant::base, ByteVector((64u << 20) + 1)});
+    REQUIRE_FALSE(added);
+    CHECK_THAT(added.error().message, Catch::Contains("exceed the manifest limit of 67108864"));
+}

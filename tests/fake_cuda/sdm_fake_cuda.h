@@ -13,6 +13,8 @@
  *                          number or a CUDA_ERROR_ name) on its n-th call since cuInit, or on every
  *                          call. A cuInit rule applies to the cuInit that reads it.
  *   SDM_FAKE_CUDA_MISSING  "name,...": cuGetProcAddress reports these as not found (an old driver).
+ *   SDM_FAKE_CUDA_IMAGE_LOG FILE: one line per cubin loaded, the XXH3-128 of the bytes read (read at
+ *                          each load).
  * A malformed variable fails cuInit with CUDA_ERROR_INVALID_VALUE and a line on stderr.
  * Read at each call instead: SDM_FAKE_CUDA_DISABLE_JIT=1 (every PTX load fails with
  * CUDA_ERROR_JIT_COMPILER_NOT_FOUND) and SDM_FAKE_CUDA_CAPTURING=1 (cuStreamIsCapturing reports
