@@ -24,7 +24,9 @@ struct Fd {
 
 }  // namespace
 
-std::string file_type(mode_t mode) {
+std::string file_type_name(uint32_t mode_bits) {
+    const auto mode = static_cast<mode_t>(mode_bits);
+    if (S_ISREG(mode)) return "a regular file";
     if (S_ISDIR(mode)) return "a directory";
     if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
     if (S_ISCHR(mode)) return "a character device";
@@ -45,7 +47,7 @@ Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, Fi
     struct stat st {};
     if (::fstat(f.fd, &st) != 0) return os_error("cannot stat", path, errno);
     if (!S_ISREG(st.st_mode))
-        return make_error(ErrorCode::invalid_argument, path + " is " + file_type(st.st_mode) + ", not a regular file; sdm reads only regular files");
+        return make_error(ErrorCode::invalid_argument, path + " is " + file_type_name(st.st_mode) + ", not a regular file; sdm reads only regular files");
     std::shared_ptr<FileMap> map(new FileMap());
     map->path_ = path;
     map->device_ = static_cast<uint64_t>(st.st_dev);

@@ -58,6 +58,10 @@ private:
     uint32_t owner_{0}, mode_{0};
 };
 
+// What a stat mode says a file is, for messages: "a regular file", "a directory", "a FIFO (named
+// pipe)", "a character device", "a block device", "a socket", "a symbolic link".
+std::string file_type_name(uint32_t mode);
+
 // Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync of the directory.
 Result<void> write_file_atomic(const std::string& path, Bytes bytes);
 Result<ByteVector> read_file(const std::string& path);

@@ -1,5 +1,7 @@
 #include "platform.hpp"
 
+#include "file_map.hpp"
+
 #include <cstdlib>
 #include <utility>
 
@@ -132,17 +134,7 @@ Error os_error(const std::string& what, int err, const std::string& fix = {}) {
 
 }  // namespace
 
-std::string FileStatus::type() const {
-    const auto m = static_cast<mode_t>(mode);
-    if (S_ISREG(m)) return "a regular file";
-    if (S_ISDIR(m)) return "a directory";
-    if (S_ISFIFO(m)) return "a FIFO (named pipe)";
-    if (S_ISCHR(m)) return "a character device";
-    if (S_ISBLK(m)) return "a block device";
-    if (S_ISSOCK(m)) return "a socket";
-    if (S_ISLNK(m)) return "a symbolic link";
-    return "not a regular file";
-}
+std::string FileStatus::type() const { return archive::file_type_name(mode); }
 
 Result<Directory> Directory::open(const std::string& path, bool create, unsigned mode) {
     const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;

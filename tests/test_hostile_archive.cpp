@@ -116,24 +116,7 @@ TEST_CASE("a reference shared by many entries is decoded once: verify costs the 
     // One 16 MiB PTX module and 16 small ones. In the attack all 16 are prefix-coded against the
     // big one (each decode of theirs needs its raw bytes); the baseline has the same entries, each
     // coded alone. Before the fix, verify decoded the big entry 2 x 16 times.
-    std::string filler;
-    for (size_t i = 0; filler.size() < (16u << 20); ++i) filler += "// line " + std::to_string(i * 2654435761u % 1000003) + "\n";
-    const forge::Bytes big = ptx(80, filler);
-    const auto build = [&](bool referenced) {
-        forge::Archive a;
-        a.records.push_back({"a-base", forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, big, forge::zstd(big, 1), {}, {}, {}});
-        for (int i = 0; i < 16; ++i) {
-            const forge::Bytes small = ptx(80, "// small " + std::to_string(i) + "\n");
-            forge::Record r{"b" + std::to_string(100 + i), forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, small, {}, {}, {}, {}};
-            if (referenced) {
-                r.codec = forge::codec::zstd_prefix;
-                r.ref = 0;
-                r.stored = forge::zstd_with_prefix(small, big, 1);
-            }
-            a.records.push_back(std::move(r));
-        }
-        return forge::write(a);
-    };
+    const auto build = [](bool referenced) { return forge::shared_reference_archive(16u << 20, 16, referenced, false); };
     const forge::Bytes baseline = build(false), attack = build(true);
     REQUIRE(verify_error(baseline).empty());
     REQUIRE(verify_error(attack).empty());

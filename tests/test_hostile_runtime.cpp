@@ -71,6 +71,23 @@ std::string status_and_message(sdm_runtime* rt, const char* kernel, sdm_status* 
     return message;
 }
 
+// "scale" of the golden archive on a fake H200, and its plan for N = 2^20.
+struct ScaleKernel {
+    TempDir dir;
+    RuntimePtr rt;
+    sdm_kernel* kernel{nullptr};
+    sdm_plan plan{};
+    ScaleKernel() {
+        fake(kH200);
+        rt = make_runtime(dir.path + "/cache");
+        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+        REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &kernel, nullptr) == SDM_OK);
+        int64_t n = 1 << 20;
+        plan.struct_size = sizeof plan;
+        REQUIRE(sdm_plan_select(kernel, &n, 1, &plan, nullptr) == SDM_OK);
+    }
+};
+
 void mount_bytes(sdm_runtime* rt, const forge::Bytes& b, const char* label) {
     sdm_error* e = nullptr;
     if (sdm_archive_mount_memory(rt, b.data(), b.size(), label, &e) != SDM_OK) FAIL(sdm_error_message(e));
@@ -239,16 +256,8 @@ TEST_CASE("a signature mismatch takes no reference: a reload unloads the old mod
 }
 
 TEST_CASE("cluster shapes are checked before any product: none launches as \"no cluster\"", "[hostile][launch]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path + "/cache");
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = nullptr;
-    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
-    int64_t n = 1 << 20;
-    sdm_plan plan{};
-    plan.struct_size = sizeof plan;
-    REQUIRE(sdm_plan_select(k, &n, 1, &plan, nullptr) == SDM_OK);
+    ScaleKernel scale;
+    const sdm_kernel* k = scale.kernel;
     void* y = nullptr;
     float factor = 2;
     int count = 4;
@@ -262,7 +271,7 @@ TEST_CASE("cluster shapes are checked before any product: none launches as \"no 
         {{3, 1, 1}, "is not a multiple of cluster x 3"},
     };
     for (const auto& [cluster, why] : shapes) {
-        sdm_plan p = plan;
+        sdm_plan p = scale.plan;
         p.grid = 1024;
         for (int i = 0; i < 3; ++i) p.cluster[i] = cluster[static_cast<size_t>(i)];
         sdm_error* e = nullptr;
@@ -274,16 +283,9 @@ TEST_CASE("cluster shapes are checked before any product: none launches as \"no 
 }
 
 TEST_CASE("NULL arguments are named, not counted as a wrong number", "[hostile][launch][messages]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path + "/cache");
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = nullptr;
-    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
-    int64_t n = 1 << 20;
-    sdm_plan plan{};
-    plan.struct_size = sizeof plan;
-    REQUIRE(sdm_plan_select(k, &n, 1, &plan, nullptr) == SDM_OK);
+    ScaleKernel scale;
+    const sdm_kernel* k = scale.kernel;
+    const sdm_plan& plan = scale.plan;
     sdm_error* e = nullptr;
     CHECK(sdm_launch(k, &plan, nullptr, nullptr, 3, &e) == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(sdm_error_message(e), Catch::Contains("takes 3 argument(s) (ptr,f32,i32), but args is NULL"));
@@ -300,28 +302,7 @@ TEST_CASE("polling for a new archive costs its size, however its entries referen
     // A reload verifies the new file in full. Sixteen entries prefix-coded against one 16 MiB PTX
     // module, against a baseline of the same entries each coded alone: the poll that mounts it
     // must cost about the same (before the fix, each referencing entry decoded the big one again).
-    std::string filler = ".version 8.0\n.target sm_80\n.address_size 64\n";
-    for (size_t i = 0; filler.size() < (16u << 20); ++i) filler += "// line " + std::to_string(i * 2654435761u % 1000003) + "\n";
-    const forge::Bytes big(filler.begin(), filler.end());
-    const auto build = [&](bool referenced, int count = 16) {
-        forge::Archive a;
-        a.kernel_abi_major = 1;
-        a.records.push_back({"a-base", forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, big, forge::zstd(big, 1), {}, {}, {}});
-        for (int i = 0; i < count; ++i) {
-            const std::string text = ".version 8.0\n.target sm_80\n// small " + std::to_string(i) + "\n";
-            const forge::Bytes small(text.begin(), text.end());
-            forge::Record r{"b" + std::to_string(100 + i), forge::kind::ptx, forge::codec::zstd, 80, 0, 0, forge::kNoRef, small, {}, {}, {}, {}};
-            if (referenced) {
-                r.codec = forge::codec::zstd_prefix;
-                r.ref = 0;
-                r.stored = forge::zstd_with_prefix(small, big, 1);
-            }
-            a.records.push_back(std::move(r));
-        }
-        const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "a-base", "ptr")}));
-        a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
-        return forge::write(a);
-    };
+    const auto build = [](bool referenced, int count = 16) { return forge::shared_reference_archive(16u << 20, count, referenced, true); };
     TempDir dir;
     fake(kH200);
     const auto poll_cost = [&](const forge::Bytes& next) {

@@ -163,6 +163,31 @@ Bytes kernel(const std::string& name, const std::string& module, const std::stri
     return item(3, concat({item(1, name), item(2, module), item(3, signature)}));
 }
 
+Bytes shared_reference_archive(size_t base_bytes, int referrers, bool referenced, bool manifest_too) {
+    std::string text = ".version 8.0\n.target sm_80\n.address_size 64\n";
+    for (size_t i = 0; text.size() < base_bytes; ++i) text += "// line " + std::to_string(i * 2654435761u % 1000003) + "\n";
+    const Bytes big(text.begin(), text.end());
+    Archive a;
+    a.kernel_abi_major = 1;
+    a.records.push_back({"a-base", kind::ptx, codec::zstd, 80, 0, 0, kNoRef, big, zstd(big, 1), {}, {}, {}});
+    for (int i = 0; i < referrers; ++i) {
+        const std::string small_text = ".version 8.0\n.target sm_80\n// small " + std::to_string(i) + "\n";
+        const Bytes small(small_text.begin(), small_text.end());
+        Record r{"b" + std::to_string(100 + i), kind::ptx, codec::zstd, 80, 0, 0, kNoRef, small, {}, {}, {}, {}};
+        if (referenced) {
+            r.codec = codec::zstd_prefix;
+            r.ref = 0;
+            r.stored = zstd_with_prefix(small, big, 1);
+        }
+        a.records.push_back(std::move(r));
+    }
+    if (manifest_too) {
+        const Bytes m = manifest(concat({kernel_abi(1, 0), kernel("scale", "a-base", "ptr")}));
+        a.records.push_back({"manifest", kind::manifest, codec::stored, 0, 0, 0, kNoRef, m, {}, {}, {}, {}});
+    }
+    return write(a);
+}
+
 Bytes read_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("forge: cannot read " + path);

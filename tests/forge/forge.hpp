@@ -68,6 +68,13 @@ Bytes manifest(const Bytes& body, uint16_t major = 1, uint16_t minor = 0);
 Bytes kernel(const std::string& name, const std::string& module, const std::string& signature);
 Bytes kernel_abi(uint16_t major, uint16_t minor);
 
+// One PTX module "a-base" of at least `base_bytes` (comment lines after .version/.target) and
+// `referrers` small ones "b100", "b101", ...: each prefix-coded against the big one when
+// `referenced`, else coded alone (the baseline that holds the same entries). When `manifest`,
+// a manifest listing kernel "scale" in module "a-base". The shape that multiplied the work of
+// every verify when each referrer decoded its reference again.
+Bytes shared_reference_archive(size_t base_bytes, int referrers, bool referenced, bool manifest);
+
 Bytes read_file(const std::string& path);
 void write_file(const std::string& path, const Bytes& bytes);
 
