@@ -1,6 +1,6 @@
 #include "embedded_archive.hpp"
 
-// Defined by runtime/abi/embedded.S when libsdm embeds an archive; weak, so that without it they
+// Defined by capi/embedded.S when libsdm embeds an archive; weak, so that without it they
 // are null (and the runtime's tests, which link the runtime without libsdm, see none either).
 extern "C" {
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_archive_begin[];

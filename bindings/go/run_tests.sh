@@ -13,7 +13,7 @@ build=${1:-build}
 shift $(( $# > 0 ? 1 : 0 ))
 
 command -v go >/dev/null || { echo "run_tests.sh: no go on PATH (Debian: apt-get install golang-go)" >&2; exit 1; }
-lib_dir=$build/runtime/abi
+lib_dir=$build/capi
 fake=$build/tests/fake_cuda/libcuda_fake.so
 # libsdm.so is missing for a moment while Meson relinks it: wait a little before giving up.
 [[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done

@@ -8,7 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=${1:-build}
 [[ $build = /* ]] || build=$root/$build
 
-library=$build/runtime/abi/libsdm.so
+library=$build/capi/libsdm.so
 driver=$build/tests/fake_cuda/libcuda_fake.so
 for file in "$library" "$driver"; do
     if [[ ! -e $file ]]; then

@@ -15,7 +15,7 @@ shift $(( $# > 0 ? 1 : 0 ))
 command -v cargo >/dev/null || [[ ! -x $HOME/.cargo/bin/cargo ]] || export PATH=$HOME/.cargo/bin:$PATH
 command -v cargo >/dev/null || { echo "skipped: no cargo (install Rust: https://rustup.rs)"; exit 77; }
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$build/cargo-target}  # build output beside the Meson build's
-lib_dir=$build/runtime/abi
+lib_dir=$build/capi
 fake=$build/tests/fake_cuda/libcuda_fake.so
 # libsdm.so is missing for a moment while Meson relinks it: wait a little before giving up.
 [[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done

@@ -268,7 +268,7 @@ FUNCTIONS["sdm_get_api"] = (sdm_status, [c_uint32, P(c_uint32), P(P(sdm_api))])
 
 # ---- the library ----------------------------------------------------------------------------------
 
-DEFAULT_LIBRARY = "libsdm.so.1"  # the SONAME (runtime/abi/meson.build: soversion 1)
+DEFAULT_LIBRARY = "libsdm.so.1"  # the SONAME (capi/meson.build: soversion 1)
 
 _loaded = {}
 _lock = threading.Lock()

@@ -1,6 +1,6 @@
 """The Python bindings against a real libsdm and the fake CUDA driver (tests/fake_cuda).
 
-Run: SDM_LIBRARY=build/runtime/abi/libsdm.so SDM_CUDA_DRIVER=build/tests/fake_cuda/libcuda_fake.so \
+Run: SDM_LIBRARY=build/capi/libsdm.so SDM_CUDA_DRIVER=build/tests/fake_cuda/libcuda_fake.so \
      python3 -m unittest discover -s bindings/python/tests        (bindings/python/run_tests.sh does it)
 
 Every test skips when libsdm cannot be found; anything else that goes wrong fails.

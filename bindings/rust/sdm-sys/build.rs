@@ -1,5 +1,5 @@
 // Links libsdm. The directory holding libsdm.so comes from $SDM_LIB_DIR, else the Meson build of
-// this checkout (build/runtime/abi at the repository root). It is also baked in as an rpath of
+// this checkout (build/capi at the repository root). It is also baked in as an rpath of
 // this crate's tests, and handed to dependents as DEP_SDM_LIB_DIR (the `links = "sdm"` key) so
 // that their tests can do the same.
 use std::env;
@@ -11,7 +11,7 @@ fn main() {
     let dir = match env::var_os("SDM_LIB_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
-            .join("../../../build/runtime/abi"),
+            .join("../../../build/capi"),
     };
     // An absolute path, so that the rpath works from wherever the test binary runs.
     let dir = dir.canonicalize().unwrap_or(dir);
