@@ -19,7 +19,7 @@ struct DCtxDeleter {
 };
 
 Error zstd_error(const std::string& what, size_t code) {
-    return make_error(ErrorCode::corrupt, what + ": zstd: " + ZSTD_getErrorName(code));
+    return make_error(ErrorCode::archive_corrupt, what + ": zstd: " + ZSTD_getErrorName(code));
 }
 
 }  // namespace
@@ -47,23 +47,23 @@ Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecRefere
     const size_t frame = ZSTD_findFrameCompressedSize(stored.data(), stored.size());
     if (ZSTD_isError(frame)) return zstd_error(what, frame);
     if (frame != stored.size())
-        return make_error(ErrorCode::corrupt, what + ": " + std::to_string(stored.size() - frame) +
+        return make_error(ErrorCode::archive_corrupt, what + ": " + std::to_string(stored.size() - frame) +
                                                   " bytes follow the zstd frame (one frame per payload)");
     ZSTD_frameHeader fh{};
     const size_t hrc = ZSTD_getFrameHeader(&fh, stored.data(), stored.size());
-    if (hrc != 0) return make_error(ErrorCode::corrupt, what + ": unreadable zstd frame header");
-    if (fh.frameType != ZSTD_frame) return make_error(ErrorCode::corrupt, what + ": a skippable frame, not data");
+    if (hrc != 0) return make_error(ErrorCode::archive_corrupt, what + ": unreadable zstd frame header");
+    if (fh.frameType != ZSTD_frame) return make_error(ErrorCode::archive_corrupt, what + ": a skippable frame, not data");
     if (fh.frameContentSize != raw_size)
-        return make_error(ErrorCode::corrupt, what + ": the zstd frame holds " +
+        return make_error(ErrorCode::archive_corrupt, what + ": the zstd frame holds " +
                                                   (fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN ? std::string("an undeclared number of")
                                                                                                    : std::to_string(fh.frameContentSize)) +
                                                   " bytes, the index says " + std::to_string(raw_size));
     if (fh.windowSize > (1ull << limits::max_window_log))
-        return make_error(ErrorCode::corrupt, what + ": zstd window of " + std::to_string(fh.windowSize) +
+        return make_error(ErrorCode::archive_corrupt, what + ": zstd window of " + std::to_string(fh.windowSize) +
                                                   " bytes exceeds the limit of " + std::to_string(1ull << limits::max_window_log));
     const uint32_t want_dict = reference.codec == Codec::zstd_dict ? zstd_dictionary_id(reference.bytes) : 0;
     if (fh.dictID != want_dict)
-        return make_error(ErrorCode::corrupt, what + ": the zstd frame names dictionary " + std::to_string(fh.dictID) +
+        return make_error(ErrorCode::archive_corrupt, what + ": the zstd frame names dictionary " + std::to_string(fh.dictID) +
                                                   ", the index references " + std::to_string(want_dict));
     return {};
 }
@@ -106,10 +106,10 @@ Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecR
         out.resize(o.pos);
         if (rc == 0) break;  // the frame is complete
         if (o.pos == at && in.pos == consumed)  // no progress: out of input, or wanting room past raw_size
-            return make_error(ErrorCode::corrupt, what + ": the zstd frame does not decode to the " + std::to_string(raw_size) + " bytes it declares");
+            return make_error(ErrorCode::archive_corrupt, what + ": the zstd frame does not decode to the " + std::to_string(raw_size) + " bytes it declares");
     }
     if (out.size() != raw_size)
-        return make_error(ErrorCode::corrupt, what + ": decompressed to " + std::to_string(out.size()) + " bytes, expected " + std::to_string(raw_size));
+        return make_error(ErrorCode::archive_corrupt, what + ": decompressed to " + std::to_string(out.size()) + " bytes, expected " + std::to_string(raw_size));
     return out;
 }
 

@@ -22,7 +22,7 @@ constexpr size_t kSectionHeaderSize = 64;
 constexpr size_t kProgramHeaderSize = 56;
 constexpr size_t kSymbolSize = 24;
 
-Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid cubin: " + why); }
+Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "not a valid cubin: " + why); }
 
 // Whether section `name` (an offset into the section-name table, whose bounds the caller checked)
 // is `wanted`. Compares at most wanted.size() + 1 bytes: never a scan for the terminator, which a

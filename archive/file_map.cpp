@@ -96,8 +96,7 @@ FileMap::~FileMap() {
 }
 
 Result<ByteVector> read_file(const std::string& path) {
-    auto map = FileMap::open(path);
-    if (!map) return std::move(map).error();
+    SDM_TRY_GET(map, FileMap::open(path));
     const Bytes b = (*map)->bytes();
     return ByteVector(b.begin(), b.end());
 }

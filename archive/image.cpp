@@ -13,7 +13,7 @@ constexpr uint32_t kFatbinEntryHeader = 16;
 
 Result<ImageInfo> inspect_ltoir(Bytes b) {
     if (b.size() < 28 || load_u32(b, 0) != 0x7f4e43edu)
-        return make_error(ErrorCode::corrupt, "not a valid LTO-IR module: no NVVM IR magic (0x7f4e43ed)");
+        return make_error(ErrorCode::archive_corrupt, "not a valid LTO-IR module: no NVVM IR magic (0x7f4e43ed)");
     ImageInfo info;
     info.kind = Kind::ltoir;
     const uint16_t arch = load_u16(b, 26);
@@ -22,7 +22,7 @@ Result<ImageInfo> inspect_ltoir(Bytes b) {
 }
 
 Result<ImageInfo> inspect_fatbin(Bytes b) {
-    const auto bad = [](const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid fatbin: " + why); };
+    const auto bad = [](const std::string& why) { return make_error(ErrorCode::archive_corrupt, "not a valid fatbin: " + why); };
     if (b.size() < kFatbinHeader || load_u32(b, 0) != 0xba55ed50u) return bad("no fatbin magic (0xba55ed50)");
     const uint64_t declared = load_u64(b, 8), header = load_u16(b, 6);
     if (header < kFatbinHeader) return bad("header size " + std::to_string(header) + " is below 16");

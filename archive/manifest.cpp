@@ -4,6 +4,7 @@
 #include <set>
 
 #include "format.hpp"
+#include "hardware_matrix.hpp"
 #include "text.hpp"
 
 namespace sdm::archive {
@@ -32,14 +33,7 @@ constexpr std::pair<std::string_view, ParamType> kParamTypes[] = {
     {"u64", ParamType::u64}, {"f32", ParamType::f32}, {"f64", ParamType::f64},
 };
 
-const std::set<std::pair<std::string, uint16_t>>& class_capabilities() {
-    // The hardware matrix (DESIGN.md): a capability row must belong to its class.
-    static const std::set<std::pair<std::string, uint16_t>> caps{
-        {"modern", 90}, {"modern", 100}, {"modern", 103}, {"a100", 80}, {"rtx", 86}, {"rtx", 89}, {"rtx", 120}};
-    return caps;
-}
-
-Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "manifest: " + why); }
+Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "manifest: " + why); }
 Error invalid(const std::string& why) { return make_error(ErrorCode::invalid_argument, "manifest: " + why); }
 
 bool identifier(std::string_view s) {
@@ -116,7 +110,7 @@ Result<uint16_t> u16_of(const Item& item, const std::string& what) {
 }
 
 Error unknown_required(const Item& item, const std::string& where) {
-    return make_error(ErrorCode::unsupported, "manifest: " + where + " has required field " + std::to_string(item.tag) +
+    return make_error(ErrorCode::archive_unsupported, "manifest: " + where + " has required field " + std::to_string(item.tag) +
                                                   " that this sdm does not know (written by a newer packer); update sdm");
 }
 
@@ -144,13 +138,11 @@ Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
                     {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::capability) {
-                           auto v = u16_of(item, where + " capability");
-                           if (!v) return std::move(v).error();
+                           SDM_TRY_GET(v, u16_of(item, where + " capability"));
                            rule.capability = *v;
                            return {};
                        }
-                       auto s = text_of(item, where + " field " + std::to_string(item.tag));
-                       if (!s) return std::move(s).error();
+                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag)));
                        switch (item.tag) {
                        case tag::device_class: rule.device_class = std::move(*s); have_class = true; break;
                        case tag::when: rule.when = std::move(*s); break;
@@ -179,13 +171,11 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index) {
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::plan) {
                            if (k.plans.size() >= kMaxRules) return bad(where + ": more than 256 plan rules");
-                           auto rule = decode_rule(item.payload, where + " plan rule " + std::to_string(k.plans.size()));
-                           if (!rule) return std::move(rule).error();
+                           SDM_TRY_GET(rule, decode_rule(item.payload, where + " plan rule " + std::to_string(k.plans.size())));
                            k.plans.push_back(std::move(*rule));
                            return {};
                        }
-                       auto s = text_of(item, where + " field " + std::to_string(item.tag));
-                       if (!s) return std::move(s).error();
+                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag)));
                        if (item.tag == tag::name) { k.name = std::move(*s); have_name = true; }
                        else if (item.tag == tag::module) { k.module = std::move(*s); have_module = true; }
                        else if (item.tag == tag::problem) {
@@ -285,9 +275,10 @@ Result<void> validate_manifest(const Manifest& m) {
         for (size_t r = 0; r < k.plans.size(); ++r) {
             const PlanRule& rule = k.plans[r];
             const std::string where = "kernel " + k.name + " plan rule " + std::to_string(r) + " (" + rule.device_class + ")";
-            if (rule.device_class != "modern" && rule.device_class != "a100" && rule.device_class != "rtx")
-                return invalid(where + ": class must be modern, a100 or rtx");
-            if (rule.capability != 0 && !class_capabilities().count({rule.device_class, rule.capability}))
+            // The hardware matrix (common/hardware_matrix.hpp): the class, and a capability of it.
+            const auto cls = parse_device_class(rule.device_class);
+            if (!cls) return invalid(where + ": class must be modern, a100 or rtx");
+            if (rule.capability != 0 && !class_has_capability(*cls, rule.capability))
                 return invalid(where + ": capability " + sm_capability(rule.capability) + " is not in class " + rule.device_class);
             // Each output may use the problem, the device and the outputs computed before it.
             const std::pair<const std::string*, size_t> exprs[] = {
@@ -350,7 +341,7 @@ Result<Manifest> decode_manifest(Bytes b) {
         return bad("no manifest magic 'SDMM'");
     const uint16_t major = load_u16(b, 4), minor = load_u16(b, 6);
     if (major != kManifestMajor)
-        return make_error(ErrorCode::unsupported, "manifest format " + std::to_string(major) + "." + std::to_string(minor) +
+        return make_error(ErrorCode::archive_unsupported, "manifest format " + std::to_string(major) + "." + std::to_string(minor) +
                                                       " cannot be read by this sdm (it reads " + std::to_string(kManifestMajor) + ".x); update sdm");
     // The body size catches a truncation that falls between two items.
     if (load_u32(b, 8) != b.size() - kPreamble)
@@ -366,13 +357,11 @@ Result<Manifest> decode_manifest(Bytes b) {
                            m.kernel_abi_minor = load_u16(item.payload, 2);
                            have_abi = true;
                        } else if (item.tag == tag::content_version) {
-                           auto s = text_of(item, "content version");
-                           if (!s) return std::move(s).error();
+                           SDM_TRY_GET(s, text_of(item, "content version"));
                            m.content_version = std::move(*s);
                        } else {
                            if (m.kernels.size() >= kMaxKernels) return bad("more than 65536 kernels");
-                           auto k = decode_kernel(item.payload, m.kernels.size());
-                           if (!k) return std::move(k).error();
+                           SDM_TRY_GET(k, decode_kernel(item.payload, m.kernels.size()));
                            m.kernels.push_back(std::move(*k));
                        }
                        return {};
@@ -380,7 +369,7 @@ Result<Manifest> decode_manifest(Bytes b) {
     if (!have_abi) return bad("no kernel ABI version");
     std::sort(m.kernels.begin(), m.kernels.end(), [](const auto& a, const auto& c) { return a.name < c.name; });
     auto valid = validate_manifest(m);
-    if (!valid) return make_error(ErrorCode::corrupt, valid.error().message);
+    if (!valid) return make_error(ErrorCode::archive_corrupt, valid.error().message);
     return m;
 }
 

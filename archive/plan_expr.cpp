@@ -207,8 +207,7 @@ Result<Expression> Expression::parse(std::string_view text, std::span<const std:
     if (text.empty()) return make_error(ErrorCode::invalid_argument, "empty plan expression");
     if (text.size() > kMaxLength) return make_error(ErrorCode::invalid_argument, "plan expression longer than 1024 characters");
     Parser parser(text, variables);
-    auto program = parser.run();
-    if (!program) return std::move(program).error();
+    SDM_TRY_GET(program, parser.run());
     Expression e;
     e.text_ = std::string(text);
     e.program_ = std::move(*program);

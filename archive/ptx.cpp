@@ -8,7 +8,7 @@
 namespace sdm::archive {
 namespace {
 
-Error bad(const std::string& why) { return make_error(ErrorCode::corrupt, "not a valid PTX module: " + why); }
+Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "not a valid PTX module: " + why); }
 
 bool is_ident_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.';

@@ -58,7 +58,7 @@ Result<Archive> Archive::open_file(const std::string& path) {
 Result<void> Archive::validate() {
     const Bytes b = bytes_;
     const auto fail = [&](const std::string& why) {
-        return make_error(ErrorCode::corrupt, "archive " + label_ + ": " + why);
+        return make_error(ErrorCode::archive_corrupt, "archive " + label_ + ": " + why);
     };
     if (b.size() < kHeaderSize)
         return fail("only " + std::to_string(b.size()) + " bytes, shorter than the 128-byte header (truncated, or not an sdm archive)");
@@ -72,7 +72,7 @@ Result<void> Archive::validate() {
     h.format_major = load_u16(b, header::format_major);
     h.format_minor = load_u16(b, header::format_minor);
     if (h.format_major != kFormatMajor)
-        return make_error(ErrorCode::unsupported, "archive " + label_ + ": format " + std::to_string(h.format_major) + "." +
+        return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": format " + std::to_string(h.format_major) + "." +
                                                       std::to_string(h.format_minor) + " cannot be read by this sdm (it reads format " +
                                                       std::to_string(kFormatMajor) + ".x); use an sdm release that reads it, or repack the archive");
     h.header_size = load_u32(b, header::header_size);
@@ -92,7 +92,7 @@ Result<void> Archive::validate() {
     h.required_features = load_u64(b, header::required_features);
     h.optional_features = load_u64(b, header::optional_features);
     if ((h.required_features & ~kKnownRequiredFeatures) != 0)
-        return make_error(ErrorCode::unsupported, "archive " + label_ + ": needs format features 0x" +
+        return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": needs format features 0x" +
                                                       hex(h.required_features & ~kKnownRequiredFeatures) +
                                                       " that this sdm does not know; update sdm");
     // Reserved fields and bytes past the 1.0 header are zero in 1.0; a later minor may define them.
@@ -165,10 +165,10 @@ Result<void> Archive::validate() {
                 if (load_u8(r, extra) != 0) return entry_fail("bytes past the 1.0 record are not zero");
         }
         if (!is_known(e.kind))
-            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who() + " has kind " + std::to_string(static_cast<int>(e.kind)) +
+            return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + who() + " has kind " + std::to_string(static_cast<int>(e.kind)) +
                                                           ", unknown to this sdm; update sdm");
         if (!is_known(e.codec))
-            return make_error(ErrorCode::unsupported, "archive " + label_ + ": " + who() + " uses codec " +
+            return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + who() + " uses codec " +
                                                           std::to_string(static_cast<int>(e.codec)) + ", unknown to this sdm; update sdm");
         if (!is_known(e.variant)) return fail(who() + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
         if (kind_has_arch(e.kind) ? (e.sm < 10 || e.sm > 999) : (e.sm != 0 || e.variant != Variant::base))
@@ -268,12 +268,10 @@ Result<std::optional<Manifest>> Archive::read_manifest() const {
     ByteVector copy;
     Bytes bytes;
     if (entries_[*index].codec == Codec::stored) {
-        auto v = view(*index);
-        if (!v) return std::move(v).error();
+        SDM_TRY_GET(v, view(*index));
         bytes = *v;
     } else {
-        auto raw = read(*index);
-        if (!raw) return std::move(raw).error();
+        SDM_TRY_GET(raw, read(*index));
         copy = std::move(*raw);
         bytes = copy;
     }
@@ -291,7 +289,7 @@ std::string Archive::describe(size_t index) const {
 Result<void> Archive::check_stored(size_t index) const {
     const Entry& e = entries_[index];
     if (kCheckHashes && xxh3_64(bytes_.subspan(e.data_offset, e.stored_size)) != e.stored_hash)
-        return make_error(ErrorCode::corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
+        return make_error(ErrorCode::archive_corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
     return {};
 }
 
@@ -299,7 +297,7 @@ Result<Bytes> Archive::checked_view(size_t index) const {
     const Entry& e = entries_[index];
     SDM_TRY(check_stored(index));
     const Bytes raw = bytes_.subspan(e.data_offset, e.stored_size);
-    if (kCheckHashes && xxh3_128(raw) != e.raw_hash) return make_error(ErrorCode::corrupt, describe(index) + ": bytes fail their checksum");
+    if (kCheckHashes && xxh3_128(raw) != e.raw_hash) return make_error(ErrorCode::archive_corrupt, describe(index) + ": bytes fail their checksum");
     return raw;
 }
 
@@ -322,7 +320,7 @@ Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
         out = std::move(*decoded);
     }
     if (kCheckHashes && xxh3_128(out) != e.raw_hash)
-        return make_error(ErrorCode::corrupt, describe(index) + ": decompressed bytes fail their checksum");
+        return make_error(ErrorCode::archive_corrupt, describe(index) + ": decompressed bytes fail their checksum");
     return out;
 }
 
@@ -332,8 +330,7 @@ Result<ByteVector> Archive::read(size_t index) const {
     if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {});
     // The reference is stored or plain zstd (open() allows one step only): in place, or decoded.
     if (entries_[e.ref].codec == Codec::stored) {
-        auto reference = checked_view(e.ref);
-        if (!reference) return std::move(reference).error();
+        SDM_TRY_GET(reference, checked_view(e.ref));
         return decode(index, *reference);
     }
     SDM_TRY(check_stored(index));  // this entry's own damage is reported before its reference is decoded
@@ -367,8 +364,7 @@ Result<void> Archive::for_each_entry(const Visitor& visit) const {
         ByteVector owned;
         Bytes raw;
         if (entries_[i].codec == Codec::stored) {
-            auto v = checked_view(i);
-            if (!v) return std::move(v).error();
+            SDM_TRY_GET(v, checked_view(i));
             raw = *v;
         } else {
             auto d = decode(i, {});
@@ -378,8 +374,7 @@ Result<void> Archive::for_each_entry(const Visitor& visit) const {
         }
         if (visit) SDM_TRY(visit(i, raw));
         for (uint32_t r = first[i]; r < first[i + 1]; ++r) {
-            auto d = decode(referrers[r], raw);
-            if (!d) return std::move(d).error();
+            SDM_TRY_GET(d, decode(referrers[r], raw));
             if (visit) SDM_TRY(visit(referrers[r], *d));
         }
     }
@@ -398,7 +393,7 @@ Result<void> Archive::verify(const Visitor& visit) const {
     for (const auto& [offset, size] : covered) {
         for (; at < offset; ++at)
             if (bytes_[at] != std::byte{0})
-                return make_error(ErrorCode::corrupt, "archive " + label_ + ": padding byte at offset " + std::to_string(at) + " is not zero");
+                return make_error(ErrorCode::archive_corrupt, "archive " + label_ + ": padding byte at offset " + std::to_string(at) + " is not zero");
         at = std::max(at, offset + size);
     }
     return {};

@@ -21,13 +21,12 @@ Result<void> verify_archive(const Archive& a) {
                                                    a.entries().begin() + static_cast<std::ptrdiff_t>(last),
                                                    [](const Entry& m) { return kind_has_arch(m.kind) || m.kind == Kind::fatbin; });
                 if (!has_image)
-                    return make_error(ErrorCode::corrupt, a.describe(i) + ": kernel " + k.name + " lives in module " + k.module +
+                    return make_error(ErrorCode::archive_corrupt, a.describe(i) + ": kernel " + k.name + " lives in module " + k.module +
                                                               ", which has no image in the archive");
             }
             return {};
         }
-        auto info = check_declared_target(e.kind, e.sm, e.variant, raw, a.describe(i));
-        if (!info) return std::move(info).error();
+        SDM_TRY_GET(info, check_declared_target(e.kind, e.sm, e.variant, raw, a.describe(i)));
         return {};
     });
 }

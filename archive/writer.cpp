@@ -72,8 +72,7 @@ Result<void> ArchiveWriter::add(WriterInput input) {
                              (kind_has_arch(input.kind) ? ", " + target_name(input.kind, input.sm, input.variant) : std::string());
     if (kind_has_arch(input.kind)) {
         if (input.sm < 10 || input.sm > 999) return make_error(ErrorCode::invalid_argument, what + ": arch out of range");
-        auto info = check_declared_target(input.kind, input.sm, input.variant, input.bytes, what);
-        if (!info) return std::move(info).error();
+        SDM_TRY_GET(info, check_declared_target(input.kind, input.sm, input.variant, input.bytes, what));
     } else {
         if (input.sm != 0 || input.variant != Variant::base)
             return make_error(ErrorCode::invalid_argument, what + ": a " + kind_name(input.kind) + " entry has no arch");

@@ -28,6 +28,7 @@
 namespace {
 
 namespace fs = std::filesystem;
+using namespace sdm;
 using namespace sdm::archive;
 using Clock = std::chrono::steady_clock;
 

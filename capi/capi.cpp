@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "capi_internal.hpp"
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "runtime.hpp"
 #include "sdm_version.h"
 
 using sdm::Error;
 using sdm::ErrorCode;
 using sdm::Result;
+using sdm::kLastErrorCode;
 
 struct sdm_runtime {
     sdm::runtime::Runtime impl;
@@ -24,29 +25,36 @@ struct sdm_runtime {
 
 namespace sdm::capi {
 
-sdm_status status_of(ErrorCode code) noexcept {
-    switch (code) {
-    case ErrorCode::invalid_argument: return SDM_ERROR_INVALID_ARGUMENT;
-    case ErrorCode::corrupt: return SDM_ERROR_ARCHIVE_CORRUPT;
-    case ErrorCode::unsupported: return SDM_ERROR_ARCHIVE_UNSUPPORTED;
-    case ErrorCode::io: return SDM_ERROR_IO;
-    case ErrorCode::not_found: return SDM_ERROR_NOT_FOUND;
-    case ErrorCode::out_of_memory: return SDM_ERROR_OUT_OF_MEMORY;
-    case ErrorCode::mismatch: return SDM_ERROR_MISMATCH;
-    case ErrorCode::internal: return SDM_ERROR_INTERNAL;
-    case ErrorCode::no_driver: return SDM_ERROR_NO_DRIVER;
-    case ErrorCode::driver_too_old: return SDM_ERROR_DRIVER_TOO_OLD;
-    case ErrorCode::driver: return SDM_ERROR_DRIVER;
-    case ErrorCode::no_device: return SDM_ERROR_NO_DEVICE;
-    case ErrorCode::unsupported_device: return SDM_ERROR_UNSUPPORTED_DEVICE;
-    case ErrorCode::not_built: return SDM_ERROR_UNSUPPORTED;
-    case ErrorCode::no_image: return SDM_ERROR_NO_IMAGE;
-    case ErrorCode::jit: return SDM_ERROR_JIT;
-    case ErrorCode::graph_capture: return SDM_ERROR_GRAPH_CAPTURE;
-    case ErrorCode::image_refused: return SDM_ERROR_IMAGE_REFUSED;
-    }
-    return SDM_ERROR_INTERNAL;
-}
+// ErrorCode's values are the sdm_status values (common/result.hpp): a code crosses unchanged.
+#define SDM_SAME_STATUS(code, status) static_assert(static_cast<int32_t>(ErrorCode::code) == (status), #code " is not " #status)
+SDM_SAME_STATUS(invalid_argument, SDM_ERROR_INVALID_ARGUMENT);
+SDM_SAME_STATUS(out_of_memory, SDM_ERROR_OUT_OF_MEMORY);
+SDM_SAME_STATUS(no_driver, SDM_ERROR_NO_DRIVER);
+SDM_SAME_STATUS(driver_too_old, SDM_ERROR_DRIVER_TOO_OLD);
+SDM_SAME_STATUS(driver, SDM_ERROR_DRIVER);
+SDM_SAME_STATUS(no_device, SDM_ERROR_NO_DEVICE);
+SDM_SAME_STATUS(unsupported_device, SDM_ERROR_UNSUPPORTED_DEVICE);
+SDM_SAME_STATUS(archive_corrupt, SDM_ERROR_ARCHIVE_CORRUPT);
+SDM_SAME_STATUS(archive_unsupported, SDM_ERROR_ARCHIVE_UNSUPPORTED);
+SDM_SAME_STATUS(io, SDM_ERROR_IO);
+SDM_SAME_STATUS(not_found, SDM_ERROR_NOT_FOUND);
+SDM_SAME_STATUS(unsupported, SDM_ERROR_UNSUPPORTED);
+SDM_SAME_STATUS(no_image, SDM_ERROR_NO_IMAGE);
+SDM_SAME_STATUS(image_refused, SDM_ERROR_IMAGE_REFUSED);
+SDM_SAME_STATUS(jit, SDM_ERROR_JIT);
+SDM_SAME_STATUS(mismatch, SDM_ERROR_MISMATCH);
+SDM_SAME_STATUS(graph_capture, SDM_ERROR_GRAPH_CAPTURE);
+SDM_SAME_STATUS(internal, SDM_ERROR_INTERNAL);
+static_assert(kLastErrorCode == SDM_ERROR_INTERNAL, "an ErrorCode without an sdm_status, or the other way round");
+#undef SDM_SAME_STATUS
+
+sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
+
+// The other enums that cross as numbers.
+static_assert(static_cast<int32_t>(sdm::DeviceClass::modern) == SDM_DEVICE_CLASS_MODERN &&
+              static_cast<int32_t>(sdm::DeviceClass::a100) == SDM_DEVICE_CLASS_A100 && static_cast<int32_t>(sdm::DeviceClass::rtx) == SDM_DEVICE_CLASS_RTX);
+static_assert(static_cast<int32_t>(sdm::runtime::LogLevel::error) == SDM_LOG_ERROR && static_cast<int32_t>(sdm::runtime::LogLevel::warn) == SDM_LOG_WARN &&
+              static_cast<int32_t>(sdm::runtime::LogLevel::info) == SDM_LOG_INFO && static_cast<int32_t>(sdm::runtime::LogLevel::debug) == SDM_LOG_DEBUG);
 
 // Hands `e` to the caller (when it asked) and to the runtime's last error; returns its status.
 sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept {
@@ -105,28 +113,9 @@ using namespace sdm::capi;
 extern "C" {
 
 SDM_API const char* sdm_status_string(sdm_status status) {
-    switch (status) {
-    case SDM_OK: return "SDM_OK";
-    case SDM_ERROR_INVALID_ARGUMENT: return "SDM_ERROR_INVALID_ARGUMENT";
-    case SDM_ERROR_OUT_OF_MEMORY: return "SDM_ERROR_OUT_OF_MEMORY";
-    case SDM_ERROR_NO_DRIVER: return "SDM_ERROR_NO_DRIVER";
-    case SDM_ERROR_DRIVER_TOO_OLD: return "SDM_ERROR_DRIVER_TOO_OLD";
-    case SDM_ERROR_DRIVER: return "SDM_ERROR_DRIVER";
-    case SDM_ERROR_NO_DEVICE: return "SDM_ERROR_NO_DEVICE";
-    case SDM_ERROR_UNSUPPORTED_DEVICE: return "SDM_ERROR_UNSUPPORTED_DEVICE";
-    case SDM_ERROR_ARCHIVE_CORRUPT: return "SDM_ERROR_ARCHIVE_CORRUPT";
-    case SDM_ERROR_ARCHIVE_UNSUPPORTED: return "SDM_ERROR_ARCHIVE_UNSUPPORTED";
-    case SDM_ERROR_IO: return "SDM_ERROR_IO";
-    case SDM_ERROR_NOT_FOUND: return "SDM_ERROR_NOT_FOUND";
-    case SDM_ERROR_UNSUPPORTED: return "SDM_ERROR_UNSUPPORTED";
-    case SDM_ERROR_NO_IMAGE: return "SDM_ERROR_NO_IMAGE";
-    case SDM_ERROR_IMAGE_REFUSED: return "SDM_ERROR_IMAGE_REFUSED";
-    case SDM_ERROR_JIT: return "SDM_ERROR_JIT";
-    case SDM_ERROR_MISMATCH: return "SDM_ERROR_MISMATCH";
-    case SDM_ERROR_GRAPH_CAPTURE: return "SDM_ERROR_GRAPH_CAPTURE";
-    case SDM_ERROR_INTERNAL: return "SDM_ERROR_INTERNAL";
-    default: return "SDM_ERROR_UNKNOWN";
-    }
+    if (status == SDM_OK) return "SDM_OK";
+    if (status < 1 || status > kLastErrorCode) return "SDM_ERROR_UNKNOWN";
+    return sdm::status_name(static_cast<ErrorCode>(status));
 }
 
 SDM_API uint32_t sdm_abi_version(void) { return (uint32_t{SDM_ABI_VERSION_MAJOR} << 16) | SDM_ABI_VERSION_MINOR; }
@@ -306,11 +295,11 @@ SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sd
         out.smem_optin_bytes = p->smem_optin_bytes;
         if (c) {
             out.device_class = static_cast<sdm_device_class>(*c);
-            out.smem_cap_bytes = sdm::runtime::class_smem_cap(*c);
-            out.smem_per_sm_bytes = sdm::runtime::class_smem_per_sm(*c);
-            out.pdl_allowed = sdm::runtime::class_allows_pdl(*c) ? 1 : 0;
-            out.clusters_allowed = sdm::runtime::class_allows_clusters(*c) ? 1 : 0;
-            out.untested = *c == sdm::runtime::DeviceClass::rtx ? 1 : 0;
+            out.smem_cap_bytes = sdm::class_smem_cap(*c);
+            out.smem_per_sm_bytes = sdm::class_smem_per_sm(*c);
+            out.pdl_allowed = sdm::class_allows_pdl(*c) ? 1 : 0;
+            out.clusters_allowed = sdm::class_allows_clusters(*c) ? 1 : 0;
+            out.untested = sdm::class_tested(*c) ? 0 : 1;
         } else if (c.error().code != ErrorCode::unsupported_device) {
             return fail(runtime, error, std::move(c).error());
         }

@@ -13,9 +13,6 @@
 namespace sdm::runtime {
 namespace {
 
-using archive::ByteVector;
-using archive::Bytes;
-using archive::Hash128;
 
 constexpr uint8_t kEntryMagic[8] = {'S', 'D', 'M', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, reserved 16
@@ -44,11 +41,11 @@ std::string lock_name(const std::string& hex) { return hex.substr(2) + kLockSuff
 std::array<std::byte, kEntryHeader> entry_header(const Hash128& key, Bytes payload) {
     std::array<std::byte, kEntryHeader> h{};
     std::copy(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<uint8_t*>(h.data()));
-    archive::store_u32(h, 8, kCacheFormat);
-    archive::store_u32(h, 12, kEntryHeader);
-    archive::store_hash128(h, 16, key);
-    archive::store_u64(h, 32, payload.size());
-    archive::store_u64(h, 40, archive::xxh3_64(payload));
+    store_u32(h, 8, kCacheFormat);
+    store_u32(h, 12, kEntryHeader);
+    store_hash128(h, 16, key);
+    store_u64(h, 32, payload.size());
+    store_u64(h, 40, xxh3_64(payload));
     return h;
 }
 
@@ -57,10 +54,10 @@ std::array<std::byte, kEntryHeader> entry_header(const Hash128& key, Bytes paylo
 bool check_entry(Bytes header, uint64_t payload_size, uint64_t payload_hash, const Hash128& key) {
     if (header.size() != kEntryHeader || !std::equal(std::begin(kEntryMagic), std::end(kEntryMagic), reinterpret_cast<const uint8_t*>(header.data())))
         return false;
-    if (archive::load_u32(header, 8) != kCacheFormat || archive::load_u32(header, 12) != kEntryHeader) return false;
-    if (archive::load_hash128(header, 16) != key) return false;
-    if (archive::load_u64(header, 32) != payload_size) return false;
-    return payload_hash == archive::load_u64(header, 40);
+    if (load_u32(header, 8) != kCacheFormat || load_u32(header, 12) != kEntryHeader) return false;
+    if (load_hash128(header, 16) != key) return false;
+    if (load_u64(header, 32) != payload_size) return false;
+    return payload_hash == load_u64(header, 40);
 }
 
 std::optional<uint64_t> parse_bytes(const std::string& text) {
@@ -108,8 +105,7 @@ struct CacheFile {
 // Every entry and temporary of the cache, walking only folders that pass the checks.
 Result<void> walk(const platform::Directory& version, std::vector<platform::Directory>& folders, std::vector<CacheFile>& entries,
                   std::vector<CacheFile>& temporaries) {
-    auto names = version.list();
-    if (!names) return std::move(names).error();
+    SDM_TRY_GET(names, version.list());
     for (const auto& [name, st] : *names) {
         if (name.size() != 2 || !is_hex(name) || !st.directory) continue;
         auto folder = version.child(name, false, 0700);
@@ -119,8 +115,7 @@ Result<void> walk(const platform::Directory& version, std::vector<platform::Dire
         folders.push_back(std::move(*folder));
     }
     for (const auto& folder : folders) {
-        auto files = folder.list();
-        if (!files) return std::move(files).error();
+        SDM_TRY_GET(files, folder.list());
         for (const auto& [name, st] : *files) {
             if (!st.regular) continue;
             if (name.size() > 5 && name.ends_with(kEntrySuffix)) entries.push_back({&folder, name, st});
@@ -203,16 +198,14 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
         if (root.error().code == ErrorCode::not_found) return cache;  // nothing cached yet
         return std::move(root).error();
     }
-    auto root_status = root->status();
-    if (!root_status) return std::move(root_status).error();
+    SDM_TRY_GET(root_status, root->status());
     SDM_TRY(check_cache_directory(dir, *root_status));
     auto version = root->child(version_name(), cache->create_, 0700);
     if (!version) {
         if (version.error().code == ErrorCode::not_found) return cache;
         return std::move(version).error();
     }
-    auto version_status = version->status();
-    if (!version_status) return std::move(version_status).error();
+    SDM_TRY_GET(version_status, version->status());
     SDM_TRY(check_cache_directory(version->path(), *version_status));
     cache->version_ = std::make_unique<platform::Directory>(std::move(*version));
     return cache;
@@ -235,17 +228,13 @@ void Cache::refused(const std::string& why) {
 Result<const platform::Directory*> Cache::fanout(const std::string& hex, bool create) {
     if (!version_) {
         if (!create || !create_) return make_error(ErrorCode::not_found, "the cache " + directory_ + " holds nothing yet");
-        auto root = platform::Directory::open(directory_, true, 0700);
-        if (!root) return std::move(root).error();
-        auto root_status = root->status();
-        if (!root_status) return std::move(root_status).error();
+        SDM_TRY_GET(root, platform::Directory::open(directory_, true, 0700));
+        SDM_TRY_GET(root_status, root->status());
         SDM_TRY(check_cache_directory(directory_, *root_status));
         std::lock_guard lock(fanout_mutex_);
         if (!version_) {
-            auto version = root->child(version_name(), true, 0700);
-            if (!version) return std::move(version).error();
-            auto st = version->status();
-            if (!st) return std::move(st).error();
+            SDM_TRY_GET(version, root->child(version_name(), true, 0700));
+            SDM_TRY_GET(st, version->status());
             SDM_TRY(check_cache_directory(version->path(), *st));
             version_ = std::make_unique<platform::Directory>(std::move(*version));
         }
@@ -253,10 +242,8 @@ Result<const platform::Directory*> Cache::fanout(const std::string& hex, bool cr
     const size_t slot = static_cast<size_t>(std::stoul(hex.substr(0, 2), nullptr, 16));
     std::lock_guard lock(fanout_mutex_);
     if (fanouts_[slot]) return fanouts_[slot].get();
-    auto folder = version_->child(hex.substr(0, 2), create && create_, 0700);
-    if (!folder) return std::move(folder).error();
-    auto st = folder->status();
-    if (!st) return std::move(st).error();
+    SDM_TRY_GET(folder, version_->child(hex.substr(0, 2), create && create_, 0700));
+    SDM_TRY_GET(st, folder->status());
     SDM_TRY(check_cache_directory(folder->path(), *st));
     fanouts_[slot] = std::make_unique<platform::Directory>(std::move(*folder));
     return fanouts_[slot].get();
@@ -273,7 +260,7 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
     }
     const std::string name = entry_name(hex);
     std::array<std::byte, kEntryHeader> header{};
-    archive::Hasher64 hasher;  // over the payload as it is read
+    Hasher64 hasher;  // over the payload as it is read
     auto read = (*folder)->read_file(
         name, kMaxEntryFile, [&](const platform::FileStatus& st) { return check_entry_file((*folder)->path() + "/" + name, st); }, header,
         [&](Bytes piece) { hasher.update(piece); });
@@ -321,8 +308,7 @@ Result<void> Cache::store(const Hash128& key, Bytes payload) {
         return make_error(ErrorCode::invalid_argument, "an image of " + std::to_string(payload.size()) + " bytes is more than a quarter of the cache's cap of " +
                                                            std::to_string(max_bytes_) + " bytes; raise SDM_CACHE_MAX_BYTES to cache it");
     const std::string hex = key.hex();
-    auto folder = fanout(hex, true);
-    if (!folder) return std::move(folder).error();
+    SDM_TRY_GET(folder, fanout(hex, true));
     const auto header = entry_header(key, payload);
     SDM_TRY((*folder)->write_file_atomic(entry_name(hex), temporary_name(hex), {Bytes(header), payload}));
     written_ += kEntryHeader + payload.size();
@@ -404,11 +390,9 @@ Result<CacheUsage> Cache::usage() const {
 }
 
 Result<void> Cache::trim_if_needed() {
-    auto u = usage();
-    if (!u) return std::move(u).error();
+    SDM_TRY_GET(u, usage());
     if (u->bytes <= max_bytes_) return {};
-    auto pruned = prune(static_cast<uint64_t>(static_cast<double>(max_bytes_) * kTrimTarget));
-    if (!pruned) return std::move(pruned).error();
+    SDM_TRY_GET(pruned, prune(static_cast<uint64_t>(static_cast<double>(max_bytes_) * kTrimTarget)));
     return {};
 }
 

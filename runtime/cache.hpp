@@ -61,11 +61,11 @@ public:
     CacheKeyBuilder();  // starts with the cache format version
     CacheKeyBuilder& field(std::string_view text);
     CacheKeyBuilder& field(uint64_t value);
-    CacheKeyBuilder& field(const archive::Hash128& hash);
-    archive::Hash128 key() const { return hasher_.digest(); }
+    CacheKeyBuilder& field(const Hash128& hash);
+    Hash128 key() const { return hasher_.digest(); }
 
 private:
-    archive::Hasher128 hasher_;
+    Hasher128 hasher_;
 };
 
 struct CacheStats {
@@ -100,20 +100,20 @@ public:
 
     // The checked payload of `key` in private memory, or nullopt (absent, refused, or bad and now
     // removed).
-    std::optional<archive::ByteVector> get(const archive::Hash128& key);
+    std::optional<ByteVector> get(const Hash128& key);
     // Stores atomically (temporary file, fsync, rename), then trims past the cap. Read-only and
     // disabled caches store nothing and succeed; a payload over a quarter of the cap is not stored
     // (ErrorCode::invalid_argument, naming the cap).
-    Result<void> put(const archive::Hash128& key, archive::Bytes payload);
+    Result<void> put(const Hash128& key, Bytes payload);
     // get(), or under the key's lock: get() again, else build() and put(). Several processes
     // or threads asking at once run build() once. When the entry cannot be stored (no space, no
     // directory, no lock file), what build() made is returned all the same and store_failed says
     // why: a cache problem never costs the caller its image.
-    using Builder = std::function<Result<archive::ByteVector>()>;
-    Result<archive::ByteVector> get_or_build(const archive::Hash128& key, const Builder& build);
+    using Builder = std::function<Result<ByteVector>()>;
+    Result<ByteVector> get_or_build(const Hash128& key, const Builder& build);
     // Removes the entry of `key`: what it holds failed a later check (the driver refused it, or it
     // lacks kernels). Counted in bad_entries. Nothing in read-only mode.
-    void evict(const archive::Hash128& key);
+    void evict(const Hash128& key);
 
     CacheStats stats() const;
     Result<CacheUsage> usage() const;
@@ -121,13 +121,13 @@ public:
     // recently used entries until the cache holds at most `target` bytes.
     Result<uint64_t> prune(uint64_t target);
     Result<uint64_t> clear();
-    std::string entry_path(const archive::Hash128& key) const;  // for messages and tests
+    std::string entry_path(const Hash128& key) const;  // for messages and tests
 
 private:
     Cache() = default;
     // The fan-out folder of `key` ("ab"), opened and checked once and then kept.
     Result<const platform::Directory*> fanout(const std::string& hex, bool create);
-    Result<void> store(const archive::Hash128& key, archive::Bytes payload);
+    Result<void> store(const Hash128& key, Bytes payload);
     Result<void> trim_if_needed();
     void refused(const std::string& why);
     std::string directory_;

@@ -5,8 +5,7 @@
 namespace sdm::runtime {
 
 Result<int32_t> Devices::count() {
-    auto driver = driver_();
-    if (!driver) return std::move(driver).error();
+    SDM_TRY_GET(driver, driver_());
     if (!(*driver)->has_devices()) return 0;
     int n = 0;
     SDM_TRY(SDM_DRIVER_CALL(**driver, cuDeviceGetCount, "counting CUDA devices", &n));
@@ -32,11 +31,9 @@ size_t Devices::memo_size() const {
 }
 
 Result<DeviceProperties> Devices::read_properties(int32_t ordinal) {
-    auto driver_result = driver_();
-    if (!driver_result) return std::move(driver_result).error();
+    SDM_TRY_GET(driver_result, driver_());
     Driver& driver = **driver_result;
-    auto n = count();
-    if (!n) return std::move(n).error();
+    SDM_TRY_GET(n, count());
     if (ordinal < 0 || ordinal >= *n)
         return make_error(ErrorCode::no_device, "there is no CUDA device " + std::to_string(ordinal) + " (" + std::to_string(*n) +
                                                     " visible; check CUDA_VISIBLE_DEVICES)");
@@ -81,8 +78,7 @@ Result<DeviceProperties> Devices::properties(int32_t ordinal) {
 Result<DeviceClass> Devices::device_class(int32_t ordinal) {
     Key key{Read::device_class, ordinal, current_forced_row()};
     if (auto hit = memo_get(key)) return std::get<DeviceClass>(*hit);
-    auto p = properties(ordinal);
-    if (!p) return std::move(p).error();
+    SDM_TRY_GET(p, properties(ordinal));
     auto c = classify(ordinal, p->name, p->capability, p->smem_optin_bytes);
     if (!c) return c;
     memo_put(std::move(key), *c);

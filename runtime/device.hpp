@@ -14,7 +14,7 @@
 #include <tuple>
 #include <variant>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "driver.hpp"
 #include "forced_row.hpp"
 #include "result.hpp"

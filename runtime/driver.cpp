@@ -38,8 +38,7 @@ Result<std::shared_ptr<Driver>> Driver::load(const std::string& requested) {
     if (driver->get_proc_address_ == nullptr || version < kCudaApiVersion)
         return make_error(ErrorCode::driver_too_old, "the CUDA driver " + path + " is version " + version_text(version) + "; sdm needs " +
                                                          version_text(kCudaApiVersion) + " or newer. Update the NVIDIA driver");
-    auto init = driver->resolve(EntryPoint::cuInit);
-    if (!init) return std::move(init).error();
+    SDM_TRY_GET(init, driver->resolve(EntryPoint::cuInit));
     const CUresult rc = reinterpret_cast<decltype(&::cuInit)>(*init)(0);
     if (rc == CUDA_ERROR_NO_DEVICE) {
         driver->has_devices_ = false;

@@ -73,8 +73,7 @@ public:
     // ErrorCode::driver error "<what>: cuX failed with CUDA_ERROR_Y (description)".
     template <typename Fn, typename... Args>
     Result<void> call(EntryPoint entry, const std::string& what, Args... args) {
-        auto fn = resolve(entry);
-        if (!fn) return std::move(fn).error();
+        SDM_TRY_GET(fn, resolve(entry));
         const CUresult rc = reinterpret_cast<Fn>(*fn)(args...);
         if (rc != CUDA_SUCCESS) return error(rc, entry, what);
         return {};

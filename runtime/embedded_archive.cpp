@@ -9,11 +9,11 @@ __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embed
 
 namespace sdm::runtime {
 
-std::optional<archive::Bytes> embedded_archive() noexcept {
+std::optional<Bytes> embedded_archive() noexcept {
     const unsigned char* begin = sdm_embedded_archive_begin;
     const unsigned char* end = sdm_embedded_archive_end;
     if (begin == nullptr || end == nullptr || end <= begin) return std::nullopt;
-    return archive::Bytes(reinterpret_cast<const std::byte*>(begin), static_cast<size_t>(end - begin));
+    return Bytes(reinterpret_cast<const std::byte*>(begin), static_cast<size_t>(end - begin));
 }
 
 }  // namespace sdm::runtime

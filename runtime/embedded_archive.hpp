@@ -8,6 +8,6 @@
 
 namespace sdm::runtime {
 
-std::optional<archive::Bytes> embedded_archive() noexcept;
+std::optional<Bytes> embedded_archive() noexcept;
 
 }  // namespace sdm::runtime

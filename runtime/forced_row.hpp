@@ -9,7 +9,7 @@
 #include <optional>
 #include <tuple>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {

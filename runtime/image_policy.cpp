@@ -16,8 +16,8 @@ bool ImagePolicy::accepted(const LoadedImage& image) const {
 }
 
 Result<void> ImagePolicy::check(const LoadedImage& image, int ptx_version) {
-    if (image.device_class == DeviceClass::modern && std::find(std::begin(kModernPtxVersions), std::end(kModernPtxVersions), ptx_version) ==
-                                                         std::end(kModernPtxVersions)) {
+    // A modern pass is compiled from one of the modern class's own archs (hardware_matrix.hpp).
+    if (image.device_class == DeviceClass::modern && !class_has_capability(DeviceClass::modern, static_cast<uint16_t>(ptx_version))) {
         const std::string cc = std::to_string(image.capability.major) + std::to_string(image.capability.minor);
         return make_error(ErrorCode::image_refused,
                           "images compiled for older GPUs are refused on Hopper / Blackwell GPUs: " + image.description + ", loaded on " +
@@ -27,7 +27,7 @@ Result<void> ImagePolicy::check(const LoadedImage& image, int ptx_version) {
                               "; 90 for H100/H200, 100 for B200, 103 for GB300), mount it, and load again");
     }
     std::lock_guard lock(mutex_);
-    if (image.device_class == DeviceClass::rtx && warned_.insert({image.ordinal, image.row}).second)
+    if (!class_tested(image.device_class) && warned_.insert({image.ordinal, image.row}).second)
         log_.warn(std::string("sdm ") + SDM_VERSION_STRING + " has not been tested on RTX-class GPUs: device " + std::to_string(image.ordinal) + " (" +
                   image.device_name + ", compute capability " + std::to_string(image.capability.major) + "." +
                   std::to_string(image.capability.minor) +

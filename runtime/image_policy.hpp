@@ -15,15 +15,13 @@
 #include <string>
 #include <tuple>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "forced_row.hpp"
 #include "log.hpp"
 #include "result.hpp"
 #include "select.hpp"
 
 namespace sdm::runtime {
-
-inline constexpr int kModernPtxVersions[] = {90, 100, 103};
 
 struct LoadedImage {
     int32_t ordinal{0};

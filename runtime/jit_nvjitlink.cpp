@@ -139,8 +139,8 @@ Result<JitOutput> NvJitLink::link(const JitInput& input, uint16_t sm, archive::V
     } guard{destroy_, &handle};
     const nvJitLinkInputType type = input.kind == archive::Kind::ltoir ? NVJITLINK_INPUT_LTOIR : NVJITLINK_INPUT_PTX;
     // PTX must reach nvJitLink NUL-terminated (it reads the text as a C string).
-    archive::ByteVector terminated;
-    archive::Bytes data = input.bytes;
+    ByteVector terminated;
+    Bytes data = input.bytes;
     if (type == NVJITLINK_INPUT_PTX && (data.empty() || data.back() != std::byte{0})) {
         terminated.assign(data.begin(), data.end());
         terminated.push_back(std::byte{0});

@@ -16,12 +16,12 @@ namespace sdm::runtime {
 
 struct JitInput {
     archive::Kind kind{archive::Kind::ptx};  // ptx or ltoir
-    archive::Bytes bytes;
+    Bytes bytes;
     std::string name;                        // names the input in nvJitLink's log and in errors
 };
 
 struct JitOutput {
-    archive::ByteVector cubin;
+    ByteVector cubin;
     std::string info_log;
     double milliseconds{0};
 };

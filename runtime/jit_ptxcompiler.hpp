@@ -2,7 +2,7 @@
 // (libnvptxcompiler_static.a), linked into libsdm when the Meson feature `ptx_compiler` finds it
 // at build time (not on CI machines, which lack it; the GPU machine's toolkit has it). It compiles
 // PTX (not LTO-IR) for one SM without a GPU or a driver. Without it in the build, every call says
-// so (ErrorCode::not_built) and the loader goes on to the next backend.
+// so (ErrorCode::unsupported) and the loader goes on to the next backend.
 #pragma once
 
 #include <string>

@@ -6,7 +6,7 @@ namespace sdm::runtime {
 namespace {
 
 Error absent() {
-    return make_error(ErrorCode::not_built, "this libsdm was built without nvPTXCompiler (the Meson feature ptx_compiler found no "
+    return make_error(ErrorCode::unsupported, "this libsdm was built without nvPTXCompiler (the Meson feature ptx_compiler found no "
                                             "libnvptxcompiler_static.a); rebuild with -Dptx_compiler=enabled on a machine whose CUDA "
                                             "toolkit has it, or let nvJitLink or the driver's JIT link PTX");
 }

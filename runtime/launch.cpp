@@ -66,10 +66,8 @@ Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
 }
 
 Result<PlanDevice> Launcher::plan_device() {
-    auto p = runtime_.devices().properties(ordinal_);
-    if (!p) return std::move(p).error();
-    auto c = runtime_.devices().device_class(ordinal_);
-    if (!c) return std::move(c).error();
+    SDM_TRY_GET(p, runtime_.devices().properties(ordinal_));
+    SDM_TRY_GET(c, runtime_.devices().device_class(ordinal_));
     PlanDevice d;
     d.device_class = *c;
     d.cc = static_cast<uint16_t>(p->capability.sm());
@@ -82,8 +80,7 @@ Result<PlanDevice> Launcher::plan_device() {
 }
 
 Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
-    auto device = plan_device();
-    if (!device) return std::move(device).error();
+    SDM_TRY_GET(device, plan_device());
     auto from_table = table_.select(*device, problem);
     // Plan providers first, in load order; an invalid plan from one is not used, and the log says why.
     const PlanRequest request{kernel_, module_, archive_, ordinal_, *device, problem, from_table ? &*from_table : nullptr};
@@ -93,21 +90,16 @@ Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
         runtime_.log().warn("the plan a plugin chose for kernel " + kernel_ + " is not used: " + occupancy.error().message);
     }
     if (!from_table) return std::move(from_table).error();
-    auto occupancy = check_occupancy(*from_table, *device);
-    if (!occupancy) return std::move(occupancy).error();
+    SDM_TRY_GET(occupancy, check_occupancy(*from_table, *device));
     return SelectedPlan{*from_table, *occupancy};
 }
 
 Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& device) {
-    auto d = runtime_.driver();
-    if (!d) return std::move(d).error();
+    SDM_TRY_GET(d, runtime_.driver());
     Driver& driver = **d;
-    auto contexts = runtime_.contexts();
-    if (!contexts) return std::move(contexts).error();
-    auto context = (*contexts)->get(ordinal_);
-    if (!context) return std::move(context).error();
-    auto scope = ContextScope::enter(driver, *context);
-    if (!scope) return std::move(scope).error();
+    SDM_TRY_GET(contexts, runtime_.contexts());
+    SDM_TRY_GET(context, (*contexts)->get(ordinal_));
+    SDM_TRY_GET(scope, ContextScope::enter(driver, *context));
     SDM_TRY(ensure_smem(plan.smem));
     const std::string what = "the occupancy of kernel " + kernel_ + " with " + plan_text(plan);
     int blocks = 0;
@@ -139,8 +131,7 @@ Result<void> Launcher::ensure_smem(uint32_t bytes) {
     if (bytes <= smem_limit_.load(std::memory_order_acquire)) return {};
     std::lock_guard lock(smem_mutex_);
     if (bytes <= smem_limit_.load(std::memory_order_relaxed)) return {};
-    auto d = runtime_.driver();
-    if (!d) return std::move(d).error();
+    SDM_TRY_GET(d, runtime_.driver());
     SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncSetAttribute, "allowing kernel " + kernel_ + " " + std::to_string(bytes) + " B of dynamic shared memory",
                             function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)));
     smem_limit_.store(bytes, std::memory_order_release);
@@ -164,10 +155,8 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
     LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     if (launch_ex == nullptr) {  // once; racing threads store the same pointer
-        auto d = runtime_.driver();
-        if (!d) return std::move(d).error();
-        auto fn = (*d)->resolve(EntryPoint::cuLaunchKernelEx);
-        if (!fn) return std::move(fn).error();
+        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuLaunchKernelEx));
         launch_ex = reinterpret_cast<LaunchEx>(*fn);
         launch_ex_.store(launch_ex, std::memory_order_release);
     }
@@ -190,8 +179,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     config.numAttrs = n;
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
     if (rc != CUDA_SUCCESS) {
-        auto d = runtime_.driver();
-        if (!d) return std::move(d).error();
+        SDM_TRY_GET(d, runtime_.driver());
         return (*d)->error(rc, EntryPoint::cuLaunchKernelEx, "launching kernel " + kernel_ + " with " + plan_text(plan));
     }
     return {};

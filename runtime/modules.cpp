@@ -18,7 +18,6 @@
 namespace sdm::runtime {
 namespace {
 
-using archive::ByteVector;
 using archive::Kind;
 
 std::string device_text(const DeviceProperties& p, DeviceClass c) {
@@ -123,10 +122,8 @@ Result<Serving> Modules::serving(int32_t ordinal, const std::string& name) {
         const auto* spec = m.manifest->find_kernel(name);
         if (spec == nullptr) continue;
         if (!device) {  // the device is read once a listing archive is found
-            auto p = runtime_.devices().properties(ordinal);
-            if (!p) return std::move(p).error();
-            auto c = runtime_.devices().device_class(ordinal);
-            if (!c) return std::move(c).error();
+            SDM_TRY_GET(p, runtime_.devices().properties(ordinal));
+            SDM_TRY_GET(c, runtime_.devices().device_class(ordinal));
             props = *p;
             cls = *c;
             device = device_text(*p, *c);
@@ -179,8 +176,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
     }
     for (;;) {
-        auto serve = serving(ordinal, name);
-        if (!serve) return std::move(serve).error();
+        SDM_TRY_GET(serve, serving(ordinal, name));
         if (expected) {  // checked against the manifest before anything is loaded or referenced
             const archive::KernelSpec* spec = serve->archive->manifest->find_kernel(name);
             SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
@@ -237,10 +233,8 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
     const MountedArchive& mounted = *serving.archive;
     const std::string& module = serving.module;
     const archive::Archive& a = mounted.archive;
-    auto props = runtime_.devices().properties(ordinal);
-    if (!props) return std::move(props).error();
-    auto cls = runtime_.devices().device_class(ordinal);
-    if (!cls) return std::move(cls).error();
+    SDM_TRY_GET(props, runtime_.devices().properties(ordinal));
+    SDM_TRY_GET(cls, runtime_.devices().device_class(ordinal));
     const std::string& device = serving.device;
     const DriverSwitches& switches = serving.switches;
     const Selection* selected = &serving.selection;
@@ -248,22 +242,18 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
     const auto& entry = a.entries()[selected->image.index];
     const std::string image = a.describe(selected->image.index);
 
-    auto driver_result = runtime_.driver();
-    if (!driver_result) return std::move(driver_result).error();
+    SDM_TRY_GET(driver_result, runtime_.driver());
     Driver& driver = **driver_result;
-    auto contexts = runtime_.contexts();
-    if (!contexts) return std::move(contexts).error();
-    auto context = (*contexts)->get(ordinal);
-    if (!context) return std::move(context).error();
-    auto scope = ContextScope::enter(driver, *context);
-    if (!scope) return std::move(scope).error();
+    SDM_TRY_GET(contexts, runtime_.contexts());
+    SDM_TRY_GET(context, (*contexts)->get(ordinal));
+    SDM_TRY_GET(scope, ContextScope::enter(driver, *context));
     trace.mark("select+context");
 
     Cache* cache = runtime_.cache();  // null: no usable cache (logged once); images are built every time
     ImageSource source = ImageSource::archive_cubin;
-    std::optional<archive::Hash128> cache_key;
+    std::optional<Hash128> cache_key;
     ByteVector owned;
-    archive::Bytes bytes;
+    Bytes bytes;
     CUmodule cu_module = nullptr;
     const auto not_capturing = [&]() -> Result<void> {
         CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -278,18 +268,18 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
     // the image), and so do the JIT backends: every image an archive holds passes the checks
     // `sdm verify` runs before a backend or the driver sees it, and so does every image a backend
     // or the cache hands back.
-    const auto from_archive = [&](archive::Bytes raw) -> Result<void> {
+    const auto from_archive = [&](Bytes raw) -> Result<void> {
         auto info = archive::check_declared_target(entry.kind, entry.sm, entry.variant, raw, image);
         if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
         return {};
     };
-    const auto well_formed = [&](Kind kind, archive::Bytes raw, const std::string& what) -> Result<void> {
+    const auto well_formed = [&](Kind kind, Bytes raw, const std::string& what) -> Result<void> {
         auto info = archive::inspect_image(kind, raw);
-        if (!info) return make_error(ErrorCode::corrupt, what + ": " + info.error().message + "; it is not loaded");
+        if (!info) return make_error(ErrorCode::archive_corrupt, what + ": " + info.error().message + "; it is not loaded");
         return {};
     };
     // Through the cache: a hit that fails the checks is evicted and built again.
-    const auto cached = [&](const archive::Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) -> Result<void> {
+    const auto cached = [&](const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) -> Result<void> {
         cache_key = key;
         bool ran = false;
         const auto run = [&]() -> Result<ByteVector> {
@@ -299,8 +289,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
             SDM_TRY(well_formed(kind, *built, "the image built from " + image));
             return built;
         };
-        auto got = cache != nullptr ? cache->get_or_build(key, run) : run();
-        if (!got) return std::move(got).error();
+        SDM_TRY_GET(got, cache != nullptr ? cache->get_or_build(key, run) : run());
         if (!ran) {
             if (auto checked = well_formed(kind, *got, "the cache entry for " + image + " (" + cache->entry_path(key) + ")"); !checked) {
                 runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
@@ -331,8 +320,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                            return raw;
                        }));
     } else {
-        auto input = a.read(selected->image.index);
-        if (!input) return std::move(input).error();
+        SDM_TRY_GET(input, a.read(selected->image.index));
         SDM_TRY(from_archive(*input));
         const std::string target = archive::target_name(Kind::cubin, selected->target_sm, selected->target_variant);
         // The cache key names nvJitLink by the identity of its file, so a warm hit never loads it.
@@ -362,8 +350,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                 return std::move(out->cubin);
             }));
         } else if (ptx_compiler) {
-            auto version = ptx_compiler_version();
-            if (!version) return std::move(version).error();
+            SDM_TRY_GET(version, ptx_compiler_version());
             const auto key = CacheKeyBuilder()
                                  .field("nvPTXCompiler compile")
                                  .field(entry.raw_hash)
@@ -506,8 +493,7 @@ Result<void> Modules::preload(int32_t ordinal, const std::vector<std::string>& n
     std::vector<std::string> work;
     std::set<std::pair<const MountedArchive*, std::string>> seen;
     for (const auto& name : wanted) {
-        auto found = serving(ordinal, name);
-        if (!found) return std::move(found).error();
+        SDM_TRY_GET(found, serving(ordinal, name));
         if (seen.insert({found->archive.get(), found->module}).second) work.push_back(name);
     }
     std::atomic<size_t> next{0};

@@ -37,22 +37,15 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
             if (!e) return make_error(e.error().code, where + ": " + e.error().message);
             return e;
         };
-        auto when = parse(r.when, base);
-        if (!when) return std::move(when).error();
-        auto block = parse(r.block, base);
-        if (!block) return std::move(block).error();
-        auto bps = parse(r.blocks_per_sm, base + 1);
-        if (!bps) return std::move(bps).error();
-        auto smem = parse(r.smem, base + 2);
-        if (!smem) return std::move(smem).error();
-        auto grid = parse(r.grid, base + 3);
-        if (!grid) return std::move(grid).error();
-        auto cx = parse(r.cluster[0], base + 3), cy = parse(r.cluster[1], base + 3), cz = parse(r.cluster[2], base + 3);
-        if (!cx) return std::move(cx).error();
-        if (!cy) return std::move(cy).error();
-        if (!cz) return std::move(cz).error();
-        auto pdl = parse(r.pdl, base + 3);
-        if (!pdl) return std::move(pdl).error();
+        SDM_TRY_GET(when, parse(r.when, base));
+        SDM_TRY_GET(block, parse(r.block, base));
+        SDM_TRY_GET(bps, parse(r.blocks_per_sm, base + 1));
+        SDM_TRY_GET(smem, parse(r.smem, base + 2));
+        SDM_TRY_GET(grid, parse(r.grid, base + 3));
+        SDM_TRY_GET(cx, parse(r.cluster[0], base + 3));
+        SDM_TRY_GET(cy, parse(r.cluster[1], base + 3));
+        SDM_TRY_GET(cz, parse(r.cluster[2], base + 3));
+        SDM_TRY_GET(pdl, parse(r.pdl, base + 3));
         t.rules_.push_back({*cls, r.capability, std::move(*when), std::move(*block), std::move(*bps), std::move(*smem), std::move(*grid),
                             {std::move(*cx), std::move(*cy), std::move(*cz)}, std::move(*pdl)});
     }
@@ -80,8 +73,7 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
             if (!v) return make_error(v.error().code, where + " (" + problem_text(problem_, problem) + " on " + device.description + "): " + v.error().message);
             return v;
         };
-        auto when = eval(r.when, n + 4);
-        if (!when) return std::move(when).error();
+        SDM_TRY_GET(when, eval(r.when, n + 4));
         if (*when == 0) continue;
         const auto in_range = [&](const char* what, int64_t v, int64_t lo, int64_t hi) -> Result<uint32_t> {
             if (v < lo || v > hi)
@@ -91,39 +83,28 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
         };
         Plan p;
         p.rule = static_cast<int32_t>(i);
-        auto block = eval(r.block, n + 4);
-        if (!block) return std::move(block).error();
+        SDM_TRY_GET(block, eval(r.block, n + 4));
         values[n + 4] = *block;
-        auto bps = eval(r.blocks_per_sm, n + 5);
-        if (!bps) return std::move(bps).error();
+        SDM_TRY_GET(bps, eval(r.blocks_per_sm, n + 5));
         values[n + 5] = *bps;
-        auto smem = eval(r.smem, n + 6);
-        if (!smem) return std::move(smem).error();
+        SDM_TRY_GET(smem, eval(r.smem, n + 6));
         values[n + 6] = *smem;
-        auto grid = eval(r.grid, n + 7);
-        if (!grid) return std::move(grid).error();
+        SDM_TRY_GET(grid, eval(r.grid, n + 7));
         constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
-        auto b = in_range("block", *block, 0, kMaxU32);
-        if (!b) return std::move(b).error();
-        auto s = in_range("smem", *smem, 0, kMaxU32);
-        if (!s) return std::move(s).error();
-        auto g = in_range("grid", *grid, 0, kMaxU32);
-        if (!g) return std::move(g).error();
-        auto k = in_range("blocks_per_sm", *bps, 0, std::numeric_limits<int32_t>::max());
-        if (!k) return std::move(k).error();
+        SDM_TRY_GET(b, in_range("block", *block, 0, kMaxU32));
+        SDM_TRY_GET(s, in_range("smem", *smem, 0, kMaxU32));
+        SDM_TRY_GET(g, in_range("grid", *grid, 0, kMaxU32));
+        SDM_TRY_GET(k, in_range("blocks_per_sm", *bps, 0, std::numeric_limits<int32_t>::max()));
         p.block = *b;
         p.smem = *s;
         p.grid = *g;
         p.blocks_per_sm = static_cast<int32_t>(*k);
         for (size_t d = 0; d < 3; ++d) {
-            auto c = eval(r.cluster[d], n + 7);
-            if (!c) return std::move(c).error();
-            auto cv = in_range("cluster", *c, 0, kMaxU32);
-            if (!cv) return std::move(cv).error();
+            SDM_TRY_GET(c, eval(r.cluster[d], n + 7));
+            SDM_TRY_GET(cv, in_range("cluster", *c, 0, kMaxU32));
             p.cluster[d] = *cv;
         }
-        auto pdl = eval(r.pdl, n + 7);
-        if (!pdl) return std::move(pdl).error();
+        SDM_TRY_GET(pdl, eval(r.pdl, n + 7));
         p.pdl = *pdl != 0;
         SDM_TRY(check_plan(p, device, where));
         return p;
@@ -162,8 +143,7 @@ Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::stri
 }
 
 Result<PlanDevice> plan_device(const HardwareRow& row) {
-    auto c = classify(0, row.name, row.capability, row.smem_optin_bytes);
-    if (!c) return std::move(c).error();
+    SDM_TRY_GET(c, classify(0, row.name, row.capability, row.smem_optin_bytes));
     return PlanDevice{*c, static_cast<uint16_t>(row.capability.sm()), row.sm_count, static_cast<int64_t>(row.l2_bytes), class_smem_cap(*c),
                       std::string(row.name) + " (compute capability " + std::to_string(row.capability.major) + "." +
                           std::to_string(row.capability.minor) + ", class " + device_class_name(*c) + ")"};

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "manifest.hpp"
 #include "plan_expr.hpp"
 #include "result.hpp"

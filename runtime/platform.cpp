@@ -195,10 +195,10 @@ Result<Directory> Directory::child(const std::string& name, bool create, unsigne
     return Directory(fd, path);
 }
 
-Result<std::pair<FileStatus, archive::ByteVector>> Directory::read_file(const std::string& name, uint64_t max_size,
+Result<std::pair<FileStatus, ByteVector>> Directory::read_file(const std::string& name, uint64_t max_size,
                                                                         const std::function<Result<void>(const FileStatus&)>& accept,
                                                                         std::span<std::byte> prefix,
-                                                                        const std::function<void(archive::Bytes)>& consume) const {
+                                                                        const std::function<void(Bytes)>& consume) const {
     const std::string path = path_ + "/" + name;
     const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
@@ -239,7 +239,7 @@ Result<std::pair<FileStatus, archive::ByteVector>> Directory::read_file(const st
         return {};
     };
     SDM_TRY(read_at(prefix.data(), prefix.size(), 0, false));
-    archive::ByteVector bytes;
+    ByteVector bytes;
     const size_t rest = static_cast<size_t>(status.size) - prefix.size();
     try {
         bytes.reserve(rest);
@@ -252,7 +252,7 @@ Result<std::pair<FileStatus, archive::ByteVector>> Directory::read_file(const st
     return std::pair(status, std::move(bytes));
 }
 
-Result<void> Directory::write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<archive::Bytes> parts) const {
+Result<void> Directory::write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<Bytes> parts) const {
     const std::string tmp_path = path_ + "/" + temporary;
     const int fd = ::openat(fd_, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return os_error("cannot create " + tmp_path, errno);
@@ -261,7 +261,7 @@ Result<void> Directory::write_file_atomic(const std::string& name, const std::st
         ::unlinkat(fd_, temporary.c_str(), 0);
         return os_error(what, err, "free space in " + path_);
     };
-    for (const archive::Bytes part : parts) {
+    for (const Bytes part : parts) {
         size_t done = 0;
         while (done < part.size()) {
             const ssize_t n = ::write(fd, part.data() + done, part.size() - done);

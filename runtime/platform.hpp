@@ -97,14 +97,14 @@ public:
     // bytes as fstat gave it: a file truncated while it is read is an ErrorCode::io error.
     // `consume`, when given, sees the rest in the order read, each piece right after it arrived
     // (while it is still in the CPU's cache: one pass over the bytes for a checksum, not two).
-    Result<std::pair<FileStatus, archive::ByteVector>> read_file(const std::string& name, uint64_t max_size,
+    Result<std::pair<FileStatus, ByteVector>> read_file(const std::string& name, uint64_t max_size,
                                                                  const std::function<Result<void>(const FileStatus&)>& accept,
                                                                  std::span<std::byte> prefix = {},
-                                                                 const std::function<void(archive::Bytes)>& consume = {}) const;
+                                                                 const std::function<void(Bytes)>& consume = {}) const;
     // Writes `parts` one after another to the new file `temporary` (mode 0600, never following a
     // link, failing if it exists), syncs it, renames it to `name` and syncs the directory. On
     // failure the temporary is removed and the error names the fix (a full disk: free space).
-    Result<void> write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<archive::Bytes> parts) const;
+    Result<void> write_file_atomic(const std::string& name, const std::string& temporary, std::initializer_list<Bytes> parts) const;
     // Removes `name` (a file, never following a link); with `inode`, only if it is still that file.
     bool remove(const std::string& name, std::optional<uint64_t> inode = std::nullopt) const;
     // Sets `name`'s modification time to now (without following a link).

@@ -23,15 +23,17 @@ uint32_t table_size(uint32_t minor) {
     return minor >= 1 ? static_cast<uint32_t>(sizeof(sdm_plugin_table)) : static_cast<uint32_t>(offsetof(sdm_plugin_table, validate_image));
 }
 
+// DeviceClass's values are the SDM_DEVICE_CLASS_* values: a class crosses unchanged.
+static_assert(static_cast<int32_t>(DeviceClass::modern) == SDM_DEVICE_CLASS_MODERN && static_cast<int32_t>(DeviceClass::a100) == SDM_DEVICE_CLASS_A100 &&
+              static_cast<int32_t>(DeviceClass::rtx) == SDM_DEVICE_CLASS_RTX);
+
 sdm_plugin_device c_device(int32_t ordinal, const PlanDevice& d) {
     sdm_plugin_device out{};
     out.struct_size = sizeof out;
     out.ordinal = ordinal;
     out.capability_major = d.cc / 10;
     out.capability_minor = d.cc % 10;
-    out.device_class = static_cast<sdm_device_class>(d.device_class == DeviceClass::modern ? SDM_DEVICE_CLASS_MODERN
-                                                     : d.device_class == DeviceClass::a100 ? SDM_DEVICE_CLASS_A100
-                                                                                           : SDM_DEVICE_CLASS_RTX);
+    out.device_class = static_cast<sdm_device_class>(d.device_class);
     out.sm_count = static_cast<int32_t>(d.sms);
     out.l2_bytes = static_cast<uint64_t>(d.l2_bytes);
     out.smem_cap_bytes = static_cast<int32_t>(d.smem_cap);
@@ -102,8 +104,7 @@ Result<void> Plugins::load(const std::string& path) {
     sdm_plugin_table table{};
     table.struct_size = sizeof(sdm_plugin_table);
     const int32_t rc = negotiate(kPluginAbiMajor, &minor, &table);
-    auto accepted = accept_negotiation(path, rc, minor, table);
-    if (!accepted) return std::move(accepted).error();
+    SDM_TRY_GET(accepted, accept_negotiation(path, rc, minor, table));
     auto p = std::make_unique<Loaded>();
     static_cast<NegotiatedTable&>(*p) = std::move(*accepted);
     p->library = std::move(*library);

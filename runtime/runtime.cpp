@@ -117,8 +117,7 @@ std::string Runtime::nvjitlink_error() {
 }
 
 Result<Contexts*> Runtime::contexts() {
-    auto d = driver();
-    if (!d) return std::move(d).error();
+    SDM_TRY_GET(d, driver());
     std::lock_guard lock(mutex_);
     if (!contexts_) contexts_ = std::make_unique<Contexts>(*d, options_.host_context);
     return contexts_.get();
@@ -137,8 +136,7 @@ Result<void> Runtime::check_compatible(const archive::Archive& a) const {
 namespace {
 
 Result<void> decode_manifest_of(MountedArchive& mounted) {
-    auto manifest = mounted.archive.read_manifest();
-    if (!manifest) return std::move(manifest).error();
+    SDM_TRY_GET(manifest, mounted.archive.read_manifest());
     mounted.manifest = std::move(*manifest);
     return {};
 }
@@ -172,8 +170,7 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
             if (changed_only && refused != refused_.end() && now && refused->second == *now) continue;
         }
         auto fresh = [&]() -> Result<std::shared_ptr<MountedArchive>> {
-            auto a = archive::Archive::open_file(map->path());
-            if (!a) return std::move(a).error();
+            SDM_TRY_GET(a, archive::Archive::open_file(map->path()));
             // A new version replaces one that works only when all of it is sound: every checksum,
             // every image against its declared target, the manifest.
             SDM_TRY(archive::verify_archive(*a));
@@ -221,16 +218,14 @@ Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
 }
 
 Result<void> Runtime::mount_file(const std::string& path) {
-    auto a = archive::Archive::open_file(path);
-    if (!a) return std::move(a).error();
+    SDM_TRY_GET(a, archive::Archive::open_file(path));
     auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr});
     return mount(std::move(mounted));
 }
 
-Result<void> Runtime::mount_memory(archive::Bytes bytes, const std::string& label) {
-    auto owned = std::make_shared<const archive::ByteVector>(bytes.begin(), bytes.end());
-    auto a = archive::Archive::open_memory(*owned, label, owned);
-    if (!a) return std::move(a).error();
+Result<void> Runtime::mount_memory(Bytes bytes, const std::string& label) {
+    auto owned = std::make_shared<const ByteVector>(bytes.begin(), bytes.end());
+    SDM_TRY_GET(a, archive::Archive::open_memory(*owned, label, owned));
     return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned}));
 }
 

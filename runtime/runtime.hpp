@@ -48,7 +48,7 @@ struct MountedArchive {
     archive::Archive archive;
     std::optional<archive::Manifest> manifest;
     bool embedded{false};
-    std::shared_ptr<const archive::ByteVector> owned;  // bytes copied from the host, when mounted from memory
+    std::shared_ptr<const ByteVector> owned;  // bytes copied from the host, when mounted from memory
 };
 
 class Runtime {
@@ -82,7 +82,7 @@ public:
     uint16_t kernel_abi_major() const noexcept { return options_.kernel_abi_major; }
 
     Result<void> mount_file(const std::string& path);
-    Result<void> mount_memory(archive::Bytes bytes, const std::string& label);
+    Result<void> mount_memory(Bytes bytes, const std::string& label);
     std::vector<std::shared_ptr<const MountedArchive>> archives() const;
     // Hot reload: remounts the archive files that changed on disk since they were mounted (every
     // file archive when `changed_only` is false; one whose content is byte-identical is kept).

@@ -13,10 +13,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "format.hpp"
 #include "result.hpp"
 
@@ -41,7 +42,7 @@ struct Selection {
 
 struct SelectionDevice {
     Capability capability;
-    DeviceClass device_class{DeviceClass::modern};
+    std::optional<DeviceClass> device_class;  // nullopt: outside the hardware matrix (no class rule applies)
     std::string description;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
 };
 

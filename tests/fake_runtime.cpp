@@ -57,7 +57,7 @@ RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32
     return RuntimePtr(r);
 }
 
-archive::ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
+ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
                                  std::vector<std::string> kernels, uint16_t kernel_abi_major) {
     archive::ArchiveWriter writer;
     for (const char* spec : targets) {
@@ -77,7 +77,7 @@ archive::ByteVector make_archive(const std::string& module, std::initializer_lis
     return writer.finish().value();
 }
 
-void mount(sdm_runtime* rt, const archive::ByteVector& bytes, const char* label) {
+void mount(sdm_runtime* rt, const ByteVector& bytes, const char* label) {
     sdm_error* e = nullptr;
     const sdm_status s = sdm_archive_mount_memory(rt, bytes.data(), bytes.size(), label, &e);
     if (s != SDM_OK) FAIL(sdm_error_message(e));

@@ -28,7 +28,7 @@ TempDir::~TempDir() { std::filesystem::remove_all(path); }
 
 std::string data_path(const std::string& name) { return std::string(SDM_TEST_DATA) + "/" + name; }
 
-archive::ByteVector data_file(const std::string& name) {
+ByteVector data_file(const std::string& name) {
     auto bytes = archive::read_file(data_path(name));
     if (!bytes) FAIL(bytes.error().message);
     return std::move(*bytes);
@@ -36,7 +36,7 @@ archive::ByteVector data_file(const std::string& name) {
 
 archive::Manifest test_manifest() {
     const auto bytes = data_file("manifest.toml");
-    auto m = tools::parse_manifest_source(std::string(archive::as_text(bytes)), data_path("manifest.toml"));
+    auto m = tools::parse_manifest_source(std::string(as_text(bytes)), data_path("manifest.toml"));
     if (!m) FAIL(m.error().message);
     return std::move(*m);
 }
@@ -64,7 +64,7 @@ std::vector<archive::WriterInput> test_inputs() {
     return in;
 }
 
-archive::ByteVector build_archive(const archive::WriterOptions& options) {
+ByteVector build_archive(const archive::WriterOptions& options) {
     archive::ArchiveWriter writer(options);
     for (auto& input : test_inputs()) {
         auto added = writer.add(std::move(input));
@@ -75,17 +75,17 @@ archive::ByteVector build_archive(const archive::WriterOptions& options) {
     return std::move(*bytes);
 }
 
-size_t record_field(archive::Bytes a, size_t index, size_t field) {
-    return archive::load_u64(a, archive::header::index_offset) + index * archive::load_u32(a, archive::header::record_size) + field;
+size_t record_field(Bytes a, size_t index, size_t field) {
+    return load_u64(a, archive::header::index_offset) + index * load_u32(a, archive::header::record_size) + field;
 }
 
-void rehash_stored(archive::ByteVector& a, size_t index) {
-    const uint64_t offset = archive::load_u64(a, record_field(a, index, archive::record::data_offset));
-    const uint64_t size = archive::load_u64(a, record_field(a, index, archive::record::stored_size));
-    archive::store_u64(a, record_field(a, index, archive::record::stored_hash), archive::xxh3_64(archive::Bytes(a).subspan(offset, size)));
+void rehash_stored(ByteVector& a, size_t index) {
+    const uint64_t offset = load_u64(a, record_field(a, index, archive::record::data_offset));
+    const uint64_t size = load_u64(a, record_field(a, index, archive::record::stored_size));
+    store_u64(a, record_field(a, index, archive::record::stored_hash), xxh3_64(Bytes(a).subspan(offset, size)));
 }
 
-void reseal(archive::ByteVector& a) {
+void reseal(ByteVector& a) {
     using namespace archive;
     const uint64_t index = load_u64(a, header::index_offset);
     const uint64_t end = load_u64(a, header::strings_offset) + load_u64(a, header::strings_size);
@@ -93,7 +93,7 @@ void reseal(archive::ByteVector& a) {
     store_u64(a, header::header_hash, xxh3_64(Bytes(a).first(header::header_hash)));
 }
 
-std::string open_error(archive::Bytes bytes) {
+std::string open_error(Bytes bytes) {
     auto a = archive::Archive::open_memory(bytes, "test.sdma");
     return a ? std::string() : a.error().message;
 }

@@ -25,21 +25,21 @@ struct TempDir {
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;
 };
-archive::ByteVector data_file(const std::string& name);
+ByteVector data_file(const std::string& name);
 archive::Manifest test_manifest();                // tests/data/manifest.toml, parsed
 
 // Every kind: cubins (base, a, f), PTX, LTO-IR, a fatbin and the manifest.
 std::vector<archive::WriterInput> test_inputs();
-archive::ByteVector build_archive(const archive::WriterOptions& options = {});
+ByteVector build_archive(const archive::WriterOptions& options = {});
 
 // Byte offset of record `index`'s field `field` (archive::record::*).
-size_t record_field(archive::Bytes archive, size_t index, size_t field);
+size_t record_field(Bytes archive, size_t index, size_t field);
 // Recomputes the stored hash of entry `index` from its current range.
-void rehash_stored(archive::ByteVector& archive, size_t index);
+void rehash_stored(ByteVector& archive, size_t index);
 // Recomputes the index and header checksums.
-void reseal(archive::ByteVector& archive);
+void reseal(ByteVector& archive);
 
-std::string open_error(archive::Bytes bytes);  // "" when it opens
+std::string open_error(Bytes bytes);  // "" when it opens
 
 // What running `body` in a child process cost: CPU seconds (user + system) and peak resident
 // memory. For tests that assert costs as ratios against a baseline measured the same way in the
@@ -56,7 +56,7 @@ ChildCost run_in_child(const std::function<bool()>& body);
 // text its error must contain.
 struct CorruptCase {
     std::string name;
-    archive::ByteVector bytes;
+    ByteVector bytes;
     bool opens;
     std::string expect;
 };

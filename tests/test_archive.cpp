@@ -98,7 +98,7 @@ TEST_CASE("round trip of every kind with plain zstd, stored, prefix and dictiona
     }
     SECTION("a dictionary over many small similar modules") {
         // 40 modules of PTX that differ in their kernel names: a dictionary pays for these.
-        const std::string ptx(archive::as_text(test::data_file("kernels.compute_90.ptx")));
+        const std::string ptx(as_text(test::data_file("kernels.compute_90.ptx")));
         WriterOptions o;
         o.prefix = false;
         ArchiveWriter writer(o);
@@ -281,7 +281,7 @@ TEST_CASE("structural defects are refused, each with its own message", "[archive
         test::reseal(b);
         auto a = Archive::open_memory(b, "new.sdma");
         REQUIRE_FALSE(a);
-        CHECK(a.error().code == ErrorCode::unsupported);
+        CHECK(a.error().code == ErrorCode::archive_unsupported);
         CHECK_THAT(a.error().message, Catch::Contains("format 2.0 cannot be read by this sdm"));
         b = good;
         store_u64(b, header::required_features, 4);

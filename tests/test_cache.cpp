@@ -24,7 +24,6 @@
 
 using namespace sdm;
 using namespace sdm::runtime;
-using archive::ByteVector;
 namespace fs = std::filesystem;
 
 namespace {
@@ -46,7 +45,7 @@ ByteVector payload(size_t size, uint8_t seed) {
     return b;
 }
 
-archive::Hash128 key_of(const std::string& input, uint64_t sm = 90) {
+Hash128 key_of(const std::string& input, uint64_t sm = 90) {
     return CacheKeyBuilder().field(input).field(sm).field("nvJitLink").field("13.0").field(uint64_t{13000}).key();
 }
 
@@ -256,14 +255,14 @@ TEST_CASE("a cache directory others can write to, or that another user owns, is 
 
 namespace {
 // Sets an entry's time (what the LRU trim orders by) to `age` ago.
-void age_entry(const Cache& cache, const sdm::archive::Hash128& key, std::chrono::seconds age) {
+void age_entry(const Cache& cache, const sdm::Hash128& key, std::chrono::seconds age) {
     timespec now{};
     ::clock_gettime(CLOCK_REALTIME, &now);
     const timespec then{now.tv_sec - age.count(), now.tv_nsec};
     const timespec times[2] = {then, then};
     REQUIRE(::utimensat(AT_FDCWD, cache.entry_path(key).c_str(), times, 0) == 0);
 }
-int64_t entry_age_seconds(const Cache& cache, const sdm::archive::Hash128& key) {
+int64_t entry_age_seconds(const Cache& cache, const sdm::Hash128& key) {
     struct stat st {};
     REQUIRE(::stat(cache.entry_path(key).c_str(), &st) == 0);
     return static_cast<int64_t>(::time(nullptr)) - static_cast<int64_t>(st.st_mtime);

@@ -1,10 +1,9 @@
-// The hardware matrix, row by row (DESIGN.md; the seed's _device.backend()), and its refusals.
+// The hardware matrix, row by row (common/hardware_matrix.hpp; the seed's _device.backend()), and its refusals.
 #include <catch2/catch.hpp>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 
 using namespace sdm;
-using namespace sdm::runtime;
 
 namespace {
 struct Row {

@@ -610,10 +610,10 @@ TEST_CASE("module loading refuses what the real driver refuses", "[fake_cuda]") 
         CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
 
         auto damaged = cubin;
-        sdm::archive::store_u16(damaged, 18, 62);  // e_machine x86-64
+        sdm::store_u16(damaged, 18, 62);  // e_machine x86-64
         CHECK(load(damaged, &m) == CUDA_ERROR_INVALID_IMAGE);
         damaged = cubin;
-        sdm::archive::store_u64(damaged, 40, uint64_t{1} << 40);  // section headers far away
+        sdm::store_u64(damaged, 40, uint64_t{1} << 40);  // section headers far away
         CHECK(load(damaged, &m) == CUDA_ERROR_INVALID_IMAGE);
 
         CHECK(load(sdm::test::data_file("kernels.fatbin"), &m) == CUDA_ERROR_INVALID_IMAGE);

@@ -26,7 +26,7 @@ using namespace sdm::archive;
 
 namespace {
 
-archive::Bytes view(const forge::Bytes& b) { return {reinterpret_cast<const std::byte*>(b.data()), b.size()}; }
+Bytes view(const forge::Bytes& b) { return {reinterpret_cast<const std::byte*>(b.data()), b.size()}; }
 ByteVector bytes(const forge::Bytes& b) { return ByteVector(reinterpret_cast<const std::byte*>(b.data()), reinterpret_cast<const std::byte*>(b.data()) + b.size()); }
 forge::Bytes text(const std::string& s) { return forge::Bytes(s.begin(), s.end()); }
 
@@ -81,7 +81,7 @@ TEST_CASE("names are data, never paths: the reader, the writer and the manifest 
                 {forge::kernel_abi(1, 0), forge::kernel(as_module ? "k" : name, as_module ? name : "m", "ptr")}));
             auto decoded = decode_manifest(view(m));
             REQUIRE_FALSE(decoded);
-            CHECK(decoded.error().code == ErrorCode::corrupt);
+            CHECK(decoded.error().code == ErrorCode::archive_corrupt);
             CHECK_THAT(decoded.error().message, Catch::Contains(why));
         }
     }
@@ -132,7 +132,7 @@ TEST_CASE("a reference shared by many entries is decoded once: verify costs the 
     auto a = Archive::open_memory(view(attack), "attack");
     REQUIRE(a);
     size_t visits = 0;
-    REQUIRE(a->for_each_entry([&](size_t, archive::Bytes) -> Result<void> {
+    REQUIRE(a->for_each_entry([&](size_t, Bytes) -> Result<void> {
         ++visits;
         return {};
     }));
@@ -199,7 +199,7 @@ TEST_CASE("sizes are checked before anything is allocated for them", "[hostile][
         const forge::Bytes base = forge::write(small);
         const auto attack = test::run_in_child([&] {
             auto archive = Archive::open_memory(view(hostile), "claims.sdma");
-            return archive && !archive->read(0) && archive->read(0).error().code == ErrorCode::corrupt;
+            return archive && !archive->read(0) && archive->read(0).error().code == ErrorCode::archive_corrupt;
         });
         const auto baseline = test::run_in_child([&] {
             auto archive = Archive::open_memory(view(base), "base.sdma");
@@ -344,7 +344,7 @@ TEST_CASE("control characters: refused in names and versions, escaped wherever a
     const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::item(2, std::string("\x1b[2J"))}));
     auto decoded = decode_manifest(view(m));
     REQUIRE_FALSE(decoded);
-    CHECK(decoded.error().code == ErrorCode::corrupt);
+    CHECK(decoded.error().code == ErrorCode::archive_corrupt);
     CHECK_THAT(decoded.error().message, Catch::Contains("\\x1b[2J"));
     // The writer's name in the header is not checked by the format, so it is escaped on output.
     forge::Archive a;

@@ -227,7 +227,7 @@ TEST_CASE("a signature mismatch takes no reference: a reload unloads the old mod
     TempDir dir;
     fake(kH200);
     const std::string path = dir.path + "/k.sdma";
-    const auto write = [&](const sdm::archive::ByteVector& b) {
+    const auto write = [&](const sdm::ByteVector& b) {
         std::ofstream(path + ".tmp", std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
         fs::rename(path + ".tmp", path);
     };

@@ -123,5 +123,5 @@ TEST_CASE("a declared target that disagrees with the bytes is a mismatch", "[ima
     CHECK_THAT(r.error().message, Catch::Contains("declared compute_90a but its bytes are for compute_90"));
     r = check_declared_target(Kind::ptx, 90, Variant::base, test::data_file("kernels.sm_90.cubin"), "ptx kernels");
     REQUIRE_FALSE(r);
-    CHECK(r.error().code == ErrorCode::corrupt);
+    CHECK(r.error().code == ErrorCode::archive_corrupt);
 }

@@ -17,7 +17,7 @@ TEST_CASE("nvJitLink links PTX for every arch, and the cubins parse as that arch
     CHECK(jit->major() >= 12);
     const auto ptx80 = test::data_file("kernels.compute_80.ptx");
     const auto ptx90 = test::data_file("kernels.compute_90.ptx");
-    const std::tuple<const archive::ByteVector*, uint16_t, Variant> cases[] = {
+    const std::tuple<const ByteVector*, uint16_t, Variant> cases[] = {
         {&ptx80, 80, Variant::base}, {&ptx80, 86, Variant::base}, {&ptx90, 90, Variant::base}, {&ptx90, 90, Variant::a},
         {&ptx90, 100, Variant::base}, {&ptx90, 120, Variant::base}};
     for (const auto& [ptx, sm, variant] : cases) {
@@ -45,7 +45,7 @@ TEST_CASE("a link failure carries nvJitLink's result and log", "[jit]") {
     auto jit = NvJitLink::load("");
     REQUIRE(jit);
     const std::string bad = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry broken() { not_an_instruction; }\n";
-    auto out = jit->link({Kind::ptx, archive::as_bytes(bad), "broken.ptx"}, 90, Variant::base, {});
+    auto out = jit->link({Kind::ptx, as_bytes(bad), "broken.ptx"}, 90, Variant::base, {});
     REQUIRE_FALSE(out);
     CHECK(out.error().code == ErrorCode::jit);
     CHECK(out.error().native != 0);

@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kRtx5090 = "NVIDIA GeForce RTX 5090,12.0,101376,170,100663296";
 
-void write(const std::string& path, const sdm::archive::ByteVector& bytes) {
+void write(const std::string& path, const sdm::ByteVector& bytes) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 

@@ -62,12 +62,12 @@ TEST_CASE("a later minor's optional fields are skipped, its required ones refuse
     required[bytes.size() + 2] = std::byte{1};  // flags: required
     auto refused = decode_manifest(required);
     REQUIRE_FALSE(refused);
-    CHECK(refused.error().code == ErrorCode::unsupported);
+    CHECK(refused.error().code == ErrorCode::archive_unsupported);
     CHECK_THAT(refused.error().message, Catch::Contains("required field 99") && Catch::Contains("update sdm"));
 
     ByteVector newer = bytes;
     store_u16(newer, 4, 2);
-    CHECK(decode_manifest(newer).error().code == ErrorCode::unsupported);
+    CHECK(decode_manifest(newer).error().code == ErrorCode::archive_unsupported);
 
     ByteVector truncated(bytes.begin(), bytes.end() - 3);
     CHECK_THAT(decode_manifest(truncated).error().message, Catch::Contains("truncated or extended"));

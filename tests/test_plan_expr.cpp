@@ -3,6 +3,7 @@
 
 #include "plan_expr.hpp"
 
+using namespace sdm;
 using namespace sdm::archive;
 
 namespace {

@@ -21,17 +21,17 @@ TEST_CASE("nvPTXCompiler compiles PTX for every arch, or says it was not built i
     if (!ptx_compiler_built()) {
         const auto version = ptx_compiler_version();
         REQUIRE_FALSE(version);
-        CHECK(version.error().code == ErrorCode::not_built);
+        CHECK(version.error().code == ErrorCode::unsupported);
         const auto out = ptx_compile({Kind::ptx, ptx90, "kernels.ptx"}, 90, Variant::base, {});
         REQUIRE_FALSE(out);
-        CHECK(out.error().code == ErrorCode::not_built);
+        CHECK(out.error().code == ErrorCode::unsupported);
         CHECK_THAT(out.error().message, Catch::Contains("built without nvPTXCompiler") && Catch::Contains("-Dptx_compiler=enabled"));
         return;
     }
     const auto version = ptx_compiler_version();
     REQUIRE(version);
     CHECK(version->find('.') != std::string::npos);
-    const std::tuple<const archive::ByteVector*, uint16_t, Variant> cases[] = {
+    const std::tuple<const ByteVector*, uint16_t, Variant> cases[] = {
         {&ptx80, 80, Variant::base}, {&ptx80, 86, Variant::base}, {&ptx90, 90, Variant::base}, {&ptx90, 90, Variant::a},
         {&ptx90, 100, Variant::base}, {&ptx90, 120, Variant::base}};
     for (const auto& [ptx, sm, variant] : cases) {
@@ -50,7 +50,7 @@ TEST_CASE("nvPTXCompiler compiles PTX for every arch, or says it was not built i
 TEST_CASE("an nvPTXCompiler failure carries its result and log; LTO-IR is not its input", "[jit][ptxcompiler]") {
     if (!ptx_compiler_built()) return;  // the not-built answer is checked above
     const std::string bad = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry broken() { not_an_instruction; }\n";
-    auto out = ptx_compile({Kind::ptx, archive::as_bytes(bad), "broken.ptx"}, 90, Variant::base, {});
+    auto out = ptx_compile({Kind::ptx, as_bytes(bad), "broken.ptx"}, 90, Variant::base, {});
     REQUIRE_FALSE(out);
     CHECK(out.error().code == ErrorCode::jit);
     CHECK(out.error().native != 0);

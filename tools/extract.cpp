@@ -71,11 +71,11 @@ int run_extract(const std::string& path, const std::string& directory, const std
     std::set<std::string> created;
     size_t written = 0;
     // One walk: each entry decoded once, a shared reference once for all that use it.
-    auto walked = a->for_each_entry([&](size_t i, archive::Bytes raw) -> Result<void> {
+    auto walked = a->for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
         const auto& e = a->entries()[i];
         if (!selected(e, i, wanted)) return {};
-        archive::ByteVector converted;
-        archive::Bytes out = raw;
+        ByteVector converted;
+        Bytes out = raw;
         if (e.kind == archive::Kind::manifest && !raw_manifest) {
             auto m = archive::decode_manifest(raw);
             if (!m) return make_error(m.error().code, a->describe(i) + ": " + m.error().message);
@@ -88,7 +88,7 @@ int run_extract(const std::string& path, const std::string& directory, const std
         // The reader refused any name that is not one plain path component; check again here,
         // where it matters, whatever produced the archive object.
         if (name.find('/') != std::string::npos || name.starts_with(".") || !created.insert(name).second)
-            return make_error(ErrorCode::corrupt, a->describe(i) + ": the file name '" + archive::printable(name) +
+            return make_error(ErrorCode::archive_corrupt, a->describe(i) + ": the file name '" + printable(name) +
                                                       "' is not one plain file name; nothing was written for it");
         if (force) {
             struct stat st {};

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "jit_nvjitlink.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
@@ -58,11 +58,11 @@ int run_info(const InfoOptions& o) {
                              {"smem_optin_bytes", p->smem_optin_bytes}};
             auto c = rt.devices().device_class(i);
             if (c) {
-                d["class"] = runtime::device_class_name(*c);
-                d["smem_cap_bytes"] = runtime::class_smem_cap(*c);
-                d["smem_per_sm_bytes"] = runtime::class_smem_per_sm(*c);
-                d["pdl"] = runtime::class_allows_pdl(*c);
-                d["clusters"] = runtime::class_allows_clusters(*c);
+                d["class"] = device_class_name(*c);
+                d["smem_cap_bytes"] = class_smem_cap(*c);
+                d["smem_per_sm_bytes"] = class_smem_per_sm(*c);
+                d["pdl"] = class_allows_pdl(*c);
+                d["clusters"] = class_allows_clusters(*c);
             } else {
                 d["class"] = "unsupported";
                 d["unsupported"] = c.error().message;

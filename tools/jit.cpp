@@ -26,11 +26,6 @@ struct Job {
     archive::Variant variant;
 };
 
-// Selection as the runtime would do it for a device of this SM: the class decides whether
-// old-arch PTX is eligible (not on the modern class).
-runtime::DeviceClass class_of(uint16_t sm) {
-    return sm == 90 || sm == 100 || sm == 103 ? runtime::DeviceClass::modern : runtime::DeviceClass::a100;
-}
 
 }  // namespace
 
@@ -67,7 +62,7 @@ int run_jit(const JitOptions& o) {
                 virtuals.push_back({i, entries[i].kind, entries[i].sm, entries[i].variant});
         for (const auto& t : targets) {
             if (input->find(module, archive::Kind::cubin, t.sm, t.variant)) continue;  // already there
-            const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of(t.sm), "sm_" + std::to_string(t.sm)};
+            const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of_capability(t.sm), "sm_" + std::to_string(t.sm)};
             auto s = runtime::select_image(virtuals, device, module, o.input);
             if (!s) {
                 fmt::print(stderr, "sdm jit: skipping {} for {}: no PTX of it can be linked for that SM\n", module,
@@ -80,19 +75,19 @@ int run_jit(const JitOptions& o) {
     // One walk over the archive (each entry decoded once, a shared reference once): the output
     // gets every entry but the dictionary (the writer trains its own), the jobs their inputs.
     archive::ArchiveWriter writer;
-    std::map<size_t, archive::ByteVector> inputs;
+    std::map<size_t, ByteVector> inputs;
     for (const Job& j : jobs) inputs[j.entry];
-    auto copied = input->for_each_entry([&](size_t i, archive::Bytes raw) -> Result<void> {
+    auto copied = input->for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
         if (const auto it = inputs.find(i); it != inputs.end()) it->second.assign(raw.begin(), raw.end());
         if (entries[i].kind == archive::Kind::dictionary) return {};
-        return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, archive::ByteVector(raw.begin(), raw.end())});
+        return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, ByteVector(raw.begin(), raw.end())});
     });
     if (!copied) {
         fmt::print(stderr, "sdm jit: {}\n", copied.error().message);
         return 1;
     }
     Progress progress("jit", !o.quiet);
-    std::vector<std::optional<archive::ByteVector>> cubins(jobs.size());
+    std::vector<std::optional<ByteVector>> cubins(jobs.size());
     std::atomic<size_t> next{0}, done{0};
     std::mutex error_mutex;
     std::optional<Error> first_error;

@@ -25,7 +25,7 @@ int run_ls(const std::string& path, bool json) {
         fmt::print(stderr, "sdm ls: {}\n", read.error().message);
         return 1;
     };
-    const std::string created_by = archive::printable(h.created_by);
+    const std::string created_by = printable(h.created_by);
     if (json) {
         nlohmann::json out;
         out["path"] = path;

@@ -77,7 +77,7 @@ Result<std::pair<uint16_t, uint16_t>> version_pair(const std::string& path, cons
     const auto major = dot == std::string_view::npos ? std::nullopt : version_number(v.substr(0, dot));
     const auto minor = dot == std::string_view::npos ? std::nullopt : version_number(v.substr(dot + 1));
     if (!major || !minor)
-        return bad(path, node->source(), what + " '" + archive::printable(v) + "' must be \"major.minor\", two decimal numbers of 0..65535");
+        return bad(path, node->source(), what + " '" + printable(v) + "' must be \"major.minor\", two decimal numbers of 0..65535");
     return std::pair<uint16_t, uint16_t>(*major, *minor);
 }
 
@@ -141,12 +141,10 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
     const toml::table* archive = root["archive"].as_table();
     if (archive == nullptr) return bad(path, root.source(), "the manifest needs an [archive] table with kernel_abi");
     SDM_TRY(only_keys(path, *archive, {"kernel_abi", "content_version"}, "[archive]"));
-    auto abi = version_pair(path, archive->get("kernel_abi"), "[archive] kernel_abi");
-    if (!abi) return std::move(abi).error();
+    SDM_TRY_GET(abi, version_pair(path, archive->get("kernel_abi"), "[archive] kernel_abi"));
     m.kernel_abi_major = abi->first;
     m.kernel_abi_minor = abi->second;
-    auto content = text(path, *archive, "content_version", "[archive]", false);
-    if (!content) return std::move(content).error();
+    SDM_TRY_GET(content, text(path, *archive, "content_version", "[archive]", false));
     m.content_version = *content;
 
     if (const toml::node* kernels = root.get("kernel")) {
@@ -157,15 +155,12 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
             if (k == nullptr) return bad(path, node.source(), "each [[kernel]] must be a table");
             SDM_TRY(only_keys(path, *k, {"name", "module", "signature", "problem", "plan"}, "[[kernel]]"));
             archive::KernelSpec spec;
-            auto name = text(path, *k, "name", "[[kernel]]", true);
-            if (!name) return std::move(name).error();
+            SDM_TRY_GET(name, text(path, *k, "name", "[[kernel]]", true));
             spec.name = *name;
             const std::string what = "kernel " + spec.name;
-            auto module = text(path, *k, "module", what, true);
-            if (!module) return std::move(module).error();
+            SDM_TRY_GET(module, text(path, *k, "module", what, true));
             spec.module = *module;
-            auto signature = text(path, *k, "signature", what, true);
-            if (!signature) return std::move(signature).error();
+            SDM_TRY_GET(signature, text(path, *k, "signature", what, true));
             auto parsed = archive::parse_signature(*signature);
             if (!parsed) return bad(path, k->get("signature")->source(), what + ": " + parsed.error().message);
             spec.signature = std::move(*parsed);
@@ -187,12 +182,10 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                                       "[[kernel.plan]]"));
                     archive::PlanRule rule;
                     const std::string rw = what + " plan rule " + std::to_string(spec.plans.size());
-                    auto cls = text(path, *r, "class", rw, true);
-                    if (!cls) return std::move(cls).error();
+                    SDM_TRY_GET(cls, text(path, *r, "class", rw, true));
                     rule.device_class = *cls;
                     if (const toml::node* cap = r->get("capability")) {
-                        auto pair = version_pair(path, cap, rw + " capability");
-                        if (!pair) return std::move(pair).error();
+                        SDM_TRY_GET(pair, version_pair(path, cap, rw + " capability"));
                         if (pair->first < 1 || pair->first > 99 || pair->second > 9)
                             return bad(path, cap->source(), rw + ": capability must be \"major.minor\" with a one-digit minor (\"9.0\", \"10.3\")");
                         rule.capability = static_cast<uint16_t>(pair->first * 10 + pair->second);
@@ -201,8 +194,7 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                         {&rule.when, "when"}, {&rule.block, "block"}, {&rule.blocks_per_sm, "blocks_per_sm"},
                         {&rule.smem, "smem"}, {&rule.grid, "grid"}, {&rule.pdl, "pdl"}};
                     for (const auto& [field, key] : fields) {
-                        auto e = expression(path, r->get(key), rw + " " + key, *field);
-                        if (!e) return std::move(e).error();
+                        SDM_TRY_GET(e, expression(path, r->get(key), rw + " " + key, *field));
                         *field = *e;
                     }
                     if (rule.block.empty() || rule.grid.empty()) return bad(path, r->source(), rw + " needs block and grid");
@@ -210,8 +202,7 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                         const toml::array* c = cluster->as_array();
                         if (c == nullptr || c->size() != 3) return bad(path, cluster->source(), rw + ": cluster must be an array of 3 expressions");
                         for (size_t i = 0; i < 3; ++i) {
-                            auto e = expression(path, c->get(i), rw + " cluster", "1");
-                            if (!e) return std::move(e).error();
+                            SDM_TRY_GET(e, expression(path, c->get(i), rw + " cluster", "1"));
                             rule.cluster[i] = *e;
                         }
                     }

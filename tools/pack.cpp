@@ -76,7 +76,7 @@ int run_pack(const PackOptions& o) {
             fmt::print(stderr, "sdm pack: manifest {}\n", source.error().message);
             return 1;
         }
-        auto parsed = parse_manifest_source(std::string(archive::as_text(*source)), o.manifest);
+        auto parsed = parse_manifest_source(std::string(as_text(*source)), o.manifest);
         if (!parsed) {
             fmt::print(stderr, "sdm pack: {}\n", parsed.error().message);
             return 1;

@@ -64,7 +64,7 @@ int run_plan(const PlanOptions& o) {
         return 1;
     }
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : runtime::hardware_rows()) {
+    for (const auto& row : hardware_rows()) {
         auto device = runtime::plan_device(row);
         nlohmann::json r{{"device", row.name},
                          {"capability", fmt::format("{}.{}", row.capability.major, row.capability.minor)},
@@ -75,7 +75,7 @@ int run_plan(const PlanOptions& o) {
             rows.push_back(std::move(r));
             continue;
         }
-        r["class"] = runtime::device_class_name(device->device_class);
+        r["class"] = device_class_name(device->device_class);
         auto plan = table->select(*device, problem);
         if (!plan) {
             r["error"] = plan.error().message;

@@ -9,8 +9,7 @@ namespace sdm::tools {
 namespace {
 
 Result<size_t> verify_one(const std::string& path) {
-    auto a = archive::Archive::open_file(path);
-    if (!a) return std::move(a).error();
+    SDM_TRY_GET(a, archive::Archive::open_file(path));
     SDM_TRY(archive::verify_archive(*a));
     return a->entries().size();
 }

@@ -6,8 +6,7 @@
 namespace sdm::tools {
 
 Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report) {
-    auto bytes = writer.finish(report);
-    if (!bytes) return std::move(bytes).error();
+    SDM_TRY_GET(bytes, writer.finish(report));
     // Read back what was written before it replaces anything.
     auto check = archive::Archive::open_memory(*bytes, output);
     const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());

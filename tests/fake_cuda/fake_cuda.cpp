@@ -708,7 +708,7 @@ std::string device_text(int ordinal, const Device& d) {
 void log_image(const unsigned char* p, uint64_t extent) {
     const char* path = std::getenv("SDM_FAKE_CUDA_IMAGE_LOG");
     if (path == nullptr || *path == '\0') return;
-    const std::string line = sdm::archive::xxh3_128({reinterpret_cast<const std::byte*>(p), static_cast<size_t>(extent)}).hex() + "\n";
+    const std::string line = sdm::xxh3_128({reinterpret_cast<const std::byte*>(p), static_cast<size_t>(extent)}).hex() + "\n";
     if (FILE* f = std::fopen(path, "a")) {  // one short write in append mode: lines of several processes do not mix
         std::fwrite(line.data(), 1, line.size(), f);
         std::fclose(f);
@@ -727,7 +727,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
         const auto extent = elf_extent(p);
         if (!extent) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "not a valid cubin: ELF headers out of range"};
         log_image(p, *extent);
-        auto info = sdm::archive::inspect_cubin(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
+        auto info = sdm::archive::inspect_cubin(sdm::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
         if (!info) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, info.error().message};
         const int sm = info->sm, major = sm / 10, minor = sm % 10;
         const Variant variant = info->variant.value_or(Variant::base);
@@ -748,7 +748,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
         return LoadFailure{CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found (SDM_FAKE_CUDA_DISABLE_JIT)"};
     if (env_flag("CUDA_DISABLE_PTX_JIT"))  // the real driver's switch
         return LoadFailure{CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled (CUDA_DISABLE_PTX_JIT=1)"};
-    auto info = sdm::archive::inspect_ptx(sdm::archive::Bytes(reinterpret_cast<const std::byte*>(p), *length));
+    auto info = sdm::archive::inspect_ptx(sdm::Bytes(reinterpret_cast<const std::byte*>(p), *length));
     if (!info) return LoadFailure{CUDA_ERROR_INVALID_PTX, "ptxas fatal   : " + info.error().message};
     const int max_isa = max_ptx_isa(s.config.version);
     if (info->ptx_isa > max_isa)

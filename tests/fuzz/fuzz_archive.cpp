@@ -11,6 +11,7 @@
 #include "verify.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm;
     using namespace sdm::archive;
     auto archive = Archive::open_memory({reinterpret_cast<const std::byte*>(data), size}, "fuzz");
     if (!archive) return 0;

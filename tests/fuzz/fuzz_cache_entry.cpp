@@ -14,6 +14,7 @@
 #include "cache.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm;
     using namespace sdm::runtime;
     static const std::string dir = [] {
         char tmpl[] = "/tmp/sdm-fuzz-cache-XXXXXX";

@@ -8,6 +8,7 @@
 #include "image.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm;
     using namespace sdm::archive;
     if (size == 0) return 0;
     static constexpr Kind kKinds[] = {Kind::cubin, Kind::ptx, Kind::ltoir, Kind::fatbin};

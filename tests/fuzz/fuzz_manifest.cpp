@@ -7,6 +7,7 @@
 #include "manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm;
     using namespace sdm::archive;
     auto manifest = decode_manifest({reinterpret_cast<const std::byte*>(data), size});
     if (!manifest) return 0;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "device_class.hpp"
+#include "hardware_matrix.hpp"
 #include "plan.hpp"
 #include "plugins.hpp"
 
@@ -29,6 +29,7 @@ T take(const uint8_t*& data, size_t& size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    using namespace sdm;
     using namespace sdm::runtime;
     const int32_t rc = take<int32_t>(data, size);
     const uint32_t minor = take<uint32_t>(data, size);

@@ -45,7 +45,7 @@ sdm_runtime* runtime(const std::string& cache, uint32_t jit_flags = 0) {
     return rt;
 }
 
-sdm::archive::ByteVector data_file(const std::string& name) {
+sdm::ByteVector data_file(const std::string& name) {
     auto bytes = sdm::archive::read_file(std::string(SDM_TEST_DATA) + "/" + name);
     if (!bytes) {
         std::printf("FAIL: %s\n", bytes.error().message.c_str());
@@ -56,7 +56,7 @@ sdm::archive::ByteVector data_file(const std::string& name) {
 
 // An archive of the test kernels: each target from tests/data/kernels.TARGET.{cubin,ptx}, or
 // "FILE=TARGET" for another file there.
-sdm::archive::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets, const std::string& content = "") {
+sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets, const std::string& content = "") {
     sdm::archive::ArchiveWriter writer;
     for (const char* spec : targets) {
         const std::string text = spec;
@@ -282,7 +282,7 @@ int main() {
     {
         const std::string cache = cache_dir();
         const std::string file = cache + "/kernels.sdma";
-        const auto drop = [&](const sdm::archive::ByteVector& bytes) {
+        const auto drop = [&](const sdm::ByteVector& bytes) {
             const bool written = static_cast<bool>(sdm::archive::write_file_atomic(file, bytes));
             if (!written) check(false, "write " + file);
         };

@@ -8,7 +8,7 @@
 
 #include "bytes.hpp"
 
-namespace sdm::archive {
+namespace sdm {
 
 struct Hash128 {
     uint64_t high{0};
@@ -56,4 +56,4 @@ private:
     void* state_;
 };
 
-}  // namespace sdm::archive
+}  // namespace sdm

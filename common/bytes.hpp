@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sdm::archive {
+namespace sdm {
 
 using Bytes = std::span<const std::byte>;
 using ByteVector = std::vector<std::byte>;
@@ -76,4 +76,4 @@ inline std::string_view as_text(Bytes bytes) {
 
 std::string hex(uint64_t value, int digits = 16);
 
-}  // namespace sdm::archive
+}  // namespace sdm

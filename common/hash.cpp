@@ -4,7 +4,7 @@
 
 #include <xxhash.h>
 
-namespace sdm::archive {
+namespace sdm {
 
 std::string hex(uint64_t value, int digits) {
     static constexpr char kDigits[] = "0123456789abcdef";
@@ -13,7 +13,7 @@ std::string hex(uint64_t value, int digits) {
     return out;
 }
 
-std::string Hash128::hex() const { return archive::hex(high) + archive::hex(low); }
+std::string Hash128::hex() const { return sdm::hex(high) + sdm::hex(low); }
 
 uint64_t xxh3_64(Bytes data) noexcept { return XXH3_64bits(data.data(), data.size()); }
 
@@ -63,4 +63,4 @@ Hash128 Hasher128::digest() const noexcept {
     return {h.high64, h.low64};
 }
 
-}  // namespace sdm::archive
+}  // namespace sdm

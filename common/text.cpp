@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace sdm::archive {
+namespace sdm {
 
 bool is_printable(std::string_view text) noexcept {
     return std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
@@ -33,4 +33,4 @@ std::string printable(std::string_view text) {
     return out;
 }
 
-}  // namespace sdm::archive
+}  // namespace sdm

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sdm::archive {
+namespace sdm {
 
 // `text` with every byte outside printable ASCII (0x20..0x7E) and every backslash written as a
 // C escape (\n, \t, \\, \xHH). Printable text comes back unchanged.
@@ -15,4 +15,4 @@ std::string printable(std::string_view text);
 // Whether `text` holds only printable ASCII (0x20..0x7E).
 bool is_printable(std::string_view text) noexcept;
 
-}  // namespace sdm::archive
+}  // namespace sdm

@@ -1,7 +1,7 @@
-// Result<T>: a value or an Error{code, message}. The library below the C ABI never throws for
-// expected failures (bad bytes, missing files); it returns these, and the C ABI layer maps the
-// code onto an sdm_status. Messages name the thing (archive, entry, offset) and, where there is
-// one, the fix.
+// Result<T>: a value or an Error{code, message}. The layers below the C ABI never throw for
+// expected failures (bad bytes, missing files); they return these, and the C ABI hands the code
+// out as the sdm_status it is. Messages name the thing (archive, entry, offset) and, where there
+// is one, the fix.
 #pragma once
 
 #include <cstdint>
@@ -11,30 +11,33 @@
 
 namespace sdm {
 
-// Error codes below the C ABI. The C ABI maps each onto its sdm_status; keep the two in step.
+// The one error vocabulary of every layer. Each value is the sdm_status of the same name in
+// include/sdm/sdm.h (SDM_ERROR_ + the name in capitals): the C ABI hands a code out unchanged, and
+// capi/ checks every pair at compile time.
 enum class ErrorCode : int32_t {
-    invalid_argument = 1,  // a caller passed something unusable (a bad name, a bad option)
-    corrupt = 2,           // bytes failed a check: checksum, range, limit, structure
-    unsupported = 3,       // well-formed but needs a newer reader (format major, feature bit, codec)
-    io = 4,                // the operating system refused (open, read, mmap, write, rename)
-    not_found = 5,         // no such entry, kernel, file
-    out_of_memory = 6,
-    mismatch = 7,          // declared metadata disagrees with the bytes (arch, kind, ABI, signature)
-    internal = 8,          // a broken invariant inside sdm: report it
-    // The runtime's own failures.
-    no_driver = 9,            // libcuda could not be loaded
-    driver_too_old = 10,      // the driver lacks a CUDA version or an entry point sdm needs
-    driver = 11,              // a driver call failed (Error::native holds the CUresult)
-    no_device = 12,           // no such device ordinal
-    unsupported_device = 13,  // outside the hardware matrix
-    not_built = 14,           // this build lacks the feature (a Meson feature was off)
-    no_image = 15,            // no image of a module fits the device
-    jit = 16,                 // a JIT backend failed (Error::log holds its log)
+    invalid_argument = 1,     // a caller passed something unusable (a bad name, a bad option)
+    out_of_memory = 2,
+    no_driver = 3,            // libcuda could not be loaded
+    driver_too_old = 4,       // the driver lacks a CUDA version or an entry point sdm needs
+    driver = 5,               // a driver call failed (Error::native holds the CUresult)
+    no_device = 6,            // no such device ordinal
+    unsupported_device = 7,   // outside the hardware matrix of an archive that declares it
+    archive_corrupt = 8,      // bytes failed a check: checksum, range, limit, structure
+    archive_unsupported = 9,  // well-formed but needs a newer reader (format major, feature bit, codec)
+    io = 10,                  // the operating system refused (open, read, mmap, write, rename)
+    not_found = 11,           // no such entry, kernel, file
+    unsupported = 12,         // this build lacks the feature (a Meson feature was off)
+    no_image = 13,            // no image of a module fits the device
+    image_refused = 14,       // a loaded image failed the image policy
+    jit = 15,                 // a JIT backend failed (Error::log holds its log)
+    mismatch = 16,            // declared metadata disagrees with the bytes (arch, kind, ABI, signature)
     graph_capture = 17,       // the work would JIT while a stream captures a graph
-    image_refused = 18,       // a loaded image failed the image policy
+    internal = 18,            // a broken invariant inside sdm: report it
 };
+inline constexpr int32_t kLastErrorCode = 18;
 
-const char* error_code_name(ErrorCode code) noexcept;
+// The sdm_status name of a code ("SDM_ERROR_NO_DRIVER"), as sdm_status_string gives it.
+const char* status_name(ErrorCode code) noexcept;
 
 struct Error {
     ErrorCode code{ErrorCode::internal};
@@ -96,3 +99,9 @@ inline Error make_error(ErrorCode code, std::string message) {
         if (!sdm_try_result_.ok())                         \
             return std::move(sdm_try_result_).error();     \
     } while (0)
+
+// Declares `name` = expr (a Result<T>) and returns its error from the enclosing function when it
+// failed; `name` then holds a value (use *name, name->).
+#define SDM_TRY_GET(name, expr) \
+    auto name = (expr);         \
+    if (!name) return std::move(name).error()
