@@ -12,6 +12,7 @@
 
 #include <cuda.h>
 
+#include "driver_entry_points.hpp"
 #include "platform.hpp"
 #include "result.hpp"
 
@@ -20,32 +21,6 @@ namespace sdm::runtime {
 // The CUDA version every entry point is resolved for, and the oldest driver sdm accepts
 // (cuGetProcAddress_v2 and the entry points' current ABIs exist from 12.0 on).
 inline constexpr int kCudaApiVersion = 12000;
-
-// Every driver entry point sdm calls. Names are the base names cuGetProcAddress takes.
-#define SDM_DRIVER_ENTRY_POINTS(X)            \
-    X(cuInit)                                 \
-    X(cuDriverGetVersion)                     \
-    X(cuGetErrorName)                         \
-    X(cuGetErrorString)                       \
-    X(cuDeviceGetCount)                       \
-    X(cuDeviceGet)                            \
-    X(cuDeviceGetName)                        \
-    X(cuDeviceGetAttribute)                   \
-    X(cuDevicePrimaryCtxRetain)               \
-    X(cuDevicePrimaryCtxRelease)              \
-    X(cuCtxPushCurrent)                       \
-    X(cuCtxPopCurrent)                        \
-    X(cuCtxGetDevice)                         \
-    X(cuModuleLoadData)                       \
-    X(cuModuleLoadDataEx)                     \
-    X(cuModuleUnload)                         \
-    X(cuModuleGetFunction)                    \
-    X(cuFuncGetAttribute)                     \
-    X(cuStreamIsCapturing)                    \
-    X(cuFuncSetAttribute)                     \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-    X(cuOccupancyMaxActiveClusters)           \
-    X(cuLaunchKernelEx)
 
 enum class EntryPoint : size_t {
 #define SDM_ENTRY_ENUM(name) name,

@@ -1,10 +1,12 @@
-// Fault injection through the fake driver (issue 9, item 4): every driver entry point sdm calls
-// fails once in turn (SDM_FAKE_CUDA_FAIL=entry=CUDA_ERROR_UNKNOWN@1) during a whole workflow:
-// create, mount, fetch two kernels, select plans (one with clusters), launch (one needing the
-// shared-memory attribute), destroy. Each failure must surface as a status with a message naming
-// the call (never SDM_ERROR_INTERNAL, never a crash), the same step must then succeed (the runtime
-// keeps serving), and destroying the runtime must leave no module or context behind. Run under
-// ASan + UBSan (LSan) in ./run.sh test's sanitizer stage.
+// Fault injection through the fake driver: every driver entry point sdm resolves (the one list,
+// runtime/driver_entry_points.hpp) fails once in turn (SDM_FAKE_CUDA_FAIL=entry=CUDA_ERROR_UNKNOWN@1)
+// during a whole workflow that calls each of them: create, mount, fetch a kernel from a cubin and
+// one through the driver's JIT, select plans (one with clusters), launch (one needing the
+// shared-memory attribute, one the driver refuses, whose message needs the error's name and
+// text), destroy. Each failure must surface as a status with a message naming the call (never
+// SDM_ERROR_INTERNAL, never a crash), the same step must then succeed (the runtime keeps
+// serving), and destroying the runtime must leave no module or context behind. Run under ASan +
+// UBSan (LSan) in ./run.sh test's sanitizer stage.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "driver_entry_points.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
@@ -21,11 +24,13 @@ using namespace sdm::test;
 namespace {
 
 const char* const kEntries[] = {
-    "cuInit", "cuDeviceGetCount", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute", "cuDevicePrimaryCtxRetain",
-    "cuDevicePrimaryCtxRelease", "cuCtxPushCurrent", "cuCtxPopCurrent", "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunction",
-    "cuFuncGetAttribute", "cuFuncSetAttribute", "cuOccupancyMaxActiveBlocksPerMultiprocessor", "cuOccupancyMaxActiveClusters",
-    "cuLaunchKernelEx",
+#define SDM_FAULT_ENTRY(name) #name,
+    SDM_DRIVER_ENTRY_POINTS(SDM_FAULT_ENTRY)
+#undef SDM_FAULT_ENTRY
 };
+
+// The entry points only a failure calls: naming the CUresult of another call that failed.
+bool names_errors(const std::string& entry) { return entry == "cuGetErrorName" || entry == "cuGetErrorString"; }
 
 }  // namespace
 
@@ -36,7 +41,7 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         fake_reset();  // what an earlier round's failed teardown left behind goes
         fake(kH200);
         setenv("SDM_FAKE_CUDA_FAIL", (std::string(entry) + "=CUDA_ERROR_UNKNOWN@1").c_str(), 1);
-        RuntimePtr rt = make_runtime(cache.path);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         int failed = 0;
         // Runs `step`; when it fails, checks the error and runs it again, which must succeed.
         const auto step = [&](const char* what, const std::function<sdm_status(sdm_error**)>& call) {
@@ -59,6 +64,10 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         sdm_kernel* scale = nullptr;
         sdm_kernel* axpy = nullptr;
         step("mount", [&](sdm_error** e) { return sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, e); });
+        // axpy from PTX, newer than the golden archive's cubins: the driver's JIT takes it
+        // (cuStreamIsCapturing first, then cuModuleLoadDataEx).
+        const auto ptx = make_archive("jitted", {"compute_90"}, {"axpy"});
+        step("mount PTX", [&](sdm_error** e) { return sdm_archive_mount_memory(rt.get(), ptx.data(), ptx.size(), "ptx.sdma", e); });
         step("device count", [&](sdm_error** e) {
             int32_t n = 0;
             return sdm_device_count(rt.get(), &n, e);
@@ -84,6 +93,21 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         wide.smem_bytes = 100000;  // needs the shared-memory attribute
         step("wide launch", [&](sdm_error** e) { return sdm_launch(scale, &wide, nullptr, args, 3, e); });
         step("cluster launch", [&](sdm_error** e) { return sdm_launch(scale, &clustered, nullptr, args, 3, e); });
+        {  // a launch the driver refuses (2048 threads): its message names the CUresult, by name and text when the driver can
+            sdm_plan refused = plan;
+            refused.block = 2048;
+            sdm_error* e = nullptr;
+            CHECK(sdm_launch(scale, &refused, nullptr, args, 3, &e) == SDM_ERROR_DRIVER);
+            const std::string message = sdm_error_message(e);
+            sdm_error_destroy(e);
+            if (names_errors(entry)) {
+                ++failed;  // the injected failure: the message falls back to the number
+                CHECK_THAT(message, Catch::Contains("cuLaunchKernelEx failed with"));
+            } else {
+                CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_VALUE (invalid argument)"));
+            }
+            unsetenv("SDM_FAKE_CUDA_FAIL");
+        }
         unsetenv("SDM_FAKE_CUDA_FAIL");
         rt.reset();  // unloads and releases; a failing unload or release is logged, not lost
         const bool teardown_entry = std::string(entry) == "cuModuleUnload" || std::string(entry) == "cuDevicePrimaryCtxRelease" ||

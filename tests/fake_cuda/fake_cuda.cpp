@@ -29,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "driver_entry_points.hpp"
 #include "hash.hpp"
 #include "image.hpp"
 #include "sdm_fake_cuda.h"
@@ -59,15 +60,13 @@ namespace {
 
 // ---- entry points -----------------------------------------------------------------------------
 
-#define SDM_FAKE_ENTRIES(X)                                                                          \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress)        \
-    X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)   \
-    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
-    X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
-    X(cuStreamIsCapturing) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuFuncSetAttribute)                 \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters) X(cuMemAlloc) X(cuMemFree)     \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemsetD32)
+// Every entry point sdm calls (runtime/driver_entry_points.hpp: the one list), then what hosts
+// and tests call beside sdm (the bootstrap, contexts of their own, memory, plain launches).
+#define SDM_FAKE_EXTRA_ENTRIES(X)                                                                      \
+    X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)      \
+    X(cuCtxSynchronize) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
+    X(cuMemsetD32)
+#define SDM_FAKE_ENTRIES(X) SDM_DRIVER_ENTRY_POINTS(X) SDM_FAKE_EXTRA_ENTRIES(X)
 
 enum Entry : int {
 #define SDM_FAKE_ENUM(name) e_##name,
@@ -415,7 +414,13 @@ CUresult CUDAAPI impl_cuInit(unsigned int flags) {
 CUresult CUDAAPI impl_cuDriverGetVersion(int* version) {
     State& s = state();
     Lock lock(s.mu);
-    if (const auto injected = enter(s, e_cuDriverGetVersion)) return *injected;
+    // It needs no cuInit, and sdm asks it before cuInit: its failure rules, like the version, are
+    // read from the environment as it is at the call.
+    const int64_t n = ++s.calls[e_cuDriverGetVersion];
+    std::string ignored;
+    if (const auto now = read_config(ignored))
+        for (const auto& rule : now->fails)
+            if (rule.entry == e_cuDriverGetVersion && (rule.nth == 0 || rule.nth == n)) return rule.code;
     if (!version) return CUDA_ERROR_INVALID_VALUE;
     // The environment as it is now (the real call needs no cuInit, and sdm asks before cuInit;
     // tests change the version between runtimes).

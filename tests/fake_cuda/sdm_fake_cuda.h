@@ -11,7 +11,8 @@
  *                          cuDriverGetVersion reads it at each call (it needs no cuInit).
  *   SDM_FAKE_CUDA_FAIL     "entry=code[@n],...": the entry point (base name) returns `code` (a
  *                          number or a CUDA_ERROR_ name) on its n-th call since cuInit, or on every
- *                          call. A cuInit rule applies to the cuInit that reads it.
+ *                          call. A cuInit rule applies to the cuInit that reads it;
+ *                          cuDriverGetVersion (which needs no cuInit) reads its rules at each call.
  *   SDM_FAKE_CUDA_MISSING  "name,...": cuGetProcAddress reports these as not found (an old driver).
  *   SDM_FAKE_CUDA_IMAGE_LOG FILE: one line per cubin loaded, the XXH3-128 of the bytes read (read at
  *                          each load).
