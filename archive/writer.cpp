@@ -7,7 +7,7 @@
 #include <thread>
 #include <tuple>
 
-#include <gsl/narrow>
+#include <gsl/util>  // gsl::narrow_cast: a narrowing the limits below make safe (never one that throws)
 
 #include "codec.hpp"
 #include "hash.hpp"
@@ -283,7 +283,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             name_offsets[i] = name_offsets[i - 1];
             continue;
         }
-        name_offsets[i] = gsl::narrow<uint32_t>(strings.size());
+        name_offsets[i] = gsl::narrow_cast<uint32_t>(strings.size());  // < 65536 names x 256 bytes
         strings += in[i].name;
     }
     const uint64_t index_offset = kHeaderSize;
@@ -309,7 +309,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     store_u32(o, header::header_size, kHeaderSize);
     store_u64(o, header::archive_size, at);
     store_u64(o, header::index_offset, index_offset);
-    store_u32(o, header::index_count, gsl::narrow<uint32_t>(count));
+    store_u32(o, header::index_count, gsl::narrow_cast<uint32_t>(count));  // add() keeps it <= max_entries
     store_u32(o, header::record_size, kRecordSize);
     store_u64(o, header::strings_offset, strings_offset);
     store_u64(o, header::strings_size, strings.size());
@@ -321,7 +321,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     for (size_t i = 0; i < count; ++i) {
         const std::span<std::byte> r = o.subspan(index_offset + i * kRecordSize, kRecordSize);
         store_u32(r, record::name_offset, name_offsets[i]);
-        store_u16(r, record::name_length, gsl::narrow<uint16_t>(in[i].name.size()));
+        store_u16(r, record::name_length, gsl::narrow_cast<uint16_t>(in[i].name.size()));  // valid_name: <= 256
         store_u8(r, record::kind, static_cast<uint8_t>(in[i].kind));
         store_u8(r, record::codec, static_cast<uint8_t>(choice[i].codec));
         store_u16(r, record::sm, in[i].sm);

@@ -1,5 +1,5 @@
 // archive_bench: archive size against nvcc's compressed fatbins, and the time to open an archive
-// and look up one entry (issue 2). Inputs are real nvcc output named as bench/meson.build writes it:
+// and look up one entry. Inputs are real nvcc output named as bench/meson.build writes it:
 //   MODULE.sm_XY.cubin  MODULE.compute_XY.ptx  MODULE.fatbin
 // Prints markdown tables on stdout. Speed is never asserted: this is not a test.
 #include <fmt/format.h>

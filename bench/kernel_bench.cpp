@@ -19,21 +19,9 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include "cuda_driver.hpp"
 #include "sdm/sdm.h"
 #include "sdm/sdm_kernels.hpp"
-
-namespace {
-
-template <typename F>
-F fn(void* lib, const char* name) {
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    static GetProc gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-    void* f = nullptr;
-    gpa(name, &f, 12000, 0, nullptr);
-    return reinterpret_cast<F>(f);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     if (argc < 2) {
@@ -41,25 +29,25 @@ int main(int argc, char** argv) {
         return 2;
     }
     const int reps = argc > 2 ? std::atoi(argv[2]) : 15;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (lib == nullptr || fn<decltype(&cuInit)>(lib, "cuInit")(0) != CUDA_SUCCESS) return 77;
-    const auto retain = fn<decltype(&cuDevicePrimaryCtxRetain)>(lib, "cuDevicePrimaryCtxRetain");
-    const auto push = fn<decltype(&cuCtxPushCurrent)>(lib, "cuCtxPushCurrent");
-    const auto alloc = fn<decltype(&cuMemAlloc)>(lib, "cuMemAlloc");
-    const auto mfree = fn<decltype(&cuMemFree)>(lib, "cuMemFree");
-    const auto htod = fn<decltype(&cuMemcpyHtoD)>(lib, "cuMemcpyHtoD");
-    const auto dtod = fn<decltype(&cuMemcpyDtoD)>(lib, "cuMemcpyDtoD");
-    const auto memset32 = fn<decltype(&cuMemsetD32)>(lib, "cuMemsetD32");
-    const auto event_create = fn<decltype(&cuEventCreate)>(lib, "cuEventCreate");
-    const auto event_record = fn<decltype(&cuEventRecord)>(lib, "cuEventRecord");
-    const auto event_sync = fn<decltype(&cuEventSynchronize)>(lib, "cuEventSynchronize");
-    const auto elapsed = fn<decltype(&cuEventElapsedTime)>(lib, "cuEventElapsedTime");
-    const auto load_module = fn<decltype(&cuModuleLoad)>(lib, "cuModuleLoad");
-    const auto get_function = fn<decltype(&cuModuleGetFunction)>(lib, "cuModuleGetFunction");
-    const auto set_attribute = fn<decltype(&cuFuncSetAttribute)>(lib, "cuFuncSetAttribute");
-    const auto launch_kernel = fn<decltype(&cuLaunchKernel)>(lib, "cuLaunchKernel");
-    const auto occupancy = fn<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>(lib, "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-    const auto attribute = fn<decltype(&cuDeviceGetAttribute)>(lib, "cuDeviceGetAttribute");
+    sdm_host::CudaDriver cu;
+    if (!cu.open()) return 77;
+    const auto retain = cu.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
+    const auto push = cu.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
+    const auto alloc = cu.get<decltype(&cuMemAlloc)>("cuMemAlloc");
+    const auto mfree = cu.get<decltype(&cuMemFree)>("cuMemFree");
+    const auto htod = cu.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+    const auto dtod = cu.get<decltype(&cuMemcpyDtoD)>("cuMemcpyDtoD");
+    const auto memset32 = cu.get<decltype(&cuMemsetD32)>("cuMemsetD32");
+    const auto event_create = cu.get<decltype(&cuEventCreate)>("cuEventCreate");
+    const auto event_record = cu.get<decltype(&cuEventRecord)>("cuEventRecord");
+    const auto event_sync = cu.get<decltype(&cuEventSynchronize)>("cuEventSynchronize");
+    const auto elapsed = cu.get<decltype(&cuEventElapsedTime)>("cuEventElapsedTime");
+    const auto load_module = cu.get<decltype(&cuModuleLoad)>("cuModuleLoad");
+    const auto get_function = cu.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+    const auto set_attribute = cu.get<decltype(&cuFuncSetAttribute)>("cuFuncSetAttribute");
+    const auto launch_kernel = cu.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
+    const auto occupancy = cu.get<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+    const auto attribute = cu.get<decltype(&cuDeviceGetAttribute)>("cuDeviceGetAttribute");
     CUcontext ctx = nullptr;
     retain(&ctx, 0);
     push(ctx);

@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include "cuda_driver.hpp"
 #include "sdm/sdm.h"
 
 namespace {
@@ -60,23 +61,11 @@ int main(int argc, char** argv) {
     }
     if (mode == "launch") {
         const long launches = argc > 4 ? std::atol(argv[4]) : 20000;
-        void* lib = dlopen("libcuda.so.1", RTLD_NOW);
-        if (lib == nullptr) return fail("no CUDA driver");
-        using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-        const auto gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-        const auto get = [&](const char* name) {
-            void* fn = nullptr;
-            gpa(name, &fn, 12000, 0, nullptr);
-            return fn;
-        };
-        const auto retain = reinterpret_cast<decltype(&cuDevicePrimaryCtxRetain)>(get("cuDevicePrimaryCtxRetain"));
-        const auto push = reinterpret_cast<decltype(&cuCtxPushCurrent)>(get("cuCtxPushCurrent"));
-        const auto stream_create = reinterpret_cast<decltype(&cuStreamCreate)>(get("cuStreamCreate"));
-        const auto sync = reinterpret_cast<decltype(&cuStreamSynchronize)>(get("cuStreamSynchronize"));
-        const auto raw_launch = reinterpret_cast<decltype(&cuLaunchKernel)>(get("cuLaunchKernel"));
-        CUcontext ctx = nullptr;
-        retain(&ctx, 0);
-        push(ctx);
+        sdm_host::CudaDriver cu;
+        if (!cu.open() || !cu.make_current(0)) return fail("no CUDA driver or device");
+        const auto stream_create = cu.get<decltype(&cuStreamCreate)>("cuStreamCreate");
+        const auto sync = cu.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+        const auto raw_launch = cu.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
         CUstream stream = nullptr;
         stream_create(&stream, CU_STREAM_NON_BLOCKING);
         const int64_t n = 32;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The launch bench on a GPU machine (issue 6): sdm_launch against raw cuLaunchKernel for an empty
+# The launch bench on a GPU machine: sdm_launch against raw cuLaunchKernel for an empty
 # kernel (launches per second, medians of interleaved rounds, ratio), and the sdm_plan_select memo
 # hit (ns per call). Usage: bench/launch_bench.sh BUILD_DIR (BUILD_DIR holds bench/launch_bench,
 # bench/empty.sm_90.cubin, tools/sdm: ninja -C BUILD_DIR bench/launch_bench bench/empty.sm_90.cubin).
@@ -27,7 +27,7 @@ TOML
 read -r raw sdm ratio < <("$build/bench/launch_bench" launch "$work/empty.sdma" empty 20000)
 select_ns=$("$build/bench/launch_bench" select "$work/empty.sdma" empty 32)
 {
-echo "### Launch (issue 6): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+echo "### Launch: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
 echo
 echo "Empty kernel, grid 1 x 32 threads, 20,000 launches per round on one stream then a synchronize; medians of 15 interleaved rounds."
 echo

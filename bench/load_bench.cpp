@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <cuda.h>
 
+#include "cuda_driver.hpp"
 #include "jit_nvjitlink.hpp"
 #include "sdm/sdm.h"
 
@@ -36,15 +37,6 @@ std::vector<char> slurp(const char* path, bool terminate) {
     return bytes;
 }
 
-template <typename F>
-F driver_fn(void* lib, const char* name) {
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    static GetProc gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-    void* fn = nullptr;
-    gpa(name, &fn, 12000, 0, nullptr);
-    return reinterpret_cast<F>(fn);
-}
-
 int fail(const char* what) {
     std::fprintf(stderr, "load_bench: %s\n", what);
     return 1;
@@ -55,19 +47,16 @@ int fail(const char* what) {
 int main(int argc, char** argv) {
     if (argc < 3) return fail("usage: see the comment at the top of bench/load_bench.cpp");
     const std::string mode = argv[1];
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (lib == nullptr) return fail("no CUDA driver");
     // Untimed: the driver, the device's primary context, current on this thread.
-    if (driver_fn<decltype(&cuInit)>(lib, "cuInit")(0) != CUDA_SUCCESS) return fail("cuInit failed");
-    CUcontext ctx = nullptr;
-    if (driver_fn<decltype(&cuDevicePrimaryCtxRetain)>(lib, "cuDevicePrimaryCtxRetain")(&ctx, 0) != CUDA_SUCCESS) return fail("no context");
-    driver_fn<decltype(&cuCtxPushCurrent)>(lib, "cuCtxPushCurrent")(ctx);
-    const auto load = driver_fn<decltype(&cuModuleLoadData)>(lib, "cuModuleLoadData");
+    sdm_host::CudaDriver cu;
+    if (!cu.open()) return fail("no CUDA driver");
+    if (!cu.make_current(0)) return fail("no context");
+    const auto load = cu.get<decltype(&cuModuleLoadData)>("cuModuleLoadData");
     CUmodule module = nullptr;
     using Clock = std::chrono::steady_clock;
     Clock::time_point start, stop;
 
-    const auto get_function = driver_fn<decltype(&cuModuleGetFunction)>(lib, "cuModuleGetFunction");
+    const auto get_function = cu.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
     if (mode == "raw-cubin" || mode == "driver-ptx" || mode == "hand-rolled") {
         const bool timed_read = mode == "hand-rolled";
         std::vector<char> bytes;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Loader bench on a GPU machine (issue 4): medians over fresh processes, ratios against the raw
+# Loader bench on a GPU machine: medians over fresh processes, ratios against the raw
 # driver and nvJitLink measured in the same run. Usage: bench/load_bench.sh BUILD_DIR
 # BUILD_DIR holds tools/sdm, bench/load_bench, bench/large.sm_90.cubin (about 2 MB) and the bench
 # corpus's bench/gemm.{sm_90.cubin,compute_90.ptx} (ninja -C BUILD_DIR bench/load_bench
@@ -83,7 +83,7 @@ SDM_LOG=debug "$lb" sdm "$work/small-ptx.sdma" "$kernel_small" "$work/ptxcache-s
 
 ratio() { python3 -c "a,b=float('$1'),float('$2'); print(f'{a/b:.2f}x' if a==a and b==b and b>0 else 'n/a')"; }
 {
-echo "### Loader (issue 4): $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
+echo "### Loader: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1), $(nproc) cores"
 echo
 echo "Medians of fresh processes (one load each; context creation before the clock). sm_90 cubins: small $(stat -c %s "$work/small.sm_90.cubin") B, medium $(stat -c %s "$work/medium.sm_90.cubin") B, large $(stat -c %s "$work/large.sm_90.cubin") B."
 echo

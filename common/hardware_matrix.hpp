@@ -1,5 +1,5 @@
-// The hardware matrix of the SDM kernels (the seed's _device.backend(); DESIGN.md's table, which
-// `sdm plan` prints): which class of kernels and plans serves a device, from its compute
+// The hardware matrix of the SDM kernels (the seed's _device.backend(); docs/PLANS.md prints
+// its rows with `sdm plan`): which class of kernels and plans serves a device, from its compute
 // capability and its opt-in shared memory per block alone. One table (kClasses) says, per class,
 // its capabilities, its shared memory, its launch features, whether this release tested it and
 // how the seed names its GPUs; the runtime's classification, the manifest's plan rules, the image

@@ -21,6 +21,7 @@
 
 #include <cuda.h>
 
+#include "cuda_driver.hpp"
 #include "sdm/sdm.hpp"
 
 namespace {
@@ -50,19 +51,6 @@ const char* level_name(sdm_log_level level) {
     }
 }
 
-// The driver entry points the engine uses itself, through cuGetProcAddress as sdm does.
-struct Driver {
-    void* lib = nullptr;
-    template <typename F>
-    F get(const char* name) const {
-        using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-        const auto gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-        void* f = nullptr;
-        if (gpa == nullptr || gpa(name, &f, 12000, 0, nullptr) != CUDA_SUCCESS) return nullptr;
-        return reinterpret_cast<F>(f);
-    }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,9 +65,8 @@ int main(int argc, char** argv) {
 
     // The engine's own CUDA context.
     const char* driver_path = std::getenv("SDM_CUDA_DRIVER");
-    Driver cu{dlopen(driver_path != nullptr ? driver_path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL)};
-    const auto cu_init = cu.lib != nullptr ? reinterpret_cast<decltype(&cuInit)>(dlsym(cu.lib, "cuInit")) : nullptr;
-    if (cu_init == nullptr || cu_init(0) != CUDA_SUCCESS) {
+    sdm_host::CudaDriver cu;  // the driver entry points the engine uses itself (examples/cuda_driver.hpp)
+    if (!cu.open(driver_path)) {
         log.line("engine", "error", "no CUDA driver or device: the engine needs a GPU (or SDM_CUDA_DRIVER)");
         return 1;
     }

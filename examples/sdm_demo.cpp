@@ -15,6 +15,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include "cuda_driver.hpp"
 #include "sdm/sdm.h"
 #include "sdm/sdm_kernels.hpp"
 
@@ -65,24 +66,16 @@ int main() {
     std::printf("device 0: %s, compute capability %d.%d, class %s, %d SMs\n", dev.name, dev.capability_major, dev.capability_minor,
                 sdm_device_class_name(dev.device_class), dev.sm_count);
 
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW);
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    const auto gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-    const auto get = [&](const char* name) {
-        void* f = nullptr;
-        gpa(name, &f, 12000, 0, nullptr);
-        return f;
-    };
-    const auto retain = reinterpret_cast<decltype(&cuDevicePrimaryCtxRetain)>(get("cuDevicePrimaryCtxRetain"));
-    const auto push = reinterpret_cast<decltype(&cuCtxPushCurrent)>(get("cuCtxPushCurrent"));
-    const auto alloc = reinterpret_cast<decltype(&cuMemAlloc)>(get("cuMemAlloc"));
-    const auto mfree = reinterpret_cast<decltype(&cuMemFree)>(get("cuMemFree"));
-    const auto htod = reinterpret_cast<decltype(&cuMemcpyHtoD)>(get("cuMemcpyHtoD"));
-    const auto dtoh = reinterpret_cast<decltype(&cuMemcpyDtoH)>(get("cuMemcpyDtoH"));
-    const auto sync = reinterpret_cast<decltype(&cuCtxSynchronize)>(get("cuCtxSynchronize"));
-    CUcontext ctx = nullptr;
-    retain(&ctx, 0);
-    push(ctx);
+    sdm_host::CudaDriver cu;
+    if (!cu.open() || !cu.make_current(0)) {
+        std::printf("the CUDA driver would not make device 0 current\n");
+        return 1;
+    }
+    const auto alloc = cu.get<decltype(&cuMemAlloc)>("cuMemAlloc");
+    const auto mfree = cu.get<decltype(&cuMemFree)>("cuMemFree");
+    const auto htod = cu.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+    const auto dtoh = cu.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+    const auto sync = cu.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
 
     int B = 4096, K = 32, D = 1024;
     const int64_t rows = 100000;

@@ -1,4 +1,4 @@
-// The content-addressed cache of linked images (DESIGN.md, "JIT and the cache").
+// The content-addressed cache of linked images (docs/CACHE.md).
 // - Identity: XXH3-128 over length-prefixed fields (CacheKeyBuilder): the input's content hash,
 //   the target, the backend and its version, the driver version, every option in order, and the
 //   cache format version. Identical inputs share an entry; anything else gets its own.

@@ -1,4 +1,4 @@
-// Image validation (DESIGN.md, "Image validation"; the seed's _image.py), after every load.
+// Image validation (docs/LOADING.md, "The image policy"; the seed's _image.py), after every load.
 // On a `modern` device the loaded image must be a modern pass: the driver's
 // CU_FUNC_ATTRIBUTE_PTX_VERSION of a kernel of the module is 90, 100 or 103. Anything else (an
 // sm_90 cubin compiled from compute_80, PTX for an older arch) would run the kernels' portable path,

@@ -1,4 +1,4 @@
-// Plans and launches for one loaded kernel (DESIGN.md, "Plans and plugins"). select() asks the
+// Plans and launches for one loaded kernel (docs/PLANS.md). select() asks the
 // plan providers (plugins, in load order) and then the manifest's table (plan.hpp), checks what it
 // gets against the device's class and the driver's occupancy calculator, and memoizes the result
 // per problem (the problem values are the "problem class"), a memo hit costing a lock and a hash

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <new>
 #include <set>
+#include <system_error>
 #include <thread>
 
 #include "cache.hpp"
@@ -47,6 +49,7 @@ Result<void> check_signature(const std::string& kernel, const std::string& archi
 }
 
 Modules::~Modules() {
+    if (load_order_.empty()) return;  // nothing was loaded: no driver to load just to unload nothing
     auto driver = runtime_.driver();
     if (!driver) return;
     for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
@@ -75,7 +78,10 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
     runtime_.log().info("unloaded module " + std::get<2>(s->key) + " of a replaced archive: no kernel of it is held any more");
     if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
+    // Kept a while, so that a handle used after its release is reported, not a crash; the oldest
+    // go, so that a host reloading every frame does not grow without bound.
     unloaded_.push_back(s);
+    if (unloaded_.size() > kUnloadedKept) unloaded_.pop_front();
     for (auto it = served_.begin(); it != served_.end();) it = it->second.second == s ? served_.erase(it) : std::next(it);
     const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == std::get<1>(s->key); });
     if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per loaded slot
@@ -499,19 +505,34 @@ Result<void> Modules::preload(int32_t ordinal, const std::vector<std::string>& n
     std::atomic<size_t> next{0};
     std::mutex error_mutex;
     std::optional<Error> first_error;
-    const auto worker = [&] {
+    const auto record = [&](Error e) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::move(e);
+    };
+    // A worker thread has no C ABI frame above it to turn an exception into a status: it catches
+    // its own (an exception leaving a thread's function terminates the process).
+    const auto worker = [&]() noexcept {
         for (size_t i = next++; i < work.size(); i = next++) {
-            auto k = kernel(ordinal, work[i], nullptr);
-            if (k) (void)release(**k);  // loaded is all preload wants: it keeps no reference
-            if (!k) {
-                std::lock_guard lock(error_mutex);
-                if (!first_error) first_error = std::move(k).error();
+            try {
+                auto k = kernel(ordinal, work[i], nullptr);
+                if (k) (void)release(**k);  // loaded is all preload wants: it keeps no reference
+                else record(std::move(k).error());
+            } catch (const std::bad_alloc&) {
+                record(make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
+            } catch (const std::exception& e) {
+                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": " + e.what() + "; please report it"));
+            } catch (...) {
+                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": an unknown exception; please report it"));
             }
         }
     };
     const unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(work.size()));
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    try {
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+        // No more threads to be had: the ones started and this one do the work.
+    }
     worker();
     for (auto& t : pool) t.join();
     if (first_error) return *first_error;

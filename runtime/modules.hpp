@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -117,8 +118,10 @@ private:
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
     // (ordinal, kernel) -> the loaded slot serving it, valid while the mounts are those of `generation`.
     std::map<std::pair<int32_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
-    // Unloaded slots stay allocated until the runtime goes, so a dead handle is an error, not a crash.
-    std::vector<std::shared_ptr<Slot>> unloaded_;
+    // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
+    // is reported as dead rather than read from freed memory; older ones are freed.
+    static constexpr size_t kUnloadedKept = 64;
+    std::deque<std::shared_ptr<Slot>> unloaded_;
 };
 
 }  // namespace sdm::runtime

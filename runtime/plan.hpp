@@ -1,4 +1,4 @@
-// Launch plans (DESIGN.md, "Plans and plugins"): the manifest's plan table for a kernel, evaluated
+// Launch plans (docs/PLANS.md): the manifest's plan table for a kernel, evaluated
 // for a device and a problem. A pure function of (compiled table, device row, problem values), so
 // every row of the hardware matrix is tested without a GPU and `sdm plan` prints them all. The
 // occupancy check against the loaded function is the runtime's (launch.hpp).

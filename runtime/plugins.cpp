@@ -119,9 +119,20 @@ size_t Plugins::count() const {
     return loaded_.size();
 }
 
-std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
+std::vector<const Plugins::Loaded*> Plugins::snapshot() const {
     std::lock_guard lock(mutex_);
-    if (loaded_.empty()) return std::nullopt;
+    std::vector<const Loaded*> out;
+    out.reserve(loaded_.size());
+    for (const auto& p : loaded_) out.push_back(p.get());
+    return out;
+}
+
+// The plugins' callbacks run outside the lock: plan misses on many threads do not wait for each
+// other, and a plugin that calls back into sdm does not deadlock. A plugin loaded stays loaded
+// until the runtime goes, so the snapshot's pointers stay valid.
+std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
+    const auto loaded = snapshot();
+    if (loaded.empty()) return std::nullopt;
     const sdm_plugin_device device = c_device(r.ordinal, r.device);
     const sdm_plan table = r.table_plan != nullptr ? c_plan(*r.table_plan) : sdm_plan{};
     sdm_plugin_plan_request request{};
@@ -133,7 +144,7 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
     request.device = &device;
     request.problem = r.problem.data();
     request.table_plan = r.table_plan != nullptr ? &table : nullptr;
-    for (const auto& p : loaded_) {
+    for (const Loaded* p : loaded) {
         if (!p->select) continue;
         sdm_plan out{};
         out.struct_size = sizeof out;
@@ -154,8 +165,8 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
 }
 
 Result<void> Plugins::validate_image(const ImageVerdictRequest& r) const {
-    std::lock_guard lock(mutex_);
-    if (loaded_.empty()) return {};
+    const auto loaded = snapshot();
+    if (loaded.empty()) return {};
     const sdm_plugin_device device = c_device(r.ordinal, r.device);
     sdm_plugin_image image{};
     image.struct_size = sizeof image;
@@ -165,7 +176,7 @@ Result<void> Plugins::validate_image(const ImageVerdictRequest& r) const {
     image.module = r.module.c_str();
     image.archive = r.archive.c_str();
     image.device = &device;
-    for (const auto& p : loaded_) {
+    for (const Loaded* p : loaded) {
         if (!p->validate) continue;
         char reason[512] = {0};
         if (p->table.validate_image(p->table.user, &image, reason, sizeof reason) == 0) continue;

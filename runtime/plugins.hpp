@@ -76,6 +76,7 @@ public:
 
 private:
     struct Loaded;
+    std::vector<const Loaded*> snapshot() const;  // the loaded plugins, in load order
     const Logger& log_;
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<Loaded>> loaded_;

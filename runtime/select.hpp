@@ -1,4 +1,4 @@
-// Image selection (DESIGN.md, "Image selection"): a pure function of the images a module holds and
+// Image selection (docs/LOADING.md, "Which image"): a pure function of the images a module holds and
 // the device's capability and class, so every row of the hardware matrix is tested without a GPU.
 // For a device of capability X.Y, in order:
 //   1. a cubin for exactly X.Y (the `a` one first; an `a` cubin only ever on exactly X.Y);

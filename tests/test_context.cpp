@@ -6,6 +6,7 @@
 
 #include <dlfcn.h>
 
+#include "cuda_driver.hpp"
 #include "runtime.hpp"
 #include "sdm_fake_cuda.h"
 
@@ -34,9 +35,14 @@ RuntimeOptions fake_options() {
     return o;
 }
 
-Result<CUdevice> current_device(Driver& driver) {
+// The device of the context current on this thread, asked of the fake driver directly (sdm itself
+// never needs to ask).
+Result<CUdevice> current_device(Driver&) {
+    sdm_host::CudaDriver cu;
+    REQUIRE(cu.attach(SDM_FAKE_CUDA_PATH));
     CUdevice device = -1;
-    SDM_TRY(SDM_DRIVER_CALL(driver, cuCtxGetDevice, "asking the current device", &device));
+    const CUresult rc = cu.get<decltype(&cuCtxGetDevice)>("cuCtxGetDevice")(&device);
+    if (rc != CUDA_SUCCESS) return make_error(ErrorCode::driver, "cuCtxGetDevice failed with CUresult " + std::to_string(static_cast<int>(rc)));
     return device;
 }
 

@@ -19,6 +19,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include "cuda_driver.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
@@ -34,17 +35,15 @@ void drop(const std::string& path, const sdm::ByteVector& bytes) {
     REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
 }
 
-using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void**, void**);
+using LaunchFn = decltype(&cuLaunchKernel);
 
 // The fake driver's cuLaunchKernel: it fails for a function whose module was unloaded.
 LaunchFn fake_launch() {
-    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
-    REQUIRE(lib != nullptr);
-    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
-    auto gpa = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
-    void* fn = nullptr;
-    REQUIRE(gpa("cuLaunchKernel", &fn, 12000, 0, nullptr) == CUDA_SUCCESS);
-    return reinterpret_cast<LaunchFn>(fn);
+    sdm_host::CudaDriver cu;
+    REQUIRE(cu.attach(SDM_FAKE_CUDA_PATH));
+    const auto fn = cu.get<LaunchFn>("cuLaunchKernel");
+    REQUIRE(fn != nullptr);
+    return fn;
 }
 
 CUresult launch(LaunchFn fn, const sdm_kernel* k) {

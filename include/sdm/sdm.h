@@ -74,7 +74,7 @@ SDM_API const char* sdm_status_string(sdm_status status);
 
 /* (major << 16) | minor of the ABI this library implements. */
 SDM_API uint32_t sdm_abi_version(void);
-/* The library's release ("0.1.0"); static. */
+/* The library's release, "MAJOR.MINOR.PATCH" (the project version of the build); static. */
 SDM_API const char* sdm_version_string(void);
 
 /* ---- errors -------------------------------------------------------------------------------- */

@@ -205,7 +205,7 @@ inline const char* status_string(sdm_status status) noexcept { return sdm_status
 constexpr uint32_t header_abi_version() noexcept { return (uint32_t{SDM_ABI_VERSION_MAJOR} << 16) | uint32_t{SDM_ABI_VERSION_MINOR}; }
 // (major << 16) | minor of the ABI the loaded libsdm implements.
 inline uint32_t library_abi_version() noexcept { return sdm_abi_version(); }
-// The loaded libsdm's release ("0.1.0"); static.
+// The loaded libsdm's release, "MAJOR.MINOR.PATCH"; static.
 inline const char* library_version() noexcept { return sdm_version_string(); }
 
 // Whether a libsdm implementing ABI `library_abi` ((major << 16) | minor) can serve this program:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes sdm's parsers with libFuzzer under ASan + UBSan (issue 9): configures build-fuzz with
+# Fuzzes sdm's parsers with libFuzzer under ASan + UBSan (docs/RELIABILITY.md): configures build-fuzz with
 # clang (every library instrumented for coverage, archive checksums skipped so the fuzzer reaches
 # the structure behind them), builds the targets, and runs each for SECONDS (default 600) on its
 # corpus, two at a time. New inputs that add coverage are merged into tests/fuzz/corpus/TARGET

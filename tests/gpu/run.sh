@@ -46,7 +46,7 @@ if [ -f .device-newer/libnvJitLink.so.13.xz ] && [ -f .device-newer/newer-ptx.sd
   run gpu-load-newer-ptx env SDM_NVJITLINK=/tmp/libnvJitLink.so.13 SDM_TEST_NEWER_PTX_ARCHIVE=.device-newer/newer-ptx.sdma \
     "$build/tests/test_gpu_load"
 fi
-# The hosts of issue 8 on the GPU: the smallest C host, and the engine-style host (its own
+# The hosts on the GPU: the smallest C host, and the engine-style host (its own
 # context and logger, the SDM kernels every frame, a new archive and a broken one dropped in).
 [ -x "$build/examples/c_host" ] && run c-host "$build/examples/c_host" "$build/kernels/kernels.sdma"
 [ -x "$build/examples/engine_host" ] && run engine-host env SDM_TEST_REAL_DRIVER=1 bash tests/hosts/engine_host.sh "$build"

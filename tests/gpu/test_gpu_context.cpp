@@ -2,6 +2,7 @@
 // Exits 77 without a driver or a device.
 #include <cstdio>
 
+#include "cuda_driver.hpp"
 #include "runtime.hpp"
 
 using namespace sdm::runtime;
@@ -26,14 +27,18 @@ int main() {
     check(primary.ok(), "retain device 0's primary context");
     if (!primary) return 1;
     check((*contexts)->get(0).value() == *primary, "retained once");
+    // The test asks the driver which device is current itself (sdm never needs to ask).
+    sdm_host::CudaDriver cu;
+    check(cu.attach(), "the driver, for the test's own calls");
+    const auto current_device = cu.get<decltype(&cuCtxGetDevice)>("cuCtxGetDevice");
     CUdevice device = -1;
-    check(!SDM_DRIVER_CALL(driver, cuCtxGetDevice, "current device", &device).ok(), "no context current before the scope");
+    check(current_device(&device) != CUDA_SUCCESS, "no context current before the scope");
     {
         auto scope = ContextScope::enter(driver, *primary);
         check(scope.ok(), "push the primary context");
-        check(SDM_DRIVER_CALL(driver, cuCtxGetDevice, "current device", &device).ok() && device == 0, "device 0 current inside the scope");
+        check(current_device(&device) == CUDA_SUCCESS && device == 0, "device 0 current inside the scope");
     }
-    check(!SDM_DRIVER_CALL(driver, cuCtxGetDevice, "current device", &device).ok(), "nothing current after the scope");
+    check(current_device(&device) != CUDA_SUCCESS, "nothing current after the scope");
     auto missing = (*contexts)->get(*count + 3);
     check(!missing.ok() && missing.error().native != 0, "a missing device is a driver error with its CUresult");
     if (!missing.ok()) std::printf("  %s\n", missing.error().message.c_str());

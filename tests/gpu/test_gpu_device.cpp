@@ -1,6 +1,6 @@
 // GPU test: the real driver through the C ABI. Exits 77 (Meson's "skipped") where there is no
 // driver or no device, so CI skips it cleanly; on the GPU machine tests/gpu/run.sh runs it. On an
-// H200 it checks the row DESIGN.md gives: modern, 132 SMs, 62,914,560 B of L2, 232,448 B opt-in
+// H200 it checks the row common/hardware_matrix.cpp gives: modern, 132 SMs, 62,914,560 B of L2, 232,448 B opt-in
 // shared memory, PDL and clusters allowed.
 #include <cstdio>
 #include <cstring>

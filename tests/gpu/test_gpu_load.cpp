@@ -81,13 +81,8 @@ sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<con
 
 int main() {
     Cuda cuda;
-    cuda.lib = dlopen("libcuda.so.1", RTLD_NOW);
-    if (cuda.lib == nullptr) {
-        std::printf("skipped: no CUDA driver\n");
-        return 77;
-    }
-    if (cuda.get<decltype(&cuInit)>("cuInit")(0) != CUDA_SUCCESS) {
-        std::printf("skipped: cuInit failed (no device?)\n");
+    if (!cuda.open()) {
+        std::printf("skipped: no CUDA driver, or cuInit failed (no device?)\n");
         return 77;
     }
     int devices = 0;

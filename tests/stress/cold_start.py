@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The multi-process cold-start stress (issue 9): 32 processes start at once on one empty cache
+"""The multi-process cold-start stress (docs/RELIABILITY.md): 32 processes start at once on one empty cache
 directory and fetch every kernel of a PTX-only archive on three fake devices (three cache keys,
 each needing a real nvJitLink link): exactly one link per key among them, every process served,
 no damaged entry ever read. Then ROUNDS rounds with SIGKILLs: 32 processes start on a fresh cold

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The cache on a tiny, full filesystem (issue 9): a tmpfs too small for one cache entry, then one
+"""The cache on a tiny, full filesystem (docs/RELIABILITY.md): a tmpfs too small for one cache entry, then one
 filled to the last kilobyte, then one that fills up after an entry was written. Each time a
 process fetching a kernel that needs an nvJitLink link must be served (the linked image is used
 from memory), the failed write must leave no entry and no temporary file behind, and no later
