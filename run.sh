@@ -69,7 +69,7 @@ case "${1:-}" in
     configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Db_sanitize=thread -Db_lundef=false
     tsan_exes=(modules image_policy layers reload launch plugins cache)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
-    plugins=(current older newer nulls bad refuse raise)  # tests/plugins/test_plugin.c, for the plugins suite
+    plugins=(current older newer nulls bad refuse raise rendezvous throw)  # tests/plugins/, for the plugins suite
     ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_exes[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer

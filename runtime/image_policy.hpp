@@ -4,7 +4,8 @@
 // sm_90 cubin compiled from compute_80, PTX for an older arch) would run the kernels' portable path,
 // which the modern plans do not expect: the load is refused (ErrorCode::image_refused) with a
 // message naming the image, the device and the fix. Nothing retries a refusal with another image.
-// Success is memoized per (device, forced row, image identity, driver switches); refusals never.
+// Success is memoized per (device, forced row, image identity, driver switches); refusals never;
+// while plan plugins are loaded their image verdicts are asked at every load, memo or not.
 // On an `rtx` device the first check logs one "untested hardware" warning per (device, forced row).
 #pragma once
 

@@ -9,6 +9,8 @@
 #include <system_error>
 #include <thread>
 
+#include <gsl/util>  // gsl::finally
+
 #include "cache.hpp"
 #include "context.hpp"
 #include "image.hpp"
@@ -411,6 +413,15 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
         }
     }
     trace.mark("cuModuleLoad");
+    // From here every way out but success unloads the module again, an exception's included.
+    bool kept = false;
+    const auto unload_unless_kept = gsl::finally([&]() noexcept {
+        if (kept) return;
+        try {
+            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + module + ", whose load did not complete", cu_module);
+        } catch (...) {  // no memory for the message: the module stays loaded until the context goes
+        }
+    });
     // Every kernel the manifest lists for this module must resolve.
     std::vector<std::unique_ptr<KernelHandle>> handles;
     std::string missing;
@@ -435,15 +446,11 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
         h->loaded_sm = selected->path == SelectionPath::jit ? selected->target_sm : entry.sm;
         h->source = source;
         auto table = PlanTable::compile(spec);  // validated at mount: this parses what decode_manifest accepted
-        if (!table) {
-            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading a module whose plan table does not compile", cu_module);
-            return std::move(table).error();
-        }
+        if (!table) return std::move(table).error();
         h->launcher = std::make_unique<Launcher>(runtime_, ordinal, function, spec.name, module, a.label(), spec.signature, std::move(*table));
         handles.push_back(std::move(h));
     }
     if (!missing.empty()) {
-        (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading an incomplete module", cu_module);
         std::string evicted;
         if (cache != nullptr && cache_key && (source == ImageSource::cache || source == ImageSource::nvjitlink)) {
             cache->evict(*cache_key);
@@ -463,26 +470,31 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const Serving& serving, 
                        props->name,
                        props->capability,
                        switches};
-    if (!handles.empty() && !runtime_.image_policy().accepted(loaded)) {
+    // The policy's verdicts are memoized; a plugin's are not (it may rule on anything, and a plugin
+    // loaded later must see images accepted before it came).
+    const bool plugins = runtime_.plugins().count() > 0;
+    if (!handles.empty() && (plugins || !runtime_.image_policy().accepted(loaded))) {
         int ptx_version = 0;
         auto got = SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION,
                                    handles.front()->function);
         if (got) got = runtime_.image_policy().check(loaded, ptx_version);
-        if (got && runtime_.plugins().count() > 0) {  // then the plugins' own rules
+        if (got && plugins) {  // then the plugins' own rules
             const PlanDevice pd{*cls, static_cast<uint16_t>(props->capability.sm()), props->sm_count, static_cast<int64_t>(props->l2_bytes),
                                 class_smem_cap(*cls), device};
             got = runtime_.plugins().validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, module, a.label()});
         }
         if (!got) {
-            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading a refused module", cu_module);
             return std::move(got).error();
         }
     }
     trace.mark("validate");
+    decltype(slot.kernels) kernels;  // filled aside: a throw here leaves the slot as it was
+    for (auto& h : handles) kernels.emplace(h->name, std::move(h));
+    slot.kernels = std::move(kernels);
     slot.module = cu_module;
     slot.context = *context;
-    for (auto& h : handles) slot.kernels.emplace(h->name, std::move(h));
     slot.loaded = true;
+    kept = true;
     trace.mark("functions");
     runtime_.log().info("loaded module " + module + " from " + image + " on " + device);
     if (!trace.text().empty()) runtime_.log().debug("load of module " + module + ": " + trace.text());

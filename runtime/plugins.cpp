@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
 
 #include "sdm/sdm_plugin.h"
 
@@ -103,7 +104,13 @@ Result<void> Plugins::load(const std::string& path) {
     uint32_t minor = kPluginAbiMinor;
     sdm_plugin_table table{};
     table.struct_size = sizeof(sdm_plugin_table);
-    const int32_t rc = negotiate(kPluginAbiMajor, &minor, &table);
+    int32_t rc = 1;
+    try {
+        rc = negotiate(kPluginAbiMajor, &minor, &table);
+    } catch (...) {
+        return make_error(ErrorCode::invalid_argument, "plugin " + path + " threw from " + SDM_PLUGIN_NEGOTIATE_SYMBOL +
+                                                           "; plugins must return an error instead (see sdm_plugin.h); not loaded");
+    }
     SDM_TRY_GET(accepted, accept_negotiation(path, rc, minor, table));
     auto p = std::make_unique<Loaded>();
     static_cast<NegotiatedTable&>(*p) = std::move(*accepted);
@@ -127,6 +134,21 @@ std::vector<const Plugins::Loaded*> Plugins::snapshot() const {
     return out;
 }
 
+// A plugin is C code by contract, but a C++ one may throw anyway: an exception must not cross
+// into sdm's callers (nor end a preload worker), so each callback runs here, and a throw reads as
+// what the callback's failure return means, with what it said in the log.
+template <typename F>
+int32_t Plugins::call(const Loaded& p, const char* callback, int32_t on_throw, F&& f) const {
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        log_.warn("plugin " + p.name + " threw from " + callback + " (" + e.what() + "); plugins must return an error instead; taken as a failure");
+    } catch (...) {
+        log_.warn("plugin " + p.name + " threw from " + callback + " (not a std::exception); plugins must return an error instead; taken as a failure");
+    }
+    return on_throw;
+}
+
 // The plugins' callbacks run outside the lock: plan misses on many threads do not wait for each
 // other, and a plugin that calls back into sdm does not deadlock. A plugin loaded stays loaded
 // until the runtime goes, so the snapshot's pointers stay valid.
@@ -148,7 +170,7 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
         if (!p->select) continue;
         sdm_plan out{};
         out.struct_size = sizeof out;
-        const int32_t rc = p->table.select_plan(p->table.user, &request, &out);
+        const int32_t rc = call(*p, "select_plan", -1, [&] { return p->table.select_plan(p->table.user, &request, &out); });
         if (rc == 0) continue;
         if (rc < 0) {
             log_.warn("plugin " + p->name + " failed to choose a plan for kernel " + r.kernel + " (it returned " + std::to_string(rc) + "); not used");
@@ -179,7 +201,8 @@ Result<void> Plugins::validate_image(const ImageVerdictRequest& r) const {
     for (const Loaded* p : loaded) {
         if (!p->validate) continue;
         char reason[512] = {0};
-        if (p->table.validate_image(p->table.user, &image, reason, sizeof reason) == 0) continue;
+        const int32_t rc = call(*p, "validate_image", 1, [&] { return p->table.validate_image(p->table.user, &image, reason, sizeof reason); });
+        if (rc == 0) continue;
         reason[sizeof reason - 1] = '\0';
         return make_error(ErrorCode::image_refused, "plugin " + p->name + " refused module " + r.module + " of archive " + r.archive + " on " +
                                                         r.device.description + ": " + (reason[0] != '\0' ? reason : "(no reason given)"));

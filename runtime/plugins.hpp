@@ -77,6 +77,9 @@ public:
 private:
     struct Loaded;
     std::vector<const Loaded*> snapshot() const;  // the loaded plugins, in load order
+    // One callback of p, an exception taken as the return on_throw (and logged).
+    template <typename F>
+    int32_t call(const Loaded& p, const char* callback, int32_t on_throw, F&& f) const;
     const Logger& log_;
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<Loaded>> loaded_;

@@ -235,3 +235,32 @@ TEST_CASE("an unsupported device gets no module", "[modules]") {
     (void)info_of(rt.get(), 0, "scale", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
     CHECK_THAT(message, Catch::Contains("Tesla T4"));
 }
+
+TEST_CASE("an exception inside a load, in preload's workers, is the call's error; nothing stays loaded", "[modules][preload]") {
+    TempDir dir;
+    fake(kH200);
+    setenv("SDM_FAKE_CUDA_FAIL", "cuModuleGetFunction=throw@1", 1);  // read at the runtime's cuInit
+    RuntimePtr throwing = make_runtime(dir.path);
+    mount(throwing.get(), make_archive("one", {"sm_90"}), "one.sdma");
+    mount(throwing.get(), make_archive("two", {"sm_90"}, {"axpy"}), "two.sdma");
+    sdm_error* e = nullptr;
+    CHECK(sdm_preload(throwing.get(), 0, nullptr, 0, &e) == SDM_ERROR_OUT_OF_MEMORY);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("out of memory while preloading kernel"));
+    sdm_error_destroy(e);
+    CHECK(fake_calls("@modules") == 1);  // of the two modules, the one whose load threw was unloaded
+    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    CHECK(sdm_preload(throwing.get(), 0, nullptr, 0, nullptr) == SDM_OK);  // and loads the next time
+    CHECK(fake_calls("@modules") == 2);
+}
+
+TEST_CASE("a runtime that loaded nothing goes without calling the driver", "[modules]") {
+    TempDir dir;
+    fake(kH200);
+    fake_reset();
+    {
+        RuntimePtr rt = make_runtime(dir.path);
+        mount(rt.get(), make_archive("one", {"sm_90"}), "one.sdma");
+    }
+    CHECK(fake_calls("cuInit") == 0);
+    CHECK(fake_calls("cuModuleUnload") == 0);
+}

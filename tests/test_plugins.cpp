@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_runtime.hpp"
@@ -144,4 +145,42 @@ TEST_CASE("plugins that fail negotiation, or are no plugins, are not loaded, and
     CHECK(count_containing(log, "skipped plugin") == 1);
     REQUIRE(sdm_archive_mount_file(env.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     CHECK(select(kernel(env.get(), "scale"), 1 << 20).block == 128);
+}
+
+TEST_CASE("plugins are called outside sdm's locks: two plan misses meet inside the plugin", "[plugins][threads]") {
+    TempDir dir;
+    fake(kH200);
+    RuntimePtr rt = make_runtime(dir.path);
+    load(rt.get(), SDM_TEST_PLUGIN_RENDEZVOUS);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* scale = kernel(rt.get(), "scale");
+    sdm_kernel* axpy = kernel(rt.get(), "axpy");
+    // Each waits inside the plugin (at most 5 s) for the other: a host that held a lock across the
+    // call would let only one in at a time, and both would come back with the table's plan.
+    uint32_t blocks[2] = {0, 0};
+    std::thread one([&] { blocks[0] = select(scale, 1 << 20).block; });
+    std::thread two([&] { blocks[1] = select(axpy, 3000).block; });
+    one.join();
+    two.join();
+    CHECK(blocks[0] == 96);
+    CHECK(blocks[1] == 96);
+}
+
+TEST_CASE("a plugin that throws is a refusal, named, on the caller's thread and in preload's workers", "[plugins]") {
+    TempDir dir;
+    fake(kH200);
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
+    load(rt.get(), SDM_TEST_PLUGIN_THROW);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+    CHECK_THAT(message, Catch::Contains("plugin test-throw refused module"));
+    CHECK(count_containing(log, "plugin test-throw threw from validate_image (thrown by the test plugin)") == 1);
+    CHECK(fake_calls("@modules") == 0);  // the refused module was unloaded
+    sdm_error* e = nullptr;
+    CHECK(sdm_preload(rt.get(), 0, nullptr, 0, &e) == SDM_ERROR_IMAGE_REFUSED);  // every module, on worker threads
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("plugin test-throw refused module"));
+    sdm_error_destroy(e);
+    CHECK(fake_calls("@modules") == 0);
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <set>
 #include <string>
@@ -165,6 +166,7 @@ struct FailRule {
     Entry entry{e_cuInit};
     CUresult code{CUDA_SUCCESS};
     int64_t nth{0};  // 1-based call number; 0: every call
+    bool throws{false};  // code "throw": the call throws std::bad_alloc, as an allocation inside a load path would
 };
 
 constexpr int kDefaultVersion = 13000;
@@ -271,7 +273,7 @@ std::optional<Config> read_config(std::string& error) {
         if (item.empty()) continue;
         const auto bad = [&](const std::string& why) {
             error = "SDM_FAKE_CUDA_FAIL item '" + std::string(item) + "': " + why +
-                    " (expected entry=code[@n], e.g. cuModuleLoadData=CUDA_ERROR_OUT_OF_MEMORY@2)";
+                    " (expected entry=code[@n], e.g. cuModuleLoadData=CUDA_ERROR_OUT_OF_MEMORY@2; code 'throw' throws std::bad_alloc)";
             return std::nullopt;
         };
         const size_t eq = item.find('=');
@@ -287,7 +289,9 @@ std::optional<Config> read_config(std::string& error) {
             code = code.substr(0, at);
         }
         code = trim(code);
-        if (const auto n = parse_int<int>(code)) {
+        if (code == "throw") {
+            rule.throws = true;
+        } else if (const auto n = parse_int<int>(code)) {
             rule.code = static_cast<CUresult>(*n);
         } else {
             const auto e = std::find_if(std::begin(kErrors), std::end(kErrors), [&](const ErrorText& t) { return code == t.name; });
@@ -356,7 +360,10 @@ using Lock = std::unique_lock<std::mutex>;
 std::optional<CUresult> enter(State& s, Entry e) {
     const int64_t n = ++s.calls[static_cast<size_t>(e)];
     for (const auto& rule : s.config.fails)
-        if (rule.entry == e && (rule.nth == 0 || rule.nth == n)) return rule.code;
+        if (rule.entry == e && (rule.nth == 0 || rule.nth == n)) {
+            if (rule.throws) throw std::bad_alloc();
+            return rule.code;
+        }
     return std::nullopt;
 }
 

@@ -9,10 +9,15 @@
  *   SDM_TEST_PLUGIN_BAD      plans no class can run, chosen by the problem N: 1 zero threads,
  *                            2 too much shared memory, 3 clusters, 4 PDL, 5 an error return
  *   SDM_TEST_PLUGIN_REFUSE   negotiation fails (returns 1)
- *   SDM_TEST_PLUGIN_RAISE    negotiation raises the minor above the host's */
+ *   SDM_TEST_PLUGIN_RAISE    negotiation raises the minor above the host's
+ *   SDM_TEST_PLUGIN_RENDEZVOUS  select_plan waits (at most 5 s) until two callers are inside it at
+ *                            once, then plans 96 threads; alone all that time, it plans nothing:
+ *                            only a host that calls plugins outside its locks gets 96 on both */
+#define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sdm/sdm_plugin.h"
 
@@ -129,6 +134,33 @@ EXPORT int32_t sdm_plugin_negotiate(uint32_t major, uint32_t* minor, sdm_plugin_
 EXPORT int32_t sdm_plugin_negotiate(uint32_t major, uint32_t* minor, sdm_plugin_table* table) {
     (void)major, (void)table;
     *minor = 5;
+    return 0;
+}
+#elif defined(SDM_TEST_PLUGIN_RENDEZVOUS)
+static int inside; /* through the __atomic builtins */
+static int32_t select_plan(void* user, const sdm_plugin_plan_request* r, sdm_plan* plan) {
+    (void)user;
+    __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+    int met = 0;
+    for (int waited = 0; waited < 5000 && !met; ++waited) {
+        met = __atomic_load_n(&inside, __ATOMIC_SEQ_CST) >= 2;
+        if (!met) {
+            const struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+    if (met) {
+        const struct timespec ms = {0, 20000000}; /* let the other one see the rendezvous too */
+        nanosleep(&ms, NULL);
+    }
+    __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+    return met ? plan_of(96, r, plan) : 0;
+}
+EXPORT int32_t sdm_plugin_negotiate(uint32_t major, uint32_t* minor, sdm_plugin_table* table) {
+    if (major != 1) return 1;
+    if (*minor > 1) *minor = 1;
+    table->name = "test-rendezvous";
+    table->select_plan = select_plan;
     return 0;
 }
 #else
