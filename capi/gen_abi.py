@@ -14,6 +14,7 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   capi/libsdm.map                         the linker version script
   tests/abi/symbols.txt                   the exports, compared with `nm` by check_symbols.sh
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
+  bindings/rust/sdm-sys/src/sdm_h.rs      the sys crate's declarations and layout tests
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
 anything outside it is an error naming its line, never skipped:
@@ -53,7 +54,8 @@ its numbers appear in every review; copying the header into tests/abi/released/ 
 turns those pins into fixed ones. SDM_ABI_VERSION_MINOR is the one value that moves: it is the
 released minor, or the one after it. A released field named reserved<N> may be repurposed: the
 field of sdm.h at its offset, with its size, takes its pins under the new name. A field or
-member that is not in the release must sit below a marker newer than the release.
+member that is not in the release must sit below a marker newer than the release. The Rust
+layout tests use the same numbers.
 
 Every struct of sdm.h is also laid out here by the LP64 rules and compared with the probe of
 sdm.h, so that a declaration this parser misread cannot pass unnoticed.
@@ -97,25 +99,26 @@ def display(path):
 
 @dataclass(frozen=True)
 class Scalar:
-    """A C scalar type: its LP64 size (= its alignment)."""
+    """A C scalar type: its LP64 size (= its alignment), and its spelling in each binding."""
 
     size: int
+    rust: str
     integer: bool = True
 
 
 SCALARS = {
-    "int8_t": Scalar(1),
-    "uint8_t": Scalar(1),
-    "int16_t": Scalar(2),
-    "uint16_t": Scalar(2),
-    "int32_t": Scalar(4),
-    "uint32_t": Scalar(4),
-    "int64_t": Scalar(8),
-    "uint64_t": Scalar(8),
-    "size_t": Scalar(8),
-    "float": Scalar(4, integer=False),
-    "double": Scalar(8, integer=False),
-    "char": Scalar(1),
+    "int8_t": Scalar(1, rust="i8"),
+    "uint8_t": Scalar(1, rust="u8"),
+    "int16_t": Scalar(2, rust="i16"),
+    "uint16_t": Scalar(2, rust="u16"),
+    "int32_t": Scalar(4, rust="i32"),
+    "uint32_t": Scalar(4, rust="u32"),
+    "int64_t": Scalar(8, rust="i64"),
+    "uint64_t": Scalar(8, rust="u64"),
+    "size_t": Scalar(8, rust="usize"),
+    "float": Scalar(4, rust="f32", integer=False),
+    "double": Scalar(8, rust="f64", integer=False),
+    "char": Scalar(1, rust="c_char"),
 }
 POINTER_SIZE = 8  # LP64
 
@@ -861,6 +864,17 @@ def compute_pins(current, measured, cc):
 
 # ---- small helpers for the emitters --------------------------------------------------------------
 
+def sections(header):
+    """header.items grouped by section: [(title or None, [items])]."""
+    groups = [(None, [])]
+    for item in header.items:
+        if isinstance(item, Section):
+            groups.append((item.title, []))
+        else:
+            groups[-1][1].append(item)
+    return [(title, items) for title, items in groups if items]
+
+
 def rule(prefix, title, width=100, suffix=""):
     """A section heading in the bindings' style: `# ---- title ------...`."""
     text = f"{prefix} ---- {title} "
@@ -869,6 +883,18 @@ def rule(prefix, title, width=100, suffix=""):
 
 def minor_label(major, minor):
     return f"ABI {major}.{minor}"
+
+
+def collapse_blank_lines(lines, keep=1):
+    """`lines` with at most `keep` blank lines in a row, none first or last."""
+    out = []
+    for line in lines:
+        if line == "" and (not out or out[-keep:] == [""] * keep):
+            continue
+        out.append(line)
+    while out and out[-1] == "":
+        out.pop()
+    return out
 
 
 # ---- capi/api_table.inc ----------------------------------------------------------------------------
@@ -978,6 +1004,153 @@ def emit_layout_c(h, pins):
     return "\n".join(out) + "\n"
 
 
+# ---- Rust: bindings/rust/sdm-sys/src/sdm_h.rs ------------------------------------------------------
+
+RUST_KEYWORDS = {"as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl", "in",
+                 "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct",
+                 "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract",
+                 "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try"}
+RUST_WIDTH = 120  # bindings/rust/rustfmt.toml
+
+
+def rust_name(name):
+    return name + "_" if name in RUST_KEYWORDS else name
+
+
+def rust_type(h, ctype):
+    if ctype.function is not None:
+        return f"Option<{rust_fn(h, ctype.function)}>"
+    if ctype.array is not None:
+        return f"[{rust_type(h, ctype.element())}; {ctype.array}]"
+    if ctype.pointers:
+        return ("*const " if ctype.const[-2] else "*mut ") + rust_type(h, ctype.pointee())
+    if ctype.base == "void":
+        return "c_void"
+    return SCALARS[ctype.base].rust if ctype.base in SCALARS else ctype.base
+
+
+def rust_params(h, params):
+    return [(f"{rust_name(p.name)}: " if p.name else "") + rust_type(h, p.type) for p in params]
+
+
+def rust_ret(h, ret):
+    return "" if ret == CType("void") else f" -> {rust_type(h, ret)}"
+
+
+def rust_fn(h, ft):
+    return f'unsafe extern "C" fn({", ".join(rust_params(h, ft.params))}){rust_ret(h, ft.ret)}'
+
+
+def rust_fn_pointer(h, indent, head, ft, end):
+    """`head Option<unsafe extern "C" fn(...)>end` laid out as rustfmt does at max_width 120."""
+    params, ret = rust_params(h, ft.params), rust_ret(h, ft.ret)
+    fn = f'unsafe extern "C" fn({", ".join(params)}){ret}'
+    pad, pad4, pad8 = " " * indent, " " * (indent + 4), " " * (indent + 8)
+    one = f"{pad}{head} Option<{fn}>{end}"
+    if len(one) <= RUST_WIDTH:
+        return [one]
+    if len(f"{pad4}Option<{fn}>{end}") <= RUST_WIDTH:
+        return [f"{pad}{head}", f"{pad4}Option<{fn}>{end}"]
+    if len(f"{pad4}{fn},") <= RUST_WIDTH:
+        return [f"{pad}{head} Option<", f"{pad4}{fn},", f"{pad}>{end}"]
+    return ([f"{pad}{head} Option<", f'{pad4}unsafe extern "C" fn('] + [f"{pad8}{p}," for p in params]
+            + [f"{pad4}){ret},", f"{pad}>{end}"])
+
+
+def rust_integers_only(h, struct):
+    """Whether every field is an integer or an array of integers (such a struct derives Eq)."""
+    for f in struct.fields:
+        ctype = h.resolve(f.type.element() if f.type.array else f.type)
+        if f.type.function or ctype.pointers or ctype.base not in SCALARS or not SCALARS[ctype.base].integer:
+            return False
+    return True
+
+
+def emit_rust(h, pins):
+    out = [f"// {NOTICE}", "//",
+           "// sdm.h in Rust, one to one: names, types, field order and values (a field named like a Rust",
+           "// keyword takes a trailing `_`), re-exported by lib.rs, whose macros this uses: `sized_default!`",
+           "// gives each struct its Default, and `pin_field!` and `pin_size!` pin the numbers of",
+           "// tests/abi/layout.c in the layout tests at the bottom.", "",
+           "use core::ffi::{c_char, c_void};"]
+    sized = []
+    functions = []
+    for title, items in sections(h):
+        block = []
+        for item in items:
+            if isinstance(item, Constant):
+                block.append(f"pub const {item.name}: {'u32' if item.type == 'uint32_t' else item.type} = {item.expr};")
+            elif isinstance(item, Function):
+                functions.append((title, item))
+            elif item in h.aliases:
+                block.append(f"pub type {item} = {rust_type(h, h.aliases[item])};")
+            elif item in h.opaque:
+                block += ["", "/// Opaque: only ever behind a pointer.", "#[repr(C)]", f"pub struct {item} {{",
+                          "    _opaque: [u8; 0],",
+                          "    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,", "}", ""]
+            elif item in h.callbacks:
+                ft = h.callbacks[item]
+                lines = rust_fn_pointer(h, 0, f"pub type {item} =", ft, ";")
+                block += lines
+            else:
+                struct = h.structs[item]
+                derives = "Debug, Clone, Copy" + (", PartialEq, Eq" if rust_integers_only(h, struct) else "")
+                block += ["", "#[repr(C)]", f"#[derive({derives})]", f"pub struct {item} {{"]
+                minor = 0
+                for f in struct.fields:
+                    if f.minor != minor:
+                        block.append(f"    // {minor_label(h.major, f.minor)}")
+                        minor = f.minor
+                    comment = f" // `{f.name}` in C" if rust_name(f.name) != f.name else ""
+                    if f.type.function is not None:
+                        block += rust_fn_pointer(h, 4, f"pub {rust_name(f.name)}:", f.type.function, ",")
+                    else:
+                        block.append(f"    pub {rust_name(f.name)}: {rust_type(h, f.type)},{comment}")
+                block += ["}", ""]
+                sized.append(item)
+        if block:
+            out += ["", rule("//", title, width=RUST_WIDTH - 20), ""] if title else [""]
+            out += block
+    out = collapse_blank_lines(out)
+    out += ["", rule("//", "defaults: zeros, struct_size set", width=RUST_WIDTH - 20), ""]
+    invocation = f"sized_default!({', '.join(sized)});"
+    out += [invocation] if len(invocation) <= RUST_WIDTH else ["sized_default!("] + [f"    {s}," for s in sized] + [");"]
+    out += ["", rule("//", "functions", width=RUST_WIDTH - 20), "", '#[link(name = "sdm")]', 'extern "C" {']
+    previous = None
+    for title, function in functions:
+        if previous is not None and title != previous:
+            out.append("")
+        previous = title
+        params = rust_params(h, function.params)
+        ret = rust_ret(h, function.ret)
+        one = f"    pub fn {function.name}({', '.join(params)}){ret};"
+        if len(one) <= RUST_WIDTH:
+            out.append(one)
+        else:
+            out += [f"    pub fn {function.name}("] + [f"        {p}," for p in params] + [f"    ){ret};"]
+    out.append("}")
+    out += emit_rust_layout_tests(h, pins)
+    return "\n".join(collapse_blank_lines(out)) + "\n"
+
+
+def emit_rust_layout_tests(h, pins):
+    out = ["", rule("//", "layout: the numbers of tests/abi/layout.c", width=RUST_WIDTH - 20), "",
+           '#[cfg(all(test, target_pointer_width = "64", any(target_arch = "x86_64", target_arch = "aarch64")))]',
+           "mod layout {", "    use super::*;", "    use core::mem::{align_of, size_of};", "", "    #[test]", "    fn values() {"]
+    for pin in pins.values:
+        out.append(f"        assert_eq!({pin.name}, {pin.numbers[0]});")
+    for pin in pins.scalars:
+        out.append(f"        assert_eq!((size_of::<{pin.name}>(), align_of::<{pin.name}>()), ({pin.numbers[0]}, {pin.numbers[1]}));")
+    out.append("    }")
+    for struct in pins.structs:
+        out += ["", "    #[test]", f"    fn {struct.name.removeprefix('sdm_')}() {{"]
+        for pin in struct.fields:
+            out.append(f"        pin_field!({struct.name}, {rust_name(pin.name)}, {pin.numbers[0]}, {pin.numbers[1]});")
+        out += [f"        pin_size!({struct.name}, {struct.size.numbers[0]}, {struct.size.numbers[1]});", "    }"]
+    out.append("}")
+    return out
+
+
 # ---- all of it -----------------------------------------------------------------------------------
 
 def generate(cc):
@@ -995,6 +1168,7 @@ def generate(cc):
         ROOT / "capi" / "libsdm.map": emit_version_script(h, testing),
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h, testing),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
+        ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),
     }
 
 
