@@ -15,6 +15,7 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   tests/abi/symbols.txt                   the exports, compared with `nm` by check_symbols.sh
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
   bindings/rust/sdm-sys/src/sdm_h.rs      the sys crate's declarations and layout tests
+  bindings/julia/src/capi.jl              the raw ccall layer
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
 anything outside it is an error naming its line, never skipped:
@@ -103,22 +104,23 @@ class Scalar:
 
     size: int
     rust: str
+    julia: str
     integer: bool = True
 
 
 SCALARS = {
-    "int8_t": Scalar(1, rust="i8"),
-    "uint8_t": Scalar(1, rust="u8"),
-    "int16_t": Scalar(2, rust="i16"),
-    "uint16_t": Scalar(2, rust="u16"),
-    "int32_t": Scalar(4, rust="i32"),
-    "uint32_t": Scalar(4, rust="u32"),
-    "int64_t": Scalar(8, rust="i64"),
-    "uint64_t": Scalar(8, rust="u64"),
-    "size_t": Scalar(8, rust="usize"),
-    "float": Scalar(4, rust="f32", integer=False),
-    "double": Scalar(8, rust="f64", integer=False),
-    "char": Scalar(1, rust="c_char"),
+    "int8_t": Scalar(1, rust="i8", julia="Int8"),
+    "uint8_t": Scalar(1, rust="u8", julia="UInt8"),
+    "int16_t": Scalar(2, rust="i16", julia="Int16"),
+    "uint16_t": Scalar(2, rust="u16", julia="UInt16"),
+    "int32_t": Scalar(4, rust="i32", julia="Int32"),
+    "uint32_t": Scalar(4, rust="u32", julia="UInt32"),
+    "int64_t": Scalar(8, rust="i64", julia="Int64"),
+    "uint64_t": Scalar(8, rust="u64", julia="UInt64"),
+    "size_t": Scalar(8, rust="usize", julia="Csize_t"),
+    "float": Scalar(4, rust="f32", julia="Float32", integer=False),
+    "double": Scalar(8, rust="f64", julia="Float64", integer=False),
+    "char": Scalar(1, rust="c_char", julia="UInt8"),
 }
 POINTER_SIZE = 8  # LP64
 
@@ -1151,6 +1153,96 @@ def emit_rust_layout_tests(h, pins):
     return out
 
 
+# ---- Julia: bindings/julia/src/capi.jl -------------------------------------------------------------
+
+JULIA_KEYWORDS = {"baremodule", "begin", "break", "catch", "const", "continue", "do", "else", "elseif", "end", "export",
+                  "false", "finally", "for", "function", "global", "if", "import", "let", "local", "macro", "module",
+                  "quote", "return", "struct", "true", "try", "using", "while"}
+JULIA_WIDTH = 120
+
+
+def julia_name(name):
+    return name + "_" if name in JULIA_KEYWORDS else name
+
+
+def julia_type(h, ctype, argument=False):
+    """Its Julia spelling; `argument`: in a ccall's signature, where a `char*` is a Cstring
+    (which also takes a Ptr{UInt8} and C_NULL)."""
+    if ctype.function is not None:
+        return "Ptr{Cvoid}"
+    if ctype.array is not None:
+        return f"NTuple{{{ctype.array},{julia_type(h, ctype.element())}}}"
+    if ctype.pointers:
+        if argument and ctype.pointers == 1 and ctype.base == "char":
+            return "Cstring"
+        return f"Ptr{{{julia_type(h, ctype.pointee())}}}"
+    if ctype.base == "void":
+        return "Cvoid"
+    return SCALARS[ctype.base].julia if ctype.base in SCALARS else ctype.base
+
+
+def julia_constant(h, constant):
+    if constant.name.startswith("SDM_ABI_VERSION_"):
+        return str(constant.value)  # plain Ints, as abi_version() returns them
+    return f"{julia_type(h, h.resolve(CType(constant.type)))}({constant.value})"
+
+
+def emit_julia(h):
+    out = [f"# {NOTICE}", "#",
+           "# The raw C ABI, one to one, included by Sdm.jl (which defines `libsdm`): every constant a `const`,",
+           "# every struct an isbits struct with the header's fields in order (a field named like a Julia keyword",
+           "# takes a trailing `_`), every opaque handle a `mutable struct`, and every SDM_API function a Julia",
+           "# function of the same name around one `ccall`."]
+    functions = []
+    for title, items in sections(h):
+        block = []
+        for item in items:
+            if isinstance(item, Constant):
+                block.append(f"const {item.name} = {julia_constant(h, item)}")
+            elif isinstance(item, Function):
+                functions.append((title, item))
+            elif item in h.aliases:
+                block.append(f"const {item} = {julia_type(h, h.aliases[item])}")
+            elif item in h.opaque:
+                block += ["", "# Opaque: only ever behind a Ptr.", f"mutable struct {item} end", ""]
+            elif item in h.callbacks:
+                block += ["", f"# {CType('', function=h.callbacks[item])}", f"const {item} = Ptr{{Cvoid}}", ""]
+            else:
+                block += ["", f"struct {item}"]
+                for f in h.structs[item].fields:
+                    comment = f"  # `{f.name}`, a Julia keyword" if julia_name(f.name) != f.name else ""
+                    block.append(f"    {julia_name(f.name)}::{julia_type(h, f.type)}{comment}")
+                block += ["end", ""]
+        if block:
+            out += (["", rule("#", title, width=JULIA_WIDTH - 20), ""] if title else [""]) + block
+    out += ["", rule("#", "functions: one per SDM_API function", width=JULIA_WIDTH - 20), ""]
+    previous = None
+    for title, function in functions:
+        if previous is not None and title != previous:
+            out.append("")
+        previous = title
+        out += julia_function(h, function)
+    return "\n".join(collapse_blank_lines(out)) + "\n"
+
+
+def julia_function(h, function):
+    names = [julia_name(p.name) for p in function.params]
+    types = [julia_type(h, p.type, argument=True) for p in function.params]
+    ret = julia_type(h, function.ret, argument=True)
+    signature = "(" + ", ".join(types) + ("," if len(types) == 1 else "") + ")"
+    values = "".join(", " + n for n in names)
+    head = f"{function.name}({', '.join(names)}) ="
+    call = f"ccall((:{function.name}, libsdm), {ret}, {signature}{values})"
+    if len(f"{head} {call}") <= JULIA_WIDTH:
+        return [f"{head} {call}"]
+    if len(f"    {call}") <= JULIA_WIDTH:
+        return [head, f"    {call}"]
+    tail = f"          {signature}{values})"
+    if len(tail) <= JULIA_WIDTH:
+        return [head, f"    ccall((:{function.name}, libsdm), {ret},", tail]
+    return [head, f"    ccall((:{function.name}, libsdm), {ret},", f"          {signature},", f"          {', '.join(names)})"]
+
+
 # ---- all of it -----------------------------------------------------------------------------------
 
 def generate(cc):
@@ -1169,6 +1261,7 @@ def generate(cc):
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h, testing),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
         ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),
+        ROOT / "bindings" / "julia" / "src" / "capi.jl": emit_julia(h),
     }
 
 
