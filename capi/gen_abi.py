@@ -15,6 +15,7 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   tests/abi/symbols.txt                   the exports, compared with `nm` by check_symbols.sh
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
   bindings/rust/sdm-sys/src/sdm_h.rs      the sys crate's declarations and layout tests
+  bindings/python/sdm/_sdm_h.py           the ctypes declarations
   bindings/julia/src/capi.jl              the raw ccall layer
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
@@ -56,7 +57,7 @@ turns those pins into fixed ones. SDM_ABI_VERSION_MINOR is the one value that mo
 released minor, or the one after it. A released field named reserved<N> may be repurposed: the
 field of sdm.h at its offset, with its size, takes its pins under the new name. A field or
 member that is not in the release must sit below a marker newer than the release. The Rust
-layout tests use the same numbers.
+layout tests use the same numbers; the Python tests read layout.c.
 
 Every struct of sdm.h is also laid out here by the LP64 rules and compared with the probe of
 sdm.h, so that a declaration this parser misread cannot pass unnoticed.
@@ -105,22 +106,23 @@ class Scalar:
     size: int
     rust: str
     julia: str
+    ctypes: str
     integer: bool = True
 
 
 SCALARS = {
-    "int8_t": Scalar(1, rust="i8", julia="Int8"),
-    "uint8_t": Scalar(1, rust="u8", julia="UInt8"),
-    "int16_t": Scalar(2, rust="i16", julia="Int16"),
-    "uint16_t": Scalar(2, rust="u16", julia="UInt16"),
-    "int32_t": Scalar(4, rust="i32", julia="Int32"),
-    "uint32_t": Scalar(4, rust="u32", julia="UInt32"),
-    "int64_t": Scalar(8, rust="i64", julia="Int64"),
-    "uint64_t": Scalar(8, rust="u64", julia="UInt64"),
-    "size_t": Scalar(8, rust="usize", julia="Csize_t"),
-    "float": Scalar(4, rust="f32", julia="Float32", integer=False),
-    "double": Scalar(8, rust="f64", julia="Float64", integer=False),
-    "char": Scalar(1, rust="c_char", julia="UInt8"),
+    "int8_t": Scalar(1, rust="i8", julia="Int8", ctypes="c_int8"),
+    "uint8_t": Scalar(1, rust="u8", julia="UInt8", ctypes="c_uint8"),
+    "int16_t": Scalar(2, rust="i16", julia="Int16", ctypes="c_int16"),
+    "uint16_t": Scalar(2, rust="u16", julia="UInt16", ctypes="c_uint16"),
+    "int32_t": Scalar(4, rust="i32", julia="Int32", ctypes="c_int32"),
+    "uint32_t": Scalar(4, rust="u32", julia="UInt32", ctypes="c_uint32"),
+    "int64_t": Scalar(8, rust="i64", julia="Int64", ctypes="c_int64"),
+    "uint64_t": Scalar(8, rust="u64", julia="UInt64", ctypes="c_uint64"),
+    "size_t": Scalar(8, rust="usize", julia="Csize_t", ctypes="c_size_t"),
+    "float": Scalar(4, rust="f32", julia="Float32", ctypes="c_float", integer=False),
+    "double": Scalar(8, rust="f64", julia="Float64", ctypes="c_double", integer=False),
+    "char": Scalar(1, rust="c_char", julia="UInt8", ctypes="c_char"),
 }
 POINTER_SIZE = 8  # LP64
 
@@ -1153,6 +1155,127 @@ def emit_rust_layout_tests(h, pins):
     return out
 
 
+# ---- Python: bindings/python/sdm/_sdm_h.py ---------------------------------------------------------
+
+PYTHON_WIDTH = 120
+
+
+def wrap_words(words, first_prefix, prefix, width, separator=", ", last=""):
+    """Lines of `words` joined by separator, the first starting with first_prefix, the others
+    with prefix, each at most width long where possible."""
+    lines, current = [], first_prefix
+    for k, word in enumerate(words):
+        piece = word + (separator.rstrip() if k < len(words) - 1 else last)
+        candidate = current + ("" if current in (first_prefix, prefix) else " ") + piece
+        if len(candidate) > width and current not in (first_prefix, prefix):
+            lines.append(current)
+            candidate = prefix + piece
+        current = candidate
+    lines.append(current)
+    return lines
+
+
+def python_type(h, ctype, used):
+    if ctype.function is not None:
+        used.add("CFUNCTYPE")
+        ft = ctype.function
+        ret = "None" if ft.ret == CType("void") else python_type(h, ft.ret, used)
+        return f"CFUNCTYPE({', '.join([ret] + [python_type(h, p.type, used) for p in ft.params])})"
+    if ctype.array is not None:
+        return f"{python_type(h, ctype.element(), used)} * {ctype.array}"
+    if ctype.pointers:
+        inner = ctype.pointee()
+        if inner.pointers == 0 and inner.base in ("char", "void"):
+            used.add("c_char_p" if inner.base == "char" else "c_void_p")
+            return "c_char_p" if inner.base == "char" else "c_void_p"
+        if inner.pointers == 0 and inner.base in h.opaque:
+            return f"{inner.base.removeprefix('sdm_')}_p"
+        return f"P({python_type(h, inner, used)})"
+    if ctype.base in SCALARS:
+        used.add(SCALARS[ctype.base].ctypes)
+        return SCALARS[ctype.base].ctypes
+    return ctype.base
+
+
+def emit_python(h):
+    used = {"POINTER", "Structure"}
+    body = ["", "P = POINTER", "", "", "class Sized(Structure):",
+            '    """A struct that starts with `uint32_t struct_size`: a new one is zeroed with struct_size set to',
+            "    its ctypes size, the size of the struct as this binding declares it (ABI rule 4). Pass",
+            '    struct_size= to say otherwise."""', "",
+            "    def __init__(self, *args, **kwargs):", "        super().__init__(*args, **kwargs)",
+            '        if not args and "struct_size" not in kwargs:', "            self.struct_size = ctypes.sizeof(self)", "", ""]
+    functions = []
+    for title, items in sections(h):
+        block = []
+        for item in items:
+            if isinstance(item, Constant):
+                block.append(f"{item.name} = {item.expr}")
+            elif isinstance(item, Function):
+                functions.append(item)
+            elif item in h.aliases:
+                block.append(f"{item} = {python_type(h, h.aliases[item], used)}")
+            elif item in h.opaque:
+                block += ["", "", f"class {item}(Structure):", '    """Opaque: only ever behind a pointer."""', "", "",
+                          f"{item.removeprefix('sdm_')}_p = P({item})", "", ""]
+            elif item in h.callbacks:
+                block.append(f"{item} = {python_type(h, CType('', function=h.callbacks[item]), used)}")
+            else:
+                block += python_struct(h, h.structs[item], used)
+        if block:
+            body += (["", "", rule("#", title, width=PYTHON_WIDTH - 20), ""] if title else [""]) + block
+    body += ["", "", "# Every SDM_API function: name -> (restype, argtypes), in the header's order.", "FUNCTIONS = {"]
+    for function in functions:
+        ret = "None" if function.ret == CType("void") else python_type(h, function.ret, used)
+        args = [python_type(h, p.type, used) for p in function.params]
+        one = f'    "{function.name}": ({ret}, [{", ".join(args)}]),'
+        if len(one) <= PYTHON_WIDTH:
+            body.append(one)
+        else:
+            first = f'    "{function.name}": ({ret}, ['
+            body += wrap_words(args, first, " " * len(first), PYTHON_WIDTH, last="]),")
+    body.append("}")
+    names = sorted(used - {"P"})
+    imports = wrap_words(names, "from ctypes import (", " " * 20, PYTHON_WIDTH, last=")")
+    head = ['"""' + NOTICE, "",
+            "The C ABI of include/sdm/sdm.h in ctypes: its constants, its structs (same names, same field order and",
+            "types; every struct a Sized) and every SDM_API function's restype and argtypes (FUNCTIONS). sdm._capi",
+            'loads the library with them; nothing here allocates or frees."""', "", "import ctypes"] + imports
+    return "\n".join(collapse_blank_lines(head + body, keep=2)) + "\n"
+
+
+def python_struct(h, struct, used):
+    """The Sized class of `struct`; one that points to its own type gets its _fields_ after it."""
+    self_reference = any(f.type.base == struct.name for f in struct.fields)
+    indent = " " * (4 if self_reference else 8)
+    lines, minor = [], 0
+    for f in struct.fields:
+        if f.minor != minor:
+            lines.append(f"{indent}# {minor_label(h.major, f.minor)}")
+            minor = f.minor
+        one = f'{indent}("{f.name}", {python_type(h, f.type, used)}),'
+        if len(one) <= PYTHON_WIDTH or f.type.function is None:
+            lines.append(one)
+            continue
+        call = python_type(h, f.type, used)
+        first = f'{indent}("{f.name}", CFUNCTYPE('
+        lines += wrap_words(split_arguments(call[len("CFUNCTYPE("):-1]), first, " " * len(first), PYTHON_WIDTH, last=")),")
+    if self_reference:
+        return ["", "", f"class {struct.name}(Sized):", "    pass", "", "", f"{struct.name}._fields_ = ["] + lines + ["]", "", ""]
+    return ["", "", f"class {struct.name}(Sized):", "    _fields_ = ["] + lines + ["    ]", "", ""]
+
+
+def split_arguments(text):
+    """`text` split at the commas outside parentheses."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts + [text[start:].strip()]
+
+
 # ---- Julia: bindings/julia/src/capi.jl -------------------------------------------------------------
 
 JULIA_KEYWORDS = {"baremodule", "begin", "break", "catch", "const", "continue", "do", "else", "elseif", "end", "export",
@@ -1261,6 +1384,7 @@ def generate(cc):
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h, testing),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
         ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),
+        ROOT / "bindings" / "python" / "sdm" / "_sdm_h.py": emit_python(h),
         ROOT / "bindings" / "julia" / "src" / "capi.jl": emit_julia(h),
     }
 
