@@ -56,7 +56,8 @@ size of a struct that grew) is pinned from a probe of sdm.h itself and marked `u
 its numbers appear in every review; copying the header into tests/abi/released/ at release
 turns those pins into fixed ones. SDM_ABI_VERSION_MINOR is the one value that moves: it is the
 released minor, or the one after it. A released field named reserved<N> may be repurposed: the
-field of sdm.h at its offset, with its size, takes its pins under the new name. A field or
+field of sdm.h at its offset, with its size, takes its pins under the new name. Any other
+released field or function keeps its name (a rename or a removal is refused), and a field or
 member that is not in the release must sit below a marker newer than the release. The Rust and
 Go layout tests use the same numbers; the Python tests read layout.c.
 
@@ -851,11 +852,21 @@ def compute_pins(current, measured, cc):
         for f in struct.fields:
             if f.name in then.fields or f.name in taken:
                 continue
+            replaced = next((g for g in released.structs[name].fields
+                             if struct.field(g.name) is None and then.fields[g.name] == now.fields[f.name]), None)
+            if replaced is not None:
+                raise header_error(current.path, f.line, f"{name}.{f.name} takes the place of {replaced.name} of the released "
+                                   f"{release} header: a released field keeps its name (hosts that use it would stop compiling); "
+                                   "only a field named reserved<N> may be repurposed")
             if f.minor <= release_minor:
                 raise header_error(current.path, f.line, f"{name}.{f.name} is not in the released {release} header: what is added "
                                    f"after a release goes at the end of the struct, below a `/* ABI {current.major}."
                                    f"{release_minor + 1} */` line (and SDM_ABI_VERSION_MINOR becomes {release_minor + 1})")
             fields.append(Pin(f.name, now.fields[f.name], False, f.minor))
+        gone = [p.name for p in fields if p.released and struct.field(p.name) is None]
+        if gone:
+            raise header_error(current.path, struct.line, f"{name}.{gone[0]} of the released {release} header is gone: a released "
+                               "field is never removed (hosts built against it read and write it)")
         grew = any(not p.released for p in fields)
         size = Pin(name, (now.size, now.align) if grew else (then.size, then.align), not grew)
         structs.append(StructPins(name, fields, size))
