@@ -527,13 +527,7 @@ SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* st
 
 SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api) {
     static const sdm_api table = {
-        sizeof(sdm_api),         SDM_ABI_VERSION_MINOR,   sdm_status_string,      sdm_abi_version,        sdm_version_string,
-        sdm_error_code,          sdm_error_message,       sdm_error_native,       sdm_error_log,          sdm_error_destroy,
-        sdm_runtime_create,      sdm_runtime_destroy,     sdm_runtime_last_error, sdm_archive_mount_file, sdm_archive_mount_memory,
-        sdm_archive_count,       sdm_archive_info_get,    sdm_driver_version,     sdm_device_count,       sdm_device_info_get,
-        sdm_device_class_get,    sdm_device_class_name,   sdm_kernel_get,         sdm_kernel_function,    sdm_kernel_info_get,
-        sdm_preload,             sdm_cache_stats_get,     sdm_kernel_get_checked, sdm_kernel_release,     sdm_runtime_reload,
-        sdm_runtime_poll_archives, sdm_plan_select,  sdm_launch,             sdm_plugin_load,
+#include "api_table.inc"
     };
     if (minor == nullptr || api == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     if (major != SDM_ABI_VERSION_MAJOR) return SDM_ERROR_UNSUPPORTED;

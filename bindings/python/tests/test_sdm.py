@@ -22,13 +22,13 @@ from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "bindings" / "python"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "capi"))
 
+import gen_abi  # noqa: E402
 import sdm  # noqa: E402
-import sdm_header  # noqa: E402
 from sdm import _capi  # noqa: E402
 
-HEADER = sdm_header.parse()
+HEADER = gen_abi.read_header(gen_abi.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
 GOLDEN = ROOT / "tests" / "golden"
 ARCHIVE = GOLDEN / "kernels.sdma"
 MANIFEST = tomllib.loads((ROOT / "tests" / "data" / "manifest.toml").read_text())  # what ARCHIVE was packed from
@@ -65,18 +65,18 @@ SCALARS = {
 def expected(ctype):
     """What the header's `ctype` must be in ctypes, in the normal form of actual()."""
     if ctype.function is not None:
-        return ("function", expected(ctype.function.ret), tuple(expected(p) for p in ctype.function.params))
+        return ("function", expected(ctype.function.ret), tuple(expected(p.type) for p in ctype.function.params))
     ctype = HEADER.resolve(ctype)
     if ctype.array is not None:
-        return ("array", expected(sdm_header.CType(ctype.base)), ctype.array)
+        return ("array", expected(ctype.element()), ctype.array)
     if ctype.pointers:
-        return ("pointer", expected(sdm_header.CType(ctype.base, ctype.pointers - 1)))
+        return ("pointer", expected(ctype.pointee()))
     if ctype.base == "void":
         return "void"
     if ctype.base in SCALARS:
         return SCALARS[ctype.base]
     if ctype.base in HEADER.callbacks:
-        return expected(sdm_header.CType("", function=HEADER.callbacks[ctype.base]))
+        return expected(gen_abi.CType("", function=HEADER.callbacks[ctype.base]))
     if ctype.base in HEADER.structs or ctype.base in HEADER.opaque:
         cls = getattr(_capi, ctype.base, None)
         return cls if cls is not None else f"(no class _capi.{ctype.base})"
@@ -121,13 +121,13 @@ class DeclarationsTest(unittest.TestCase):
                 self.assertEqual(actual(bound.restype), expected(function.ret), f"{name}: restype ({function.ret})")
 
     def test_every_struct_is_mirrored_field_by_field(self):
-        for name, fields in HEADER.structs.items():
+        for name, struct in HEADER.structs.items():
             with self.subTest(struct=name):
                 cls = getattr(_capi, name)
                 self.assertTrue(issubclass(cls, ctypes.Structure))
                 declared = cls._fields_
-                self.assertEqual([f[0] for f in declared], [f.name for f in fields], f"{name}: field names")
-                for (field_name, field_type), field in zip(declared, fields):
+                self.assertEqual([f[0] for f in declared], [f.name for f in struct.fields], f"{name}: field names")
+                for (field_name, field_type), field in zip(declared, struct.fields):
                     self.assertEqual(actual(field_type), expected(field.type), f"{name}.{field_name} ({field.type})")
         for name in HEADER.opaque:
             self.assertEqual(getattr(_capi, name).__dict__.get("_fields_", []), [], f"{name} is opaque")
@@ -146,17 +146,18 @@ class DeclarationsTest(unittest.TestCase):
             self.assertEqual((ctypes.sizeof(cls), ctypes.alignment(cls)), (int(size), int(alignment)), struct)
 
     def test_every_constant_has_the_headers_value(self):
-        for name, value in HEADER.constants.items():
+        values = {name: constant.value for name, constant in HEADER.constants.items()}
+        for name, value in values.items():
             self.assertEqual(getattr(_capi, name, None), value, name)
-        statuses = {k: v for k, v in HEADER.constants.items() if k == "SDM_OK" or k.startswith("SDM_ERROR_")}
+        statuses = {k: v for k, v in values.items() if k == "SDM_OK" or k.startswith("SDM_ERROR_")}
         self.assertEqual({"SDM_" + s.name: int(s) for s in sdm.Status}, statuses)
         self.assertEqual({"SDM_LOG_" + s.name: int(s) for s in sdm.LogLevel},
-                         {k: v for k, v in HEADER.constants.items() if k.startswith("SDM_LOG_")})
+                         {k: v for k, v in values.items() if k.startswith("SDM_LOG_")})
         self.assertEqual({"SDM_DEVICE_CLASS_" + s.name: int(s) for s in sdm.DeviceClass},
-                         {k: v for k, v in HEADER.constants.items() if k.startswith("SDM_DEVICE_CLASS_")})
+                         {k: v for k, v in values.items() if k.startswith("SDM_DEVICE_CLASS_")})
         for prefix, flags in (("SDM_JIT_", sdm.JitFlag), ("SDM_CACHE_", sdm.CacheFlag), ("SDM_PLAN_", sdm.PlanFlag)):
             self.assertEqual({prefix + f.name: int(f) for f in flags},
-                             {k: v for k, v in HEADER.constants.items() if k.startswith(prefix)})
+                             {k: v for k, v in values.items() if k.startswith(prefix)})
 
 
 # ---- library-wide functions -----------------------------------------------------------------------
@@ -164,8 +165,8 @@ class DeclarationsTest(unittest.TestCase):
 class VersionTest(unittest.TestCase):
     def test_versions(self):
         major, minor = sdm.abi_version()
-        self.assertEqual(major, HEADER.constants["SDM_ABI_VERSION_MAJOR"])
-        self.assertGreaterEqual(minor, HEADER.constants["SDM_ABI_VERSION_MINOR"])
+        self.assertEqual(major, HEADER.major)
+        self.assertGreaterEqual(minor, HEADER.minor)
         self.assertEqual(lib.sdm_abi_version(), (major << 16) | minor)
         self.assertRegex(sdm.version(), r"^\d+\.\d+\.\d+")
 
