@@ -3,7 +3,7 @@
 // decoded, every kernel's module present).
 #pragma once
 
-#include "reader.hpp"
+#include "archive.hpp"
 #include "result.hpp"
 
 namespace sdm::archive {

@@ -22,7 +22,7 @@
 #include "bytes.hpp"
 #include "file_map.hpp"
 #include "format.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "writer.hpp"
 
 namespace {

@@ -10,6 +10,7 @@
 
 #include "capi_internal.hpp"
 #include "hardware_matrix.hpp"
+#include "preload.hpp"
 #include "runtime.hpp"
 #include "sdm_version.h"
 
@@ -56,11 +57,13 @@ static_assert(static_cast<int32_t>(sdm::DeviceClass::modern) == SDM_DEVICE_CLASS
 static_assert(static_cast<int32_t>(sdm::runtime::LogLevel::error) == SDM_LOG_ERROR && static_cast<int32_t>(sdm::runtime::LogLevel::warn) == SDM_LOG_WARN &&
               static_cast<int32_t>(sdm::runtime::LogLevel::info) == SDM_LOG_INFO && static_cast<int32_t>(sdm::runtime::LogLevel::debug) == SDM_LOG_DEBUG);
 
+sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
+
 // Hands `e` to the caller (when it asked) and to the runtime's last error; returns its status.
-sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept {
+sdm_status fail(sdm::runtime::Runtime* runtime, sdm_error** out, Error e) noexcept {
     const sdm_status status = status_of(e.code);
     try {
-        if (runtime != nullptr) runtime->impl.record_error(e);
+        if (runtime != nullptr) runtime->record_error(e);
         if (out != nullptr) *out = new sdm_error{status, std::move(e.message), e.native, std::move(e.log)};
     } catch (...) {
         if (out != nullptr) *out = nullptr;  // no memory for the details: the status still says it
@@ -68,7 +71,7 @@ sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept {
     return status;
 }
 
-sdm_status fail(sdm_runtime* runtime, sdm_error** out, ErrorCode code, std::string message) noexcept {
+sdm_status fail(sdm::runtime::Runtime* runtime, sdm_error** out, ErrorCode code, std::string message) noexcept {
     try {
         return fail(runtime, out, make_error(code, std::move(message)));
     } catch (...) {
@@ -77,14 +80,29 @@ sdm_status fail(sdm_runtime* runtime, sdm_error** out, ErrorCode code, std::stri
     }
 }
 
+sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept { return fail(impl(runtime), out, std::move(e)); }
+sdm_status fail(sdm_runtime* runtime, sdm_error** out, ErrorCode code, std::string message) noexcept {
+    return fail(impl(runtime), out, code, std::move(message));
+}
+
+// Calls that fail before there is a runtime (sdm_runtime_create).
+sdm_status fail(std::nullptr_t, sdm_error** out, Error e) noexcept { return fail(static_cast<sdm::runtime::Runtime*>(nullptr), out, std::move(e)); }
+sdm_status fail(std::nullptr_t, sdm_error** out, ErrorCode code, std::string message) noexcept {
+    return fail(static_cast<sdm::runtime::Runtime*>(nullptr), out, code, std::move(message));
+}
+
+// A kernel's calls have no runtime argument: their errors reach its runtime's last error through it.
+const sdm::runtime::KernelHandle* handle(const sdm_kernel* k) noexcept { return reinterpret_cast<const sdm::runtime::KernelHandle*>(k); }
+sdm::runtime::Runtime* owner(const sdm_kernel* k) noexcept { return k != nullptr ? &handle(k)->launcher->runtime() : nullptr; }
+
 sdm_status ok(sdm_error** out) noexcept {
     if (out != nullptr) *out = nullptr;
     return SDM_OK;
 }
 
 // Runs `body` (returning sdm_status), mapping any exception onto a status.
-template <typename Body>
-sdm_status guarded(sdm_runtime* runtime, sdm_error** out, Body&& body) noexcept {
+template <typename RuntimePointer, typename Body>
+sdm_status guarded(RuntimePointer runtime, sdm_error** out, Body&& body) noexcept {
     try {
         return body();
     } catch (const std::bad_alloc&) {
@@ -103,8 +121,6 @@ std::string struct_size_message(const char* type, uint32_t given, size_t minimum
     return std::string(type) + ".struct_size is " + std::to_string(given) + ", below the " + std::to_string(minimum) +
            " bytes of ABI 1.0: set it to sizeof(" + type + ")";
 }
-
-sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
 
 }  // namespace sdm::capi
 
@@ -366,7 +382,7 @@ SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* ke
     return guarded(runtime, error, [&]() -> sdm_status {
         if (runtime == nullptr || kernel == nullptr)
             return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_release: runtime and kernel must not be NULL");
-        auto r = runtime->impl.modules().release(*reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel));
+        auto r = runtime->impl.modules().release(*handle(kernel));
         if (!r) return fail(runtime, error, std::move(r).error());
         return ok(error);
     });
@@ -396,14 +412,15 @@ SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* rel
 }
 
 SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* problem, uint32_t problem_count, sdm_plan* plan, sdm_error** error) {
-    return guarded(nullptr, error, [&]() -> sdm_status {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr || (problem_count > 0 && problem == nullptr))
-            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_plan_select: kernel, plan (and problem, with a count) must not be NULL");
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: kernel, plan (and problem, with a count) must not be NULL");
         if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
-            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
-        const auto* k = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_plan_select"); !live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->select({problem, problem_count});
-        if (!selected) return fail(nullptr, error, std::move(selected).error());
+        if (!selected) return fail(owner(kernel), error, std::move(selected).error());
         const auto& p = selected->plan;
         plan->flags = p.pdl ? SDM_PLAN_PDL : 0;
         plan->grid = p.grid;
@@ -422,18 +439,19 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
 
 SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
                               sdm_error** error) {
-    return guarded(nullptr, error, [&]() -> sdm_status {
-        if (kernel == nullptr || plan == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_launch: kernel and plan must not be NULL");
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || plan == nullptr) return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: kernel and plan must not be NULL");
         if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
-            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
         sdm::runtime::Plan p;
         p.grid = plan->grid;
         p.block = plan->block;
         p.smem = plan->smem_bytes;
         p.cluster = {plan->cluster[0], plan->cluster[1], plan->cluster[2]};
         p.pdl = (plan->flags & SDM_PLAN_PDL) != 0;
-        auto launched = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count);
-        if (!launched) return fail(nullptr, error, std::move(launched).error());
+        if (auto live = sdm::runtime::check_live(*handle(kernel), "sdm_launch"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto launched = handle(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count);
+        if (!launched) return fail(owner(kernel), error, std::move(launched).error());
         return ok(error);
     });
 }
@@ -448,28 +466,25 @@ SDM_API sdm_status sdm_plugin_load(sdm_runtime* runtime, const char* path, sdm_e
 }
 
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error) {
-    return guarded(nullptr, error, [&]() -> sdm_status {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || function == nullptr)
-            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
-        const auto* k = reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
-        if (k->slot != nullptr && k->slot->unloaded.load(std::memory_order_acquire))
-            return fail(nullptr, error, ErrorCode::invalid_argument,
-                        "sdm_kernel_function: kernel " + k->name + " was released and its module unloaded (its archive " + k->archive +
-                            " was replaced by a reload); fetch it again with sdm_kernel_get");
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_function"); !live) return fail(owner(kernel), error, std::move(live).error());
         *function = k->function;
         return ok(error);
     });
 }
 
 SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error) {
-    return guarded(nullptr, error, [&]() -> sdm_status {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
         constexpr size_t kMinimum = sizeof(sdm_kernel_info);
         if (kernel == nullptr || info == nullptr)
-            return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_kernel_info_get: kernel and info must not be NULL");
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_info_get: kernel and info must not be NULL");
         if (!sized(info, info->struct_size, kMinimum))
-            return fail(nullptr, error, ErrorCode::invalid_argument,
+            return fail(owner(kernel), error, ErrorCode::invalid_argument,
                         "sdm_kernel_info_get: " + struct_size_message("sdm_kernel_info", info->struct_size, kMinimum));
-        const auto& k = *reinterpret_cast<const sdm::runtime::KernelHandle*>(kernel);
+        const auto& k = *handle(kernel);
         sdm_kernel_info out{};
         out.struct_size = info->struct_size;
         out.ordinal = k.ordinal;
@@ -495,7 +510,7 @@ SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char
             if (names[i] == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload: names[" + std::to_string(i) + "] is NULL");
             list.emplace_back(names[i]);
         }
-        auto r = runtime->impl.modules().preload(ordinal, list);
+        auto r = sdm::runtime::preload(runtime->impl, ordinal, list);
         return r ? ok(error) : fail(runtime, error, std::move(r).error());
     });
 }

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "capi_internal.hpp"
-#include "forced_row.hpp"
+#include "forced_matrix_row.hpp"
 
 extern "C" {
 
@@ -13,12 +13,12 @@ SDM_API sdm_status sdm_testing_force_row_push(int32_t major, int32_t minor, int3
     if (error != nullptr) *error = nullptr;
     if (token == nullptr) return SDM_ERROR_INVALID_ARGUMENT;
     try {
-        sdm::runtime::ForcedRow row;
+        sdm::runtime::ForcedMatrixRow row;
         row.capability = {major, minor};
         row.smem_optin_bytes = smem_optin_bytes;
         row.sm_count = sm_count;
         if (l2_bytes != 0) row.l2_bytes = l2_bytes;
-        *token = sdm::runtime::push_forced_row(row);
+        *token = sdm::runtime::push_forced_matrix_row(row);
         return SDM_OK;
     } catch (...) {
         return SDM_ERROR_OUT_OF_MEMORY;
@@ -28,7 +28,7 @@ SDM_API sdm_status sdm_testing_force_row_push(int32_t major, int32_t minor, int3
 SDM_API sdm_status sdm_testing_force_row_pop(uint64_t token, sdm_error** error) {
     if (error != nullptr) *error = nullptr;
     try {
-        auto r = sdm::runtime::pop_forced_row(token);
+        auto r = sdm::runtime::pop_forced_matrix_row(token);
         if (r) return SDM_OK;
         const sdm_status status = sdm::capi::status_of(r.error().code);
         if (error != nullptr) *error = new sdm_error{status, r.error().message, 0, {}};

@@ -60,28 +60,34 @@ Result<DeviceProperties> Devices::read_properties(int32_t ordinal) {
 }
 
 Result<DeviceProperties> Devices::properties(int32_t ordinal) {
-    const std::optional<ForcedRow> row = current_forced_row();
-    Key key{Read::properties, ordinal, row};
-    if (auto hit = memo_get(key)) return std::get<DeviceProperties>(*hit);
-    auto p = read_properties(ordinal);
-    if (!p) return p;  // errors are never memoized
-    if (row) {
+    const Key key{Read::properties, ordinal};
+    Result<DeviceProperties> p = make_error(ErrorCode::internal, "");
+    if (auto hit = memo_get(key)) {
+        p = std::get<DeviceProperties>(*hit);
+    } else {
+        p = read_properties(ordinal);
+        if (!p) return p;  // errors are never memoized
+        memo_put(key, *p);  // the hardware's values
+    }
+    if (const std::optional<ForcedMatrixRow> row = current_forced_matrix_row()) {
         p->capability = row->capability;
         p->smem_optin_bytes = row->smem_optin_bytes;
         p->sm_count = row->sm_count;
         if (row->l2_bytes) p->l2_bytes = *row->l2_bytes;
     }
-    memo_put(std::move(key), *p);
     return p;
 }
 
 Result<DeviceClass> Devices::device_class(int32_t ordinal) {
-    Key key{Read::device_class, ordinal, current_forced_row()};
-    if (auto hit = memo_get(key)) return std::get<DeviceClass>(*hit);
+    const Key key{Read::device_class, ordinal};
+    const uint64_t epoch = forced_matrix_row_epoch();
+    const bool forced = forced_matrix_row_active();
+    if (!forced)
+        if (auto hit = memo_get(key)) return std::get<DeviceClass>(*hit);
     SDM_TRY_GET(p, properties(ordinal));
     auto c = classify(ordinal, p->name, p->capability, p->smem_optin_bytes);
     if (!c) return c;
-    memo_put(std::move(key), *c);
+    if (!forced && forced_matrix_row_epoch() == epoch) memo_put(key, *c);
     return c;
 }
 

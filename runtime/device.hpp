@@ -1,7 +1,8 @@
 // Device reads through the driver: name, capability, opt-in shared memory, SM count, L2 size, and
-// the class they put the device in (device_class.hpp). Memoized per (read, device ordinal, forced
-// row) in a bounded table, so a call makes no driver query after the device's first one; errors
-// are never memoized. Thread-safe.
+// the class they put the device in (hardware_matrix.hpp). Memoized per (read, device ordinal) in a
+// bounded table, so a call makes no driver query after the device's first one; errors are never
+// memoized. A forced row (forced_matrix_row.hpp, tests only) is laid over the hardware's values after the
+// memo, and the class under one is not memoized. Thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <variant>
 
 #include "hardware_matrix.hpp"
 #include "driver.hpp"
-#include "forced_row.hpp"
+#include "forced_matrix_row.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {
@@ -47,7 +48,7 @@ public:
 
 private:
     enum class Read : int { properties = 0, device_class = 1 };
-    using Key = std::tuple<Read, int32_t, std::optional<ForcedRow>>;
+    using Key = std::pair<Read, int32_t>;
     using Value = std::variant<DeviceProperties, DeviceClass>;
     Result<DeviceProperties> read_properties(int32_t ordinal);
     std::optional<Value> memo_get(const Key& key) const;

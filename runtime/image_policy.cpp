@@ -6,16 +6,17 @@
 
 namespace sdm::runtime {
 
-ImagePolicy::Key ImagePolicy::key(const LoadedImage& image) {
-    return {image.ordinal, image.row, image.identity, image.switches.force_ptx_jit, image.switches.disable_ptx_jit};
+ImagePolicy::Key ImagePolicy::key(const LoadedImageFacts& image) {
+    return {image.ordinal, image.identity, image.switches.force_ptx_jit, image.switches.disable_ptx_jit};
 }
 
-bool ImagePolicy::accepted(const LoadedImage& image) const {
+bool ImagePolicy::accepted(const LoadedImageFacts& image) const {
+    if (forced_matrix_row_active()) return false;  // a test's row: checked every time, never memoized
     std::lock_guard lock(mutex_);
     return accepted_.contains(key(image));
 }
 
-Result<void> ImagePolicy::check(const LoadedImage& image, int ptx_version) {
+Result<void> ImagePolicy::check(const LoadedImageFacts& image, int ptx_version) {
     // A modern pass is compiled from one of the modern class's own archs (hardware_matrix.hpp).
     if (image.device_class == DeviceClass::modern && !class_has_capability(DeviceClass::modern, static_cast<uint16_t>(ptx_version))) {
         const std::string cc = std::to_string(image.capability.major) + std::to_string(image.capability.minor);
@@ -27,12 +28,12 @@ Result<void> ImagePolicy::check(const LoadedImage& image, int ptx_version) {
                               "; 90 for H100/H200, 100 for B200, 103 for GB300), mount it, and load again");
     }
     std::lock_guard lock(mutex_);
-    if (!class_tested(image.device_class) && warned_.insert({image.ordinal, image.row}).second)
+    if (!class_tested(image.device_class) && warned_.insert({image.ordinal, image.device_name, image.capability.major, image.capability.minor}).second)
         log_.warn(std::string("sdm ") + SDM_VERSION_STRING + " has not been tested on RTX-class GPUs: device " + std::to_string(image.ordinal) + " (" +
                   image.device_name + ", compute capability " + std::to_string(image.capability.major) + "." +
                   std::to_string(image.capability.minor) +
                   "); results are unverified. Tested: A100 / H100 / B200 / GB300 (compute capability 8.0 / 9.0 / 10.0 / 10.3)");
-    accepted_.insert(key(image));
+    if (!forced_matrix_row_active()) accepted_.insert(key(image));
     return {};
 }
 

@@ -17,16 +17,15 @@
 #include <tuple>
 
 #include "hardware_matrix.hpp"
-#include "forced_row.hpp"
+#include "forced_matrix_row.hpp"
 #include "log.hpp"
 #include "result.hpp"
-#include "select.hpp"
+#include "image_selection.hpp"
 
 namespace sdm::runtime {
 
-struct LoadedImage {
+struct LoadedImageFacts {
     int32_t ordinal{0};
-    std::optional<ForcedRow> row;
     DeviceClass device_class{DeviceClass::modern};
     std::string identity;     // what makes the loaded bytes these bytes (content hash, JIT target)
     std::string description;  // "cubin kernels, sm_90 (entry 3) of archive k.sdma (module kernels)"
@@ -41,17 +40,17 @@ public:
     explicit ImagePolicy(const Logger& log) : log_(log) {}
 
     // Whether `image` was accepted before: then the driver need not be asked again.
-    bool accepted(const LoadedImage& image) const;
+    bool accepted(const LoadedImageFacts& image) const;
     // Checks the image with the ptxVersion the driver reported for a kernel of it.
-    Result<void> check(const LoadedImage& image, int ptx_version);
+    Result<void> check(const LoadedImageFacts& image, int ptx_version);
 
 private:
-    using Key = std::tuple<int32_t, std::optional<ForcedRow>, std::string, bool, bool>;
-    static Key key(const LoadedImage& image);
+    using Key = std::tuple<int32_t, std::string, bool, bool>;
+    static Key key(const LoadedImageFacts& image);
     const Logger& log_;
     mutable std::mutex mutex_;
     std::set<Key> accepted_;
-    std::set<std::pair<int32_t, std::optional<ForcedRow>>> warned_;
+    std::set<std::tuple<int32_t, std::string, int, int>> warned_;  // (ordinal, name, capability): each device as it reads
 };
 
 }  // namespace sdm::runtime

@@ -40,6 +40,7 @@ public:
     Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count);
 
     size_t memo_size() const;
+    Runtime& runtime() const noexcept { return runtime_; }
     static constexpr size_t kMemoLimit = 4096;  // distinct problems remembered per kernel and device
 
 private:
@@ -50,10 +51,6 @@ private:
     };
     struct KeyHash {
         size_t operator()(const Key& k) const noexcept;
-    };
-    struct Entry {
-        uint64_t epoch;  // forced-row epoch it was computed under
-        SelectedPlan selected;
     };
     Result<SelectedPlan> compute(std::span<const int64_t> problem);
     Result<int32_t> check_occupancy(const Plan& plan, const PlanDevice& device);
@@ -70,7 +67,7 @@ private:
     std::atomic<LaunchEx> launch_ex_{nullptr};  // resolved once: the launch path makes no lookups
 
     mutable std::mutex memo_mutex_;
-    std::unordered_map<Key, Entry, KeyHash> memo_;
+    std::unordered_map<Key, SelectedPlan, KeyHash> memo_;
     std::mutex smem_mutex_;
     std::atomic<uint32_t> smem_limit_{48 * 1024};  // the function's dynamic shared memory limit as set
 };

@@ -1,9 +1,9 @@
-// Modules and kernels: a kernel's module is loaded on first use, once per (device, archive,
-// module) however many threads ask at once (double-checked: a map lookup, then a per-module lock
-// re-checked under it). Loading selects the image for the device (select.hpp), gets its bytes
-// (a stored cubin straight from the mapping; a compressed one through the cache, so a warm start
-// does not decompress again; PTX linked by nvJitLink through the cache; else the driver's JIT),
-// loads it in the device's context, and resolves every kernel the manifest lists for the module.
+// The module registry: a kernel's module is loaded on first use, once per (device, archive, module)
+// however many threads ask at once (double-checked: a map lookup, then a per-module lock re-checked
+// under it); each fetch takes a reference on its module, and a module of a replaced archive is
+// unloaded when its last reference goes. A load enters the device (device_scope.hpp), asks the
+// layering rule which archive and image serve the kernel (layering.hpp), gets the image's bytes
+// (image_source.hpp), has the driver load them, and checks the module (module_check.hpp).
 // Destroying the registry unloads the modules in reverse load order, logging any failure.
 #pragma once
 
@@ -22,14 +22,13 @@
 #include "format.hpp"
 #include "result.hpp"
 #include "launch.hpp"
-#include "select.hpp"
+#include "jit_backend.hpp"
+#include "layering.hpp"
 
 namespace sdm::runtime {
 
 class Runtime;
 struct MountedArchive;
-
-enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5, ptx_compiler = 6 };
 
 struct ModuleSlot;
 
@@ -53,6 +52,10 @@ struct KernelHandle {
 // expectation that does not parse.
 Result<void> check_signature(const std::string& kernel, const std::string& archive, const std::string& signature, std::string_view expected);
 
+// Whether `kernel` may still be used: not once it was released and its module unloaded (its
+// archive replaced by a reload). `api` names the call in the message.
+Result<void> check_live(const KernelHandle& kernel, std::string_view api);
+
 // One module loaded on one device from one archive.
 struct ModuleSlot {
     std::mutex mutex;  // held while loading
@@ -65,16 +68,6 @@ struct ModuleSlot {
     bool retired{false};    // its archive was replaced by a reload
     std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
     std::tuple<int32_t, const MountedArchive*, std::string> key;
-};
-
-// Which mounted archive serves a kernel on a device, and with which image.
-struct Serving {
-    std::shared_ptr<const MountedArchive> archive;
-    std::string module;
-    Selection selection;
-    std::string device;                    // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
-    std::vector<std::string> passed_over;  // newer archives listing the kernel without an image for the device, and why
-    DriverSwitches switches;               // as read for the selection
 };
 
 class Modules {
@@ -95,13 +88,6 @@ public:
     // `old` was replaced by a reload: its modules serve no new fetch, and each is unloaded once
     // no reference to it is left (now, for those without any).
     void retire(const MountedArchive* old);
-    // Loads the modules of `names` (every listed kernel when empty) in parallel; the first error wins.
-    Result<void> preload(int32_t ordinal, const std::vector<std::string>& names);
-    // The layering rule, loading nothing: the newest mounted archive that lists kernel `name` and
-    // holds an image for device `ordinal` serves it (older archives keep serving what newer ones
-    // cannot). ErrorCode::not_found when no archive lists it; the newest archive's no_image error
-    // when none has an image.
-    Result<Serving> serving(int32_t ordinal, const std::string& name);
 
 private:
     using Slot = ModuleSlot;
@@ -109,7 +95,7 @@ private:
 
     std::shared_ptr<Slot> slot(const Key& key);
     void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
-    Result<void> load(Slot& slot, int32_t ordinal, const Serving& serving, CUstream stream);
+    Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream);
 
     Runtime& runtime_;
     std::mutex mutex_;

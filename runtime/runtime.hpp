@@ -21,7 +21,7 @@
 #include "manifest.hpp"
 #include "modules.hpp"
 #include "plugins.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "result.hpp"
 
 namespace sdm::runtime {

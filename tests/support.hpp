@@ -10,7 +10,7 @@
 #include "bytes.hpp"
 #include "format.hpp"
 #include "manifest.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "writer.hpp"
 
 namespace sdm::test {

@@ -15,7 +15,7 @@
 #include "image.hpp"
 #include "manifest.hpp"
 #include "manifest_source.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "support.hpp"
 #include "text.hpp"
 #include "verify.hpp"

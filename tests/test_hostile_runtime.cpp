@@ -20,7 +20,7 @@
 #include "fake_runtime.hpp"
 #include "forge/forge.hpp"
 #include "hash.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
 

@@ -99,6 +99,27 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
     CHECK(sdm_kernel_release(rt.get(), old, &e) == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(sdm_error_message(e), Catch::Contains("released more often than it was fetched"));
     sdm_error_destroy(e);
+    // The dead handle (kept a while, so this is a report, not a read of freed memory): every
+    // kernel call refuses it, and its error reaches the runtime's last error though the call
+    // took no runtime.
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    int64_t n = 1024;
+    CHECK(sdm_plan_select(old, &n, 1, &plan, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+    sdm_error* last = nullptr;
+    REQUIRE(sdm_runtime_last_error(rt.get(), &last) == SDM_OK);
+    CHECK_THAT(sdm_error_message(last), Catch::Contains("sdm_plan_select: kernel scale was released and its module unloaded"));
+    sdm_error_destroy(last);
+    plan.block = 128;
+    plan.grid = 1;
+    CHECK(sdm_launch(old, &plan, nullptr, nullptr, 0, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("sdm_launch: kernel scale was released"));
+    sdm_error_destroy(e);
+    void* function = nullptr;
+    CHECK(sdm_kernel_function(old, &function, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+    REQUIRE(sdm_runtime_last_error(rt.get(), &last) == SDM_OK);
+    CHECK_THAT(sdm_error_message(last), Catch::Contains("sdm_kernel_function: kernel scale was released"));
+    sdm_error_destroy(last);
 
     SECTION("a broken file: the old version keeps serving, and the error says why") {
         auto broken = v1;
@@ -258,6 +279,8 @@ TEST_CASE("16 threads fetching and launching while another reloads: no launch hi
     CHECK(reloads >= 10);
     CHECK(refused >= 2);
     CHECK(launches.load() > 1000);
-    // Every handle was released: only the current version's module is still loaded.
+    // Every handle was released: only the current version's module is still loaded (fetched once
+    // more here: the workers may have stopped before any of them fetched the last version).
+    REQUIRE(sdm_kernel_release(rt.get(), get(rt.get(), "scale"), nullptr) == SDM_OK);
     CHECK(fake_calls("@modules") == 1);
 }

@@ -6,7 +6,7 @@
 
 #include "commands.hpp"
 #include "manifest.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 
 namespace sdm::tools {
 namespace {

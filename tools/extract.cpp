@@ -14,7 +14,7 @@
 #include "file_map.hpp"
 #include "manifest.hpp"
 #include "manifest_source.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "text.hpp"
 
 namespace sdm::tools {

@@ -10,6 +10,7 @@
 #include "hardware_matrix.hpp"
 #include "jit_nvjitlink.hpp"
 #include "jit_ptxcompiler.hpp"
+#include "layering.hpp"
 #include "runtime.hpp"
 
 namespace sdm::tools {
@@ -85,7 +86,7 @@ int run_info(const InfoOptions& o) {
         if (d.contains("error")) continue;
         d["kernels"] = nlohmann::json::array();
         for (const auto& name : names) {
-            auto served = rt.modules().serving(d["ordinal"].get<int32_t>(), name);
+            auto served = sdm::runtime::served_by(rt, d["ordinal"].get<int32_t>(), name);
             if (!served) {
                 d["kernels"].push_back({{"name", name}, {"error", served.error().message}});
                 continue;

@@ -12,8 +12,8 @@
 #include "commands.hpp"
 #include "file_map.hpp"
 #include "jit_nvjitlink.hpp"
-#include "reader.hpp"
-#include "select.hpp"
+#include "archive.hpp"
+#include "image_selection.hpp"
 #include "writer.hpp"
 
 namespace sdm::tools {

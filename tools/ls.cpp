@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "manifest.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "text.hpp"
 
 namespace sdm::tools {

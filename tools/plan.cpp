@@ -8,7 +8,7 @@
 
 #include "commands.hpp"
 #include "plan.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 
 namespace sdm::tools {
 

@@ -2,7 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "verify.hpp"
 
 namespace sdm::tools {

@@ -1,6 +1,6 @@
 #include "commands.hpp"
 #include "file_map.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "verify.hpp"
 
 namespace sdm::tools {

@@ -7,7 +7,7 @@
 
 #include "image.hpp"
 #include "manifest.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "verify.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

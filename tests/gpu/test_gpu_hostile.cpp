@@ -17,7 +17,7 @@
 #include "forge/forge.hpp"
 #include "gpu_driver.hpp"
 #include "hash.hpp"
-#include "reader.hpp"
+#include "archive.hpp"
 #include "sdm/sdm.h"
 
 using sdm::gpu_test::check;

@@ -1,4 +1,4 @@
-#include "forced_row.hpp"
+#include "forced_matrix_row.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -10,14 +10,14 @@ namespace sdm::runtime {
 namespace {
 
 std::mutex g_mutex;
-std::vector<std::pair<uint64_t, ForcedRow>> g_stack;
+std::vector<std::pair<uint64_t, ForcedMatrixRow>> g_stack;
 uint64_t g_next_token = 1;
 std::atomic<uint64_t> g_epoch{0};  // changes at every push and pop
 std::atomic<bool> g_any{false};  // lets every device read skip the lock when no row is forced
 
 }  // namespace
 
-uint64_t push_forced_row(const ForcedRow& row) {
+uint64_t push_forced_matrix_row(const ForcedMatrixRow& row) {
     std::lock_guard lock(g_mutex);
     const uint64_t token = g_next_token++;
     g_stack.emplace_back(token, row);
@@ -26,7 +26,7 @@ uint64_t push_forced_row(const ForcedRow& row) {
     return token;
 }
 
-Result<void> pop_forced_row(uint64_t token) {
+Result<void> pop_forced_matrix_row(uint64_t token) {
     std::lock_guard lock(g_mutex);
     const auto it = std::find_if(g_stack.begin(), g_stack.end(), [&](const auto& e) { return e.first == token; });
     if (it == g_stack.end())
@@ -41,9 +41,11 @@ Result<void> pop_forced_row(uint64_t token) {
     return {};
 }
 
-uint64_t forced_row_epoch() noexcept { return g_epoch.load(std::memory_order_acquire); }
+bool forced_matrix_row_active() noexcept { return g_any.load(std::memory_order_acquire); }
 
-std::optional<ForcedRow> current_forced_row() {
+uint64_t forced_matrix_row_epoch() noexcept { return g_epoch.load(std::memory_order_acquire); }
+
+std::optional<ForcedMatrixRow> current_forced_matrix_row() {
     if (!g_any.load(std::memory_order_acquire)) return std::nullopt;
     std::lock_guard lock(g_mutex);
     if (g_stack.empty()) return std::nullopt;

@@ -1,4 +1,4 @@
-#include "reader.hpp"
+#include "archive.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "select.hpp"
+#include "image_selection.hpp"
 
 #include <algorithm>
 

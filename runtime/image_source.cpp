@@ -1,0 +1,156 @@
+#include "image_source.hpp"
+
+#include <functional>
+
+#include "cache.hpp"
+#include "image.hpp"
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+namespace {
+
+using archive::Kind;
+
+class ImageFetch {
+public:
+    ImageFetch(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream)
+        : runtime_(runtime),
+          driver_(driver),
+          served_(served),
+          stream_(stream),
+          archive_(served.archive->archive),
+          entry_(archive_.entries()[served.selection.image.index]),
+          image_(archive_.describe(served.selection.image.index)),
+          cache_(runtime.cache()) {}
+
+    Result<LoadableImage> run() {
+        const Selection& selected = served_.selection;
+        if (selected.path == SelectionPath::cubin && entry_.codec == archive::Codec::stored) {
+            SDM_TRY_GET(view, archive_.view(selected.image.index));  // checked, zero-copy from the mapping
+            SDM_TRY(from_archive(*view));
+            out_.view = *view;
+            return std::move(out_);
+        }
+        if (selected.path == SelectionPath::cubin || selected.path == SelectionPath::fatbin) {
+            // Compressed: the verified raw image is kept in the cache, so a warm start skips the decompression.
+            const Kind kind = selected.path == SelectionPath::fatbin ? Kind::fatbin : Kind::cubin;
+            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(entry_.raw_hash).field(entry_.raw_size).key(), kind,
+                           selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin, [&]() -> Result<ByteVector> {
+                               auto raw = archive_.read(selected.image.index);
+                               if (raw) SDM_TRY(from_archive(*raw));
+                               return raw;
+                           }));
+            return std::move(out_);
+        }
+        SDM_TRY(jit());
+        return std::move(out_);
+    }
+
+private:
+    Result<void> from_archive(Bytes raw) const {
+        auto info = archive::check_declared_target(entry_.kind, entry_.sm, entry_.variant, raw, image_);
+        if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
+        return {};
+    }
+
+    static Result<void> well_formed(Kind kind, Bytes raw, const std::string& what) {
+        auto info = archive::inspect_image(kind, raw);
+        if (!info) return make_error(ErrorCode::archive_corrupt, what + ": " + info.error().message + "; it is not loaded");
+        return {};
+    }
+
+    Result<void> not_capturing() const {
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        SDM_TRY(SDM_DRIVER_CALL(driver_, cuStreamIsCapturing, "checking the stream for graph capture before a JIT", stream_, &status));
+        if (status != CU_STREAM_CAPTURE_STATUS_NONE)
+            return make_error(ErrorCode::graph_capture, "loading module " + served_.module + " on " + served_.device + " needs a JIT of " + image_ +
+                                                            ", but the stream is capturing a CUDA graph. Load it before capture: "
+                                                            "sdm_preload, or one sdm_kernel_get outside the capture");
+        return {};
+    }
+
+    // Through the cache (when there is one): a hit that fails the checks is evicted and built again.
+    Result<void> cached(const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) {
+        out_.cache_key = key;
+        bool ran = false;
+        const auto run = [&]() -> Result<ByteVector> {
+            ran = true;
+            auto built = build();
+            if (!built) return built;
+            SDM_TRY(well_formed(kind, *built, "the image built from " + image_));
+            return built;
+        };
+        SDM_TRY_GET(got, cache_ != nullptr ? cache_->get_or_build(key, run) : run());
+        if (!ran) {
+            if (auto checked = well_formed(kind, *got, "the cache entry for " + image_ + " (" + cache_->entry_path(key) + ")"); !checked) {
+                runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
+                cache_->evict(key);
+                got = cache_->get_or_build(key, run);  // gone now: built, checked and stored
+                if (!got) return std::move(got).error();
+            }
+        }
+        out_.source = ran || cache_ == nullptr ? built_by : ImageSource::cache;
+        out_.owned = std::move(*got);
+        return {};
+    }
+
+    // PTX or LTO-IR: the first backend that may run builds it; the others say why they do not.
+    Result<void> jit() {
+        const Selection& selected = served_.selection;
+        SDM_TRY_GET(input, archive_.read(selected.image.index));
+        SDM_TRY(from_archive(*input));
+        JitJob job;
+        job.kind = entry_.kind;
+        job.input = *input;
+        job.input_hash = entry_.raw_hash;
+        job.input_name = served_.module + "." + entry_.target();
+        job.target_sm = selected.target_sm;
+        job.target_variant = selected.target_variant;
+        job.target = archive::target_name(Kind::cubin, selected.target_sm, selected.target_variant);
+        job.image = image_;
+        job.device = served_.device;
+        std::string why_not;
+        for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
+            const std::string reason = backend->unavailable(job);
+            if (!reason.empty()) {
+                why_not += (why_not.empty() ? "" : "; ") + reason;
+                continue;
+            }
+            if (!why_not.empty()) runtime_.log().info("building " + image_ + " with " + backend->name() + ": " + why_not);
+            SDM_TRY_GET(key, backend->cache_key(job));
+            if (*key) {
+                return cached(**key, Kind::cubin, backend->source(), [&]() -> Result<ByteVector> {
+                    SDM_TRY(not_capturing());
+                    SDM_TRY_GET(product, backend->build(job));
+                    return std::move(product->cubin);
+                });
+            }
+            SDM_TRY(not_capturing());
+            SDM_TRY_GET(product, backend->build(job));
+            out_.source = backend->source();
+            out_.module = product->module;
+            out_.owned = std::move(product->cubin);
+            if (out_.module == nullptr) SDM_TRY(well_formed(Kind::cubin, out_.owned, "the image built from " + image_));
+            return {};
+        }
+        return make_error(ErrorCode::jit, "loading " + image_ + " on " + served_.device + " needs a JIT, and no backend may run: " + why_not);
+    }
+
+    Runtime& runtime_;
+    Driver& driver_;
+    const ServedBy& served_;
+    CUstream stream_;
+    const archive::Archive& archive_;
+    const archive::Entry& entry_;
+    const std::string image_;
+    Cache* cache_;  // null: no usable cache (logged once); images are built every time
+    LoadableImage out_;
+};
+
+}  // namespace
+
+Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream) {
+    return ImageFetch(runtime, driver, served, stream).run();
+}
+
+}  // namespace sdm::runtime

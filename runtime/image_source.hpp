@@ -1,0 +1,38 @@
+// Where the bytes of a selected image come from (docs/LOADING.md, "Which image" and "When no cubin
+// fits"): a stored cubin straight from the archive's mapping; a compressed cubin or a fatbin
+// through the cache (a warm start does not decompress again); PTX or LTO-IR built by the first JIT
+// backend that may run (jit_backend.hpp), through the cache when the backend's output is cached.
+// The driver trusts an image's headers (the real one crashes on an ELF header that points past the
+// image), and so do the backends: every image an archive holds passes the checks `sdm verify` runs
+// before a backend or the driver sees it, and so does every image a backend or the cache hands
+// back; a cache hit that fails them is evicted and built again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "bytes.hpp"
+#include "driver.hpp"
+#include "hash.hpp"
+#include "jit_backend.hpp"
+#include "layering.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+class Runtime;
+
+struct LoadableImage {
+    ImageSource source{ImageSource::archive_cubin};
+    std::optional<Hash128> cache_key;  // the cache entry it came from or went to
+    Bytes view;                        // a stored cubin, in the archive's mapping
+    ByteVector owned;                  // anything else
+    CUmodule module{nullptr};          // loaded already (the driver's JIT)
+    Bytes bytes() const noexcept { return owned.empty() ? view : Bytes(owned); }
+};
+
+// The image `served` selected, ready for cuModuleLoadData (or loaded, by the driver's JIT), with
+// `driver` current in the device's context. `stream` is checked for graph capture before any JIT.
+Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream);
+
+}  // namespace sdm::runtime

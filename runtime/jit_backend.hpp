@@ -1,0 +1,69 @@
+// The JIT backends (docs/LOADING.md, "When no cubin fits"): what turns PTX or LTO-IR into something
+// the driver loads. In preference order: nvJitLink (jit_backend_nvjitlink.cpp), the static
+// nvPTXCompiler (jit_backend_ptx_compiler.cpp), the driver's own JIT (jit_backend_driver.cpp).
+// The first one that may run for a job builds it; those passed over are logged with why. Each
+// backend owns what keys its output in the cache (everything that changes the bytes it builds)
+// and its build. Adding one: a file with its class and factory, and one line in jit_backend.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bytes.hpp"
+#include "driver.hpp"
+#include "format.hpp"
+#include "hash.hpp"
+#include "image_selection.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+class Runtime;
+
+// Where the bytes a module was loaded from came from (sdm_kernel_info's image_source).
+enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5, ptx_compiler = 6 };
+
+// One image to build: checked bytes of an archive entry, and what to build them for.
+struct JitJob {
+    archive::Kind kind{archive::Kind::ptx};  // ptx or ltoir
+    Bytes input;                             // passed archive::check_declared_target
+    Hash128 input_hash;                      // the entry's raw hash (what the bytes are)
+    std::string input_name;                  // "module.compute_90", for the backend's own log
+    uint16_t target_sm{0};
+    archive::Variant target_variant{archive::Variant::base};
+    std::string target;  // "sm_90a"
+    std::string image;   // "ptx kernels, compute_90 (entry 2) of archive k.sdma", for messages
+    std::string device;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+};
+
+// What a backend built: a cubin for the driver to load, or (the driver's JIT) the loaded module.
+struct JitProduct {
+    ByteVector cubin;
+    CUmodule module{nullptr};
+};
+
+class JitBackend {
+public:
+    virtual ~JitBackend() = default;
+    virtual ImageSource source() const noexcept = 0;
+    virtual const char* name() const noexcept = 0;  // "nvJitLink"
+    // Empty when it may build `job`; otherwise why not ("nvJitLink is forbidden by the host").
+    virtual std::string unavailable(const JitJob& job) = 0;
+    // What its output for `job` is cached under; nullopt: not cached (it loads as it builds).
+    virtual Result<std::optional<Hash128>> cache_key(const JitJob& job) = 0;
+    virtual Result<JitProduct> build(const JitJob& job) = 0;
+};
+
+// The backends for one load, in preference order, as the runtime's JIT policy, the build and the
+// driver switches allow them (each says why not through unavailable()).
+std::vector<std::unique_ptr<JitBackend>> jit_backends(Runtime& runtime, Driver& driver, const DriverSwitches& switches);
+
+// The factories the list is made of, one per backend file.
+std::unique_ptr<JitBackend> nvjitlink_backend(Runtime& runtime, Driver& driver);
+std::unique_ptr<JitBackend> ptx_compiler_backend(Runtime& runtime, Driver& driver);
+std::unique_ptr<JitBackend> driver_jit_backend(Runtime& runtime, Driver& driver, const DriverSwitches& switches);
+
+}  // namespace sdm::runtime

@@ -1,0 +1,58 @@
+#include "layering.hpp"
+
+#include <optional>
+
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+
+std::string device_text(const DeviceProperties& p, DeviceClass c) {
+    return "device " + std::to_string(p.ordinal) + " (" + p.name + ", compute capability " + std::to_string(p.capability.major) + "." +
+           std::to_string(p.capability.minor) + ", class " + device_class_name(c) + ")";
+}
+
+Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name) {
+    const auto archives = runtime.archives();
+    std::string mounted;
+    std::optional<Error> newest_no_image;
+    std::vector<std::string> passed_over;
+    std::optional<std::string> device;
+    std::optional<DeviceClass> cls;
+    std::optional<DeviceProperties> props;
+    const DriverSwitches switches = DriverSwitches::from_environment();
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
+        const MountedArchive& m = **it;
+        mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
+        if (!m.manifest) continue;
+        const auto* spec = m.manifest->find_kernel(name);
+        if (spec == nullptr) continue;
+        if (!device) {  // the device is read once a listing archive is found
+            SDM_TRY_GET(p, runtime.devices().properties(ordinal));
+            SDM_TRY_GET(c, runtime.devices().device_class(ordinal));
+            props = *p;
+            cls = *c;
+            device = device_text(*p, *c);
+        }
+        std::vector<ImageCandidate> candidates;
+        const auto [first, last] = m.archive.find_name(spec->module);
+        for (size_t i = first; i < last; ++i) {
+            const auto& e = m.archive.entries()[i];
+            if (archive::kind_has_arch(e.kind) || e.kind == archive::Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
+        }
+        auto selected = select_image(candidates, {props->capability, *cls, *device}, spec->module, "archive " + m.archive.label(), switches);
+        if (selected) return ServedBy{*it, spec->module, std::move(*selected), *device, std::move(passed_over), switches};
+        if (selected.error().code != ErrorCode::no_image) return std::move(selected).error();
+        passed_over.push_back(m.archive.label() + ": " + selected.error().message);
+        if (!newest_no_image) newest_no_image = std::move(selected).error();
+    }
+    if (newest_no_image) {
+        if (passed_over.size() > 1)
+            newest_no_image->message += " (no older mounted archive listing " + name + " has one either: " + std::to_string(passed_over.size()) +
+                                        " archives tried)";
+        return *newest_no_image;
+    }
+    return make_error(ErrorCode::not_found, "kernel " + name + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
+                                                "); mount the archive that lists it");
+}
+
+}  // namespace sdm::runtime

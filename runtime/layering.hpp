@@ -1,0 +1,38 @@
+// The layering rule (docs/LOADING.md, "Layering"), loading nothing: which mounted archive serves a
+// kernel on a device, and with which of its images. The newest mounted archive that lists the
+// kernel and holds an image for the device serves it; older archives keep serving what newer ones
+// cannot. Within the archive, image_selection.hpp picks the image.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device.hpp"
+#include "image_selection.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+class Runtime;
+struct MountedArchive;
+
+// What serves kernel `name` on device `ordinal`.
+struct ServedBy {
+    std::shared_ptr<const MountedArchive> archive;
+    std::string module;
+    Selection selection;                   // the image of `module`, and how it becomes loadable
+    std::string device;                    // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+    std::vector<std::string> passed_over;  // newer archives listing the kernel without an image for the device, and why
+    DriverSwitches switches;               // as read for the selection
+};
+
+// ErrorCode::not_found when no mounted archive lists the kernel; the newest listing archive's
+// no_image error when none has an image for the device.
+Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name);
+
+// "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+std::string device_text(const DeviceProperties& p, DeviceClass c);
+
+}  // namespace sdm::runtime

@@ -1,0 +1,70 @@
+#include "module_check.hpp"
+
+#include "plan.hpp"
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+
+Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodule module, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
+                                        ImageSource source) {
+    const archive::Archive& a = served.archive->archive;
+    const Selection& selected = served.selection;
+    const auto& entry = a.entries()[selected.image.index];
+    ResolvedKernels out;
+    for (const auto& spec : served.archive->manifest->kernels) {
+        if (spec.module != served.module) continue;
+        CUfunction function = nullptr;
+        auto got = SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, module, spec.name.c_str());
+        if (!got) {
+            out.missing += (out.missing.empty() ? "" : ", ") + spec.name;
+            continue;
+        }
+        auto h = std::make_unique<KernelHandle>();
+        h->slot = &slot;
+        h->name = spec.name;
+        h->module = served.module;
+        h->archive = a.label();
+        h->signature = archive::signature_text(spec.signature);
+        h->ordinal = ordinal;
+        h->function = function;
+        h->image_kind = entry.kind;
+        h->image_sm = entry.sm;
+        h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
+        h->source = source;
+        SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
+        h->launcher = std::make_unique<Launcher>(runtime, ordinal, function, spec.name, served.module, a.label(), spec.signature, std::move(*table));
+        out.handles.push_back(std::move(h));
+    }
+    return out;
+}
+
+Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal) {
+    const archive::Archive& a = served.archive->archive;
+    const Selection& selected = served.selection;
+    const auto& entry = a.entries()[selected.image.index];
+    SDM_TRY_GET(props, runtime.devices().properties(ordinal));
+    SDM_TRY_GET(cls, runtime.devices().device_class(ordinal));
+    const std::string image = a.describe(selected.image.index);
+    // The driver says what it compiled from.
+    const LoadedImageFacts facts{ordinal,
+                                 *cls,
+                                 entry.raw_hash.hex() + (selected.path == SelectionPath::jit ? "@" + archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant) : ""),
+                                 image + " (module " + served.module + ")",
+                                 served.device,
+                                 props->name,
+                                 props->capability,
+                                 served.switches};
+    // The policy's verdicts are memoized; a plugin's are not (it may rule on anything, and a plugin
+    // loaded later must see images accepted before it came).
+    const bool plugins = runtime.plugins().count() > 0;
+    if (!plugins && runtime.image_policy().accepted(facts)) return {};
+    int ptx_version = 0;
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION, any.function));
+    SDM_TRY(runtime.image_policy().check(facts, ptx_version));
+    if (!plugins) return {};
+    const PlanDevice pd{*cls, static_cast<uint16_t>(props->capability.sm()), props->sm_count, static_cast<int64_t>(props->l2_bytes), class_smem_cap(*cls),
+                        served.device};
+    return runtime.plugins().validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, served.module, a.label()});
+}
+
+}  // namespace sdm::runtime

@@ -1,0 +1,67 @@
+#include "preload.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <thread>
+
+#include "layering.hpp"
+#include "runtime.hpp"
+
+namespace sdm::runtime {
+
+Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::string>& names) {
+    std::vector<std::string> wanted = names;
+    if (wanted.empty())
+        for (const auto& a : runtime.archives())
+            if (a->manifest)
+                for (const auto& k : a->manifest->kernels) wanted.push_back(k.name);
+    // One representative kernel per module: loading it loads the module.
+    std::vector<std::string> work;
+    std::set<std::pair<const MountedArchive*, std::string>> seen;
+    for (const auto& name : wanted) {
+        SDM_TRY_GET(found, served_by(runtime, ordinal, name));
+        if (seen.insert({found->archive.get(), found->module}).second) work.push_back(name);
+    }
+    std::atomic<size_t> next{0};
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    const auto record = [&](Error e) {
+        std::lock_guard lock(error_mutex);
+        if (!first_error) first_error = std::move(e);
+    };
+    // A worker thread has no C ABI frame above it to turn an exception into a status: it catches
+    // its own (an exception leaving a thread's function terminates the process).
+    const auto worker = [&]() noexcept {
+        for (size_t i = next++; i < work.size(); i = next++) {
+            try {
+                auto k = runtime.modules().kernel(ordinal, work[i], nullptr);
+                if (k) (void)runtime.modules().release(**k);  // loaded is all preload wants: it keeps no reference
+                else record(std::move(k).error());
+            } catch (const std::bad_alloc&) {
+                record(make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
+            } catch (const std::exception& e) {
+                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": " + e.what() + "; please report it"));
+            } catch (...) {
+                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": an unknown exception; please report it"));
+            }
+        }
+    };
+    const unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(work.size()));
+    std::vector<std::thread> pool;
+    try {
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+        // No more threads to be had: the ones started and this one do the work.
+    }
+    worker();
+    for (auto& t : pool) t.join();
+    if (first_error) return *first_error;
+    return {};
+}
+
+}  // namespace sdm::runtime
