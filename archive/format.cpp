@@ -6,50 +6,54 @@
 
 namespace sdm::archive {
 
+namespace {
+
+// Each enum's values and their names, once: the names, is_known and parse_kind read these.
+template <typename E>
+struct Named {
+    E value;
+    const char* name;
+};
+constexpr Named<Kind> kKinds[] = {{Kind::cubin, "cubin"},       {Kind::ptx, "ptx"},           {Kind::ltoir, "ltoir"},
+                                  {Kind::fatbin, "fatbin"},     {Kind::manifest, "manifest"}, {Kind::dictionary, "dictionary"}};
+constexpr Named<Codec> kCodecs[] = {{Codec::stored, "stored"}, {Codec::zstd, "zstd"}, {Codec::zstd_dict, "zstd+dict"}, {Codec::zstd_prefix, "zstd+prefix"}};
+constexpr Named<Variant> kVariants[] = {{Variant::base, ""}, {Variant::a, "a"}, {Variant::f, "f"}};
+
+template <typename E, size_t N>
+const Named<E>* find(const Named<E> (&table)[N], E value) noexcept {
+    for (const auto& n : table)
+        if (n.value == value) return &n;
+    return nullptr;
+}
+
+}  // namespace
+
 const char* kind_name(Kind kind) noexcept {
-    switch (kind) {
-    case Kind::cubin: return "cubin";
-    case Kind::ptx: return "ptx";
-    case Kind::ltoir: return "ltoir";
-    case Kind::fatbin: return "fatbin";
-    case Kind::manifest: return "manifest";
-    case Kind::dictionary: return "dictionary";
-    }
-    return "unknown";
+    const auto* n = find(kKinds, kind);
+    return n != nullptr ? n->name : "unknown";
 }
 
 const char* codec_name(Codec codec) noexcept {
-    switch (codec) {
-    case Codec::stored: return "stored";
-    case Codec::zstd: return "zstd";
-    case Codec::zstd_dict: return "zstd+dict";
-    case Codec::zstd_prefix: return "zstd+prefix";
-    }
-    return "unknown";
+    const auto* n = find(kCodecs, codec);
+    return n != nullptr ? n->name : "unknown";
 }
 
 const char* variant_suffix(Variant variant) noexcept {
-    switch (variant) {
-    case Variant::base: return "";
-    case Variant::a: return "a";
-    case Variant::f: return "f";
-    }
-    return "?";
+    const auto* n = find(kVariants, variant);
+    return n != nullptr ? n->name : "?";
 }
 
-bool is_known(Kind kind) noexcept {
-    return static_cast<uint8_t>(kind) >= 1 && static_cast<uint8_t>(kind) <= 6;
-}
-bool is_known(Codec codec) noexcept { return static_cast<uint8_t>(codec) <= 3; }
-bool is_known(Variant variant) noexcept { return static_cast<uint8_t>(variant) <= 2; }
+bool is_known(Kind kind) noexcept { return find(kKinds, kind) != nullptr; }
+bool is_known(Codec codec) noexcept { return find(kCodecs, codec) != nullptr; }
+bool is_known(Variant variant) noexcept { return find(kVariants, variant) != nullptr; }
 
 bool kind_has_arch(Kind kind) noexcept {
     return kind == Kind::cubin || kind == Kind::ptx || kind == Kind::ltoir;
 }
 
 std::optional<Kind> parse_kind(std::string_view name) noexcept {
-    for (uint8_t k = 1; k <= 6; ++k)
-        if (name == kind_name(static_cast<Kind>(k))) return static_cast<Kind>(k);
+    for (const auto& n : kKinds)
+        if (name == n.name) return n.value;
     return std::nullopt;
 }
 

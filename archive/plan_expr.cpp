@@ -71,21 +71,24 @@ private:
         }
         return true;
     }
-    bool logical_or(size_t d) {
-        if (!logical_and(d)) return false;
-        while (accept("||")) {
-            if (!logical_and(d)) return false;
-            emit(Op::lor);
+    // A left-associative level: operands of the next level, joined by one of `ops`.
+    template <size_t N>
+    bool left_associative(size_t d, bool (Parser::*operand)(size_t), const std::pair<std::string_view, Op> (&ops)[N]) {
+        if (!(this->*operand)(d)) return false;
+        for (;;) {
+            const auto* op = std::find_if(std::begin(ops), std::end(ops), [&](const auto& o) { return accept(o.first); });
+            if (op == std::end(ops)) return true;
+            if (!(this->*operand)(d)) return false;
+            emit(op->second);
         }
-        return true;
+    }
+    bool logical_or(size_t d) {
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"||", Op::lor}};
+        return left_associative(d, &Parser::logical_and, kOps);
     }
     bool logical_and(size_t d) {
-        if (!comparison(d)) return false;
-        while (accept("&&")) {
-            if (!comparison(d)) return false;
-            emit(Op::land);
-        }
-        return true;
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"&&", Op::land}};
+        return left_associative(d, &Parser::comparison, kOps);
     }
     bool comparison(size_t d) {
         if (!additive(d)) return false;
@@ -100,30 +103,12 @@ private:
         return true;
     }
     bool additive(size_t d) {
-        if (!multiplicative(d)) return false;
-        for (;;) {
-            if (accept("+")) {
-                if (!multiplicative(d)) return false;
-                emit(Op::add);
-            } else if (accept("-")) {
-                if (!multiplicative(d)) return false;
-                emit(Op::sub);
-            } else {
-                return true;
-            }
-        }
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"+", Op::add}, {"-", Op::sub}};
+        return left_associative(d, &Parser::multiplicative, kOps);
     }
     bool multiplicative(size_t d) {
-        if (!unary(d)) return false;
-        for (;;) {
-            Op op;
-            if (accept("*")) op = Op::mul;
-            else if (accept("/")) op = Op::div;
-            else if (accept("%")) op = Op::mod;
-            else return true;
-            if (!unary(d)) return false;
-            emit(op);
-        }
+        static constexpr std::pair<std::string_view, Op> kOps[] = {{"*", Op::mul}, {"/", Op::div}, {"%", Op::mod}};
+        return left_associative(d, &Parser::unary, kOps);
     }
     bool unary(size_t d) {
         if (d > kMaxDepth) return fail("nested too deeply");

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <optional>
+#include <type_traits>
 #include <new>
 #include <vector>
 
@@ -120,6 +122,20 @@ bool sized(const void* p, uint32_t struct_size, size_t minimum) noexcept { retur
 std::string struct_size_message(const char* type, uint32_t given, size_t minimum) {
     return std::string(type) + ".struct_size is " + std::to_string(given) + ", below the " + std::to_string(minimum) +
            " bytes of ABI 1.0: set it to sizeof(" + type + ")";
+}
+
+
+// The checks of a call on `owner` (its runtime or kernel, named `owner_arg`) that fills or reads a
+// caller-sized struct `s` (argument `arg`, C type `type`): the failure, or nullopt when both are usable.
+template <typename Owner, typename S>
+std::optional<sdm_status> unusable(Owner* owner, sdm_error** error, const char* api, const char* owner_arg, const S* s, const char* arg, const char* type,
+                                   size_t minimum) {
+    sdm::runtime::Runtime* rt = nullptr;
+    if constexpr (std::is_same_v<std::remove_const_t<Owner>, sdm_kernel>) rt = sdm::capi::owner(owner);
+    else rt = impl(owner);
+    if (owner == nullptr || s == nullptr) return fail(rt, error, ErrorCode::invalid_argument, std::string(api) + ": " + owner_arg + " and " + arg + " must not be NULL");
+    if (!sized(s, s->struct_size, minimum)) return fail(rt, error, ErrorCode::invalid_argument, std::string(api) + ": " + struct_size_message(type, s->struct_size, minimum));
+    return std::nullopt;
 }
 
 }  // namespace sdm::capi
@@ -240,11 +256,7 @@ SDM_API sdm_status sdm_archive_count(sdm_runtime* runtime, uint32_t* count, sdm_
 SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sdm_archive_info* info, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
         constexpr size_t kMinimum = sizeof(sdm_archive_info);
-        if (runtime == nullptr || info == nullptr)
-            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_info_get: runtime and info must not be NULL");
-        if (!sized(info, info->struct_size, kMinimum))
-            return fail(runtime, error, ErrorCode::invalid_argument,
-                        "sdm_archive_info_get: " + struct_size_message("sdm_archive_info", info->struct_size, kMinimum));
+        if (auto refused = unusable(runtime, error, "sdm_archive_info_get", "runtime", info, "info", "sdm_archive_info", kMinimum)) return *refused;
         const auto archives = runtime->impl.archives();
         if (index >= archives.size())
             return fail(runtime, error, ErrorCode::not_found,
@@ -293,11 +305,7 @@ SDM_API sdm_status sdm_device_count(sdm_runtime* runtime, int32_t* count, sdm_er
 SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_info* info, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
         constexpr size_t kMinimum = sizeof(sdm_device_info);
-        if (runtime == nullptr || info == nullptr)
-            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_device_info_get: runtime and info must not be NULL");
-        if (!sized(info, info->struct_size, kMinimum))
-            return fail(runtime, error, ErrorCode::invalid_argument,
-                        "sdm_device_info_get: " + struct_size_message("sdm_device_info", info->struct_size, kMinimum));
+        if (auto refused = unusable(runtime, error, "sdm_device_info_get", "runtime", info, "info", "sdm_device_info", kMinimum)) return *refused;
         auto p = runtime->impl.devices().properties(ordinal);
         if (!p) return fail(runtime, error, std::move(p).error());
         auto c = runtime->impl.devices().device_class(ordinal);
@@ -479,11 +487,7 @@ SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function
 SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error) {
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         constexpr size_t kMinimum = sizeof(sdm_kernel_info);
-        if (kernel == nullptr || info == nullptr)
-            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_info_get: kernel and info must not be NULL");
-        if (!sized(info, info->struct_size, kMinimum))
-            return fail(owner(kernel), error, ErrorCode::invalid_argument,
-                        "sdm_kernel_info_get: " + struct_size_message("sdm_kernel_info", info->struct_size, kMinimum));
+        if (auto refused = unusable(kernel, error, "sdm_kernel_info_get", "kernel", info, "info", "sdm_kernel_info", kMinimum)) return *refused;
         const auto& k = *handle(kernel);
         sdm_kernel_info out{};
         out.struct_size = info->struct_size;
@@ -518,11 +522,7 @@ SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char
 SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
         constexpr size_t kMinimum = sizeof(sdm_cache_stats);
-        if (runtime == nullptr || stats == nullptr)
-            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_cache_stats_get: runtime and stats must not be NULL");
-        if (!sized(stats, stats->struct_size, kMinimum))
-            return fail(runtime, error, ErrorCode::invalid_argument,
-                        "sdm_cache_stats_get: " + struct_size_message("sdm_cache_stats", stats->struct_size, kMinimum));
+        if (auto refused = unusable(runtime, error, "sdm_cache_stats_get", "runtime", stats, "stats", "sdm_cache_stats", kMinimum)) return *refused;
         sdm_cache_stats out{};
         out.struct_size = stats->struct_size;
         if (auto* cache = runtime->impl.cache()) {

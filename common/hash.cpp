@@ -29,19 +29,16 @@ void store_hash128(std::span<std::byte> b, size_t at, const Hash128& h) {
     store_u64(b, at + 8, h.low);
 }
 
-Hasher64::Hasher64() : state_(XXH3_createState()) {
+Xxh3State::Xxh3State() : state_(XXH3_createState()) {
     if (state_ == nullptr) throw std::bad_alloc();
-    XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));
 }
-Hasher64::~Hasher64() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+Xxh3State::~Xxh3State() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+Hasher64::Hasher64() { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
 void Hasher64::update(Bytes data) noexcept { XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), data.data(), data.size()); }
 uint64_t Hasher64::digest() const noexcept { return XXH3_64bits_digest(static_cast<const XXH3_state_t*>(state_)); }
 
-Hasher128::Hasher128() : state_(XXH3_createState()) {
-    if (state_ == nullptr) throw std::bad_alloc();
-    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
-}
-Hasher128::~Hasher128() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+Hasher128::Hasher128() { XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_)); }
 
 void Hasher128::update(Bytes data) noexcept {
     XXH3_128bits_update(static_cast<XXH3_state_t*>(state_), data.data(), data.size());

@@ -23,37 +23,37 @@ Hash128 xxh3_128(Bytes data) noexcept;
 Hash128 load_hash128(Bytes b, size_t at);
 void store_hash128(std::span<std::byte> b, size_t at, const Hash128& h);
 
+// An XXH3 streaming state (both widths use the same one), owned; the hashers below wrap it.
+class Xxh3State {
+public:
+    Xxh3State(const Xxh3State&) = delete;
+    Xxh3State& operator=(const Xxh3State&) = delete;
+
+protected:
+    Xxh3State();  // throws std::bad_alloc
+    ~Xxh3State();
+    void* state_;
+};
+
 // Streaming XXH3-64: the same digest as xxh3_64 over the concatenation of the updates (for bytes
 // hashed as they arrive, while they are still in the CPU's cache).
-class Hasher64 {
+class Hasher64 : private Xxh3State {
 public:
     Hasher64();
-    ~Hasher64();
-    Hasher64(const Hasher64&) = delete;
-    Hasher64& operator=(const Hasher64&) = delete;
     void update(Bytes data) noexcept;
     uint64_t digest() const noexcept;
-
-private:
-    void* state_;
 };
 
 // Streaming XXH3-128 over several fields; the cache's identity hashes use it with length-prefixed
 // fields so that ("ab","c") and ("a","bc") never collide by construction.
-class Hasher128 {
+class Hasher128 : private Xxh3State {
 public:
     Hasher128();
-    ~Hasher128();
-    Hasher128(const Hasher128&) = delete;
-    Hasher128& operator=(const Hasher128&) = delete;
     void update(Bytes data) noexcept;
     void field(Bytes data) noexcept;  // u64 length, then the bytes
     void field(std::string_view text) noexcept { field(as_bytes(text)); }
     void field(uint64_t value) noexcept;
     Hash128 digest() const noexcept;
-
-private:
-    void* state_;
 };
 
 }  // namespace sdm

@@ -1,6 +1,12 @@
 #include "jit_backend.hpp"
 
+#include "cache.hpp"
+
 namespace sdm::runtime {
+
+Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_view tool, int driver_version) {
+    return CacheKeyBuilder().field(backend).field(job.input_hash).field(job.target).field(tool).field(static_cast<uint64_t>(driver_version)).key();
+}
 
 std::vector<std::unique_ptr<JitBackend>> jit_backends(Runtime& runtime, Driver& driver, const DriverSwitches& switches) {
     std::vector<std::unique_ptr<JitBackend>> out;

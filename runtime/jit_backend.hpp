@@ -57,6 +57,10 @@ public:
     virtual Result<JitProduct> build(const JitJob& job) = 0;
 };
 
+// The key every caching backend uses: its name, the input's content, the target, what identifies
+// the tool that builds (a version, or its file's identity) and the driver's version.
+Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_view tool, int driver_version);
+
 // The backends for one load, in preference order, as the runtime's JIT policy, the build and the
 // driver switches allow them (each says why not through unavailable()).
 std::vector<std::unique_ptr<JitBackend>> jit_backends(Runtime& runtime, Driver& driver, const DriverSwitches& switches);

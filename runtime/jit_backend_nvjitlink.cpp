@@ -1,7 +1,6 @@
 // nvJitLink as a JIT backend: links PTX or LTO-IR for the device's SM (jit_nvjitlink.hpp loads it).
 // Its output is keyed by the identity of nvJitLink's file (found without loading it, so a warm hit
 // never pays its dlopen) and the driver's version.
-#include "cache.hpp"
 #include "jit_backend.hpp"
 #include "jit_nvjitlink.hpp"
 #include "runtime.hpp"
@@ -25,13 +24,7 @@ public:
     }
 
     Result<std::optional<Hash128>> cache_key(const JitJob& job) override {
-        return std::optional<Hash128>(CacheKeyBuilder()
-                                          .field("nvJitLink link")
-                                          .field(job.input_hash)
-                                          .field(job.target)
-                                          .field(identity_)
-                                          .field(static_cast<uint64_t>(driver_.version()))
-                                          .key());
+        return std::optional<Hash128>(jit_cache_key("nvJitLink link", job, identity_, driver_.version()));
     }
 
     Result<JitProduct> build(const JitJob& job) override {

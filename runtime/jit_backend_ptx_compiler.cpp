@@ -1,6 +1,5 @@
 // The static nvPTXCompiler as a JIT backend (jit_ptxcompiler.hpp), when this libsdm was built with
 // it: PTX only. Its output is keyed by the compiler's version and the driver's.
-#include "cache.hpp"
 #include "jit_backend.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
@@ -24,13 +23,7 @@ public:
     Result<std::optional<Hash128>> cache_key(const JitJob& job) override {
         SDM_TRY_GET(version, ptx_compiler_version());
         version_ = *version;
-        return std::optional<Hash128>(CacheKeyBuilder()
-                                          .field("nvPTXCompiler compile")
-                                          .field(job.input_hash)
-                                          .field(job.target)
-                                          .field(version_)
-                                          .field(static_cast<uint64_t>(driver_.version()))
-                                          .key());
+        return std::optional<Hash128>(jit_cache_key("nvPTXCompiler compile", job, version_, driver_.version()));
     }
 
     Result<JitProduct> build(const JitJob& job) override {

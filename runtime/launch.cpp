@@ -19,6 +19,20 @@ CUlaunchAttribute cluster_attribute(const Plan& plan) {
     return attr;
 }
 
+// A one-dimensional launch of `plan` (the occupancy calculator's query and the launch itself).
+CUlaunchConfig launch_config(const Plan& plan, CUstream stream, CUlaunchAttribute* attrs, unsigned count) {
+    CUlaunchConfig config{};
+    config.gridDimX = plan.grid;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = plan.block;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = plan.smem;
+    config.hStream = stream;
+    config.attrs = attrs;
+    config.numAttrs = count;
+    return config;
+}
+
 }  // namespace
 
 size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
@@ -110,14 +124,7 @@ Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& de
                                                            ": no block of it fits on a multiprocessor (registers or shared memory)");
     if (plan.cluster[0] > 1) {  // x by 1 by 1: check_plan checked the shape
         CUlaunchAttribute attr = cluster_attribute(plan);
-        CUlaunchConfig config{};
-        config.gridDimX = plan.grid;
-        config.gridDimY = config.gridDimZ = 1;
-        config.blockDimX = plan.block;
-        config.blockDimY = config.blockDimZ = 1;
-        config.sharedMemBytes = plan.smem;
-        config.attrs = &attr;
-        config.numAttrs = 1;
+        const CUlaunchConfig config = launch_config(plan, nullptr, &attr, 1);
         int clusters = 0;
         SDM_TRY(SDM_DRIVER_CALL(driver, cuOccupancyMaxActiveClusters, what, &clusters, function_, &config));
         if (clusters < 1)
@@ -168,15 +175,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
         attrs[n].value.programmaticStreamSerializationAllowed = 1;
         ++n;
     }
-    CUlaunchConfig config{};
-    config.gridDimX = plan.grid;
-    config.gridDimY = config.gridDimZ = 1;
-    config.blockDimX = plan.block;
-    config.blockDimY = config.blockDimZ = 1;
-    config.sharedMemBytes = plan.smem;
-    config.hStream = stream;
-    config.attrs = n > 0 ? attrs : nullptr;
-    config.numAttrs = n;
+    const CUlaunchConfig config = launch_config(plan, stream, n > 0 ? attrs : nullptr, n);
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
     if (rc != CUDA_SUCCESS) {
         SDM_TRY_GET(d, runtime_.driver());
