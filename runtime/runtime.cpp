@@ -43,7 +43,7 @@ Runtime::Runtime(RuntimeOptions options)
                              : Result<void>(std::move(a).error());
             if (!mounted) log_.error("the archive embedded in this libsdm does not mount: " + mounted.error().message);
         } else {
-            log_.debug("this libsdm was built without an embedded archive (no nvcc, or -Dkernels=disabled)");
+            log_.debug("this libsdm was built without an embedded archive (no nvcc, -Dkernels=disabled, or -Dtools=disabled: packing the kernels runs the sdm tool)");
         }
     }
     // Plan-provider plugins of $SDM_PLUGIN_PATH; one that cannot be used is logged and skipped.

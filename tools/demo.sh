@@ -7,6 +7,7 @@
 set -euo pipefail
 build=$1
 sdm=$build/tools/sdm
+[ -x "$sdm" ] || { echo "demo.sh: $sdm was not built (-Dtools=disabled, or its dependencies not found); the demo runs it" >&2; exit 1; }
 data=tests/data
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,7 +40,7 @@ echo "== sdm info (the driver, every GPU and its class, nvJitLink, the archive)"
 echo
 kernels=$build/kernels/kernels.sdma
 if [ ! -f "$kernels" ]; then
-  echo "This build has no SDM kernels (no nvcc, or -Dkernels=disabled): libsdm embeds no archive."
+  echo "This build has no SDM kernels (no nvcc, -Dkernels=disabled, or -Dtools=disabled): libsdm embeds no archive."
   exit 0
 fi
 echo

@@ -51,7 +51,7 @@ func ABIVersion() (major, minor uint32) {
 	return v >> 16, v & 0xffff
 }
 
-// Version is the loaded libsdm's release ("0.1.0").
+// Version is the loaded libsdm's release, "MAJOR.MINOR.PATCH" (sdm's project version).
 func Version() string { return C.GoString(C.sdm_version_string()) }
 
 // CheckABI reports ErrMismatch unless the loaded libsdm has the ABI major of the header this

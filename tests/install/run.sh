@@ -14,6 +14,7 @@ trap 'rm -rf "$work"' EXIT
 stage=$work/stage
 meson install -C "$build" --no-rebuild --quiet --destdir "$stage" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
+release=$(meson introspect "$build" --projectinfo | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 root=$stage$prefix
 echo "installed into $root:"
 (cd "$root" && find . -type f -o -type l | sort | sed 's|^\./|  |')
@@ -22,7 +23,7 @@ export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
 export SDM_CACHE_DIR=$work/cache
 
 echo "== CMake: find_package(sdm) against the installed tree"
-cmake -S "$src/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" -DSDM_SOURCE_DIR="$src" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
+cmake -S "$src/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" -DSDM_SOURCE_DIR="$src" -DSDM_RELEASE="$release" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }
 cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-build.log"; exit 1; }
 grep -q "$root" "$work/cmake/CMakeCache.txt" || { echo "CMake did not find the installed sdm"; exit 1; }
 "$work/cmake/c_host"
@@ -33,6 +34,7 @@ echo "== make + pkg-config against the installed tree"
 pcdir=$(dirname "$(find "$root" -name sdm.pc | head -1)")
 export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$stage
 echo "pkg-config --cflags --libs sdm: $(pkg-config --cflags --libs sdm)"
+[ "$(pkg-config --modversion sdm)" = "$release" ] || { echo "sdm.pc says $(pkg-config --modversion sdm), the build $release"; exit 1; }
 mkdir -p "$work/make"
 make -s -C "$work/make" -f "$src/tests/install/Makefile" SDM_SOURCE_DIR="$src" c_host
 "$work/make/c_host"

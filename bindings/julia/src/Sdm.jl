@@ -114,7 +114,7 @@ function abi_version()
     return (Int(v >> 16), Int(v & 0xffff))
 end
 
-"The library's release (\"0.2.0\")."
+"The library's release, `\"MAJOR.MINOR.PATCH\"` (sdm's project version)."
 version() = _string(sdm_version_string())
 
 "The name of a status (`\"SDM_ERROR_NO_DRIVER\"`)."

@@ -152,7 +152,7 @@ def abi_version(library=None):
 
 
 def version(library=None):
-    """The library's release ("0.2.0")."""
+    """The library's release, "MAJOR.MINOR.PATCH" (sdm's project version)."""
     return _text(load_library(library).sdm_version_string())
 
 

@@ -17,7 +17,7 @@ from ._sdm_h import FUNCTIONS, SDM_ABI_VERSION_MAJOR, SDM_ABI_VERSION_MINOR
 
 # ---- the library ----------------------------------------------------------------------------------
 
-DEFAULT_LIBRARY = "libsdm.so.1"  # the SONAME (capi/meson.build: soversion 1)
+DEFAULT_LIBRARY = f"libsdm.so.{SDM_ABI_VERSION_MAJOR}"  # the SONAME: libsdm's soversion is the ABI major
 
 _loaded = {}
 _lock = threading.Lock()
@@ -25,7 +25,7 @@ _lock = threading.Lock()
 
 def library_path(library=None):
     """What load() opens: `library`, else $SDM_LIBRARY, else what ctypes.util finds for "sdm", else
-    libsdm.so.1 (the dynamic linker's search path)."""
+    DEFAULT_LIBRARY, the SONAME (the dynamic linker's search path)."""
     return library or os.environ.get("SDM_LIBRARY") or ctypes.util.find_library("sdm") or DEFAULT_LIBRARY
 
 

@@ -205,7 +205,7 @@ pub fn abi_version() -> (u32, u32) {
     (version >> 16, version & 0xffff)
 }
 
-/// The loaded libsdm's release ("0.1.0").
+/// The loaded libsdm's release, "MAJOR.MINOR.PATCH" (sdm's project version).
 pub fn version() -> &'static str {
     // SAFETY: no arguments; a static string.
     static_str(unsafe { sys::sdm_version_string() })
