@@ -6,6 +6,7 @@
 
 #include "codec.hpp"
 #include "file_map.hpp"
+#include "sdm_version.h"
 #include "text.hpp"
 
 namespace sdm::archive {
@@ -91,10 +92,13 @@ Result<void> Archive::validate() {
                     " bytes); the file was appended to or overwritten");
     h.required_features = load_u64(b, header::required_features);
     h.optional_features = load_u64(b, header::optional_features);
-    if ((h.required_features & ~kKnownRequiredFeatures) != 0)
+    if ((h.required_features & ~kKnownRequiredFeatures) != 0) {
+        const auto text = as_text(b.subspan(header::created_by, 16));
         return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": needs format features 0x" +
-                                                      hex(h.required_features & ~kKnownRequiredFeatures) +
-                                                      " that this sdm does not know; update sdm");
+                                                      hex(h.required_features & ~kKnownRequiredFeatures) + " that this sdm (" +
+                                                      SDM_VERSION_STRING + ") does not know; it was written by " +
+                                                      printable(text.substr(0, text.find('\0'))) + ": update sdm to that release or later");
+    }
     // Reserved fields and bytes past the 1.0 header are zero in 1.0; a later minor may define them.
     if (h.format_minor == 0) {
         if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return fail("reserved header fields are not zero");
@@ -129,6 +133,7 @@ Result<void> Archive::validate() {
         return fail("index checksum mismatch (the entry table or names are damaged)");
 
     const Bytes strings = b.subspan(strings_offset, strings_size);
+    const size_t max_name = (h.required_features & kFeatureFormat11) != 0 ? limits::max_long_name_length : limits::max_name_length;
     entries_.reserve(count);
     uint64_t total_raw = 0;
     size_t manifests = 0;
@@ -143,8 +148,8 @@ Result<void> Archive::validate() {
         if (!in_bounds(name_offset, name_length, strings.size())) return entry_fail("name outside the string table");
         e.name = as_text(strings.subspan(name_offset, name_length));
         const bool same_name = i > 0 && name_offset == prev_name_offset && name_length == prev_name_length;
-        if (!same_name && !valid_name(e.name))
-            return entry_fail("name '" + quoted_name(e.name) + "' " + name_problem(e.name) + " (" + kNameRules + ")");
+        if (!same_name && !valid_name(e.name, max_name))
+            return entry_fail("name '" + quoted_name(e.name) + "' " + name_problem(e.name, max_name) + " (" + kNameRules + ")");
         prev_name_offset = name_offset;
         prev_name_length = name_length;
         e.kind = static_cast<Kind>(load_u8(r, record::kind));

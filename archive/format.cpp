@@ -92,17 +92,20 @@ std::string sm_capability(uint16_t sm) {
     return std::to_string(sm / 10) + "." + std::to_string(sm % 10);
 }
 
-bool valid_name(std::string_view name) noexcept {
-    if (name.empty() || name.size() > limits::max_name_length || name.front() == '.') return false;
+bool valid_name(std::string_view name, size_t max_length) noexcept {
+    if (name.empty() || name.size() > max_length || name.front() == '.') return false;
     for (const char c : name)
         if (c <= ' ' || c > '~' || kNameForbidden.find(c) != std::string_view::npos) return false;
     return true;
 }
 
-std::string name_problem(std::string_view name) {
+std::string name_problem(std::string_view name, size_t max_length) {
     if (name.empty()) return "is empty";
-    if (name.size() > limits::max_name_length)
-        return "is " + std::to_string(name.size()) + " bytes long, more than " + std::to_string(limits::max_name_length);
+    if (name.size() > max_length) {
+        std::string why = "is " + std::to_string(name.size()) + " bytes long, more than " + std::to_string(max_length);
+        if (max_length < limits::max_long_name_length && name.size() <= limits::max_long_name_length) why += " (format 1.1 allows 65535)";
+        return why;
+    }
     if (name.front() == '.') return "starts with '.'";
     for (const char c : name) {
         if (c == ' ') return "contains a space";

@@ -18,7 +18,8 @@ namespace sdm::archive {
 inline constexpr std::array<uint8_t, 8> kMagic{0x89, 'S', 'D', 'M', '\r', '\n', 0x1a, '\n'};
 
 inline constexpr uint16_t kFormatMajor = 1;  // a reader refuses any other major
-inline constexpr uint16_t kFormatMinor = 0;  // newer minors only add optional fields and feature bits
+inline constexpr uint16_t kFormatMinor = 0;  // what the writer writes unless an input needs 1.1
+inline constexpr uint16_t kFormatMinor11 = 1;  // format 1.1: written only with kFeatureFormat11
 
 inline constexpr uint32_t kHeaderSize = 128;  // minimum; a later minor may grow it (multiple of 8)
 inline constexpr uint32_t kRecordSize = 64;   // minimum; a later minor may grow it (multiple of 8)
@@ -93,7 +94,8 @@ enum class Variant : uint8_t {
 // (PyTorch's largest cubin is a few tens of MB); a file that exceeds them is refused.
 namespace limits {
 inline constexpr uint32_t max_entries = 65536;
-inline constexpr uint32_t max_name_length = 256;
+inline constexpr uint32_t max_name_length = 256;         // format 1.0
+inline constexpr uint32_t max_long_name_length = 65535;  // format 1.1 (kFeatureFormat11): what name_length holds
 inline constexpr uint64_t max_raw_entry = 1ull << 30;        // 1 GiB per entry
 inline constexpr uint64_t max_raw_total = 16ull << 30;       // 16 GiB across the archive
 inline constexpr uint64_t max_strings = 16ull << 20;         // 16 MiB of names
@@ -113,9 +115,16 @@ inline constexpr uint64_t max_compressed_manifest = 4ull << 20;
 // times this cannot be a zstd frame, and is refused before anything is allocated for it.
 inline constexpr uint64_t kMaxZstdExpansion = (128 * 1024) / 4;
 
-// Feature bits. None are defined in 1.0: every bit set in required_features is unknown and makes
-// a 1.0 reader refuse the archive; bits in optional_features are ignored.
-inline constexpr uint64_t kKnownRequiredFeatures = 0;
+// Feature bits. A bit set in required_features that a reader does not know makes it refuse the
+// archive as unsupported; bits in optional_features are ignored.
+// kFeatureFormat11 (format 1.1, sdm 0.3): names up to 65535 bytes (index and manifest), and a
+// manifest of minor 1 (the extended signature types, capability-range plan rules). The writer
+// sets it, with format_minor 1, only when an input needs one of these; otherwise it writes 1.0,
+// byte for byte as before, which every 1.0 reader reads.
+inline constexpr uint64_t kFeatureFormat11 = 1;
+inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11;
+// The release that first reads each bit, for the message that refuses an archive.
+inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"}};
 
 const char* kind_name(Kind kind) noexcept;      // "cubin", "ptx", ..., "kind-7" is never returned: see is_known
 const char* codec_name(Codec codec) noexcept;
@@ -143,11 +152,13 @@ std::string sm_capability(uint16_t sm);  // 90 -> "9.0", 103 -> "10.3"
 // starting with '.' (which rules out "." and ".." and hidden files). `sdm extract` may then use a
 // name as a file name inside its directory on any system.
 inline constexpr std::string_view kNameForbidden = "/\\:*?\"<>|";
-bool valid_name(std::string_view name) noexcept;
+// `max_length`: 256 in format 1.0, 65535 in 1.1.
+bool valid_name(std::string_view name, size_t max_length = limits::max_name_length) noexcept;
 // Why `name` breaks the rules ("contains '/'"), or empty when it is valid.
-std::string name_problem(std::string_view name);
+std::string name_problem(std::string_view name, size_t max_length = limits::max_name_length);
 // The rules in one sentence, for messages that refuse a name.
 inline constexpr const char* kNameRules =
-    "names are 1-256 printable ASCII characters without spaces, none of / \\ : * ? \" < > |, not starting with '.'";
+    "names are printable ASCII characters without spaces (1-256 of them in format 1.0, up to 65535 in 1.1), none of / \\ : * ? \" < > |, "
+    "not starting with '.'";
 
 }  // namespace sdm::archive

@@ -1,6 +1,7 @@
 #include "manifest.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "format.hpp"
@@ -14,24 +15,28 @@ constexpr uint8_t kManifestMagic[4] = {'S', 'D', 'M', 'M'};
 constexpr size_t kPreamble = 12;   // "SDMM", u16 major, u16 minor, u32 body size
 constexpr size_t kItemHeader = 8;  // u16 tag, u16 flags, u32 length
 constexpr uint16_t kRequiredFlag = 1;
-constexpr size_t kMaxString = 1024;
+constexpr size_t kMaxString = 1024;  // a text item; names: the name limit of the manifest's minor
 constexpr size_t kMaxKernels = 65536;
 constexpr size_t kMaxRules = 256;
 
 namespace tag {
 // Top level
-constexpr uint16_t kernel_abi = 1, content_version = 2, kernel = 3;
+constexpr uint16_t kernel_abi = 1, content_version = 2, kernel = 3, hardware_matrix = 4;
 // Kernel
 constexpr uint16_t name = 1, module = 2, signature = 3, problem = 4, plan = 5;
 // Plan rule
 constexpr uint16_t device_class = 1, capability = 2, when = 3, block = 4, blocks_per_sm = 5, smem = 6, grid = 7,
-                   cluster_x = 8, cluster_y = 9, cluster_z = 10, pdl = 11;
+                   cluster_x = 8, cluster_y = 9, cluster_z = 10, pdl = 11, capability_min = 12, capability_max = 13;
 }  // namespace tag
 
+// The fixed-size types by name; the first seven are format 1.0's.
 constexpr std::pair<std::string_view, ParamType> kParamTypes[] = {
-    {"ptr", ParamType::ptr}, {"i32", ParamType::i32}, {"u32", ParamType::u32}, {"i64", ParamType::i64},
-    {"u64", ParamType::u64}, {"f32", ParamType::f32}, {"f64", ParamType::f64},
+    {"ptr", ParamType::ptr}, {"i32", ParamType::i32}, {"u32", ParamType::u32}, {"i64", ParamType::i64}, {"u64", ParamType::u64},
+    {"f32", ParamType::f32}, {"f64", ParamType::f64}, {"f16", ParamType::f16}, {"bf16", ParamType::bf16}, {"b8", ParamType::b8},
+    {"b16", ParamType::b16}, {"b32", ParamType::b32}, {"b64", ParamType::b64},
 };
+constexpr size_t kTypes10 = 7;
+constexpr std::string_view kOpaque = "opaque:";
 
 Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "manifest: " + why); }
 Error invalid(const std::string& why) { return make_error(ErrorCode::invalid_argument, "manifest: " + why); }
@@ -44,11 +49,11 @@ bool identifier(std::string_view s) {
 // --- encoding -------------------------------------------------------------------------------
 class Encoder {
 public:
-    void raw(uint16_t t, Bytes payload) {
-        header(t, payload.size());
+    void raw(uint16_t t, Bytes payload, bool required = true) {
+        header(t, payload.size(), required);
         out_.insert(out_.end(), payload.begin(), payload.end());
     }
-    void text(uint16_t t, std::string_view s) { raw(t, as_bytes(s)); }
+    void text(uint16_t t, std::string_view s, bool required = true) { raw(t, as_bytes(s), required); }
     void u16(uint16_t t, uint16_t v) {
         std::byte b[2];
         store_u16(b, 0, v);
@@ -63,11 +68,11 @@ public:
     ByteVector& bytes() { return out_; }
 
 private:
-    void header(uint16_t t, size_t length) {
+    void header(uint16_t t, size_t length, bool required = true) {
         const size_t at = out_.size();
         out_.resize(at + kItemHeader);
         store_u16(out_, at, t);
-        store_u16(out_, at + 2, kRequiredFlag);  // everything 1.0 writes is required to understand
+        store_u16(out_, at + 2, required ? kRequiredFlag : 0);  // everything 1.0 wrote is required
         store_u32(out_, at + 4, static_cast<uint32_t>(length));
     }
     ByteVector out_;
@@ -97,8 +102,8 @@ Result<void> for_each_item(Bytes b, const std::string& where, Handle&& handle) {
 
 // Names and versions must be printable (validate_manifest); expressions may hold the whitespace
 // the expression language allows, and whatever prints them escapes it (text.hpp).
-Result<std::string> text_of(const Item& item, const std::string& what) {
-    if (item.payload.size() > kMaxString) return bad(what + " longer than " + std::to_string(kMaxString) + " bytes");
+Result<std::string> text_of(const Item& item, const std::string& what, size_t limit = kMaxString) {
+    if (item.payload.size() > limit) return bad(what + " longer than " + std::to_string(limit) + " bytes");
     std::string s(as_text(item.payload));
     if (s.find('\0') != std::string::npos) return bad(what + " contains a NUL byte");
     return s;
@@ -135,11 +140,11 @@ Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
     SDM_TRY(fields(payload, where,
                    {{tag::device_class, false}, {tag::capability, false}, {tag::when, false}, {tag::block, false},
                     {tag::blocks_per_sm, false}, {tag::smem, false}, {tag::grid, false}, {tag::cluster_x, false},
-                    {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}},
+                    {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}, {tag::capability_min, false}, {tag::capability_max, false}},
                    [&](const Item& item) -> Result<void> {
-                       if (item.tag == tag::capability) {
+                       if (item.tag == tag::capability || item.tag == tag::capability_min || item.tag == tag::capability_max) {
                            SDM_TRY_GET(v, u16_of(item, where + " capability"));
-                           rule.capability = *v;
+                           (item.tag == tag::capability ? rule.capability : item.tag == tag::capability_min ? rule.capability_min : rule.capability_max) = *v;
                            return {};
                        }
                        SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag)));
@@ -158,11 +163,12 @@ Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
                        }
                        return {};
                    }));
-    if (!have_class || !have_block || !have_grid) return bad(where + ": a plan rule needs class, block and grid");
+    const bool ranged = rule.capability_min != 0 || rule.capability_max != 0;
+    if ((!have_class && !ranged) || !have_block || !have_grid) return bad(where + ": a plan rule needs a class or a capability range, block and grid");
     return rule;
 }
 
-Result<KernelSpec> decode_kernel(Bytes payload, size_t index) {
+Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
     KernelSpec k;
     const std::string where = "kernel " + std::to_string(index);
     bool have_name = false, have_module = false, have_signature = false;
@@ -175,7 +181,8 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index) {
                            k.plans.push_back(std::move(*rule));
                            return {};
                        }
-                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag)));
+                       const bool is_name = item.tag == tag::name || item.tag == tag::module;
+                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag), is_name ? max_name : kMaxString));
                        if (item.tag == tag::name) { k.name = std::move(*s); have_name = true; }
                        else if (item.tag == tag::module) { k.module = std::move(*s); have_module = true; }
                        else if (item.tag == tag::problem) {
@@ -195,24 +202,23 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index) {
 
 }  // namespace
 
-const char* param_type_name(ParamType type) noexcept {
+std::string param_type_name(const ParamType& type) {
+    if (type.kind == ParamKind::opaque) return std::string(kOpaque) + std::to_string(type.size) + ":" + std::to_string(type.align);
     for (const auto& [name, t] : kParamTypes)
-        if (t == type) return name.data();
+        if (t.kind == type.kind) return std::string(name);
     return "?";
 }
 
-size_t param_type_size(ParamType type) noexcept {
-    switch (type) {
-    case ParamType::i32:
-    case ParamType::u32:
-    case ParamType::f32: return 4;
-    default: return 8;
-    }
+size_t param_type_size(const ParamType& type) noexcept { return type.size; }
+
+bool param_type_is_11(const ParamType& type) noexcept {
+    return std::none_of(std::begin(kParamTypes), std::begin(kParamTypes) + kTypes10, [&](const auto& p) { return p.second == type; });
 }
 
-Result<std::vector<ParamType>> parse_signature(std::string_view text) {
-    std::vector<ParamType> out;
+Result<Signature> parse_signature(std::string_view text) {
+    Signature out;
     if (text.empty()) return out;  // a kernel without parameters
+    const auto refuse = [&](const std::string& why) { return invalid("signature '" + printable(text.substr(0, 256)) + "': " + why); };
     size_t at = 0;
     while (at <= text.size()) {
         size_t end = text.find(',', at);
@@ -220,20 +226,69 @@ Result<std::vector<ParamType>> parse_signature(std::string_view text) {
         std::string_view token = text.substr(at, end - at);
         while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
         while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-        const auto t = std::find_if(std::begin(kParamTypes), std::end(kParamTypes), [&](const auto& p) { return p.first == token; });
-        if (t == std::end(kParamTypes))
-            return invalid("signature '" + std::string(text) + "': unknown type '" + std::string(token) + "' (ptr, i32, u32, i64, u64, f32, f64)");
-        out.push_back(t->second);
-        if (out.size() > 64) return invalid("signature '" + std::string(text) + "' has more than 64 parameters");
+        if (token.starts_with(kOpaque)) {
+            // opaque:SIZE:ALIGN
+            const std::string_view rest = token.substr(kOpaque.size());
+            const size_t colon = rest.find(':');
+            uint32_t size = 0, align = 0;
+            const auto number = [](std::string_view t, uint32_t& v) {
+                const auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+                return !t.empty() && r.ec == std::errc() && r.ptr == t.data() + t.size();
+            };
+            if (colon == std::string_view::npos || !number(rest.substr(0, colon), size) || !number(rest.substr(colon + 1), align))
+                return refuse("'" + printable(token.substr(0, 64)) + "' is not opaque:SIZE:ALIGN (a struct by value, e.g. opaque:40:8)");
+            if (size < 1 || size > kMaxOpaqueSize) return refuse("'" + std::string(token) + "': the size must be 1 to 4096 bytes");
+            if (align < 1 || align > kMaxOpaqueAlign || (align & (align - 1)) != 0)
+                return refuse("'" + std::string(token) + "': the alignment must be a power of two from 1 to 256");
+            out.push_back({ParamKind::opaque, size, align});
+        } else {
+            const auto t = std::find_if(std::begin(kParamTypes), std::end(kParamTypes), [&](const auto& p) { return p.first == token; });
+            if (t == std::end(kParamTypes))
+                return refuse("unknown type '" + printable(token.substr(0, 64)) +
+                              "' (ptr, i32, u32, i64, u64, f32, f64, f16, bf16, b8, b16, b32, b64, opaque:SIZE:ALIGN)");
+            out.push_back(t->second);
+        }
+        if (out.size() > 64) return refuse("more than 64 parameters");
         at = end + 1;
     }
     return out;
 }
 
-std::string signature_text(const std::vector<ParamType>& signature) {
+std::string signature_text(const Signature& signature) {
     std::string out;
-    for (const ParamType t : signature) out += (out.empty() ? "" : ",") + std::string(param_type_name(t));
+    for (const ParamType& t : signature) out += (out.empty() ? "" : ",") + param_type_name(t);
     return out;
+}
+
+std::vector<uint32_t> param_offsets(const Signature& signature, uint32_t* total) {
+    std::vector<uint32_t> out;
+    out.reserve(signature.size());
+    uint32_t at = 0;
+    for (const ParamType& t : signature) {  // at most 64 parameters of at most 4096 bytes: no overflow
+        at = (at + t.align - 1) / t.align * t.align;
+        out.push_back(at);
+        at += t.size;
+    }
+    if (total != nullptr) *total = at;
+    return out;
+}
+
+Result<void> check_signature_layout(const std::string& kernel, const Signature& declared, const Signature& derived, const std::string& derived_from) {
+    const auto views = [&] {
+        return " (the manifest declares (" + signature_text(declared) + "); " + derived_from + " says (" + signature_text(derived) + "))";
+    };
+    if (declared.size() != derived.size())
+        return make_error(ErrorCode::mismatch, "kernel " + kernel + " takes " + std::to_string(derived.size()) + " parameters, the manifest declares " +
+                                                   std::to_string(declared.size()) + views() + "; correct the manifest's signature");
+    const auto want = param_offsets(declared), got = param_offsets(derived);
+    for (size_t i = 0; i < declared.size(); ++i) {
+        if (declared[i].size == derived[i].size && want[i] == got[i]) continue;
+        return make_error(ErrorCode::mismatch, "kernel " + kernel + " parameter " + std::to_string(i) + ": the manifest declares " +
+                                                   param_type_name(declared[i]) + " (" + std::to_string(declared[i].size) + " bytes at offset " +
+                                                   std::to_string(want[i]) + "), the image has " + std::to_string(derived[i].size) +
+                                                   " bytes at offset " + std::to_string(got[i]) + views() + "; correct the manifest's signature");
+    }
+    return {};
 }
 
 const KernelSpec* Manifest::find_kernel(std::string_view name) const {
@@ -248,64 +303,95 @@ std::vector<std::string> plan_variables(const KernelSpec& kernel) {
     return v;
 }
 
+Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
+    if (!valid_name(k.name, max_name))
+        return invalid("kernel name '" + printable(k.name.substr(0, 64)) + "' " + name_problem(k.name, max_name) + " (" + kNameRules + ")");
+    if (!valid_name(k.module, max_name))
+        return invalid("kernel " + k.name + ": module name '" + printable(k.module.substr(0, 64)) + "' " + name_problem(k.module, max_name) + " (" +
+                       kNameRules + ")");
+    if (k.signature.size() > 64) return invalid("kernel " + k.name + ": more than 64 parameters");
+    if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than 8 problem parameters");
+    std::set<std::string> params;
+    for (const auto& p : k.problem) {
+        const bool reserved = std::find(std::begin(kDeviceVariables), std::end(kDeviceVariables), p) != std::end(kDeviceVariables) ||
+                              std::find(std::begin(kOutputVariables), std::end(kOutputVariables), p) != std::end(kOutputVariables);
+        if (!identifier(p) || reserved || !params.insert(p).second)
+            return invalid("kernel " + k.name + ": problem parameter '" + p + "' must be a unique identifier other than " +
+                           "sms, l2_bytes, smem_cap, cc, block, blocks_per_sm, smem");
+    }
+    if (k.plans.size() > kMaxRules) return invalid("kernel " + k.name + ": more than 256 plan rules");
+    const std::vector<std::string> vars = plan_variables(k);
+    const size_t base = k.problem.size() + std::size(kDeviceVariables);
+    for (size_t r = 0; r < k.plans.size(); ++r) {
+        const PlanRule& rule = k.plans[r];
+        const bool ranged = rule.capability_min != 0 || rule.capability_max != 0;
+        const std::string where = "kernel " + k.name + " plan rule " + std::to_string(r) + " (" +
+                                  (rule.device_class.empty() ? "capabilities " + sm_capability(rule.capability_min) + "-" + sm_capability(rule.capability_max)
+                                                             : rule.device_class) +
+                                  ")";
+        // The hardware matrix (common/hardware_matrix.hpp): the class, and a capability of it.
+        if (!rule.device_class.empty() || !ranged) {
+            const auto cls = parse_device_class(rule.device_class);
+            if (!cls) return invalid(where + ": class must be modern, a100 or rtx (or give a capability range)");
+            if (rule.capability != 0 && !class_has_capability(*cls, rule.capability))
+                return invalid(where + ": capability " + sm_capability(rule.capability) + " is not in class " + rule.device_class);
+        } else if (rule.capability != 0) {
+            return invalid(where + ": a single capability belongs to a class rule; give it as a range (capability_min = capability_max)");
+        }
+        if (ranged && (rule.capability_min < 10 || rule.capability_max > 999 || rule.capability_min > rule.capability_max))
+            return invalid(where + ": the capability range must run from a capability to a later one (e.g. 75 to 89)");
+        // Each output may use the problem, the device and the outputs computed before it.
+        const std::pair<const std::string*, size_t> exprs[] = {
+            {&rule.when, base}, {&rule.block, base}, {&rule.blocks_per_sm, base + 1}, {&rule.smem, base + 2},
+            {&rule.grid, base + 3}, {&rule.cluster[0], base + 3}, {&rule.cluster[1], base + 3}, {&rule.cluster[2], base + 3},
+            {&rule.pdl, base + 3}};
+        for (const auto& [text, visible] : exprs) {
+            auto e = Expression::parse(*text, std::span(vars).first(visible));
+            if (!e) return invalid(where + ": " + e.error().message);
+        }
+    }
+    return {};
+}
+
+bool needs_manifest_11(const Manifest& m) {
+    for (const KernelSpec& k : m.kernels) {
+        if (k.name.size() > limits::max_name_length || k.module.size() > limits::max_name_length) return true;
+        if (std::any_of(k.signature.begin(), k.signature.end(), param_type_is_11)) return true;
+        for (const PlanRule& r : k.plans)
+            if (r.device_class.empty() || r.capability_min != 0 || r.capability_max != 0) return true;
+    }
+    return false;
+}
+
 Result<void> validate_manifest(const Manifest& m) {
     if (m.content_version.size() > 64) return invalid("content version longer than 64 characters");
     if (!is_printable(m.content_version))
         return invalid("content version '" + printable(m.content_version) + "' holds a byte that is not printable ASCII");
-    std::set<std::string> names;
+    if (m.kernels.size() > kMaxKernels) return invalid("more than 65536 kernels");
+    std::set<std::string_view> names;
     for (const KernelSpec& k : m.kernels) {
-        if (!valid_name(k.name))
-            return invalid("kernel name '" + printable(k.name.substr(0, 64)) + "' " + name_problem(k.name) + " (" + kNameRules + ")");
+        SDM_TRY(validate_kernel(k, limits::max_long_name_length));
         if (!names.insert(k.name).second) return invalid("kernel " + k.name + " is listed twice");
-        if (!valid_name(k.module))
-            return invalid("kernel " + k.name + ": module name '" + printable(k.module.substr(0, 64)) + "' " + name_problem(k.module) + " (" +
-                           kNameRules + ")");
-        if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than 8 problem parameters");
-        std::set<std::string> params;
-        for (const auto& p : k.problem) {
-            const bool reserved = std::find(std::begin(kDeviceVariables), std::end(kDeviceVariables), p) != std::end(kDeviceVariables) ||
-                                  std::find(std::begin(kOutputVariables), std::end(kOutputVariables), p) != std::end(kOutputVariables);
-            if (!identifier(p) || reserved || !params.insert(p).second)
-                return invalid("kernel " + k.name + ": problem parameter '" + p + "' must be a unique identifier other than " +
-                               "sms, l2_bytes, smem_cap, cc, block, blocks_per_sm, smem");
-        }
-        if (k.plans.size() > kMaxRules) return invalid("kernel " + k.name + ": more than 256 plan rules");
-        const std::vector<std::string> vars = plan_variables(k);
-        const size_t base = k.problem.size() + std::size(kDeviceVariables);
-        for (size_t r = 0; r < k.plans.size(); ++r) {
-            const PlanRule& rule = k.plans[r];
-            const std::string where = "kernel " + k.name + " plan rule " + std::to_string(r) + " (" + rule.device_class + ")";
-            // The hardware matrix (common/hardware_matrix.hpp): the class, and a capability of it.
-            const auto cls = parse_device_class(rule.device_class);
-            if (!cls) return invalid(where + ": class must be modern, a100 or rtx");
-            if (rule.capability != 0 && !class_has_capability(*cls, rule.capability))
-                return invalid(where + ": capability " + sm_capability(rule.capability) + " is not in class " + rule.device_class);
-            // Each output may use the problem, the device and the outputs computed before it.
-            const std::pair<const std::string*, size_t> exprs[] = {
-                {&rule.when, base}, {&rule.block, base}, {&rule.blocks_per_sm, base + 1}, {&rule.smem, base + 2},
-                {&rule.grid, base + 3}, {&rule.cluster[0], base + 3}, {&rule.cluster[1], base + 3}, {&rule.cluster[2], base + 3},
-                {&rule.pdl, base + 3}};
-            for (const auto& [text, visible] : exprs) {
-                auto e = Expression::parse(*text, std::span(vars).first(visible));
-                if (!e) return invalid(where + ": " + e.error().message);
-            }
-        }
     }
     return {};
 }
 
 Result<ByteVector> encode_manifest(const Manifest& m) {
     SDM_TRY(validate_manifest(m));
+    const bool v11 = needs_manifest_11(m);
     Encoder e;
     e.bytes().insert(e.bytes().end(), reinterpret_cast<const std::byte*>(kManifestMagic), reinterpret_cast<const std::byte*>(kManifestMagic) + 4);
     e.bytes().resize(kPreamble);
     store_u16(e.bytes(), 4, kManifestMajor);
-    store_u16(e.bytes(), 6, kManifestMinor);
+    store_u16(e.bytes(), 6, v11 ? kManifestMinor11 : kManifestMinor);
     std::byte abi[4];
     store_u16(abi, 0, m.kernel_abi_major);
     store_u16(abi, 2, m.kernel_abi_minor);
     e.raw(tag::kernel_abi, abi);
     e.text(tag::content_version, m.content_version);
+    // Optional: a reader that does not know the tag applies the matrix to every archive, as
+    // sdm 0.2 did.
+    if (m.hardware_matrix) e.text(tag::hardware_matrix, kSdmHardwareMatrix, false);
     std::vector<const KernelSpec*> sorted;
     for (const auto& k : m.kernels) sorted.push_back(&k);
     std::sort(sorted.begin(), sorted.end(), [](auto a, auto b) { return a->name < b->name; });
@@ -317,8 +403,12 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
         for (const auto& p : k->problem) e.text(tag::problem, p);
         for (const PlanRule& r : k->plans) {
             const size_t rule = e.open(tag::plan);
-            e.text(tag::device_class, r.device_class);
+            if (!r.device_class.empty()) e.text(tag::device_class, r.device_class);
             if (r.capability != 0) e.u16(tag::capability, r.capability);
+            if (r.capability_min != 0 || r.capability_max != 0) {
+                e.u16(tag::capability_min, r.capability_min);
+                e.u16(tag::capability_max, r.capability_max);
+            }
             e.text(tag::when, r.when);
             e.text(tag::block, r.block);
             e.text(tag::blocks_per_sm, r.blocks_per_sm);
@@ -336,7 +426,7 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
     return e.take();
 }
 
-Result<Manifest> decode_manifest(Bytes b) {
+Result<ManifestIndex> ManifestIndex::build(Bytes b) {
     if (b.size() < kPreamble || !std::equal(kManifestMagic, kManifestMagic + 4, reinterpret_cast<const uint8_t*>(b.data())))
         return bad("no manifest magic 'SDMM'");
     const uint16_t major = load_u16(b, 4), minor = load_u16(b, 6);
@@ -347,9 +437,12 @@ Result<Manifest> decode_manifest(Bytes b) {
     if (load_u32(b, 8) != b.size() - kPreamble)
         return bad("the body holds " + std::to_string(b.size() - kPreamble) + " bytes, the preamble says " + std::to_string(load_u32(b, 8)) +
                    " (truncated or extended)");
-    Manifest m;
+    ManifestIndex m;
+    m.minor_ = minor;
+    m.max_name_ = minor >= kManifestMinor11 ? limits::max_long_name_length : limits::max_name_length;
     bool have_abi = false;
-    SDM_TRY(fields(b.subspan(kPreamble), "top level", {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}},
+    SDM_TRY(fields(b.subspan(kPreamble), "top level",
+                   {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}, {tag::hardware_matrix, false}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::kernel_abi) {
                            if (item.payload.size() != 4) return bad("kernel ABI must be 4 bytes");
@@ -358,18 +451,75 @@ Result<Manifest> decode_manifest(Bytes b) {
                            have_abi = true;
                        } else if (item.tag == tag::content_version) {
                            SDM_TRY_GET(s, text_of(item, "content version"));
+                           if (s->size() > 64) return bad("content version longer than 64 characters");
+                           if (!is_printable(*s)) return bad("content version '" + printable(*s) + "' holds a byte that is not printable ASCII");
                            m.content_version = std::move(*s);
+                       } else if (item.tag == tag::hardware_matrix) {
+                           SDM_TRY_GET(s, text_of(item, "hardware matrix"));
+                           if (*s != kSdmHardwareMatrix) return bad("hardware matrix '" + printable(*s) + "' is not 'sdm', the one this sdm knows");
+                           m.hardware_matrix = true;
                        } else {
-                           if (m.kernels.size() >= kMaxKernels) return bad("more than 65536 kernels");
-                           SDM_TRY_GET(k, decode_kernel(item.payload, m.kernels.size()));
-                           m.kernels.push_back(std::move(*k));
+                           // Only the name and the module now; the rest at the kernel's first use (spec()).
+                           if (m.kernels_.size() >= kMaxKernels) return bad("more than 65536 kernels");
+                           const std::string where = "kernel " + std::to_string(m.kernels_.size());
+                           Kernel k;
+                           k.item = item.payload;
+                           bool have_name = false, have_module = false;
+                           SDM_TRY(for_each_item(item.payload, where, [&](const Item& field) -> Result<void> {
+                               if (field.tag != tag::name && field.tag != tag::module) return {};
+                               bool& have = field.tag == tag::name ? have_name : have_module;
+                               if (have) return bad(where + ": field " + std::to_string(field.tag) + " appears twice");
+                               have = true;
+                               const std::string_view text = as_text(field.payload);
+                               if (!valid_name(text, m.max_name_))
+                                   return bad(where + ": " + (field.tag == tag::name ? "kernel" : "module") + " name '" + printable(text.substr(0, 64)) +
+                                              "' " + name_problem(text, m.max_name_) + " (" + kNameRules + ")");
+                               (field.tag == tag::name ? k.name : k.module) = text;
+                               return {};
+                           }));
+                           if (!have_name || !have_module) return bad(where + ": a kernel needs name, module and signature");
+                           m.kernels_.push_back(k);
                        }
                        return {};
                    }));
     if (!have_abi) return bad("no kernel ABI version");
-    std::sort(m.kernels.begin(), m.kernels.end(), [](const auto& a, const auto& c) { return a.name < c.name; });
-    auto valid = validate_manifest(m);
-    if (!valid) return make_error(ErrorCode::archive_corrupt, valid.error().message);
+    // The encoder writes kernels sorted by name: checked in one pass, sorted only when they are not.
+    const auto by_name = [](const Kernel& x, const Kernel& y) { return x.name < y.name; };
+    if (!std::is_sorted(m.kernels_.begin(), m.kernels_.end(), by_name)) std::sort(m.kernels_.begin(), m.kernels_.end(), by_name);
+    for (size_t i = 1; i < m.kernels_.size(); ++i)
+        if (m.kernels_[i].name == m.kernels_[i - 1].name) return bad("kernel " + std::string(m.kernels_[i].name) + " is listed twice");
+    return m;
+}
+
+const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name) const {
+    const auto it = std::lower_bound(kernels_.begin(), kernels_.end(), name, [](const Kernel& k, std::string_view n) { return k.name < n; });
+    return it != kernels_.end() && it->name == name ? &*it : nullptr;
+}
+
+Result<KernelSpec> ManifestIndex::spec(const Kernel& kernel) const {
+    const size_t index = static_cast<size_t>(&kernel - kernels_.data());
+    SDM_TRY_GET(k, decode_kernel(kernel.item, index, max_name_));
+    if (auto valid = validate_kernel(*k, max_name_); !valid) return bad(valid.error().message.substr(std::string_view("manifest: ").size()));
+    if (minor_ < kManifestMinor11) {
+        Manifest one;
+        one.kernels.push_back(*k);
+        if (needs_manifest_11(one)) return bad("kernel " + k->name + " uses manifest 1.1 fields in a manifest of minor " + std::to_string(minor_));
+    }
+    return k;
+}
+
+Result<Manifest> decode_manifest(Bytes b) {
+    SDM_TRY_GET(index, ManifestIndex::build(b));
+    Manifest m;
+    m.kernel_abi_major = index->kernel_abi_major;
+    m.kernel_abi_minor = index->kernel_abi_minor;
+    m.content_version = index->content_version;
+    m.hardware_matrix = index->hardware_matrix;
+    m.kernels.reserve(index->size());
+    for (const auto& k : index->kernels()) {
+        SDM_TRY_GET(spec, index->spec(k));
+        m.kernels.push_back(std::move(*spec));
+    }
     return m;
 }
 

@@ -60,9 +60,9 @@ struct Choice {
 ArchiveWriter::ArchiveWriter(WriterOptions options) : options_(std::move(options)) {}
 
 Result<void> ArchiveWriter::add(WriterInput input) {
-    if (!valid_name(input.name))
-        return make_error(ErrorCode::invalid_argument, "entry name '" + printable(input.name.substr(0, 64)) + "' " + name_problem(input.name) +
-                                                           " (" + kNameRules + ")");
+    if (!valid_name(input.name, limits::max_long_name_length))  // past 256 bytes, the archive is written as format 1.1
+        return make_error(ErrorCode::invalid_argument, "entry name '" + printable(input.name.substr(0, 64)) + "' " +
+                                                           name_problem(input.name, limits::max_long_name_length) + " (" + kNameRules + ")");
     if (!is_known(input.kind) || input.kind == Kind::dictionary)
         return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": kind cannot be added by hand");
     if (input.bytes.size() > limits::max_raw_entry)
@@ -283,8 +283,17 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             name_offsets[i] = name_offsets[i - 1];
             continue;
         }
-        name_offsets[i] = gsl::narrow_cast<uint32_t>(strings.size());  // < 65536 names x 256 bytes
+        name_offsets[i] = gsl::narrow_cast<uint32_t>(strings.size());  // checked against max_strings below
         strings += in[i].name;
+        if (strings.size() > limits::max_strings)
+            return make_error(ErrorCode::invalid_argument, "the entry names add up to more than " + std::to_string(limits::max_strings) +
+                                                               " bytes, the string table's limit; use shorter module names");
+    }
+    // Format 1.1 only where an input needs it: a name past 256 bytes, or a manifest of minor 1.
+    bool format11 = false;
+    for (size_t i = 0; i < count; ++i) {
+        format11 = format11 || in[i].name.size() > limits::max_name_length;
+        if (in[i].kind == Kind::manifest && in[i].bytes.size() >= 8) format11 = format11 || load_u16(in[i].bytes, 6) >= 1;
     }
     const uint64_t index_offset = kHeaderSize;
     const uint64_t strings_offset = index_offset + uint64_t{count} * kRecordSize;
@@ -305,7 +314,8 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     const std::span<std::byte> o(out);
     std::copy(kMagic.begin(), kMagic.end(), reinterpret_cast<uint8_t*>(out.data()));
     store_u16(o, header::format_major, kFormatMajor);
-    store_u16(o, header::format_minor, kFormatMinor);
+    store_u16(o, header::format_minor, format11 ? kFormatMinor11 : kFormatMinor);
+    store_u64(o, header::required_features, format11 ? kFeatureFormat11 : 0);
     store_u32(o, header::header_size, kHeaderSize);
     store_u64(o, header::archive_size, at);
     store_u64(o, header::index_offset, index_offset);
@@ -321,7 +331,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     for (size_t i = 0; i < count; ++i) {
         const std::span<std::byte> r = o.subspan(index_offset + i * kRecordSize, kRecordSize);
         store_u32(r, record::name_offset, name_offsets[i]);
-        store_u16(r, record::name_length, gsl::narrow_cast<uint16_t>(in[i].name.size()));  // valid_name: <= 256
+        store_u16(r, record::name_length, gsl::narrow_cast<uint16_t>(in[i].name.size()));  // valid_name: <= 65535
         store_u8(r, record::kind, static_cast<uint8_t>(in[i].kind));
         store_u8(r, record::codec, static_cast<uint8_t>(choice[i].codec));
         store_u16(r, record::sm, in[i].sm);
