@@ -2,10 +2,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-
-#include <dlfcn.h>
-
 #include "format.hpp"
 #include "image.hpp"
 #include "manifest.hpp"
@@ -13,27 +9,6 @@
 #include "writer.hpp"
 
 namespace sdm::test {
-
-int64_t fake_calls(const char* what) {
-    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
-    REQUIRE(lib != nullptr);
-    return reinterpret_cast<int64_t (*)(const char*)>(dlsym(lib, "sdm_fake_cuda_calls"))(what);
-}
-
-void fake_reset() {
-    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
-    REQUIRE(lib != nullptr);
-    reinterpret_cast<void (*)()>(dlsym(lib, "sdm_fake_cuda_reset"))();
-}
-
-void fake(const char* devices) {
-    setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
-    setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);
-    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
-    setenv("SDM_FAKE_CUDA_MISSING", "", 1);
-    unsetenv("SDM_FAKE_CUDA_CAPTURING");
-    unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
-}
 
 namespace {
 void append_log(void* user, sdm_log_level, const char* message, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(message); }
@@ -103,5 +78,29 @@ sdm_cache_stats stats_of(sdm_runtime* rt) {
     return s;
 }
 
+sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
+    return k;
+}
+
+int count_containing(const std::vector<std::string>& log, const std::string& text) {
+    int n = 0;
+    for (const auto& line : log) n += line.find(text) != std::string::npos;
+    return n;
+}
+
+FakeRuntime::FakeRuntime(FakeRuntimeOptions o) : options(std::move(o)), cache_dir(dir.path + "/cache") {
+    fake(options.devices);
+    rt = another();
+}
+
+RuntimePtr FakeRuntime::another() { return make_runtime(cache_dir, options.jit_flags, 0, options.log ? &log : nullptr); }
+
+void FakeRuntime::restart() {
+    rt.reset();
+    rt = another();
+}
 
 }  // namespace sdm::test

@@ -1,5 +1,6 @@
-// Test helpers for loading through the C ABI with the fake driver (tests/fake_cuda): runtimes,
-// archives of the test kernels, and what a kernel_get returned. Shared by the loader's tests.
+// Test helpers for loading through the C ABI with the fake driver (tests/fake_cuda): the fake's
+// typed control (fake_config.hpp), runtimes, a fixture holding one, archives of the test kernels,
+// and what a kernel_get returned. Shared by the loader's tests.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,9 @@
 #include <vector>
 
 #include "bytes.hpp"
+#include "fake_config.hpp"
 #include "sdm/sdm.h"
+#include "support.hpp"
 
 namespace sdm::test {
 
@@ -21,16 +24,6 @@ using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
 // Only the driver's JIT may take PTX (nvJitLink and nvPTXCompiler forbidden).
 inline constexpr uint32_t kDriverJitOnly = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER;
 
-inline constexpr const char* kH200 = "NVIDIA H200,9.0,232448,132,62914560";
-inline constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040";
-inline constexpr const char* kRtx4090 = "NVIDIA GeForce RTX 4090,8.9,101376,128,75497472";
-
-// How many times the fake driver ran entry point `what` since its last cuInit ("@modules": loaded now).
-int64_t fake_calls(const char* what);
-// Back to a freshly loaded fake driver: every module unloaded, every context released.
-void fake_reset();
-// Configures the fake driver: its devices (rows separated by ';'), version 13.0, no failures.
-void fake(const char* devices);
 // A runtime on the fake driver with its cache in `cache_dir`; no embedded archive, log off unless
 // `log` (then every message is appended to it).
 RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0, std::vector<std::string>* log = nullptr);
@@ -42,5 +35,37 @@ void mount(sdm_runtime* rt, const ByteVector& bytes, const char* label);
 // sdm_kernel_get, requiring status `expect`; the info on success, the message in `message`.
 sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_status expect = SDM_OK, std::string* message = nullptr);
 sdm_cache_stats stats_of(sdm_runtime* rt);
+// sdm_kernel_get of `name` on device `ordinal`; FAILs with the error's message.
+sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal = 0);
+// How many lines of `log` contain `text`.
+int count_containing(const std::vector<std::string>& log, const std::string& text);
+
+struct FakeRuntimeOptions {
+    std::vector<FakeDevice> devices{kH200};  // on a 13.0 driver, nothing else configured
+    uint32_t jit_flags{0};
+    bool log{false};  // every message (debug and up) into FakeRuntime::log
+};
+
+// A runtime over the fake driver, the setup most loader tests share: a fresh directory, the fake
+// configured with the options' devices, and make_runtime's runtime with its cache in the
+// directory's "cache" folder. TEST_CASE_METHOD(FakeRuntime, ...) gives one H200 with the log off;
+// a local FakeRuntime f({.devices = {kH200, kA100}, .jit_flags = kDriverJitOnly, .log = true})
+// anything else. A runtime calls the driver first (cuInit) when it first needs it, so settings of
+// the fake changed after construction (fake_fail, ...) still reach it.
+struct FakeRuntime {
+    explicit FakeRuntime(FakeRuntimeOptions options = {});
+
+    FakeRuntimeOptions options;
+    TempDir dir;                   // the cache's parent: room for a test's own files
+    std::string cache_dir;         // dir.path + "/cache"
+    std::vector<std::string> log;  // filled when options.log (declared before rt: it outlives it)
+    RuntimePtr rt;
+
+    // Another runtime with the options as they are now and the same cache, beside this one.
+    RuntimePtr another();
+    // Destroys the runtime, then creates another with the options as they are now: the next
+    // process on the same cache.
+    void restart();
+};
 
 }  // namespace sdm::test

@@ -4,16 +4,16 @@
 // tests/gpu/run.sh.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <dlfcn.h>
-
+#include "fake_config.hpp"
 #include "sdm/sdm.h"
 #include "sdm/sdm_testing.h"
+
+using namespace sdm::test;
 
 namespace {
 
@@ -25,14 +25,6 @@ struct RuntimeDeleter {
     void operator()(sdm_runtime* r) const { sdm_runtime_destroy(r); }
 };
 using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
-
-// Configures the fake driver (it re-reads its environment at every cuInit, i.e. every new runtime).
-void fake(const char* devices, const char* version = "13000", const char* fail = "", const char* missing = "") {
-    setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
-    setenv("SDM_FAKE_CUDA_VERSION", version, 1);
-    setenv("SDM_FAKE_CUDA_FAIL", fail, 1);
-    setenv("SDM_FAKE_CUDA_MISSING", missing, 1);
-}
 
 RuntimePtr make_runtime(const char* driver = SDM_FAKE_CUDA_PATH, sdm_log_fn log = nullptr, void* user = nullptr,
                         sdm_log_level level = SDM_LOG_DEFAULT) {
@@ -60,22 +52,18 @@ sdm_device_info info_of(sdm_runtime* r, int32_t ordinal) {
     return info;
 }
 
-int64_t fake_calls(const char* entry) {
-    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-    REQUIRE(lib != nullptr);
-    using Calls = int64_t (*)(const char*);
-    const auto calls = reinterpret_cast<Calls>(dlsym(lib, "sdm_fake_cuda_calls"));
-    REQUIRE(calls != nullptr);
-    const int64_t n = calls(entry);
-    dlclose(lib);
-    return n;
-}
-
-const char* kMatrix =
-    "NVIDIA H100 80GB HBM3,9.0,232448,132,52428800;NVIDIA H200,9.0,232448,132,62914560;NVIDIA B200,10.0,232448,148,132120576;"
-    "NVIDIA GB300,10.3,232448,152,135528448;NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040;NVIDIA GeForce RTX 3090,8.6,101376,82,6291456;"
-    "NVIDIA GeForce RTX 4090,8.9,101376,128,75497472;NVIDIA GeForce RTX 5090,12.0,101376,170,100663296;Tesla V100-SXM2-16GB,7.0,98304,80,6291456;"
-    "Tesla T4,7.5,65536,40,4194304;NVIDIA A30,8.0,101376,56,25165824";
+// The hardware matrix: modern (4), a100, rtx (3), unsupported (3: too old, and an 8.0 without the A100's shared memory).
+const std::vector<FakeDevice> kMatrix = {{"NVIDIA H100 80GB HBM3", 9, 0, 232448, 132, 52428800},
+                                         kH200,
+                                         {"NVIDIA B200", 10, 0, 232448, 148, 132120576},
+                                         {"NVIDIA GB300", 10, 3, 232448, 152, 135528448},
+                                         kA100,
+                                         {"NVIDIA GeForce RTX 3090", 8, 6, 101376, 82, 6291456},
+                                         kRtx4090,
+                                         {"NVIDIA GeForce RTX 5090", 12, 0, 101376, 170, 100663296},
+                                         {"Tesla V100-SXM2-16GB", 7, 0, 98304, 80, 6291456},
+                                         {"Tesla T4", 7, 5, 65536, 40, 4194304},
+                                         {"NVIDIA A30", 8, 0, 101376, 56, 25165824}};
 
 }  // namespace
 
@@ -125,7 +113,7 @@ TEST_CASE("struct sizes below ABI 1.0 are refused, out-parameters untouched", "[
     CHECK_THAT(sdm_error_message(e), Catch::Contains("sdm_runtime_params.struct_size is 8") && Catch::Contains("sizeof(sdm_runtime_params)"));
     CHECK(sdm_runtime_create(nullptr, nullptr, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
 
-    fake("NVIDIA H200,9.0,232448,132,62914560");
+    fake({kH200});
     RuntimePtr rt = make_runtime();
     sdm_device_info info{};
     info.struct_size = 4;
@@ -191,7 +179,7 @@ TEST_CASE("archives that fail to mount say why and change nothing", "[capi][arch
 
 TEST_CASE("old drivers, missing entry points and a failing cuInit are statuses", "[capi][driver]") {
     SECTION("a 11.8 driver") {
-        fake("NVIDIA H200,9.0,232448,132,62914560", "11080");
+        fake_configure({.devices = {kH200}, .driver_version = 11080});
         RuntimePtr rt = make_runtime();
         sdm_error* e = nullptr;
         int32_t count = 0;
@@ -200,7 +188,7 @@ TEST_CASE("old drivers, missing entry points and a failing cuInit are statuses",
         CHECK_THAT(sdm_error_message(e), Catch::Contains("version 11.8") && Catch::Contains("needs 12.0"));
     }
     SECTION("an entry point the driver lacks") {
-        fake("NVIDIA H200,9.0,232448,132,62914560", "13000", "", "cuDeviceGetName");
+        fake_configure({.devices = {kH200}, .missing = {"cuDeviceGetName"}});
         RuntimePtr rt = make_runtime();
         sdm_error* e = nullptr;
         sdm_device_info info{};
@@ -213,7 +201,8 @@ TEST_CASE("old drivers, missing entry points and a failing cuInit are statuses",
         CHECK(count == 1);
     }
     SECTION("cuInit failing") {
-        fake("NVIDIA H200,9.0,232448,132,62914560", "13000", "cuInit=999");
+        fake({kH200});
+        fake_fail("cuInit", static_cast<CUresult>(999));
         RuntimePtr rt = make_runtime();
         sdm_error* e = nullptr;
         int32_t version = 0;
@@ -223,7 +212,7 @@ TEST_CASE("old drivers, missing entry points and a failing cuInit are statuses",
         CHECK_THAT(sdm_error_message(e), Catch::Contains("cuInit failed with CUDA_ERROR_UNKNOWN"));
     }
     SECTION("no devices at all") {
-        fake("");
+        fake({});
         RuntimePtr rt = make_runtime();
         int32_t count = -1;
         REQUIRE(sdm_device_count(rt.get(), &count, nullptr) == SDM_OK);
@@ -287,7 +276,8 @@ TEST_CASE("the hardware matrix through the driver", "[capi][device]") {
 }
 
 TEST_CASE("device reads are memoized; errors are not", "[capi][device]") {
-    fake("NVIDIA H200,9.0,232448,132,62914560", "13000", "cuDeviceGetAttribute=2@3");
+    fake({kH200});
+    fake_fail("cuDeviceGetAttribute", CUDA_ERROR_OUT_OF_MEMORY, 3);
     RuntimePtr rt = make_runtime();
     sdm_device_info info{};
     info.struct_size = sizeof info;
@@ -306,7 +296,7 @@ TEST_CASE("device reads are memoized; errors are not", "[capi][device]") {
 }
 
 TEST_CASE("forced rows reproduce any row on any device, and must nest", "[capi][device]") {
-    fake("NVIDIA H200,9.0,232448,132,62914560");
+    fake({kH200});
     RuntimePtr rt = make_runtime();
     CHECK(info_of(rt.get(), 0).device_class == SDM_DEVICE_CLASS_MODERN);
     uint64_t a100 = 0, rtx = 0;
@@ -342,7 +332,7 @@ TEST_CASE("the log callback receives the runtime's messages", "[capi][log]") {
         REQUIRE(std::strlen(message) == length);
         static_cast<std::vector<std::pair<sdm_log_level, std::string>>*>(user)->emplace_back(level, std::string(message, length));
     };
-    fake("NVIDIA H200,9.0,232448,132,62914560");
+    fake({kH200});
     RuntimePtr rt = make_runtime(SDM_FAKE_CUDA_PATH, sink, &seen, SDM_LOG_INFO);
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     int32_t version = 0;

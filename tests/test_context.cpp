@@ -2,34 +2,18 @@
 // the runtime), or the host's own (used as is, never released); ContextScope restores the thread.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
-
-#include <dlfcn.h>
-
 #include "cuda_driver.hpp"
+#include "fake_config.hpp"
 #include "runtime.hpp"
-#include "sdm_fake_cuda.h"
 
 using namespace sdm;
 using namespace sdm::runtime;
+using namespace sdm::test;
 
 namespace {
 
-void* fake_symbol(const char* name) {
-    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
-    REQUIRE(lib != nullptr);
-    void* sym = dlsym(lib, name);
-    REQUIRE(sym != nullptr);
-    return sym;  // the fake is linked -z nodelete: the handle may be dropped
-}
-
-int64_t fake_calls(const char* what) { return reinterpret_cast<int64_t (*)(const char*)>(fake_symbol("sdm_fake_cuda_calls"))(what); }
-
 RuntimeOptions fake_options() {
-    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560;NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040", 1);
-    setenv("SDM_FAKE_CUDA_VERSION", "13000", 1);
-    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
-    setenv("SDM_FAKE_CUDA_MISSING", "", 1);
+    fake({kH200, kA100});
     RuntimeOptions o;
     o.cuda_driver = SDM_FAKE_CUDA_PATH;
     return o;

@@ -8,8 +8,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -21,12 +19,15 @@
 #include <utility>
 #include <vector>
 
+#include "fake_config.hpp"
+
 #ifndef SDM_TEST_ARCHIVE
 #error "define SDM_TEST_ARCHIVE as the path of tests/golden/kernels.sdma"
 #endif
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using namespace sdm::test;
 
 namespace {
 
@@ -322,7 +323,7 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     char dir[] = "/tmp/sdm-cpp-kernels-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     setenv("SDM_CACHE_DIR", dir, 1);
-    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560;NVIDIA GeForce RTX 4090,8.9,101376,128,75497472", 1);
+    fake({kH200, kRtx4090});
     sdm::RuntimeOptions options;
     options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     options.log_level = SDM_LOG_OFF;
@@ -375,7 +376,7 @@ TEST_CASE("the deterministic write refuses a batch past 2^31 - 1 positions befor
     char dir[] = "/tmp/sdm-cpp-grouped-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     setenv("SDM_CACHE_DIR", dir, 1);
-    setenv("SDM_FAKE_CUDA_DEVICES", "NVIDIA H200,9.0,232448,132,62914560", 1);
+    fake({kH200});
     sdm::RuntimeOptions options;
     options.log_level = SDM_LOG_OFF;
     options.cuda_driver = SDM_FAKE_CUDA_PATH;
@@ -383,17 +384,12 @@ TEST_CASE("the deterministic write refuses a batch past 2^31 - 1 positions befor
     REQUIRE(rt);
     auto grouped = sdm::GroupedWrite::get(*rt, 0, "f32", "i32");
     REQUIRE(grouped);
-    void* fake = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW | RTLD_NOLOAD);
-    REQUIRE(fake != nullptr);
-    const auto calls = reinterpret_cast<int64_t (*)(const char*)>(dlsym(fake, "sdm_fake_cuda_calls"));
-    REQUIRE(calls != nullptr);
-    const int64_t launches = calls("cuLaunchKernelEx");
+    const int64_t launches = fake_calls("cuLaunchKernelEx");
     for (const auto& [B, K] : {std::pair{65536, 65536}, std::pair{-1, 8}}) {
         const sdm::Status s = grouped->launch(nullptr, 0, 1, 0, 0, 0, 1.f, B, K, 256, 0, 0);
         CHECK(s.code() == SDM_ERROR_INVALID_ARGUMENT);
         CHECK_THAT(s.error().message(), Contains("B = " + std::to_string(B)) && Contains("split the batch"));
     }
-    CHECK(calls("cuLaunchKernelEx") == launches);
-    dlclose(fake);
+    CHECK(fake_calls("cuLaunchKernelEx") == launches);
     std::filesystem::remove_all(dir);
 }

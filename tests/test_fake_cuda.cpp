@@ -1,5 +1,6 @@
 // The fake CUDA driver (tests/fake_cuda): loaded with dlopen, every entry point resolved through
-// cuGetProcAddress_v2 as sdm's runtime does, configured through the environment and cuInit.
+// cuGetProcAddress_v2 as sdm's runtime does, configured through sdm_fake_cuda_configure (and, in
+// the tests of that grammar, the environment) and cuInit.
 #include <catch2/catch.hpp>
 
 #include <cuda.h>
@@ -14,17 +15,21 @@
 #include <utility>
 #include <vector>
 
+#include "fake_config.hpp"
 #include "sdm_fake_cuda.h"
 #include "support.hpp"
 
+using namespace sdm::test;
+
 namespace {
 
-constexpr const char* kH200 = "NVIDIA H200,9.0,232448,132,62914560";
-constexpr const char* kA100 = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040";
-constexpr const char* kRtx3090 = "NVIDIA GeForce RTX 3090,8.6,101376,82,6291456";
-constexpr const char* kB200 = "NVIDIA B200,10.0,232448,148,132120576";
-constexpr const char* kGb300 = "NVIDIA GB300,10.3,232448,160,132120576";
-constexpr const char* kRtx5090 = "NVIDIA GeForce RTX 5090,12.0,101376,170,100663296";
+const FakeDevice kRtx3090{"NVIDIA GeForce RTX 3090", 8, 6, 101376, 82, 6291456};
+const FakeDevice kB200{"NVIDIA B200", 10, 0, 232448, 148, 132120576};
+const FakeDevice kGb300{"NVIDIA GB300", 10, 3, 232448, 160, 132120576};
+const FakeDevice kRtx5090{"NVIDIA GeForce RTX 5090", 12, 0, 101376, 170, 100663296};
+// The same rows as the environment writes them (SDM_FAKE_CUDA_DEVICES).
+constexpr const char* kH200Row = "NVIDIA H200,9.0,232448,132,62914560";
+constexpr const char* kA100Row = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040";
 
 #define FAKE_ENTRIES(X)                                                                              \
     X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)        \
@@ -39,6 +44,7 @@ constexpr const char* kRtx5090 = "NVIDIA GeForce RTX 5090,12.0,101376,170,100663
 struct Api {
     void* handle{nullptr};
     CUresult (*get_proc)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*){nullptr};
+    sdm_fake_cuda_configure_fn configure{nullptr};
     sdm_fake_cuda_calls_fn calls{nullptr};
     sdm_fake_cuda_reset_fn reset{nullptr};
 #define FAKE_MEMBER(name) decltype(&::name) name{nullptr};
@@ -46,8 +52,9 @@ struct Api {
 #undef FAKE_MEMBER
 };
 
-const char* const kVariables[] = {"SDM_FAKE_CUDA_DEVICES", "SDM_FAKE_CUDA_VERSION",     "SDM_FAKE_CUDA_FAIL",
-                                  "SDM_FAKE_CUDA_MISSING", "SDM_FAKE_CUDA_DISABLE_JIT", "SDM_FAKE_CUDA_CAPTURING"};
+const char* const kVariables[] = {"SDM_FAKE_CUDA_DEVICES",     "SDM_FAKE_CUDA_VERSION",   "SDM_FAKE_CUDA_FAIL",
+                                  "SDM_FAKE_CUDA_MISSING",     "SDM_FAKE_CUDA_DISABLE_JIT", "SDM_FAKE_CUDA_CAPTURING",
+                                  "SDM_FAKE_CUDA_OCCUPANCY",   "SDM_FAKE_CUDA_IMAGE_LOG"};
 
 void* lookup(const Api& api, const char* name, CUresult* result = nullptr, CUdriverProcAddressQueryResult* status = nullptr) {
     void* fn = reinterpret_cast<void*>(&lookup);  // must be overwritten
@@ -65,9 +72,10 @@ Api load_api() {
     api.handle = dlopen(path && *path ? path : SDM_FAKE_CUDA_PATH, RTLD_NOW | RTLD_LOCAL);
     if (!api.handle) FAIL("dlopen: " << dlerror());
     api.get_proc = reinterpret_cast<decltype(api.get_proc)>(dlsym(api.handle, "cuGetProcAddress_v2"));
+    api.configure = reinterpret_cast<sdm_fake_cuda_configure_fn>(dlsym(api.handle, "sdm_fake_cuda_configure"));
     api.calls = reinterpret_cast<sdm_fake_cuda_calls_fn>(dlsym(api.handle, "sdm_fake_cuda_calls"));
     api.reset = reinterpret_cast<sdm_fake_cuda_reset_fn>(dlsym(api.handle, "sdm_fake_cuda_reset"));
-    if (!api.get_proc || !api.calls || !api.reset) FAIL("the fake driver lacks an export");
+    if (!api.get_proc || !api.configure || !api.calls || !api.reset) FAIL("the fake driver lacks an export");
 #define FAKE_RESOLVE(name)                                                      \
     {                                                                           \
         CUresult r = CUDA_ERROR_UNKNOWN;                                        \
@@ -84,20 +92,28 @@ const Api& api() {
     return a;
 }
 
-// A clean driver, then the environment given (everything else unset), then cuInit.
-CUresult configure(const char* devices, std::vector<std::pair<const char*, const char*>> extra = {}) {
+// Makes `config` the fake's configuration, with `devices`; what sdm_fake_cuda_configure returned.
+CUresult reconfigure(std::vector<FakeDevice> devices, FakeConfig config = {}) {
+    config.devices = std::move(devices);
+    return fake_apply(config, api().configure);
+}
+
+// A clean driver, then `devices` and the rest of `config`, then cuInit.
+CUresult configure(std::vector<FakeDevice> devices, FakeConfig config = {}) {
+    api().reset();
+    REQUIRE(reconfigure(std::move(devices), std::move(config)) == CUDA_SUCCESS);
+    return api().cuInit(0);
+}
+
+// A clean driver configured by the environment given (everything else unset), then cuInit.
+CUresult configure_env(const char* devices, std::vector<std::pair<const char*, const char*>> extra = {}) {
     const Api& a = api();
     a.reset();
+    REQUIRE(a.configure(nullptr) == CUDA_SUCCESS);
     for (const char* v : kVariables) unsetenv(v);
     if (devices) setenv("SDM_FAKE_CUDA_DEVICES", devices, 1);
     for (const auto& [name, value] : extra) setenv(name, value, 1);
     return a.cuInit(0);
-}
-
-std::string rows(std::initializer_list<const char*> list) {
-    std::string out;
-    for (const char* r : list) out += (out.empty() ? "" : ";") + std::string(r);
-    return out;
 }
 
 int device_attribute(CUdevice_attribute attribute, CUdevice dev) {
@@ -148,9 +164,9 @@ CUresult load(const std::vector<std::byte>& image, CUmodule* module) {
     return api().cuModuleLoadData(module, image.data());
 }
 
-// Loads a data file on device 0 of `devices`; the result code.
-CUresult load_on(const char* devices, const std::string& file) {
-    REQUIRE(configure(devices) == CUDA_SUCCESS);
+// Loads a data file on `device`; the result code.
+CUresult load_on(const FakeDevice& device, const std::string& file) {
+    REQUIRE(configure({device}) == CUDA_SUCCESS);
     Current current(0);
     const auto image = file.ends_with(".ptx") ? ptx_image(file) : sdm::test::data_file(file);
     CUmodule module = nullptr;
@@ -194,6 +210,7 @@ TEST_CASE("only the driver's own exports are visible; the rest comes from cuGetP
     CHECK(dlsym(a.handle, "cuDeviceGetCount") == nullptr);
     CHECK(dlsym(a.handle, "cuModuleLoadData") == nullptr);
     CHECK(dlsym(a.handle, "sdm_fake_cuda_reset") != nullptr);
+    CHECK(dlsym(a.handle, "sdm_fake_cuda_configure") != nullptr);
     // The proc table hands out the same function as the export.
     CHECK(lookup(a, "cuInit") == dlsym(a.handle, "cuInit"));
 
@@ -211,7 +228,7 @@ TEST_CASE("only the driver's own exports are visible; the rest comes from cuGetP
 }
 
 TEST_CASE("device memory for the examples' buffers: host memory, copied in and out", "[fake_cuda]") {
-    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
     const auto mem_alloc = reinterpret_cast<decltype(&cuMemAlloc)>(lookup(api(), "cuMemAlloc"));
     const auto mem_free = reinterpret_cast<decltype(&cuMemFree)>(lookup(api(), "cuMemFree"));
     const auto htod = reinterpret_cast<decltype(&cuMemcpyHtoD)>(lookup(api(), "cuMemcpyHtoD"));
@@ -235,11 +252,11 @@ TEST_CASE("device memory for the examples' buffers: host memory, copied in and o
 TEST_CASE("before cuInit only versions, error texts and cuGetProcAddress work", "[fake_cuda]") {
     const Api& a = api();
     a.reset();
-    setenv("SDM_FAKE_CUDA_VERSION", "12040", 1);
+    REQUIRE(reconfigure({}, {.driver_version = 12040}) == CUDA_SUCCESS);
     int version = 0;
     CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
-    CHECK(version == 12040);  // the environment as it is, without cuInit
-    unsetenv("SDM_FAKE_CUDA_VERSION");
+    CHECK(version == 12040);  // the configuration as it is, without cuInit
+    REQUIRE(reconfigure({}) == CUDA_SUCCESS);
     CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
     CHECK(version == 13000);
     CHECK(a.cuDriverGetVersion(nullptr) == CUDA_ERROR_INVALID_VALUE);
@@ -258,7 +275,7 @@ TEST_CASE("before cuInit only versions, error texts and cuGetProcAddress work", 
     CHECK(a.cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_ERROR_NOT_INITIALIZED);
     CHECK(a.cuCtxGetCurrent(&ctx) == CUDA_ERROR_NOT_INITIALIZED);
 
-    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
     CHECK(count == 1);
     CHECK(a.cuInit(1) == CUDA_ERROR_INVALID_VALUE);  // flags must be 0; the driver is left uninitialized
@@ -267,8 +284,7 @@ TEST_CASE("before cuInit only versions, error texts and cuGetProcAddress work", 
 
 TEST_CASE("device rows and their attributes", "[fake_cuda]") {
     const Api& a = api();
-    const std::string devices = rows({kH200, kA100, kRtx3090, kGb300});
-    REQUIRE(configure(devices.c_str(), {{"SDM_FAKE_CUDA_VERSION", "12080"}}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200, kA100, kRtx3090, kGb300}, {.driver_version = 12080}) == CUDA_SUCCESS);
     int count = 0, version = 0;
     REQUIRE(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
     CHECK(count == 4);
@@ -318,8 +334,8 @@ TEST_CASE("device rows and their attributes", "[fake_cuda]") {
     CHECK(bytes == size_t{80} << 30);
     CHECK(a.cuDeviceTotalMem(&bytes, 4) == CUDA_ERROR_INVALID_DEVICE);
 
-    // A reconfiguration takes effect at the next cuInit, and a trailing ';' is no row.
-    setenv("SDM_FAKE_CUDA_DEVICES", (std::string(kRtx5090) + ";").c_str(), 1);
+    // A reconfiguration takes effect at the next cuInit.
+    REQUIRE(reconfigure({kRtx5090}, {.driver_version = 12080}) == CUDA_SUCCESS);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
     CHECK(count == 4);
     REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
@@ -329,21 +345,20 @@ TEST_CASE("device rows and their attributes", "[fake_cuda]") {
     CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
     CHECK(version == 12080);
     // The version needs no cuInit (hosts ask before theirs), so it is read at each call.
-    setenv("SDM_FAKE_CUDA_VERSION", "11080", 1);
+    REQUIRE(reconfigure({kRtx5090}, {.driver_version = 11080}) == CUDA_SUCCESS);
     CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
     CHECK(version == 11080);
 }
 
 TEST_CASE("no device: cuInit says CUDA_ERROR_NO_DEVICE, as libcuda does", "[fake_cuda]") {
-    CHECK(configure(nullptr) == CUDA_ERROR_NO_DEVICE);
-    CHECK(configure("") == CUDA_ERROR_NO_DEVICE);
+    CHECK(configure({}) == CUDA_ERROR_NO_DEVICE);
     int count = -1;
     CHECK(api().cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
 }
 
-TEST_CASE("a malformed configuration fails cuInit and names the culprit on stderr", "[fake_cuda]") {
+TEST_CASE("a malformed environment fails cuInit and names the culprit on stderr", "[fake_cuda]") {
     const std::pair<std::string, std::string> cases[] = {
-        {rows({kH200, "NVIDIA H200,9.0,232448,132"}), "row 2 'NVIDIA H200,9.0,232448,132'"},
+        {std::string(kH200Row) + ";NVIDIA H200,9.0,232448,132", "row 2 'NVIDIA H200,9.0,232448,132'"},
         {"NVIDIA H200,9,232448,132,62914560", "row 1"},
         {"NVIDIA H200,9.0,lots,132,62914560", "row 1"},
         {",9.0,232448,132,62914560", "row 1"},
@@ -352,7 +367,7 @@ TEST_CASE("a malformed configuration fails cuInit and names the culprit on stder
     for (const auto& [devices, expect] : cases) {
         INFO(devices);
         CUresult r = CUDA_SUCCESS;
-        const std::string err = capture_stderr([&] { r = configure(devices.c_str()); });
+        const std::string err = capture_stderr([&] { r = configure_env(devices.c_str()); });
         CHECK(r == CUDA_ERROR_INVALID_VALUE);
         CHECK_THAT(err, Catch::Contains(expect) && Catch::Contains("SDM_FAKE_CUDA_DEVICES"));
         int count = -1;
@@ -361,21 +376,158 @@ TEST_CASE("a malformed configuration fails cuInit and names the culprit on stder
     for (const char* fail : {"cuModuleLoadData", "cuNope=2", "cuInit=CUDA_ERROR_BANANA", "cuInit=3@0"}) {
         INFO(fail);
         CUresult r = CUDA_SUCCESS;
-        const std::string err = capture_stderr([&] { r = configure(kH200, {{"SDM_FAKE_CUDA_FAIL", fail}}); });
+        const std::string err = capture_stderr([&] { r = configure_env(kH200Row, {{"SDM_FAKE_CUDA_FAIL", fail}}); });
         CHECK(r == CUDA_ERROR_INVALID_VALUE);
         CHECK_THAT(err, Catch::Contains("SDM_FAKE_CUDA_FAIL"));
     }
     CUresult r = CUDA_SUCCESS;
-    CHECK_THAT(capture_stderr([&] { r = configure(kH200, {{"SDM_FAKE_CUDA_VERSION", "12.8"}}); }),
+    CHECK_THAT(capture_stderr([&] { r = configure_env(kH200Row, {{"SDM_FAKE_CUDA_VERSION", "12.8"}}); }),
                Catch::Contains("SDM_FAKE_CUDA_VERSION"));
     CHECK(r == CUDA_ERROR_INVALID_VALUE);
 }
 
-TEST_CASE("failure injection: every call, the n-th call, by number or by name", "[fake_cuda]") {
+TEST_CASE("the environment: the same configuration, from strings", "[fake_cuda][env]") {
     const Api& a = api();
-    REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_FAIL",
-                               "cuDeviceTotalMem=CUDA_ERROR_OUT_OF_MEMORY, cuModuleLoadData=999@2,cuDeviceGetCount=46@3"}}) ==
-            CUDA_SUCCESS);
+    CHECK(configure_env(nullptr) == CUDA_ERROR_NO_DEVICE);
+    CHECK(configure_env("") == CUDA_ERROR_NO_DEVICE);
+    // Spaces around fields, a trailing ';' (no row), codes by name, by number and "throw", names
+    // with spaces.
+    REQUIRE(configure_env(" NVIDIA H200 , 9.0, 232448,132,62914560 ;NVIDIA GeForce RTX 5090,12.0,101376,170,100663296;",
+                          {{"SDM_FAKE_CUDA_VERSION", "12080"},
+                           {"SDM_FAKE_CUDA_FAIL", "cuDeviceTotalMem=CUDA_ERROR_OUT_OF_MEMORY, cuDeviceGetCount=46@3,cuCtxSynchronize=throw@1"},
+                           {"SDM_FAKE_CUDA_MISSING", "cuStreamIsCapturing, cuModuleLoadDataEx"}}) == CUDA_SUCCESS);
+    int count = 0, version = 0;
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 2);
+    char name[64];
+    CHECK(a.cuDeviceGetName(name, sizeof name, 0) == CUDA_SUCCESS);
+    CHECK(std::string(name) == "NVIDIA H200");
+    CHECK(device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 1) == 12);
+    CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
+    CHECK(version == 12080);
+    size_t bytes = 0;
+    CHECK(a.cuDeviceTotalMem(&bytes, 0) == CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_ERROR_DEVICE_UNAVAILABLE);
+    CHECK_THROWS_AS(a.cuCtxSynchronize(), std::bad_alloc);
+    CHECK(a.cuCtxSynchronize() == CUDA_ERROR_INVALID_CONTEXT);
+    CUresult r = CUDA_SUCCESS;
+    for (const char* missing : {"cuStreamIsCapturing", "cuModuleLoadDataEx"}) {
+        INFO(missing);
+        CHECK(lookup(a, missing, &r) == nullptr);
+        CHECK(r == CUDA_ERROR_NOT_FOUND);
+    }
+    // Read at each call: the version, the JIT switch, the capture status.
+    setenv("SDM_FAKE_CUDA_VERSION", "11080", 1);
+    CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
+    CHECK(version == 11080);
+    {
+        Current current(0);
+        const auto ptx = text_image(".version 8.0\n.target sm_80\n.visible .entry k()\n{\n\tret;\n}\n");
+        CUmodule m = nullptr;
+        setenv("SDM_FAKE_CUDA_DISABLE_JIT", "1", 1);
+        CHECK(load(ptx, &m) == CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
+        setenv("SDM_FAKE_CUDA_DISABLE_JIT", "0", 1);
+        REQUIRE(load(ptx, &m) == CUDA_SUCCESS);
+        CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+        CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_SUCCESS);
+        CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    }
+    // The devices at the next cuInit.
+    setenv("SDM_FAKE_CUDA_DEVICES", kA100Row, 1);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 2);
+    REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 1);
+    for (const char* v : kVariables) unsetenv(v);
+}
+
+TEST_CASE("sdm_fake_cuda_configure wins over the environment until it is called with NULL", "[fake_cuda][env]") {
+    const Api& a = api();
+    REQUIRE(configure_env((std::string(kH200Row) + ";" + kA100Row).c_str(), {{"SDM_FAKE_CUDA_VERSION", "12040"}}) == CUDA_SUCCESS);
+    REQUIRE(reconfigure({kRtx5090}) == CUDA_SUCCESS);
+    int count = 0, version = 0;
+    CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
+    CHECK(version == 13000);  // the configuration's default, not the environment's 12040
+    REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 1);
+    {
+        Current current(0);
+        setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_SUCCESS);
+        CHECK(status == CU_STREAM_CAPTURE_STATUS_NONE);
+    }
+    // Nor does a malformed environment matter while a configuration is set, a reset included.
+    setenv("SDM_FAKE_CUDA_DEVICES", "not a row", 1);
+    CHECK(a.cuInit(0) == CUDA_SUCCESS);
+    a.reset();
+    CHECK(a.cuInit(0) == CUDA_SUCCESS);
+    // NULL: the environment again.
+    REQUIRE(a.configure(nullptr) == CUDA_SUCCESS);
+    CUresult r = CUDA_SUCCESS;
+    CHECK_THAT(capture_stderr([&] { r = a.cuInit(0); }), Catch::Contains("SDM_FAKE_CUDA_DEVICES row 1 'not a row'"));
+    CHECK(r == CUDA_ERROR_INVALID_VALUE);
+    setenv("SDM_FAKE_CUDA_DEVICES", kA100Row, 1);
+    REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
+    CHECK(a.cuDriverGetVersion(&version) == CUDA_SUCCESS);
+    CHECK(version == 12040);
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 1);
+    CHECK(device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 0) == 8);
+    {
+        Current current(0);
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_SUCCESS);
+        CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    }
+    for (const char* v : kVariables) unsetenv(v);
+}
+
+TEST_CASE("an invalid configuration is refused, named on stderr, and changes nothing", "[fake_cuda]") {
+    const Api& a = api();
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
+    const std::string long_name(256, 'x');
+    const std::pair<FakeConfig, std::string> cases[] = {
+        {{.devices = {{"", 9, 0, 232448, 132, 62914560}}}, "device 0 (''"},
+        {{.devices = {kH200, {long_name, 9, 0, 232448, 132, 62914560}}}, "device 1"},
+        {{.devices = {{"NVIDIA H200", 0, 0, 232448, 132, 62914560}}}, "capability 1.0 to 99.9"},
+        {{.devices = {{"NVIDIA H200", 9, 10, 232448, 132, 62914560}}}, "capability 1.0 to 99.9"},
+        {{.devices = {{"NVIDIA H200", 9, 0, 0, 132, 62914560}}}, "smem_optin_bytes and sm_count above 0"},
+        {{.devices = {{"NVIDIA H200", 9, 0, 232448, 0, 62914560}}}, "smem_optin_bytes and sm_count above 0"},
+        {{.devices = {{"NVIDIA H200", 9, 0, 232448, 132, -1}}}, "l2_bytes 0 or more"},
+        {{.driver_version = -1}, "driver_version -1"},
+        {{.failures = {{"cuNope", CUDA_ERROR_UNKNOWN}}}, "'cuNope' is no entry point of the fake driver"},
+        {{.failures = {{"cuInit", CUDA_ERROR_UNKNOWN, -1}}}, "nth -1 is below 0"},
+        {{.occupancy = -2}, "occupancy -2 is below 0"},
+    };
+    for (const auto& [config, expect] : cases) {
+        INFO(expect);
+        CUresult r = CUDA_SUCCESS;
+        const std::string err = capture_stderr([&] { r = fake_apply(config, a.configure); });
+        CHECK(r == CUDA_ERROR_INVALID_VALUE);
+        CHECK_THAT(err, Catch::Contains("sdm_fake_cuda_configure: ") && Catch::Contains(expect));
+    }
+    sdm_fake_cuda_config dangling{};
+    dangling.device_count = 1;
+    CHECK_THAT(capture_stderr([&] { CHECK(a.configure(&dangling) == CUDA_ERROR_INVALID_VALUE); }), Catch::Contains("NULL array"));
+    // The H200 configured before is still what cuInit adopts.
+    REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
+    int count = 0;
+    CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
+    CHECK(count == 1);
+    CHECK(device_attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0) == 132);
+}
+
+TEST_CASE("failure injection: every call, the n-th call, cuInit, even the version and proc-address queries", "[fake_cuda]") {
+    const Api& a = api();
+    REQUIRE(configure({kH200}, {.failures = {{"cuDeviceTotalMem", CUDA_ERROR_OUT_OF_MEMORY},
+                                             {"cuModuleLoadData", CUDA_ERROR_UNKNOWN, 2},
+                                             {"cuDeviceGetCount", CUDA_ERROR_DEVICE_UNAVAILABLE, 3}}}) == CUDA_SUCCESS);
     size_t bytes = 0;
     CHECK(a.cuDeviceTotalMem(&bytes, 0) == CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(a.cuDeviceTotalMem(&bytes, 0) == CUDA_ERROR_OUT_OF_MEMORY);
@@ -398,19 +550,20 @@ TEST_CASE("failure injection: every call, the n-th call, by number or by name", 
         CHECK(a.cuModuleUnload(m3) == CUDA_SUCCESS);
     }
 
-    // cuInit re-reads the configuration and restarts the call numbers.
+    // cuInit adopts the configuration again and restarts the call numbers.
     REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_SUCCESS);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_ERROR_DEVICE_UNAVAILABLE);
 
     // cuInit's own rule applies to the very call that read it.
-    CHECK(configure(kH200, {{"SDM_FAKE_CUDA_FAIL", "cuInit=CUDA_ERROR_NO_DEVICE"}}) == CUDA_ERROR_NO_DEVICE);
+    CHECK(configure({kH200}, {.failures = {{"cuInit", CUDA_ERROR_NO_DEVICE}}}) == CUDA_ERROR_NO_DEVICE);
     CHECK(a.cuDeviceGetCount(&count) == CUDA_ERROR_NOT_INITIALIZED);
-    CHECK(configure(kH200, {{"SDM_FAKE_CUDA_FAIL", "cuInit=999@1"}}) == CUDA_ERROR_UNKNOWN);
-    CHECK(configure(kH200, {{"SDM_FAKE_CUDA_FAIL", "cuInit=999@2"}}) == CUDA_SUCCESS);
+    CHECK(configure({kH200}, {.failures = {{"cuInit", CUDA_ERROR_UNKNOWN, 1}}}) == CUDA_ERROR_UNKNOWN);
+    CHECK(configure({kH200}, {.failures = {{"cuInit", CUDA_ERROR_UNKNOWN, 2}}}) == CUDA_SUCCESS);
     // Even the version and proc-address queries can be made to fail.
-    CHECK(configure(kH200, {{"SDM_FAKE_CUDA_FAIL", "cuDriverGetVersion=34,cuGetProcAddress=1@1"}}) == CUDA_SUCCESS);
+    CHECK(configure({kH200}, {.failures = {{"cuDriverGetVersion", CUDA_ERROR_STUB_LIBRARY}, {"cuGetProcAddress", CUDA_ERROR_INVALID_VALUE, 1}}}) ==
+          CUDA_SUCCESS);
     int version = 0;
     CHECK(a.cuDriverGetVersion(&version) == CUDA_ERROR_STUB_LIBRARY);
     CUresult r = CUDA_SUCCESS;
@@ -422,7 +575,7 @@ TEST_CASE("failure injection: every call, the n-th call, by number or by name", 
 
 TEST_CASE("missing entry points simulate an older driver", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_MISSING", "cuStreamIsCapturing, cuModuleLoadDataEx"}}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}, {.missing = {"cuStreamIsCapturing", "cuModuleLoadDataEx"}}) == CUDA_SUCCESS);
     CUresult r = CUDA_SUCCESS;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
     for (const char* name : {"cuStreamIsCapturing", "cuModuleLoadDataEx"}) {
@@ -437,15 +590,14 @@ TEST_CASE("missing entry points simulate an older driver", "[fake_cuda]") {
     // A null status pointer is allowed.
     void* fn = nullptr;
     CHECK(a.get_proc("cuStreamIsCapturing", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, nullptr) == CUDA_ERROR_NOT_FOUND);
-    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
     CHECK(lookup(a, "cuStreamIsCapturing", &r) != nullptr);
     CHECK(r == CUDA_SUCCESS);
 }
 
 TEST_CASE("primary contexts: one per device, refcounted, current per thread", "[fake_cuda]") {
     const Api& a = api();
-    const std::string devices = rows({kH200, kA100});
-    REQUIRE(configure(devices.c_str()) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200, kA100}) == CUDA_SUCCESS);
     CUcontext c0 = nullptr, c0b = nullptr, c1 = nullptr, cur = nullptr;
     REQUIRE(a.cuDevicePrimaryCtxRetain(&c0, 0) == CUDA_SUCCESS);
     REQUIRE(a.cuDevicePrimaryCtxRetain(&c0b, 0) == CUDA_SUCCESS);
@@ -499,7 +651,7 @@ TEST_CASE("primary contexts: one per device, refcounted, current per thread", "[
     CHECK(a.cuCtxSetCurrent(nullptr) == CUDA_SUCCESS);  // nothing to pop: no-op
     CHECK(a.cuCtxPopCurrent(nullptr) == CUDA_ERROR_INVALID_CONTEXT);
 
-    // cuInit re-reads the configuration but keeps live contexts.
+    // cuInit adopts the configuration again but keeps live contexts.
     REQUIRE(a.cuInit(0) == CUDA_SUCCESS);
     CHECK(a.calls("@contexts") == 3);
     REQUIRE(a.cuDevicePrimaryCtxRetain(&cur, 0) == CUDA_SUCCESS);
@@ -540,7 +692,7 @@ TEST_CASE("cubins load where the real driver would run them", "[fake_cuda]") {
 
 TEST_CASE("a module's kernels, and its PTX and binary versions", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(rows({kH200, kRtx3090}).c_str()) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200, kRtx3090}) == CUDA_SUCCESS);
     struct Case {
         int ordinal;
         const char* file;
@@ -592,7 +744,7 @@ TEST_CASE("a module's kernels, and its PTX and binary versions", "[fake_cuda]") 
 
 TEST_CASE("module loading refuses what the real driver refuses", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(rows({kH200, kB200, kRtx3090}).c_str()) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200, kB200, kRtx3090}) == CUDA_SUCCESS);
     const auto cubin = sdm::test::data_file("kernels.sm_90.cubin");
     CUmodule m = nullptr;
     CHECK(load(cubin, &m) == CUDA_ERROR_INVALID_CONTEXT);  // no current context
@@ -656,35 +808,35 @@ TEST_CASE("the PTX ISA must be one the configured driver's JIT knows", "[fake_cu
         return text_image(".version " + std::string(version) + "\n.target sm_80\n.visible .entry k()\n{\n\tret;\n}\n");
     };
     struct Case {
-        const char* driver;
+        int driver;
         const char* ptx_isa;
         CUresult expect;
     };
-    const Case cases[] = {{"13000", "9.0", CUDA_SUCCESS},
-                          {"12090", "9.0", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"12090", "8.8", CUDA_SUCCESS},
-                          {"12080", "8.8", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"12080", "8.7", CUDA_SUCCESS},
-                          {"12060", "8.5", CUDA_SUCCESS},
-                          {"12060", "8.6", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"12040", "8.4", CUDA_SUCCESS},
-                          {"12040", "8.5", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"12000", "8.0", CUDA_SUCCESS},
-                          {"12000", "8.1", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"11080", "7.8", CUDA_SUCCESS},
-                          {"11080", "8.0", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
-                          {"13010", "9.1", CUDA_SUCCESS}};
+    const Case cases[] = {{13000, "9.0", CUDA_SUCCESS},
+                          {12090, "9.0", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {12090, "8.8", CUDA_SUCCESS},
+                          {12080, "8.8", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {12080, "8.7", CUDA_SUCCESS},
+                          {12060, "8.5", CUDA_SUCCESS},
+                          {12060, "8.6", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {12040, "8.4", CUDA_SUCCESS},
+                          {12040, "8.5", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {12000, "8.0", CUDA_SUCCESS},
+                          {12000, "8.1", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {11080, "7.8", CUDA_SUCCESS},
+                          {11080, "8.0", CUDA_ERROR_UNSUPPORTED_PTX_VERSION},
+                          {13010, "9.1", CUDA_SUCCESS}};
     const Api& a = api();
     for (const auto& c : cases) {
         INFO("driver " << c.driver << ", PTX ISA " << c.ptx_isa);
-        REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_VERSION", c.driver}}) == CUDA_SUCCESS);
+        REQUIRE(configure({kH200}, {.driver_version = c.driver}) == CUDA_SUCCESS);
         Current current(0);
         CUmodule m = nullptr;
         CHECK(load(isa(c.ptx_isa), &m) == c.expect);
         if (m) CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
     }
 
-    REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_VERSION", "12040"}}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}, {.driver_version = 12040}) == CUDA_SUCCESS);
     Current current(0);
     CUmodule m = nullptr;
     CHECK(load(ptx80, &m) == CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
@@ -692,22 +844,22 @@ TEST_CASE("the PTX ISA must be one the configured driver's JIT knows", "[fake_cu
     CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
 }
 
-TEST_CASE("SDM_FAKE_CUDA_DISABLE_JIT: no PTX loads", "[fake_cuda]") {
+TEST_CASE("disable_jit: no PTX loads, from the next call on", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_DISABLE_JIT", "1"}}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}, {.disable_jit = true}) == CUDA_SUCCESS);
     Current current(0);
     CUmodule m = nullptr;
     CHECK(load(ptx_image("kernels.compute_90.ptx"), &m) == CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
     REQUIRE(load(sdm::test::data_file("kernels.sm_90.cubin"), &m) == CUDA_SUCCESS);
     CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
-    unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
+    REQUIRE(reconfigure({kH200}) == CUDA_SUCCESS);  // no cuInit needed
     REQUIRE(load(ptx_image("kernels.compute_90.ptx"), &m) == CUDA_SUCCESS);
     CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
 }
 
 TEST_CASE("cuModuleLoadDataEx writes the failure into the error log buffer", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(kH200, {{"SDM_FAKE_CUDA_VERSION", "12040"}}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}, {.driver_version = 12040}) == CUDA_SUCCESS);
     Current current(0);
     char log[1024];
     std::memset(log, 'x', sizeof log);
@@ -750,22 +902,21 @@ TEST_CASE("cuModuleLoadDataEx writes the failure into the error log buffer", "[f
 
 TEST_CASE("stream capture status", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
     CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_ERROR_INVALID_CONTEXT);
     Current current(0);
     CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_SUCCESS);
     CHECK(status == CU_STREAM_CAPTURE_STATUS_NONE);
     CHECK(a.cuStreamIsCapturing(nullptr, nullptr) == CUDA_ERROR_INVALID_VALUE);
-    setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+    REQUIRE(reconfigure({kH200}, {.capturing = true}) == CUDA_SUCCESS);  // read at each call
     CHECK(a.cuStreamIsCapturing(nullptr, &status) == CUDA_SUCCESS);
     CHECK(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
-    unsetenv("SDM_FAKE_CUDA_CAPTURING");
 }
 
 TEST_CASE("call counters restart at cuInit", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(rows({kH200, kA100}).c_str()) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200, kA100}) == CUDA_SUCCESS);
     CHECK(a.calls("cuInit") == 1);
     CHECK(a.calls("cuDeviceGetCount") == 0);
     int count = 0;
@@ -803,7 +954,7 @@ TEST_CASE("call counters restart at cuInit", "[fake_cuda]") {
 
 TEST_CASE("reset forgets modules, contexts and the thread's stack", "[fake_cuda]") {
     const Api& a = api();
-    REQUIRE(configure(kH200) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
     CUcontext ctx = nullptr;
     REQUIRE(a.cuDevicePrimaryCtxRetain(&ctx, 0) == CUDA_SUCCESS);
     REQUIRE(a.cuCtxPushCurrent(ctx) == CUDA_SUCCESS);

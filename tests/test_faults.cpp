@@ -1,5 +1,5 @@
 // Fault injection through the fake driver: every driver entry point sdm resolves (the one list,
-// runtime/driver_entry_points.hpp) fails once in turn (SDM_FAKE_CUDA_FAIL=entry=CUDA_ERROR_UNKNOWN@1)
+// runtime/driver_entry_points.hpp) fails once in turn (fake_fail(entry, CUDA_ERROR_UNKNOWN, 1))
 // during a whole workflow that calls each of them: create, mount, fetch a kernel from a cubin and
 // one through the driver's JIT, select plans (one with clusters), launch (one needing the
 // shared-memory attribute, one the driver refuses, whose message needs the error's name and
@@ -9,7 +9,6 @@
 // UBSan (LSan) in ./run.sh test's sanitizer stage.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -39,8 +38,8 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         INFO(entry);
         TempDir cache;
         fake_reset();  // what an earlier round's failed teardown left behind goes
-        fake(kH200);
-        setenv("SDM_FAKE_CUDA_FAIL", (std::string(entry) + "=CUDA_ERROR_UNKNOWN@1").c_str(), 1);
+        fake({kH200});
+        fake_fail(entry, CUDA_ERROR_UNKNOWN, 1);
         RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
         int failed = 0;
         // Runs `step`; when it fails, checks the error and runs it again, which must succeed.
@@ -53,7 +52,7 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
                 CHECK(s != SDM_ERROR_INTERNAL);
                 CHECK(std::string(sdm_error_message(e)).size() > 10);
                 sdm_error_destroy(e);
-                unsetenv("SDM_FAKE_CUDA_FAIL");  // (cuInit re-reads it: a failed cuInit would fail again)
+                fake_clear_failures();  // (cuInit reads the failures again: a failed cuInit would fail again)
                 e = nullptr;
                 const sdm_status again = call(&e);
                 INFO("again: " << sdm_error_message(e));
@@ -106,9 +105,9 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
             } else {
                 CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_VALUE (invalid argument)"));
             }
-            unsetenv("SDM_FAKE_CUDA_FAIL");
+            fake_clear_failures();
         }
-        unsetenv("SDM_FAKE_CUDA_FAIL");
+        fake_clear_failures();
         rt.reset();  // unloads and releases; a failing unload or release is logged, not lost
         const bool teardown_entry = std::string(entry) == "cuModuleUnload" || std::string(entry) == "cuDevicePrimaryCtxRelease" ||
                                     std::string(entry) == "cuCtxPopCurrent";

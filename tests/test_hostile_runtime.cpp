@@ -72,14 +72,10 @@ std::string status_and_message(sdm_runtime* rt, const char* kernel, sdm_status* 
 }
 
 // "scale" of the golden archive on a fake H200, and its plan for N = 2^20.
-struct ScaleKernel {
-    TempDir dir;
-    RuntimePtr rt;
+struct ScaleKernel : FakeRuntime {
     sdm_kernel* kernel{nullptr};
     sdm_plan plan{};
     ScaleKernel() {
-        fake(kH200);
-        rt = make_runtime(dir.path + "/cache");
         REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
         REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &kernel, nullptr) == SDM_OK);
         int64_t n = 1 << 20;
@@ -97,7 +93,7 @@ void mount_bytes(sdm_runtime* rt, const forge::Bytes& b, const char* label) {
 
 TEST_CASE("SDM_ARCHIVE_PATH: a FIFO, /dev/zero, a directory and a missing file are skipped and logged; creation neither fails nor blocks", "[hostile][files]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string fifo = dir.path + "/fifo.sdma";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     fs::create_directory(dir.path + "/dir.sdma");
@@ -121,7 +117,7 @@ TEST_CASE("SDM_ARCHIVE_PATH: a FIFO, /dev/zero, a directory and a missing file a
 
 TEST_CASE("the API refuses archives and plugins that are not regular files, without blocking", "[hostile][files]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string fifo = dir.path + "/fifo";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     RuntimePtr rt = make_runtime(dir.path + "/cache");
@@ -145,7 +141,7 @@ TEST_CASE("the API refuses archives and plugins that are not regular files, with
 
 TEST_CASE("a cubin whose ELF header points past its end never reaches the driver", "[hostile][images]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     for (const uint8_t codec : {forge::codec::stored, forge::codec::zstd}) {
         INFO("codec " << int(codec));
         RuntimePtr rt = make_runtime(dir.path + "/cache" + std::to_string(codec));
@@ -163,7 +159,7 @@ TEST_CASE("a cubin whose ELF header points past its end never reaches the driver
 
 TEST_CASE("a cache entry that passes its checksum but is not a well-formed image is removed and the image built again", "[hostile][images][cache]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const forge::Bytes cubin = fdata("kernels.sm_90.cubin");
     const forge::Bytes archive = archive_with(cubin, forge::codec::zstd);
     // Plant, under the key the runtime uses for the decoded image, the hostile header with a valid
@@ -192,7 +188,7 @@ TEST_CASE("a cache entry that passes its checksum but is not a well-formed image
 
 TEST_CASE("a cache level others may write is never read: the image comes from the archive, and the log says why", "[hostile][cache]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string cache_dir = dir.path + "/cache";
     const forge::Bytes archive = archive_with(fdata("kernels.sm_90.cubin"), forge::codec::zstd);
     {
@@ -223,16 +219,13 @@ TEST_CASE("a cache level others may write is never read: the image comes from th
     ::chmod(fan.c_str(), 0700);
 }
 
-TEST_CASE("a signature mismatch takes no reference: a reload unloads the old module at once", "[hostile][reload]") {
-    TempDir dir;
-    fake(kH200);
+TEST_CASE_METHOD(FakeRuntime, "a signature mismatch takes no reference: a reload unloads the old module at once", "[hostile][reload]") {
     const std::string path = dir.path + "/k.sdma";
     const auto write = [&](const sdm::ByteVector& b) {
         std::ofstream(path + ".tmp", std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
         fs::rename(path + ".tmp", path);
     };
     write(make_archive("kernels", {"sm_90"}));
-    RuntimePtr rt = make_runtime(dir.path + "/cache");
     REQUIRE(sdm_archive_mount_file(rt.get(), path.c_str(), nullptr) == SDM_OK);
     sdm_kernel* k = nullptr;
     REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
@@ -304,7 +297,7 @@ TEST_CASE("polling for a new archive costs its size, however its entries referen
     // must cost about the same (before the fix, each referencing entry decoded the big one again).
     const auto build = [](bool referenced, int count = 16) { return forge::shared_reference_archive(16u << 20, count, referenced, true); };
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const auto poll_cost = [&](const forge::Bytes& next) {
         const std::string path = dir.path + "/k.sdma";
         forge::write_file(path, build(false, 1));  // what runs before the poll: another version

@@ -26,12 +26,6 @@ struct EnvGuard {
     const char* name_;
 };
 
-int count_containing(const std::vector<std::string>& log, const std::string& text) {
-    int n = 0;
-    for (const auto& line : log) n += line.find(text) != std::string::npos;
-    return n;
-}
-
 }  // namespace
 
 TEST_CASE("the test cubin compiled from compute_80 says so in its .note.nv.cuinfo", "[policy]") {
@@ -45,114 +39,99 @@ TEST_CASE("the test cubin compiled from compute_80 says so in its .note.nv.cuinf
 }
 
 TEST_CASE("an image compiled from compute_80 is refused on a modern device, every time, with no fallback", "[policy]") {
-    TempDir cache;
-    fake(kH200);
-    std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(cache.path, 0, 0, &log);
+    FakeRuntime f({.log = true});
     // The archive also holds compute_90 PTX: a refusal must not fall back to it.
-    mount(rt.get(), make_archive("kernels", {kFrom80, "compute_90"}), "old.sdma");
+    mount(f.rt.get(), make_archive("kernels", {kFrom80, "compute_90"}), "old.sdma");
     int32_t version = 0;
-    REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);
+    REQUIRE(sdm_driver_version(f.rt.get(), &version, nullptr) == SDM_OK);
     std::string message;
-    info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+    info_of(f.rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
     CHECK_THAT(message, Catch::Contains("compute_80") && Catch::Contains("old.sdma") && Catch::Contains("module kernels") &&
                             Catch::Contains("cubin") && Catch::Contains("sm_90") && Catch::Contains("NVIDIA H200") &&
                             Catch::Contains("class modern") && Catch::Contains("Rebuild the archive with a cubin for sm_90"));
     CHECK(fake_calls("@modules") == 0);  // the refused module was unloaded
     CHECK(fake_calls("cuModuleLoadData") == 1);
     // Not memoized: the next call loads and refuses again; the PTX is never linked.
-    info_of(rt.get(), 0, "axpy", SDM_ERROR_IMAGE_REFUSED);
+    info_of(f.rt.get(), 0, "axpy", SDM_ERROR_IMAGE_REFUSED);
     CHECK(fake_calls("cuModuleLoadData") == 2);
     CHECK(fake_calls("cuFuncGetAttribute") == 2);
-    CHECK(count_containing(log, "nvJitLink") == 0);
-    CHECK(count_containing(log, "refused") >= 2);
+    CHECK(count_containing(f.log, "nvJitLink") == 0);
+    CHECK(count_containing(f.log, "refused") >= 2);
 }
 
 TEST_CASE("compute_80 is refused on a forced modern row and accepted on the a100 row", "[policy][rows]") {
-    TempDir cache;
-    fake(kH200);
     SECTION("forced H100 row: the sm_90 cubin from compute_80 is refused") {
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), make_archive("kernels", {kFrom80}), "old.sdma");
+        FakeRuntime f;
+        mount(f.rt.get(), make_archive("kernels", {kFrom80}), "old.sdma");
         uint64_t token = 0;
         REQUIRE(sdm_testing_force_row_push(9, 0, 232448, 132, 52428800, &token, nullptr) == SDM_OK);
         std::string message;
-        info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+        info_of(f.rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
         CHECK_THAT(message, Catch::Contains("compute_80"));
         REQUIRE(sdm_testing_force_row_pop(token, nullptr) == SDM_OK);
     }
     SECTION("forced a100 row: compute_80 PTX through the driver's JIT is accepted") {
-        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
-        mount(rt.get(), make_archive("kernels", {"compute_80"}), "ptx80.sdma");
+        FakeRuntime f({.jit_flags = kDriverJitOnly});
+        mount(f.rt.get(), make_archive("kernels", {"compute_80"}), "ptx80.sdma");
         uint64_t token = 0;
         REQUIRE(sdm_testing_force_row_push(8, 0, 166912, 108, 41943040, &token, nullptr) == SDM_OK);
-        const auto info = info_of(rt.get(), 0, "scale");
+        const auto info = info_of(f.rt.get(), 0, "scale");
         CHECK(info.image_kind == 2);
         CHECK(info.image_sm == 80);
         CHECK(info.source == 4);
         REQUIRE(sdm_testing_force_row_pop(token, nullptr) == SDM_OK);
     }
     SECTION("a real A100: the sm_80 cubin (ptxVersion 80) is accepted") {
-        fake(kA100);
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), make_archive("kernels", {"sm_80"}), "a100.sdma");
-        CHECK(info_of(rt.get(), 0, "scale").image_sm == 80);
+        FakeRuntime f({.devices = {kA100}});
+        mount(f.rt.get(), make_archive("kernels", {"sm_80"}), "a100.sdma");
+        CHECK(info_of(f.rt.get(), 0, "scale").image_sm == 80);
     }
 }
 
 TEST_CASE("an accepted image is memoized per device and image: the driver is asked once", "[policy]") {
-    TempDir cache;
-    fake((std::string(kH200) + ";" + kH200).c_str());
-    RuntimePtr rt = make_runtime(cache.path);
+    FakeRuntime f({.devices = {kH200, kH200}});
     const auto bytes = make_archive("kernels", {"sm_90"});
-    mount(rt.get(), bytes, "first.sdma");
+    mount(f.rt.get(), bytes, "first.sdma");
     int32_t version = 0;
-    REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);
-    info_of(rt.get(), 0, "scale");
+    REQUIRE(sdm_driver_version(f.rt.get(), &version, nullptr) == SDM_OK);
+    info_of(f.rt.get(), 0, "scale");
     CHECK(fake_calls("cuFuncGetAttribute") == 1);
     // The same image again (a remount of the same bytes serves the kernel now): no new check.
-    mount(rt.get(), bytes, "again.sdma");
-    CHECK(std::string(info_of(rt.get(), 0, "scale").archive) == "again.sdma");
+    mount(f.rt.get(), bytes, "again.sdma");
+    CHECK(std::string(info_of(f.rt.get(), 0, "scale").archive) == "again.sdma");
     CHECK(fake_calls("cuModuleLoadData") == 2);
     CHECK(fake_calls("cuFuncGetAttribute") == 1);
     // Another device is checked for itself.
-    info_of(rt.get(), 1, "scale");
+    info_of(f.rt.get(), 1, "scale");
     CHECK(fake_calls("cuFuncGetAttribute") == 2);
 }
 
 TEST_CASE("an RTX device: one untested-hardware warning per device, and the flag", "[policy][rtx]") {
-    TempDir cache;
-    fake(kRtx4090);
-    std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(cache.path, 0, 0, &log);
-    mount(rt.get(), make_archive("kernels", {"sm_86"}, {"scale"}), "one.sdma");
-    mount(rt.get(), make_archive("other", {"sm_86"}, {"axpy"}), "two.sdma");
-    info_of(rt.get(), 0, "scale");
-    info_of(rt.get(), 0, "axpy");  // a second module: no second warning
-    CHECK(count_containing(log, "has not been tested on RTX-class GPUs: device 0 (NVIDIA GeForce RTX 4090, compute capability 8.9)") == 1);
+    FakeRuntime f({.devices = {kRtx4090}, .log = true});
+    mount(f.rt.get(), make_archive("kernels", {"sm_86"}, {"scale"}), "one.sdma");
+    mount(f.rt.get(), make_archive("other", {"sm_86"}, {"axpy"}), "two.sdma");
+    info_of(f.rt.get(), 0, "scale");
+    info_of(f.rt.get(), 0, "axpy");  // a second module: no second warning
+    CHECK(count_containing(f.log, "has not been tested on RTX-class GPUs: device 0 (NVIDIA GeForce RTX 4090, compute capability 8.9)") == 1);
     sdm_device_info info{};
     info.struct_size = sizeof info;
-    REQUIRE(sdm_device_info_get(rt.get(), 0, &info, nullptr) == SDM_OK);
+    REQUIRE(sdm_device_info_get(f.rt.get(), 0, &info, nullptr) == SDM_OK);
     CHECK(info.untested == 1);
-    fake(kH200);
-    RuntimePtr h200 = make_runtime(cache.path);
+    fake({kH200});
+    RuntimePtr h200 = make_runtime(f.cache_dir);
     REQUIRE(sdm_device_info_get(h200.get(), 0, &info, nullptr) == SDM_OK);
     CHECK(info.untested == 0);
 }
 
-TEST_CASE("CUDA_FORCE_PTX_JIT=1: the PTX path, never a cubin", "[policy][switches]") {
-    TempDir cache;
-    fake(kH200);
+TEST_CASE_METHOD(FakeRuntime, "CUDA_FORCE_PTX_JIT=1: the PTX path, never a cubin", "[policy][switches]") {
     EnvGuard force("CUDA_FORCE_PTX_JIT", "1");
     SECTION("PTX is there: linked, though a cubin fits") {
-        RuntimePtr rt = make_runtime(cache.path);
         mount(rt.get(), make_archive("kernels", {"sm_90", "compute_90"}), "both.sdma");
         const auto info = info_of(rt.get(), 0, "scale");
         CHECK(info.image_kind == 2);
         CHECK(info.source == 3);
     }
     SECTION("cubins only: no image, and the message says why") {
-        RuntimePtr rt = make_runtime(cache.path);
         mount(rt.get(), make_archive("kernels", {"sm_90"}), "cubin.sdma");
         std::string message;
         info_of(rt.get(), 0, "scale", SDM_ERROR_NO_IMAGE, &message);
@@ -161,18 +140,15 @@ TEST_CASE("CUDA_FORCE_PTX_JIT=1: the PTX path, never a cubin", "[policy][switche
 }
 
 TEST_CASE("CUDA_DISABLE_PTX_JIT=1: no PTX for the driver's JIT; nvJitLink still links", "[policy][switches]") {
-    TempDir cache;
-    fake(kH200);
     EnvGuard disable("CUDA_DISABLE_PTX_JIT", "1");
-    {
-        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
-        mount(rt.get(), make_archive("kernels", {"compute_90"}), "ptx.sdma");
-        std::string message;
-        info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
-        CHECK_THAT(message, Catch::Contains("CUDA_DISABLE_PTX_JIT=1 is set"));
-        CHECK(fake_calls("cuModuleLoadDataEx") == 0);
-    }
-    RuntimePtr rt = make_runtime(cache.path);
-    mount(rt.get(), make_archive("kernels", {"compute_90"}), "ptx.sdma");
-    CHECK(info_of(rt.get(), 0, "scale").source == 3);
+    FakeRuntime f({.jit_flags = kDriverJitOnly});
+    mount(f.rt.get(), make_archive("kernels", {"compute_90"}), "ptx.sdma");
+    std::string message;
+    info_of(f.rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    CHECK_THAT(message, Catch::Contains("CUDA_DISABLE_PTX_JIT=1 is set"));
+    CHECK(fake_calls("cuModuleLoadDataEx") == 0);
+    f.options.jit_flags = 0;
+    f.restart();
+    mount(f.rt.get(), make_archive("kernels", {"compute_90"}), "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 3);
 }

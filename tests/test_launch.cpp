@@ -21,13 +21,6 @@ using namespace sdm::test;
 
 namespace {
 
-sdm_kernel* kernel(sdm_runtime* rt, const char* name, int32_t ordinal = 0) {
-    sdm_kernel* k = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
-    return k;
-}
-
 sdm_plan select(const sdm_kernel* k, int64_t n, sdm_status expect = SDM_OK, std::string* message = nullptr) {
     sdm_plan plan{};
     plan.struct_size = sizeof plan;
@@ -48,12 +41,9 @@ struct Args {
 
 }  // namespace
 
-TEST_CASE("sdm_plan_select: the manifest's plan, checked by the occupancy calculator, memoized per problem", "[launch][plan]") {
-    TempDir cache;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(cache.path);
+TEST_CASE_METHOD(FakeRuntime, "sdm_plan_select: the manifest's plan, checked by the occupancy calculator, memoized per problem", "[launch][plan]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = kernel(rt.get(), "scale");
+    sdm_kernel* k = kernel_of(rt.get(), "scale");
     const sdm_plan p = select(k, 1 << 20);
     CHECK(p.grid == 1056);
     CHECK(p.block == 256);
@@ -84,7 +74,7 @@ TEST_CASE("sdm_plan_select: the manifest's plan, checked by the occupancy calcul
     CHECK(select(k, 1 << 20).grid == 1056);
     // A kernel without rules, and bad arguments.
     std::string message;
-    (void)select(kernel(rt.get(), "axpy"), 1, SDM_ERROR_NOT_FOUND, &message);
+    (void)select(kernel_of(rt.get(), "axpy"), 1, SDM_ERROR_NOT_FOUND, &message);
     CHECK_THAT(message, Catch::Contains("no plan rule of kernel axpy matches device 0 (NVIDIA H200"));
     sdm_plan small{};
     small.struct_size = 8;
@@ -93,26 +83,24 @@ TEST_CASE("sdm_plan_select: the manifest's plan, checked by the occupancy calcul
 }
 
 TEST_CASE("a plan no block of which fits is refused; a failing occupancy query is an error, not memoized", "[launch][plan]") {
-    TempDir cache;
-    fake(kA100);
-    RuntimePtr rt = make_runtime(cache.path);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = kernel(rt.get(), "scale");
+    FakeRuntime f({.devices = {kA100}});
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel_of(f.rt.get(), "scale");
     std::string message;
-    setenv("SDM_FAKE_CUDA_OCCUPANCY", "0", 1);  // the calculator says: no block fits (registers, say)
+    fake_set_occupancy(0);  // the calculator says: no block fits (registers, say)
     (void)select(k, 1 << 20, SDM_ERROR_INVALID_ARGUMENT, &message);
     CHECK_THAT(message, Catch::Contains("kernel scale cannot run with grid 8192, block 128") && Catch::Contains("no block of it fits"));
-    unsetenv("SDM_FAKE_CUDA_OCCUPANCY");
-    // The fake reads SDM_FAKE_CUDA_FAIL at cuInit: a new runtime sees it.
-    setenv("SDM_FAKE_CUDA_FAIL", "cuOccupancyMaxActiveBlocksPerMultiprocessor=CUDA_ERROR_INVALID_CONTEXT", 1);
-    RuntimePtr failing = make_runtime(cache.path);
+    fake_set_occupancy(std::nullopt);
+    // The fake reads its failures at cuInit: a new runtime sees them.
+    fake_fail("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUDA_ERROR_INVALID_CONTEXT);
+    RuntimePtr failing = f.another();
     REQUIRE(sdm_archive_mount_file(failing.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* fk = kernel(failing.get(), "scale");
+    sdm_kernel* fk = kernel_of(failing.get(), "scale");
     (void)select(fk, 1 << 20, SDM_ERROR_DRIVER, &message);
     CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_CONTEXT"));
-    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
+    fake_clear_failures();
     int32_t version = 0;
-    REQUIRE(sdm_driver_version(make_runtime(cache.path).get(), &version, nullptr) == SDM_OK);  // a cuInit that clears the failure
+    REQUIRE(sdm_driver_version(f.another().get(), &version, nullptr) == SDM_OK);  // a cuInit that clears the failure
     CHECK(select(fk, 1 << 20).occupancy == 16);  // the error was not memoized
     const sdm_plan p = select(k, 1 << 20);
     CHECK(p.grid == 8192);
@@ -120,12 +108,9 @@ TEST_CASE("a plan no block of which fits is refused; a failing occupancy query i
     CHECK(p.occupancy == 16);
 }
 
-TEST_CASE("sdm_launch: argument count, cuLaunchKernelEx attributes, the shared memory limit set once per size", "[launch]") {
-    TempDir cache;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(cache.path);
+TEST_CASE_METHOD(FakeRuntime, "sdm_launch: argument count, cuLaunchKernelEx attributes, the shared memory limit set once per size", "[launch]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = kernel(rt.get(), "scale");
+    sdm_kernel* k = kernel_of(rt.get(), "scale");
     sdm_plan p = select(k, 1 << 20);
     Args a;
     REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
@@ -157,11 +142,9 @@ TEST_CASE("sdm_launch: argument count, cuLaunchKernelEx attributes, the shared m
 }
 
 TEST_CASE("sdm_launch on an A100: PDL and clusters are refused by the driver, the plan without them launches", "[launch]") {
-    TempDir cache;
-    fake(kA100);
-    RuntimePtr rt = make_runtime(cache.path);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = kernel(rt.get(), "scale");
+    FakeRuntime f({.devices = {kA100}});
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    sdm_kernel* k = kernel_of(f.rt.get(), "scale");
     sdm_plan p = select(k, 1 << 20);
     Args a;
     REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
@@ -172,12 +155,9 @@ TEST_CASE("sdm_launch on an A100: PDL and clusters are refused by the driver, th
     CHECK(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_ERROR_DRIVER);
 }
 
-TEST_CASE("8 threads selecting plans and launching at once agree with one thread", "[launch][concurrency]") {
-    TempDir cache;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(cache.path);
+TEST_CASE_METHOD(FakeRuntime, "8 threads selecting plans and launching at once agree with one thread", "[launch][concurrency]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* k = kernel(rt.get(), "scale");
+    sdm_kernel* k = kernel_of(rt.get(), "scale");
     std::vector<sdm_plan> expected;
     for (int64_t n = 1; n <= 1 << 26; n *= 4) expected.push_back(select(k, n));
     std::atomic<int> wrong{0};

@@ -18,7 +18,7 @@ using namespace sdm::test;
 
 namespace {
 
-constexpr const char* kRtx5090 = "NVIDIA GeForce RTX 5090,12.0,101376,170,100663296";
+const FakeDevice kRtx5090{"NVIDIA GeForce RTX 5090", 12, 0, 101376, 170, 100663296};
 
 void write(const std::string& path, const sdm::ByteVector& bytes) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
@@ -57,23 +57,18 @@ sdm_runtime_params params(const std::string& cache, std::vector<std::string>* lo
 }  // namespace
 
 TEST_CASE("the newest archive with an image for the device serves; older ones serve the rest", "[layers]") {
-    TempDir dir;
-    fake((std::string(kH200) + ";" + kRtx5090).c_str());
-    RuntimePtr rt = make_runtime(dir.path);
-    mount(rt.get(), make_archive("kernels", {"sm_80", "sm_90"}), "old.sdma");
-    mount(rt.get(), make_archive("kernels", {"sm_120"}, {"scale"}), "new.sdma");
-    CHECK(std::string(info_of(rt.get(), 0, "scale").archive) == "old.sdma");  // new.sdma has nothing for the H200
-    CHECK(std::string(info_of(rt.get(), 1, "scale").archive) == "new.sdma");
-    CHECK(std::string(info_of(rt.get(), 0, "axpy").archive) == "old.sdma");  // listed by old.sdma only...
+    FakeRuntime f({.devices = {kH200, kRtx5090}});
+    mount(f.rt.get(), make_archive("kernels", {"sm_80", "sm_90"}), "old.sdma");
+    mount(f.rt.get(), make_archive("kernels", {"sm_120"}, {"scale"}), "new.sdma");
+    CHECK(std::string(info_of(f.rt.get(), 0, "scale").archive) == "old.sdma");  // new.sdma has nothing for the H200
+    CHECK(std::string(info_of(f.rt.get(), 1, "scale").archive) == "new.sdma");
+    CHECK(std::string(info_of(f.rt.get(), 0, "axpy").archive) == "old.sdma");  // listed by old.sdma only...
     std::string message;  // ...which has nothing for sm_120: axpy on the RTX 5090 fails naming it
-    info_of(rt.get(), 1, "axpy", SDM_ERROR_NO_IMAGE, &message);
+    info_of(f.rt.get(), 1, "axpy", SDM_ERROR_NO_IMAGE, &message);
     CHECK_THAT(message, Catch::Contains("old.sdma") && Catch::Contains("sm_80, sm_90"));
 }
 
-TEST_CASE("no archive with an image: the newest one's reason, and how many were tried", "[layers]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "no archive with an image: the newest one's reason, and how many were tried", "[layers]") {
     mount(rt.get(), make_archive("kernels", {"sm_80"}), "a.sdma");
     mount(rt.get(), make_archive("kernels", {"sm_120"}), "b.sdma");
     std::string message;
@@ -81,10 +76,7 @@ TEST_CASE("no archive with an image: the newest one's reason, and how many were 
     CHECK_THAT(message, Catch::Contains("b.sdma") && Catch::Contains("2 archives tried"));
 }
 
-TEST_CASE("a newer mount serves new fetches; handles fetched before keep working", "[layers]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "a newer mount serves new fetches; handles fetched before keep working", "[layers]") {
     mount(rt.get(), make_archive("kernels", {"sm_90"}), "v1.sdma");
     sdm_kernel* before = nullptr;
     REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &before, nullptr) == SDM_OK);
@@ -102,7 +94,7 @@ TEST_CASE("a newer mount serves new fetches; handles fetched before keep working
 
 TEST_CASE("SDM_ARCHIVE_PATH: layers in order; a missing, damaged or incompatible file is skipped and logged", "[layers][env]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     write(dir.path + "/old.sdma", make_archive("kernels", {"sm_90"}));
     write(dir.path + "/new.sdma", make_archive("kernels", {"sm_90a"}));
     auto damaged = make_archive("kernels", {"sm_90"});
@@ -127,7 +119,7 @@ TEST_CASE("SDM_ARCHIVE_PATH: layers in order; a missing, damaged or incompatible
 
 TEST_CASE("the host's kernel ABI major: an archive of another major is refused naming both", "[versions]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const auto abi2 = make_archive("kernels", {"sm_90"}, {"scale"}, 2);
     auto p = params(dir.path);
     p.kernel_abi_major = 1;
@@ -151,10 +143,7 @@ TEST_CASE("the host's kernel ABI major: an archive of another major is refused n
     CHECK_THAT(message, Catch::Contains("kernel_abi_major 70000"));
 }
 
-TEST_CASE("a kernel's expected signature: checked at sdm_kernel_get_checked, both named on a mismatch", "[versions]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "a kernel's expected signature: checked at sdm_kernel_get_checked, both named on a mismatch", "[versions]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     sdm_kernel* k = nullptr;
     CHECK(sdm_kernel_get_checked(rt.get(), 0, "scale", "ptr, f32, i32", nullptr, &k, nullptr) == SDM_OK);
@@ -178,7 +167,7 @@ TEST_CASE("a kernel's expected signature: checked at sdm_kernel_get_checked, bot
 
 TEST_CASE("the embedded archive (the SDM kernels) mounts first, under every other layer", "[layers][embedded]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     std::vector<std::string> log;
     auto p = params(dir.path);
     p.flags = 0;  // the embedded archive too

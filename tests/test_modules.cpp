@@ -4,11 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <thread>
-
-#include <dlfcn.h>
 
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
@@ -19,38 +16,32 @@ using namespace sdm;
 
 using namespace sdm::test;
 
-TEST_CASE("cubins: the best one for the device, compressed ones kept verified in the cache", "[modules]") {
-    test::TempDir cache;
-    fake(kH200);
-    {
-        RuntimePtr rt = make_runtime(cache.path);
-        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-        const auto info = info_of(rt.get(), 0, "scale");
-        CHECK(info.image_kind == 1);
-        CHECK(info.image_sm == 90);  // the sm_90a cubin, chosen before sm_90
-        CHECK(info.source == 1);     // decompressed from the archive, and kept
-        CHECK(std::string(info.module) == "kernels");
-        CHECK(std::string(info.signature) == "ptr,f32,i32");
-        sdm_kernel* k = nullptr;
-        REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
-        void* function = nullptr;
-        REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
-        CHECK(function != nullptr);
-    }
+TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed ones kept verified in the cache", "[modules]") {
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    const auto info = info_of(rt.get(), 0, "scale");
+    CHECK(info.image_kind == 1);
+    CHECK(info.image_sm == 90);  // the sm_90a cubin, chosen before sm_90
+    CHECK(info.source == 1);     // decompressed from the archive, and kept
+    CHECK(std::string(info.module) == "kernels");
+    CHECK(std::string(info.signature) == "ptr,f32,i32");
+    sdm_kernel* k = nullptr;
+    REQUIRE(sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) == SDM_OK);
+    void* function = nullptr;
+    REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
+    CHECK(function != nullptr);
     // A warm start: the raw image comes from the cache, no decompression.
-    RuntimePtr rt = make_runtime(cache.path);
+    restart();
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     CHECK(info_of(rt.get(), 0, "axpy").source == 2);
     CHECK(stats_of(rt.get()).hits == 1);
 }
 
 TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {
-    test::TempDir cache;
-    fake((std::string(kH200) + ";" + kA100).c_str());
-    RuntimePtr rt = make_runtime(cache.path);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    FakeRuntime f({.devices = {kH200, kA100}});
+    sdm_runtime* rt = f.rt.get();
+    REQUIRE(sdm_archive_mount_file(rt, SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     int32_t version = 0;
-    REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
+    REQUIRE(sdm_driver_version(rt, &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
     const int64_t before = fake_calls("cuModuleLoadData");
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};
@@ -58,33 +49,28 @@ TEST_CASE("16 threads asking at once cause one load; each device gets its own mo
     for (int t = 0; t < 16; ++t)
         threads.emplace_back([&, t] {
             sdm_kernel* k = nullptr;
-            if (sdm_kernel_get(rt.get(), 0, t % 2 ? "scale" : "axpy", nullptr, &k, nullptr) == SDM_OK) ++ok;
+            if (sdm_kernel_get(rt, 0, t % 2 ? "scale" : "axpy", nullptr, &k, nullptr) == SDM_OK) ++ok;
         });
     for (auto& t : threads) t.join();
     CHECK(ok == 16);
     CHECK(fake_calls("cuModuleLoadData") - before == 1);
-    const auto a100 = info_of(rt.get(), 1, "scale");
+    const auto a100 = info_of(rt, 1, "scale");
     CHECK(a100.image_sm == 80);
     CHECK(a100.ordinal == 1);
     CHECK(fake_calls("cuModuleLoadData") - before == 2);
     CHECK(fake_calls("@modules") == 2);
 }
 
-TEST_CASE("PTX: linked by nvJitLink for the device and cached; the next process hits", "[modules][jit]") {
-    test::TempDir cache;
-    fake(kH200);
+TEST_CASE_METHOD(FakeRuntime, "PTX: linked by nvJitLink for the device and cached; the next process hits", "[modules][jit]") {
     const auto ptx_only = make_archive("jit", {"compute_80", "compute_90"});
-    {
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        const auto info = info_of(rt.get(), 0, "scale");
-        CHECK(info.image_kind == 2);
-        CHECK(info.image_sm == 90);  // compute_90: compute_80 is not eligible on the modern class
-        CHECK(info.loaded_sm == 90);
-        CHECK(info.source == 3);
-        CHECK(stats_of(rt.get()).builds == 1);
-    }
-    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    const auto info = info_of(rt.get(), 0, "scale");
+    CHECK(info.image_kind == 2);
+    CHECK(info.image_sm == 90);  // compute_90: compute_80 is not eligible on the modern class
+    CHECK(info.loaded_sm == 90);
+    CHECK(info.source == 3);
+    CHECK(stats_of(rt.get()).builds == 1);
+    restart();
     mount(rt.get(), ptx_only, "ptx.sdma");
     CHECK(info_of(rt.get(), 0, "scale").source == 2);
     CHECK(stats_of(rt.get()).builds == 0);
@@ -92,170 +78,139 @@ TEST_CASE("PTX: linked by nvJitLink for the device and cached; the next process 
 }
 
 TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[modules][select]") {
-    test::TempDir cache;
-    fake((std::string(kH200) + ";" + kA100).c_str());
-    RuntimePtr rt = make_runtime(cache.path);
-    mount(rt.get(), make_archive("old", {"compute_80"}), "old.sdma");
+    FakeRuntime f({.devices = {kH200, kA100}});
+    mount(f.rt.get(), make_archive("old", {"compute_80"}), "old.sdma");
     std::string message;
-    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_NO_IMAGE, &message);
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_NO_IMAGE, &message);
     CHECK_THAT(message, Catch::Contains("module old of archive old.sdma has no image for device 0 (NVIDIA H200") &&
                             Catch::Contains("compute_80 older than compute_90"));
-    const auto a100 = info_of(rt.get(), 1, "scale");
+    const auto a100 = info_of(f.rt.get(), 1, "scale");
     CHECK(a100.loaded_sm == 80);
     CHECK(a100.source == 3);
 }
 
 TEST_CASE("the driver's JIT when nvJitLink may not run; its log on failure", "[modules][jit]") {
-    test::TempDir cache;
-    fake(kH200);
+    FakeRuntime f({.jit_flags = kDriverJitOnly});
     const auto ptx_only = make_archive("jit", {"compute_90"});
-    {
-        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        CHECK(info_of(rt.get(), 0, "scale").source == 4);
-    }
-    {
-        setenv("SDM_FAKE_CUDA_DISABLE_JIT", "1", 1);
-        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        std::string message;
-        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
-        CHECK_THAT(message, Catch::Contains("the driver's JIT of ptx jit, compute_90") && Catch::Contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND"));
-        unsetenv("SDM_FAKE_CUDA_DISABLE_JIT");
-    }
-    RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly | SDM_JIT_NO_DRIVER);
-    mount(rt.get(), ptx_only, "ptx.sdma");
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 4);
     std::string message;
-    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    fake_set_disable_jit(true);
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    CHECK_THAT(message, Catch::Contains("the driver's JIT of ptx jit, compute_90") && Catch::Contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND"));
+    fake_set_disable_jit(false);
+    f.options.jit_flags = kDriverJitOnly | SDM_JIT_NO_DRIVER;
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
     CHECK_THAT(message, Catch::Contains("needs a JIT, and no backend may run"));
 }
 
 TEST_CASE("nvPTXCompiler takes PTX when nvJitLink may not (when built in), cached; else the driver's JIT", "[modules][jit]") {
-    test::TempDir cache;
-    fake(kH200);
+    FakeRuntime f({.jit_flags = SDM_JIT_NO_NVJITLINK});
     const auto ptx_only = make_archive("jit", {"compute_90"});
     std::string message;
-    {
-        RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        CHECK(info_of(rt.get(), 0, "scale").source == (SDM_TEST_PTX_COMPILER ? 6u : 4u));
-    }
-    RuntimePtr rt = make_runtime(cache.path, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER);
-    mount(rt.get(), ptx_only, "ptx.sdma");
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == (SDM_TEST_PTX_COMPILER ? 6u : 4u));
+    f.options.jit_flags = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_DRIVER;
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
     if (SDM_TEST_PTX_COMPILER) {
-        CHECK(info_of(rt.get(), 0, "scale").source == 2);  // the compile above was cached
-        CHECK(stats_of(rt.get()).hits == 1);
+        CHECK(info_of(f.rt.get(), 0, "scale").source == 2);  // the compile above was cached
+        CHECK(stats_of(f.rt.get()).hits == 1);
     } else {
-        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+        (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
         CHECK_THAT(message, Catch::Contains("this libsdm was built without nvPTXCompiler") && Catch::Contains("forbidden by the host"));
     }
     // Forbidding nvPTXCompiler too leaves nothing, and the message says so for each backend.
-    RuntimePtr none = make_runtime(cache.path, kDriverJitOnly | SDM_JIT_NO_DRIVER);
+    RuntimePtr none = make_runtime(f.cache_dir, kDriverJitOnly | SDM_JIT_NO_DRIVER);
     mount(none.get(), ptx_only, "ptx.sdma");
     (void)info_of(none.get(), 0, "scale", SDM_ERROR_JIT, &message);
     CHECK_THAT(message, Catch::Contains("nvJitLink is forbidden by the host") && Catch::Contains("nvPTXCompiler is forbidden by the host") &&
                             Catch::Contains("the driver's JIT is forbidden by the host"));
 }
 
-TEST_CASE("a load that would JIT during graph capture is refused; cubins and warm caches load", "[modules][capture]") {
-    test::TempDir cache;
-    fake(kH200);
-    setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
+TEST_CASE_METHOD(FakeRuntime, "a load that would JIT during graph capture is refused; cubins and warm caches load", "[modules][capture]") {
+    fake_set_capturing(true);
     const auto ptx_only = make_archive("jit", {"compute_90"});
-    {
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        std::string message;
-        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_GRAPH_CAPTURE, &message);
-        CHECK_THAT(message, Catch::Contains("capturing a CUDA graph") && Catch::Contains("sdm_preload"));
-        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);  // newer mount serves axpy from a cubin
-        CHECK(info_of(rt.get(), 0, "axpy").image_kind == 1);
-    }
-    unsetenv("SDM_FAKE_CUDA_CAPTURING");
-    {
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), ptx_only, "ptx.sdma");
-        (void)info_of(rt.get(), 0, "scale");  // links and caches
-    }
-    setenv("SDM_FAKE_CUDA_CAPTURING", "1", 1);
-    RuntimePtr rt = make_runtime(cache.path);
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_GRAPH_CAPTURE, &message);
+    CHECK_THAT(message, Catch::Contains("capturing a CUDA graph") && Catch::Contains("sdm_preload"));
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);  // newer mount serves axpy from a cubin
+    CHECK(info_of(rt.get(), 0, "axpy").image_kind == 1);
+    fake_set_capturing(false);
+    restart();
+    mount(rt.get(), ptx_only, "ptx.sdma");
+    (void)info_of(rt.get(), 0, "scale");  // links and caches
+    fake_set_capturing(true);
+    restart();
     mount(rt.get(), ptx_only, "ptx.sdma");
     CHECK(info_of(rt.get(), 0, "scale").source == 2);  // no JIT needed: allowed during capture
-    unsetenv("SDM_FAKE_CUDA_CAPTURING");
 }
 
-TEST_CASE("a module lacking a listed kernel fails naming it, and its cached image is evicted", "[modules]") {
-    test::TempDir cache;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(cache.path);
+TEST_CASE_METHOD(FakeRuntime, "a module lacking a listed kernel fails naming it, and its cached image is evicted", "[modules]") {
     mount(rt.get(), make_archive("ghostly", {"compute_90"}, {"axpy", "scale", "ghost"}), "ghost.sdma");
     std::string message;
     (void)info_of(rt.get(), 0, "scale", SDM_ERROR_NOT_FOUND, &message);
     CHECK_THAT(message, Catch::Contains("module ghostly of archive ghost.sdma") && Catch::Contains("lacks kernel(s) ghost") &&
                            Catch::Contains("cache entry was removed"));
     size_t entries = 0;
-    for (const auto& e : fs::recursive_directory_iterator(cache.path))
+    for (const auto& e : fs::recursive_directory_iterator(cache_dir))
         if (e.path().extension() == ".sdmc") ++entries;
     CHECK(entries == 0);
     (void)info_of(rt.get(), 0, "nowhere", SDM_ERROR_NOT_FOUND, &message);
     CHECK_THAT(message, Catch::Contains("kernel nowhere is in no mounted archive"));
 }
 
-TEST_CASE("preload loads every module, linking in parallel; destroy unloads them all", "[modules][preload]") {
-    test::TempDir cache;
-    fake(kH200);
-    {
-        RuntimePtr rt = make_runtime(cache.path);
-        mount(rt.get(), make_archive("one", {"compute_90"}), "one.sdma");
-        mount(rt.get(), make_archive("three", {"sm_90a"}, {"axpy"}), "three.sdma");
-        int32_t version = 0;
-        REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
-        const int64_t before = fake_calls("cuModuleLoadData");
-        REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
-        CHECK(fake_calls("cuModuleLoadData") - before == 2);  // modules one and three (three serves axpy: newer mount)
-        CHECK(info_of(rt.get(), 0, "axpy").image_sm == 90);
-        CHECK(std::string(info_of(rt.get(), 0, "axpy").module) == "three");
-        CHECK(fake_calls("cuModuleLoadData") - before == 2);  // already loaded
-        const char* names[] = {"scale"};
-        CHECK(sdm_preload(rt.get(), 0, names, 1, nullptr) == SDM_OK);
-        const char* missing[] = {"nope"};
-        CHECK(sdm_preload(rt.get(), 0, missing, 1, nullptr) == SDM_ERROR_NOT_FOUND);
-        CHECK(fake_calls("@modules") == 2);
-    }
+TEST_CASE_METHOD(FakeRuntime, "preload loads every module, linking in parallel; destroy unloads them all", "[modules][preload]") {
+    mount(rt.get(), make_archive("one", {"compute_90"}), "one.sdma");
+    mount(rt.get(), make_archive("three", {"sm_90a"}, {"axpy"}), "three.sdma");
+    int32_t version = 0;
+    REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
+    const int64_t before = fake_calls("cuModuleLoadData");
+    REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuModuleLoadData") - before == 2);  // modules one and three (three serves axpy: newer mount)
+    CHECK(info_of(rt.get(), 0, "axpy").image_sm == 90);
+    CHECK(std::string(info_of(rt.get(), 0, "axpy").module) == "three");
+    CHECK(fake_calls("cuModuleLoadData") - before == 2);  // already loaded
+    const char* names[] = {"scale"};
+    CHECK(sdm_preload(rt.get(), 0, names, 1, nullptr) == SDM_OK);
+    const char* missing[] = {"nope"};
+    CHECK(sdm_preload(rt.get(), 0, missing, 1, nullptr) == SDM_ERROR_NOT_FOUND);
+    CHECK(fake_calls("@modules") == 2);
+    rt.reset();
     CHECK(fake_calls("@modules") == 0);
     CHECK(fake_calls("@contexts") == 0);
 }
 
 TEST_CASE("an unsupported device gets no module", "[modules]") {
-    test::TempDir cache;
-    fake("Tesla T4,7.5,65536,40,4194304");
-    RuntimePtr rt = make_runtime(cache.path);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    FakeRuntime f({.devices = {{"Tesla T4", 7, 5, 65536, 40, 4194304}}});
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     std::string message;
-    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
     CHECK_THAT(message, Catch::Contains("Tesla T4"));
 }
 
-TEST_CASE("an exception inside a load, in preload's workers, is the call's error; nothing stays loaded", "[modules][preload]") {
-    TempDir dir;
-    fake(kH200);
-    setenv("SDM_FAKE_CUDA_FAIL", "cuModuleGetFunction=throw@1", 1);  // read at the runtime's cuInit
-    RuntimePtr throwing = make_runtime(dir.path);
-    mount(throwing.get(), make_archive("one", {"sm_90"}), "one.sdma");
-    mount(throwing.get(), make_archive("two", {"sm_90"}, {"axpy"}), "two.sdma");
+TEST_CASE_METHOD(FakeRuntime, "an exception inside a load, in preload's workers, is the call's error; nothing stays loaded", "[modules][preload]") {
+    fake_throw("cuModuleGetFunction", 1);  // read at the runtime's cuInit (its first driver call, below)
+    mount(rt.get(), make_archive("one", {"sm_90"}), "one.sdma");
+    mount(rt.get(), make_archive("two", {"sm_90"}, {"axpy"}), "two.sdma");
     sdm_error* e = nullptr;
-    CHECK(sdm_preload(throwing.get(), 0, nullptr, 0, &e) == SDM_ERROR_OUT_OF_MEMORY);
+    CHECK(sdm_preload(rt.get(), 0, nullptr, 0, &e) == SDM_ERROR_OUT_OF_MEMORY);
     CHECK_THAT(sdm_error_message(e), Catch::Contains("out of memory while preloading kernel"));
     sdm_error_destroy(e);
     CHECK(fake_calls("@modules") == 1);  // of the two modules, the one whose load threw was unloaded
-    setenv("SDM_FAKE_CUDA_FAIL", "", 1);
-    CHECK(sdm_preload(throwing.get(), 0, nullptr, 0, nullptr) == SDM_OK);  // and loads the next time
+    fake_clear_failures();
+    CHECK(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);  // and loads the next time
     CHECK(fake_calls("@modules") == 2);
 }
 
 TEST_CASE("a runtime that loaded nothing goes without calling the driver", "[modules]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     fake_reset();
     {
         RuntimePtr rt = make_runtime(dir.path);

@@ -18,13 +18,6 @@ using namespace sdm::test;
 
 namespace {
 
-sdm_kernel* kernel(sdm_runtime* rt, const char* name) {
-    sdm_kernel* k = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_kernel_get(rt, 0, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
-    return k;
-}
-
 sdm_plan select(const sdm_kernel* k, int64_t n) {
     sdm_plan plan{};
     plan.struct_size = sizeof plan;
@@ -38,81 +31,62 @@ void load(sdm_runtime* rt, const char* plugin) {
     if (sdm_plugin_load(rt, plugin, &e) != SDM_OK) FAIL(sdm_error_message(e));
 }
 
-int count_containing(const std::vector<std::string>& log, const std::string& text) {
-    int n = 0;
-    for (const auto& line : log) n += line.find(text) != std::string::npos;
-    return n;
-}
-
 }  // namespace
 
-TEST_CASE("a current plugin's plans win over the table, for kernels without rules too; it refuses images; destroy runs", "[plugins]") {
-    TempDir dir;
-    fake(kH200);
+TEST_CASE_METHOD(FakeRuntime, "a current plugin's plans win over the table, for kernels without rules too; it refuses images; destroy runs", "[plugins]") {
     const std::string marker = dir.path + "/destroyed";
     setenv("SDM_TEST_PLUGIN_MARKER", marker.c_str(), 1);
-    {
-        RuntimePtr rt = make_runtime(dir.path);
-        load(rt.get(), SDM_TEST_PLUGIN_CURRENT);
-        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-        const sdm_plan p = select(kernel(rt.get(), "scale"), 1 << 20);
-        CHECK(p.block == 128);
-        CHECK(p.grid == 8192);
-        CHECK(p.rule == -1);
-        CHECK(p.occupancy == 16);  // checked by the occupancy calculator like any plan
-        CHECK(select(kernel(rt.get(), "axpy"), 1000).grid == 8);  // axpy has no rules: the plugin's plan
-        mount(rt.get(), make_archive("forbidden", {"sm_90"}, {"scale"}), "forbidden.sdma");  // serves scale from now on
-        std::string message;
-        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
-        CHECK_THAT(message, Catch::Contains("plugin test-current refused module forbidden of archive forbidden.sdma") &&
-                                Catch::Contains("not allowed on 9.0 (ptxVersion 90)"));
-        CHECK(fake_calls("@modules") == 1);  // the refused module was unloaded
-        CHECK_FALSE(std::filesystem::exists(marker));
-    }
+    load(rt.get(), SDM_TEST_PLUGIN_CURRENT);
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    const sdm_plan p = select(kernel_of(rt.get(), "scale"), 1 << 20);
+    CHECK(p.block == 128);
+    CHECK(p.grid == 8192);
+    CHECK(p.rule == -1);
+    CHECK(p.occupancy == 16);  // checked by the occupancy calculator like any plan
+    CHECK(select(kernel_of(rt.get(), "axpy"), 1000).grid == 8);  // axpy has no rules: the plugin's plan
+    mount(rt.get(), make_archive("forbidden", {"sm_90"}, {"scale"}), "forbidden.sdma");  // serves scale from now on
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+    CHECK_THAT(message, Catch::Contains("plugin test-current refused module forbidden of archive forbidden.sdma") &&
+                            Catch::Contains("not allowed on 9.0 (ptxVersion 90)"));
+    CHECK(fake_calls("@modules") == 1);  // the refused module was unloaded
+    CHECK_FALSE(std::filesystem::exists(marker));
+    rt.reset();
     CHECK(std::filesystem::exists(marker));
     unsetenv("SDM_TEST_PLUGIN_MARKER");
 }
 
 TEST_CASE("an older minor's table is read only as far as it goes; a newer minor settles on the host's", "[plugins]") {
-    TempDir dir;
-    fake(kH200);
-    std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
-    load(rt.get(), SDM_TEST_PLUGIN_OLDER);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    CHECK(select(kernel(rt.get(), "scale"), 1 << 20).block == 64);  // (its validate_image would abort: never called)
-    CHECK(count_containing(log, "plugin ABI 1.0") == 1);
-    RuntimePtr newer = make_runtime(dir.path, 0, 0, &log);
+    FakeRuntime f({.log = true});
+    load(f.rt.get(), SDM_TEST_PLUGIN_OLDER);
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    CHECK(select(kernel_of(f.rt.get(), "scale"), 1 << 20).block == 64);  // (its validate_image would abort: never called)
+    CHECK(count_containing(f.log, "plugin ABI 1.0") == 1);
+    RuntimePtr newer = f.another();
     load(newer.get(), SDM_TEST_PLUGIN_NEWER);
     REQUIRE(sdm_archive_mount_file(newer.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    CHECK(select(kernel(newer.get(), "scale"), 1 << 20).block == 32);
-    CHECK(count_containing(log, "test-newer") >= 1);
-    CHECK(count_containing(log, "plugin ABI 1.1") == 1);
+    CHECK(select(kernel_of(newer.get(), "scale"), 1 << 20).block == 32);
+    CHECK(count_containing(f.log, "test-newer") >= 1);
+    CHECK(count_containing(f.log, "plugin ABI 1.1") == 1);
 }
 
-TEST_CASE("a plugin with NULL members changes nothing", "[plugins]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "a plugin with NULL members changes nothing", "[plugins]") {
     load(rt.get(), SDM_TEST_PLUGIN_NULLS);
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    const sdm_plan p = select(kernel(rt.get(), "scale"), 1 << 20);
+    const sdm_plan p = select(kernel_of(rt.get(), "scale"), 1 << 20);
     CHECK(p.rule == 0);
     CHECK(p.grid == 1056);
 }
 
 TEST_CASE("a plan no class can run is not used for that call, and the log says why", "[plugins]") {
-    TempDir dir;
-    const auto table_used = [&](const char* device, int64_t n, const char* why) {
-        fake(device);
-        std::vector<std::string> log;
-        RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
-        load(rt.get(), SDM_TEST_PLUGIN_BAD);
-        REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-        const sdm_plan p = select(kernel(rt.get(), "scale"), n);
+    const auto table_used = [&](const FakeDevice& device, int64_t n, const char* why) {
+        FakeRuntime f({.devices = {device}, .log = true});
+        load(f.rt.get(), SDM_TEST_PLUGIN_BAD);
+        REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+        const sdm_plan p = select(kernel_of(f.rt.get(), "scale"), n);
         CHECK(p.rule >= 0);  // the table's plan
         INFO(why);
-        CHECK(count_containing(log, why) == 1);
+        CHECK(count_containing(f.log, why) == 1);
     };
     table_used(kH200, 1, "block of 0 threads");
     table_used(kH200, 2, "over the class's 232448 B");
@@ -121,10 +95,7 @@ TEST_CASE("a plan no class can run is not used for that call, and the log says w
     table_used(kH200, 5, "failed to choose a plan for kernel scale (it returned -7)");
 }
 
-TEST_CASE("plugins that fail negotiation, or are no plugins, are not loaded, and say why", "[plugins]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "plugins that fail negotiation, or are no plugins, are not loaded, and say why", "[plugins]") {
     sdm_error* e = nullptr;
     CHECK(sdm_plugin_load(rt.get(), SDM_TEST_PLUGIN_REFUSE, &e) == SDM_ERROR_MISMATCH);
     CHECK_THAT(sdm_error_message(e), Catch::Contains("refused to negotiate plugin ABI 1.1 (it returned 1)"));
@@ -139,22 +110,19 @@ TEST_CASE("plugins that fail negotiation, or are no plugins, are not loaded, and
     sdm_error_destroy(e);
     // Through SDM_PLUGIN_PATH: the good one loads, the refusing one is logged and skipped.
     setenv("SDM_PLUGIN_PATH", (std::string(SDM_TEST_PLUGIN_REFUSE) + ":" + SDM_TEST_PLUGIN_CURRENT).c_str(), 1);
-    std::vector<std::string> log;
-    RuntimePtr env = make_runtime(dir.path, 0, 0, &log);
+    std::vector<std::string> env_log;
+    RuntimePtr env = make_runtime(cache_dir, 0, 0, &env_log);
     unsetenv("SDM_PLUGIN_PATH");
-    CHECK(count_containing(log, "skipped plugin") == 1);
+    CHECK(count_containing(env_log, "skipped plugin") == 1);
     REQUIRE(sdm_archive_mount_file(env.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    CHECK(select(kernel(env.get(), "scale"), 1 << 20).block == 128);
+    CHECK(select(kernel_of(env.get(), "scale"), 1 << 20).block == 128);
 }
 
-TEST_CASE("plugins are called outside sdm's locks: two plan misses meet inside the plugin", "[plugins][threads]") {
-    TempDir dir;
-    fake(kH200);
-    RuntimePtr rt = make_runtime(dir.path);
+TEST_CASE_METHOD(FakeRuntime, "plugins are called outside sdm's locks: two plan misses meet inside the plugin", "[plugins][threads]") {
     load(rt.get(), SDM_TEST_PLUGIN_RENDEZVOUS);
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    sdm_kernel* scale = kernel(rt.get(), "scale");
-    sdm_kernel* axpy = kernel(rt.get(), "axpy");
+    sdm_kernel* scale = kernel_of(rt.get(), "scale");
+    sdm_kernel* axpy = kernel_of(rt.get(), "axpy");
     // Each waits inside the plugin (at most 5 s) for the other: a host that held a lock across the
     // call would let only one in at a time, and both would come back with the table's plan.
     uint32_t blocks[2] = {0, 0};
@@ -167,19 +135,16 @@ TEST_CASE("plugins are called outside sdm's locks: two plan misses meet inside t
 }
 
 TEST_CASE("a plugin that throws is a refusal, named, on the caller's thread and in preload's workers", "[plugins]") {
-    TempDir dir;
-    fake(kH200);
-    std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(dir.path, 0, 0, &log);
-    load(rt.get(), SDM_TEST_PLUGIN_THROW);
-    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    FakeRuntime f({.log = true});
+    load(f.rt.get(), SDM_TEST_PLUGIN_THROW);
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     std::string message;
-    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
     CHECK_THAT(message, Catch::Contains("plugin test-throw refused module"));
-    CHECK(count_containing(log, "plugin test-throw threw from validate_image (thrown by the test plugin)") == 1);
+    CHECK(count_containing(f.log, "plugin test-throw threw from validate_image (thrown by the test plugin)") == 1);
     CHECK(fake_calls("@modules") == 0);  // the refused module was unloaded
     sdm_error* e = nullptr;
-    CHECK(sdm_preload(rt.get(), 0, nullptr, 0, &e) == SDM_ERROR_IMAGE_REFUSED);  // every module, on worker threads
+    CHECK(sdm_preload(f.rt.get(), 0, nullptr, 0, &e) == SDM_ERROR_IMAGE_REFUSED);  // every module, on worker threads
     CHECK_THAT(sdm_error_message(e), Catch::Contains("plugin test-throw refused module"));
     sdm_error_destroy(e);
     CHECK(fake_calls("@modules") == 0);

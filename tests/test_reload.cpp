@@ -52,13 +52,6 @@ CUresult launch(LaunchFn fn, const sdm_kernel* k) {
     return fn(static_cast<CUfunction>(function), 1, 1, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr);
 }
 
-sdm_kernel* get(sdm_runtime* rt, const char* name) {
-    sdm_kernel* k = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_kernel_get(rt, 0, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
-    return k;
-}
-
 uint32_t image_kind(const sdm_kernel* k) {
     sdm_kernel_info info{};
     info.struct_size = sizeof info;
@@ -70,7 +63,7 @@ uint32_t image_kind(const sdm_kernel* k) {
 
 TEST_CASE("a new archive dropped beside a running host: new fetches get it, old handles work until released", "[reload]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string file = dir.path + "/kernels.sdma";
     const auto v1 = make_archive("kernels", {"compute_90"});  // PTX: image kind 2
     const auto v2 = make_archive("kernels", {"sm_90"});       // a cubin: image kind 1
@@ -79,7 +72,7 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
     RuntimePtr rt = make_runtime(dir.path + "/cache", kDriverJitOnly, 0, &log);
     REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
     const LaunchFn fn = fake_launch();
-    sdm_kernel* old = get(rt.get(), "scale");
+    sdm_kernel* old = kernel_of(rt.get(), "scale");
     CHECK(image_kind(old) == 2);
     uint32_t reloaded = 99;
     REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
@@ -88,7 +81,7 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
     drop(file, v2);
     REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
     CHECK(reloaded == 1);
-    sdm_kernel* fresh = get(rt.get(), "scale");
+    sdm_kernel* fresh = kernel_of(rt.get(), "scale");
     CHECK(image_kind(fresh) == 1);
     CHECK(launch(fn, old) == CUDA_SUCCESS);  // still loaded: still held
     CHECK(launch(fn, fresh) == CUDA_SUCCESS);
@@ -133,7 +126,7 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
         REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
         CHECK(reloaded == 0);
         CHECK(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_ERROR_ARCHIVE_CORRUPT);
-        sdm_kernel* still = get(rt.get(), "scale");
+        sdm_kernel* still = kernel_of(rt.get(), "scale");
         CHECK(still == fresh);
         CHECK(launch(fn, still) == CUDA_SUCCESS);
         bool logged = false;
@@ -144,12 +137,12 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
         REQUIRE(std::remove(file.c_str()) == 0);
         REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, &e) == SDM_ERROR_IO);
         sdm_error_destroy(e);
-        CHECK(get(rt.get(), "scale") == fresh);
+        CHECK(kernel_of(rt.get(), "scale") == fresh);
     }
     SECTION("sdm_runtime_reload of unchanged content replaces nothing") {
         REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
         CHECK(reloaded == 0);
-        CHECK(get(rt.get(), "scale") == fresh);
+        CHECK(kernel_of(rt.get(), "scale") == fresh);
     }
     SECTION("a version the host cannot use (another kernel ABI major) is refused; the old one serves") {
         sdm_runtime_params p{};
@@ -168,13 +161,13 @@ TEST_CASE("a new archive dropped beside a running host: new fetches get it, old 
         REQUIRE(sdm_runtime_poll_archives(host.get(), &reloaded, &e) == SDM_ERROR_MISMATCH);
         CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel ABI 2.0"));
         sdm_error_destroy(e);
-        CHECK(image_kind(get(host.get(), "scale")) == 1);
+        CHECK(image_kind(kernel_of(host.get(), "scale")) == 1);
     }
 }
 
 TEST_CASE("a host that reloads every frame does not grow: what is kept of unloaded modules is bounded", "[reload]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string file = dir.path + "/kernels.sdma";
     const auto v1 = make_archive("kernels", {"compute_90"});
     const auto v2 = make_archive("kernels", {"sm_90"});
@@ -205,7 +198,7 @@ TEST_CASE("a host that reloads every frame does not grow: what is kept of unload
 
 TEST_CASE("16 threads fetching and launching while another reloads: no launch hits an unloaded module", "[reload][concurrency]") {
     TempDir dir;
-    fake(kH200);
+    fake({kH200});
     const std::string file = dir.path + "/kernels.sdma";
     const auto v1 = make_archive("kernels", {"compute_90"});
     const auto v2 = make_archive("kernels", {"sm_90"});

@@ -1,10 +1,10 @@
 // A fake CUDA driver for machines without a GPU: enough of the Driver API for sdm's runtime
-// (devices, primary contexts, module loading, function attributes), configured by environment
-// variables, with failures injectable per entry point. Modules are checked the way the real
-// driver checks them, with sdm's own image parsers: a cubin must match the device's SM (a and f
-// variants included), PTX must target an arch the device can JIT for, in an ISA the configured
-// driver version knows. Nothing runs: there is no memory and no stream; cuLaunchKernel only checks
-// that the function's module is still loaded.
+// (devices, primary contexts, module loading, function attributes), configured through
+// sdm_fake_cuda_configure or by environment variables, with failures injectable per entry point.
+// Modules are checked the way the real driver checks them, with sdm's own image parsers: a cubin
+// must match the device's SM (a and f variants included), PTX must target an arch the device can
+// JIT for, in an ISA the configured driver version knows. Nothing runs: there is no memory and no
+// stream; cuLaunchKernel only checks that the function's module is still loaded.
 //
 // Like libcuda, it exports cuGetProcAddress(_v2), cuInit and cuDriverGetVersion; every other
 // entry point is reachable only through cuGetProcAddress, by its base name ("cuCtxPushCurrent",
@@ -151,6 +151,8 @@ const ErrorText* find_error(CUresult code) {
 }
 
 // ---- configuration ----------------------------------------------------------------------------
+// One configuration, from sdm_fake_cuda_configure or parsed from the environment (sdm_fake_cuda.h
+// says which wins and when each setting is read).
 
 struct Device {
     std::string name;
@@ -161,6 +163,12 @@ struct Device {
     int l2_bytes{0};
     int cc() const { return major * 10 + minor; }
 };
+
+// What the real driver could report: the limits both sources are held to.
+bool valid_device(const Device& d) {
+    return !d.name.empty() && d.name.size() < 256 && d.major >= 1 && d.major <= 99 && d.minor >= 0 && d.minor <= 9 && d.smem_optin > 0 &&
+           d.sm_count > 0 && d.l2_bytes >= 0;
+}
 
 struct FailRule {
     Entry entry{e_cuInit};
@@ -176,7 +184,70 @@ struct Config {
     int version{kDefaultVersion};
     std::vector<FailRule> fails;
     std::set<std::string, std::less<>> missing;
+    bool disable_jit{false};
+    bool capturing{false};
+    std::optional<int> occupancy;  // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
+    std::string image_log;         // "": none
 };
+
+// sdm_fake_cuda_configure's argument as a Config; on an invalid one, an empty optional and
+// `error` says what.
+std::optional<Config> from_struct(const sdm_fake_cuda_config& in, std::string& error) {
+    Config c;
+    if ((in.device_count > 0 && !in.devices) || (in.failure_count > 0 && !in.failures) || (in.missing_count > 0 && !in.missing)) {
+        error = "a count above 0 with a NULL array";
+        return std::nullopt;
+    }
+    for (size_t i = 0; i < in.device_count; ++i) {
+        const sdm_fake_cuda_device& d = in.devices[i];
+        Device device{d.name ? d.name : "", d.capability_major, d.capability_minor, d.smem_optin_bytes, d.sm_count, d.l2_bytes};
+        if (!valid_device(device)) {
+            error = "device " + std::to_string(i) + " ('" + device.name + "', " + std::to_string(d.capability_major) + "." +
+                    std::to_string(d.capability_minor) + ", " + std::to_string(d.smem_optin_bytes) + ", " + std::to_string(d.sm_count) +
+                    ", " + std::to_string(d.l2_bytes) +
+                    ") is invalid: expected a name of 1 to 255 bytes, capability 1.0 to 99.9, smem_optin_bytes and sm_count above 0, "
+                    "l2_bytes 0 or more";
+            return std::nullopt;
+        }
+        c.devices.push_back(std::move(device));
+    }
+    if (in.driver_version < 0) {
+        error = "driver_version " + std::to_string(in.driver_version) + " is not a driver version (e.g. 12080; 0: 13000)";
+        return std::nullopt;
+    }
+    if (in.driver_version > 0) c.version = in.driver_version;
+    for (size_t i = 0; i < in.failure_count; ++i) {
+        const sdm_fake_cuda_failure& f = in.failures[i];
+        const auto entry = f.entry_point ? find_entry(f.entry_point) : std::nullopt;
+        if (!entry) {
+            error = "failure " + std::to_string(i) + ": '" + (f.entry_point ? f.entry_point : "(null)") + "' is no entry point of the fake driver";
+            return std::nullopt;
+        }
+        if (f.nth < 0) {
+            error = "failure " + std::to_string(i) + " (" + f.entry_point + "): nth " + std::to_string(f.nth) + " is below 0 (0: every call)";
+            return std::nullopt;
+        }
+        c.fails.push_back({*entry, static_cast<CUresult>(f.code), f.nth, f.throws != 0});
+    }
+    for (size_t i = 0; i < in.missing_count; ++i) {
+        if (!in.missing[i]) {
+            error = "missing[" + std::to_string(i) + "] is NULL";
+            return std::nullopt;
+        }
+        c.missing.emplace(in.missing[i]);
+    }
+    c.disable_jit = in.disable_jit != 0;
+    c.capturing = in.capturing != 0;
+    if (in.force_occupancy != 0) {
+        if (in.occupancy < 0) {
+            error = "occupancy " + std::to_string(in.occupancy) + " is below 0";
+            return std::nullopt;
+        }
+        c.occupancy = in.occupancy;
+    }
+    c.image_log = in.image_log ? in.image_log : "";
+    return c;
+}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
@@ -213,16 +284,9 @@ bool env_flag(const char* name) {
     return !v.empty() && v != "0";
 }
 
-int env_version() {
-    const std::string_view v = trim(env("SDM_FAKE_CUDA_VERSION"));
-    if (v.empty()) return kDefaultVersion;
-    const auto n = parse_int<int>(v);
-    return n && *n > 0 ? *n : kDefaultVersion;
-}
-
-// Parses the environment. On a malformed variable: an empty optional and `error` says what.
-std::optional<Config> read_config(std::string& error) {
-    Config c;
+// SDM_FAKE_CUDA_DEVICES; on a malformed row, an empty optional and `error` says what.
+std::optional<std::vector<Device>> parse_devices(std::string& error) {
+    std::vector<Device> devices;
     const auto rows = split(env("SDM_FAKE_CUDA_DEVICES"), ';');
     for (size_t i = 0; i < rows.size(); ++i) {
         const std::string_view row = trim(rows[i]);
@@ -239,14 +303,14 @@ std::optional<Config> read_config(std::string& error) {
             const auto smem = parse_int<int>(fields[2]);
             const auto sms = parse_int<int>(fields[3]);
             const auto l2 = parse_int<int>(fields[4]);
-            ok = !d.name.empty() && d.name.size() < 256 && major && minor && *major >= 1 && *major <= 99 && *minor >= 0 &&
-                 *minor <= 9 && smem && *smem > 0 && sms && *sms > 0 && l2 && *l2 >= 0;
+            ok = major && minor && smem && sms && l2;
             if (ok) {
                 d.major = *major;
                 d.minor = *minor;
                 d.smem_optin = *smem;
                 d.sm_count = *sms;
                 d.l2_bytes = *l2;
+                ok = valid_device(d);
             }
         }
         if (!ok) {
@@ -255,19 +319,14 @@ std::optional<Config> read_config(std::string& error) {
                     "(e.g. NVIDIA H200,9.0,232448,132,62914560)";
             return std::nullopt;
         }
-        c.devices.push_back(std::move(d));
+        devices.push_back(std::move(d));
     }
+    return devices;
+}
 
-    const std::string_view version = trim(env("SDM_FAKE_CUDA_VERSION"));
-    if (!version.empty()) {
-        const auto v = parse_int<int>(version);
-        if (!v || *v <= 0) {
-            error = "SDM_FAKE_CUDA_VERSION '" + std::string(version) + "' is not a driver version (e.g. 12080)";
-            return std::nullopt;
-        }
-        c.version = *v;
-    }
-
+// SDM_FAKE_CUDA_FAIL; on a malformed item, an empty optional and `error` says what.
+std::optional<std::vector<FailRule>> parse_fails(std::string& error) {
+    std::vector<FailRule> rules;
     for (const std::string_view item_raw : split(env("SDM_FAKE_CUDA_FAIL"), ',')) {
         const std::string_view item = trim(item_raw);
         if (item.empty()) continue;
@@ -298,11 +357,49 @@ std::optional<Config> read_config(std::string& error) {
             if (e == std::end(kErrors)) return bad("'" + std::string(code) + "' is neither a number nor a known CUDA_ERROR_ name");
             rule.code = e->code;
         }
-        c.fails.push_back(rule);
+        rules.push_back(rule);
     }
+    return rules;
+}
+
+// The environment's configuration. A malformed variable sets `error` (the first one) and leaves
+// its setting at the default; the others are read all the same, so that a call reading one
+// setting (cuDriverGetVersion its version) is not failed by another's fault: cuInit is.
+Config read_environment(std::string& error) {
+    Config c;
+    std::string why;
+    const auto malformed = [&] {
+        if (error.empty()) error = why;
+    };
+    if (auto devices = parse_devices(why)) c.devices = std::move(*devices);
+    else malformed();
+
+    if (const std::string_view version = trim(env("SDM_FAKE_CUDA_VERSION")); !version.empty()) {
+        const auto v = parse_int<int>(version);
+        if (v && *v > 0) {
+            c.version = *v;
+        } else {
+            why = "SDM_FAKE_CUDA_VERSION '" + std::string(version) + "' is not a driver version (e.g. 12080)";
+            malformed();
+        }
+    }
+
+    if (auto fails = parse_fails(why)) c.fails = std::move(*fails);
+    else malformed();
 
     for (const std::string_view name : split(env("SDM_FAKE_CUDA_MISSING"), ','))
         if (!trim(name).empty()) c.missing.emplace(trim(name));
+    c.disable_jit = env_flag("SDM_FAKE_CUDA_DISABLE_JIT");
+    c.capturing = env_flag("SDM_FAKE_CUDA_CAPTURING");
+    if (const std::string_view occupancy = trim(env("SDM_FAKE_CUDA_OCCUPANCY")); !occupancy.empty()) {
+        c.occupancy = parse_int<int>(occupancy);
+        if (!c.occupancy || *c.occupancy < 0) {
+            c.occupancy.reset();
+            why = "SDM_FAKE_CUDA_OCCUPANCY '" + std::string(occupancy) + "' is not a number of blocks";
+            malformed();
+        }
+    }
+    c.image_log = env("SDM_FAKE_CUDA_IMAGE_LOG");
     return c;
 }
 
@@ -327,7 +424,9 @@ std::string isa_text(int isa) { return std::to_string(isa / 10) + "." + std::to_
 
 struct State {
     std::mutex mu;
-    Config config;
+    Config config;                     // what the last cuInit adopted
+    std::optional<Config> configured;  // sdm_fake_cuda_configure's; while set, the environment is not read
+    Config environment;                // the environment as last read
     bool initialized{false};
     std::array<int64_t, kEntryCount> calls{};
     std::vector<std::unique_ptr<CUctx_st>> contexts;  // the primary context of ordinal i, once retained
@@ -339,8 +438,9 @@ struct State {
 State& state() {
     static State* s = [] {
         auto* st = new State;
-        std::string ignored;
-        if (auto c = read_config(ignored)) st->config = std::move(*c);  // cuInit reports errors
+        std::string error;
+        Config c = read_environment(error);
+        if (error.empty()) st->config = std::move(c);  // cuInit reports errors
         return st;
     }();
     return *s;
@@ -356,16 +456,31 @@ CUctx_st* current() { return tls_depth > 0 ? tls_stack[tls_depth - 1] : nullptr;
 
 using Lock = std::unique_lock<std::mutex>;
 
-// Counts the call and applies the failure configuration: a code to return, or nullopt to go on.
-std::optional<CUresult> enter(State& s, Entry e) {
-    const int64_t n = ++s.calls[static_cast<size_t>(e)];
-    for (const auto& rule : s.config.fails)
+// The configuration as it is now: sdm_fake_cuda_configure's, else the environment, read again
+// (`error`: what is malformed in it, or ""). With s.mu held; the reference lasts until the next call.
+const Config& live_config(State& s, std::string& error) {
+    if (s.configured) return *s.configured;
+    s.environment = read_environment(error);
+    return s.environment;
+}
+
+const Config& live_config(State& s) {
+    std::string ignored;
+    return live_config(s, ignored);
+}
+
+// What `rules` make call number `n` of `e` do: a code to return, or nullopt to go on.
+std::optional<CUresult> injected(const std::vector<FailRule>& rules, Entry e, int64_t n) {
+    for (const auto& rule : rules)
         if (rule.entry == e && (rule.nth == 0 || rule.nth == n)) {
             if (rule.throws) throw std::bad_alloc();
             return rule.code;
         }
     return std::nullopt;
 }
+
+// Counts the call and applies the failure configuration: a code to return, or nullopt to go on.
+std::optional<CUresult> enter(State& s, Entry e) { return injected(s.config.fails, e, ++s.calls[static_cast<size_t>(e)]); }
 
 // Every entry point but the version, error-text and proc-address ones starts with this.
 #define SDM_FAKE_ENTER(e)                                    \
@@ -402,11 +517,11 @@ CUresult CUDAAPI impl_cuInit(unsigned int flags) {
     State& s = state();
     Lock lock(s.mu);
     std::string error;
-    auto config = read_config(error);
+    Config config = live_config(s, error);
     s.calls.fill(0);
-    s.config = config ? std::move(*config) : Config{};
+    s.config = error.empty() ? std::move(config) : Config{};
     s.initialized = false;
-    if (!config) {
+    if (!error.empty()) {
         std::fprintf(stderr, "sdm fake CUDA driver: cuInit: %s\n", error.c_str());
         ++s.calls[e_cuInit];
         return CUDA_ERROR_INVALID_VALUE;
@@ -422,16 +537,12 @@ CUresult CUDAAPI impl_cuDriverGetVersion(int* version) {
     State& s = state();
     Lock lock(s.mu);
     // It needs no cuInit, and sdm asks it before cuInit: its failure rules, like the version, are
-    // read from the environment as it is at the call.
+    // the configuration's as it is at the call (tests change the version between runtimes).
     const int64_t n = ++s.calls[e_cuDriverGetVersion];
-    std::string ignored;
-    if (const auto now = read_config(ignored))
-        for (const auto& rule : now->fails)
-            if (rule.entry == e_cuDriverGetVersion && (rule.nth == 0 || rule.nth == n)) return rule.code;
+    const Config& now = live_config(s);
+    if (const auto injected_code = injected(now.fails, e_cuDriverGetVersion, n)) return *injected_code;
     if (!version) return CUDA_ERROR_INVALID_VALUE;
-    // The environment as it is now (the real call needs no cuInit, and sdm asks before cuInit;
-    // tests change the version between runtimes).
-    *version = env_version();
+    *version = now.version;
     return CUDA_SUCCESS;
 }
 
@@ -714,21 +825,22 @@ std::string device_text(int ordinal, const Device& d) {
            std::to_string(d.minor) + ")";
 }
 
-// SDM_FAKE_CUDA_IMAGE_LOG=FILE: one line per cubin handed to cuModuleLoadData(Ex), the XXH3-128
-// of the bytes the driver reads (its ELF extent) in the form `sdm ls --json` prints. A stress test
-// compares them with the images of its archive: every byte sdm handed over was the archive's.
-void log_image(const unsigned char* p, uint64_t extent) {
-    const char* path = std::getenv("SDM_FAKE_CUDA_IMAGE_LOG");
-    if (path == nullptr || *path == '\0') return;
+// The image log (SDM_FAKE_CUDA_IMAGE_LOG=FILE): one line per cubin handed to cuModuleLoadData(Ex),
+// the XXH3-128 of the bytes the driver reads (its ELF extent) in the form `sdm ls --json` prints. A
+// stress test compares them with the images of its archive: every byte sdm handed over was the
+// archive's.
+void log_image(const std::string& path, const unsigned char* p, uint64_t extent) {
+    if (path.empty()) return;
     const std::string line = sdm::xxh3_128({reinterpret_cast<const std::byte*>(p), static_cast<size_t>(extent)}).hex() + "\n";
-    if (FILE* f = std::fopen(path, "a")) {  // one short write in append mode: lines of several processes do not mix
+    if (FILE* f = std::fopen(path.c_str(), "a")) {  // one short write in append mode: lines of several processes do not mix
         std::fwrite(line.data(), 1, line.size(), f);
         std::fclose(f);
     }
 }
 
-// Decides what the real driver would do with `image` on device `d`: the module's facts, or the failure.
-std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, int ordinal, const Device& d,
+// Decides what the real driver would do with `image` on device `d`: the module's facts, or the
+// failure. `now`: the configuration as it is at the call (the JIT switch, the image log).
+std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, const Config& now, int ordinal, const Device& d,
                                                                  const void* image) {
     using sdm::archive::Variant;
     const auto* p = static_cast<const unsigned char*>(image);
@@ -738,7 +850,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
     if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') {
         const auto extent = elf_extent(p);
         if (!extent) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "not a valid cubin: ELF headers out of range"};
-        log_image(p, *extent);
+        log_image(now.image_log, p, *extent);
         auto info = sdm::archive::inspect_cubin(sdm::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
         if (!info) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, info.error().message};
         const int sm = info->sm, major = sm / 10, minor = sm % 10;
@@ -756,8 +868,8 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
 
     const auto length = text_length(p);
     if (!length) return LoadFailure{CUDA_ERROR_INVALID_IMAGE, "neither a cubin (ELF) nor PTX text"};
-    if (env_flag("SDM_FAKE_CUDA_DISABLE_JIT"))
-        return LoadFailure{CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found (SDM_FAKE_CUDA_DISABLE_JIT)"};
+    if (now.disable_jit)
+        return LoadFailure{CUDA_ERROR_JIT_COMPILER_NOT_FOUND, "PTX JIT compiler library not found (the fake's disable_jit)"};
     if (env_flag("CUDA_DISABLE_PTX_JIT"))  // the real driver's switch
         return LoadFailure{CUDA_ERROR_JIT_COMPILATION_DISABLED, "PTX JIT compilation was disabled (CUDA_DISABLE_PTX_JIT=1)"};
     auto info = sdm::archive::inspect_ptx(sdm::Bytes(reinterpret_cast<const std::byte*>(p), *length));
@@ -818,7 +930,7 @@ CUresult load_module(State& s, CUmodule* module, const void* image, unsigned int
     if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
     const Device* d = device(s, ctx->device);
     if (!d) return CUDA_ERROR_INVALID_CONTEXT;  // the context's device left the configuration
-    auto result = load_image(s, ctx->device, *d, image);
+    auto result = load_image(s, live_config(s), ctx->device, *d, image);
     if (auto* failure = std::get_if<LoadFailure>(&result)) {
         write_log(count, options, values, failure->log);
         return failure->code;
@@ -883,7 +995,7 @@ CUresult CUDAAPI impl_cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunc
     if (!n || block <= 0) return CUDA_ERROR_INVALID_VALUE;
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
     *n = static_cast<int>(smem) > f->max_dynamic_smem ? 0 : fake_blocks_per_sm(*device_of(s, f), static_cast<unsigned>(block), smem);
-    if (const std::string_view forced = trim(env("SDM_FAKE_CUDA_OCCUPANCY")); !forced.empty()) *n = std::atoi(std::string(forced).c_str());
+    if (const auto forced = live_config(s).occupancy) *n = *forced;
     return CUDA_SUCCESS;
 }
 
@@ -973,7 +1085,7 @@ CUresult CUDAAPI impl_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus
     const bool default_stream = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
     CUctx_st* ctx = nullptr;
     if (const CUresult r = usable_current(s, ctx); default_stream && r != CUDA_SUCCESS) return r;
-    *status = env_flag("SDM_FAKE_CUDA_CAPTURING") ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = live_config(s).capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
 
@@ -1041,6 +1153,22 @@ SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress_v2(const char* symbol, void** 
 SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
 SDM_FAKE_EXPORT CUresult CUDAAPI cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
     return impl_cuGetProcAddress(symbol, pfn, cuda_version, flags, nullptr);
+}
+
+SDM_FAKE_EXPORT int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config) {
+    std::optional<Config> c;
+    if (config) {
+        std::string error;
+        c = from_struct(*config, error);
+        if (!c) {
+            std::fprintf(stderr, "sdm fake CUDA driver: sdm_fake_cuda_configure: %s\n", error.c_str());
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    State& s = state();
+    Lock lock(s.mu);
+    s.configured = std::move(c);  // NULL: nothing configured, the environment again
+    return CUDA_SUCCESS;
 }
 
 SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {

@@ -1,0 +1,98 @@
+#include "fake_config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <utility>
+
+#include <dlfcn.h>
+
+namespace sdm::test {
+
+CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configure) {
+    std::vector<sdm_fake_cuda_device> devices;
+    for (const auto& d : config.devices)
+        devices.push_back({d.name.c_str(), d.capability_major, d.capability_minor, d.smem_optin_bytes, d.sm_count, d.l2_bytes});
+    std::vector<sdm_fake_cuda_failure> failures;
+    for (const auto& f : config.failures) failures.push_back({f.entry_point.c_str(), f.code, f.throws ? 1 : 0, f.nth});
+    std::vector<const char*> missing;
+    for (const auto& name : config.missing) missing.push_back(name.c_str());
+    sdm_fake_cuda_config c{};
+    c.devices = devices.data();
+    c.device_count = devices.size();
+    c.driver_version = config.driver_version;
+    c.failures = failures.data();
+    c.failure_count = failures.size();
+    c.missing = missing.data();
+    c.missing_count = missing.size();
+    c.disable_jit = config.disable_jit ? 1 : 0;
+    c.capturing = config.capturing ? 1 : 0;
+    c.force_occupancy = config.occupancy.has_value() ? 1 : 0;
+    c.occupancy = config.occupancy.value_or(0);
+    c.image_log = config.image_log.c_str();
+    return static_cast<CUresult>(configure(&c));
+}
+
+void* fake_symbol(const char* name) {
+    void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
+    REQUIRE(lib != nullptr);
+    void* symbol = dlsym(lib, name);
+    REQUIRE(symbol != nullptr);
+    return symbol;  // the fake is linked -z nodelete: the handle may be dropped
+}
+
+namespace {
+
+// What fake_configure applied last; the shorthands change it.
+FakeConfig& applied() {
+    static FakeConfig config;
+    return config;
+}
+
+void apply_again() {
+    REQUIRE(fake_apply(applied(), reinterpret_cast<sdm_fake_cuda_configure_fn>(fake_symbol("sdm_fake_cuda_configure"))) == CUDA_SUCCESS);
+}
+
+}  // namespace
+
+void fake_configure(FakeConfig config) {
+    applied() = std::move(config);
+    apply_again();
+}
+
+void fake(std::vector<FakeDevice> devices) { fake_configure({.devices = std::move(devices)}); }
+
+void fake_fail(const char* entry_point, CUresult code, int64_t nth) {
+    applied().failures.push_back({entry_point, code, nth, false});
+    apply_again();
+}
+
+void fake_throw(const char* entry_point, int64_t nth) {
+    applied().failures.push_back({entry_point, CUDA_SUCCESS, nth, true});
+    apply_again();
+}
+
+void fake_clear_failures() {
+    applied().failures.clear();
+    apply_again();
+}
+
+void fake_set_disable_jit(bool disable) {
+    applied().disable_jit = disable;
+    apply_again();
+}
+
+void fake_set_capturing(bool capturing) {
+    applied().capturing = capturing;
+    apply_again();
+}
+
+void fake_set_occupancy(std::optional<int> blocks) {
+    applied().occupancy = blocks;
+    apply_again();
+}
+
+int64_t fake_calls(const char* what) { return reinterpret_cast<sdm_fake_cuda_calls_fn>(fake_symbol("sdm_fake_cuda_calls"))(what); }
+
+void fake_reset() { reinterpret_cast<sdm_fake_cuda_reset_fn>(fake_symbol("sdm_fake_cuda_reset"))(); }
+
+}  // namespace sdm::test

@@ -1,0 +1,85 @@
+// The fake CUDA driver (libcuda_fake.so, sdm_fake_cuda.h) controlled from a test in the process:
+// its devices and settings as structs, handed over through sdm_fake_cuda_configure. Once a test
+// configures it so, the fake no longer reads SDM_FAKE_CUDA_*; processes a test starts (the sdm
+// tool, the stress hosts) are configured by that environment instead.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sdm_fake_cuda.h"
+
+namespace sdm::test {
+
+// What cuDeviceGetName and cuDeviceGetAttribute report for one device.
+struct FakeDevice {
+    std::string name{};
+    int capability_major{0};
+    int capability_minor{0};
+    int smem_optin_bytes{0};
+    int sm_count{0};
+    int l2_bytes{0};
+};
+
+// Rows of the hardware matrix most tests run on.
+inline const FakeDevice kH200{"NVIDIA H200", 9, 0, 232448, 132, 62914560};
+inline const FakeDevice kA100{"NVIDIA A100-SXM4-80GB", 8, 0, 166912, 108, 41943040};
+inline const FakeDevice kRtx4090{"NVIDIA GeForce RTX 4090", 8, 9, 101376, 128, 75497472};
+
+// Entry point `entry_point` (a base name: "cuModuleLoadData") returns `code`, or throws
+// std::bad_alloc when `throws`, on its `nth` call since cuInit (1-based), or on every call (0).
+struct FakeFailure {
+    std::string entry_point{};
+    CUresult code{CUDA_SUCCESS};
+    int64_t nth{0};
+    bool throws{false};
+};
+
+// The fake's whole configuration (sdm_fake_cuda_config); the default is a 13.0 driver without
+// devices, which fails cuInit with CUDA_ERROR_NO_DEVICE.
+struct FakeConfig {
+    std::vector<FakeDevice> devices{};
+    int driver_version{13000};
+    std::vector<FakeFailure> failures{};
+    std::vector<std::string> missing{};  // entry points cuGetProcAddress does not find (an old driver)
+    bool disable_jit{false};           // every PTX load fails with CUDA_ERROR_JIT_COMPILER_NOT_FOUND
+    bool capturing{false};             // cuStreamIsCapturing reports CU_STREAM_CAPTURE_STATUS_ACTIVE
+    std::optional<int> occupancy{};    // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
+    std::string image_log{};           // a file that gets a line per cubin loaded; "": none
+};
+
+// Hands `config` to `configure` (the sdm_fake_cuda_configure of a fake driver the caller loaded);
+// what it returned: CUDA_SUCCESS, or CUDA_ERROR_INVALID_VALUE with the reason on stderr.
+CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configure);
+
+// The helpers below drive the fake at SDM_FAKE_CUDA_PATH (the one libsdm loads in these tests),
+// from the test's thread. The configuration they apply takes effect as sdm_fake_cuda.h says: the
+// devices, failures and missing entry points at the next cuInit (a new runtime's first driver
+// call), the rest at each call.
+
+// Makes `config` the fake's configuration, until the next one; REQUIREs that the fake takes it.
+void fake_configure(FakeConfig config);
+// `devices` on a 13.0 driver, nothing else configured.
+void fake(std::vector<FakeDevice> devices);
+// Each changes one setting of the configuration applied last and applies it again.
+void fake_fail(const char* entry_point, CUresult code, int64_t nth = 0);
+void fake_throw(const char* entry_point, int64_t nth = 0);
+void fake_clear_failures();
+void fake_set_disable_jit(bool disable);
+void fake_set_capturing(bool capturing);
+void fake_set_occupancy(std::optional<int> blocks);
+
+// Symbol `name` of the fake driver (its exports: cuGetProcAddress_v2, the sdm_fake_cuda_ helpers).
+void* fake_symbol(const char* name);
+// How many times the fake driver ran entry point `what` since its last cuInit ("@modules": loaded
+// now, "@contexts": primary context retains held now).
+int64_t fake_calls(const char* what);
+// Back to a freshly loaded fake driver, its configuration kept: uninitialized, every module
+// unloaded, every context released, the counters zeroed.
+void fake_reset();
+
+}  // namespace sdm::test
