@@ -142,7 +142,7 @@ std::vector<CorruptCase> corrupt_cases() {
         reseal(b);
     });
     add("unknown-feature", false, "needs format features", [](ByteVector& b) {
-        store_u64(b, header::required_features, 1);
+        store_u64(b, header::required_features, 4);  // bit 0 is format 1.1's
         reseal(b);
     });
     add("duplicate", false, "duplicate entry", [&](ByteVector& b) {

@@ -274,6 +274,6 @@ TEST_CASE("16 threads fetching and launching while another reloads: no launch hi
     CHECK(launches.load() > 1000);
     // Every handle was released: only the current version's module is still loaded (fetched once
     // more here: the workers may have stopped before any of them fetched the last version).
-    REQUIRE(sdm_kernel_release(rt.get(), get(rt.get(), "scale"), nullptr) == SDM_OK);
+    REQUIRE(sdm_kernel_release(rt.get(), kernel_of(rt.get(), "scale"), nullptr) == SDM_OK);
     CHECK(fake_calls("@modules") == 1);
 }
