@@ -266,7 +266,7 @@ SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sd
         sdm_archive_info out{};
         out.struct_size = info->struct_size;
         out.entry_count = static_cast<uint32_t>(m.archive.entries().size());
-        out.kernel_count = m.manifest ? static_cast<uint32_t>(m.manifest->kernels.size()) : 0;
+        out.kernel_count = m.manifest ? static_cast<uint32_t>(m.manifest->size()) : 0;
         out.kernel_abi_major = h.kernel_abi_major;
         out.kernel_abi_minor = h.kernel_abi_minor;
         out.format_major = h.format_major;

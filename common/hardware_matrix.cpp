@@ -73,4 +73,14 @@ bool class_tested(DeviceClass c) noexcept { return class_row(c).tested; }
 
 std::span<const HardwareRow> hardware_rows() noexcept { return kRows; }
 
+namespace {
+constexpr HardwareRow kUnclassifiedRows[] = {
+    {"Tesla T4", {7, 5}, 65536, 40, 4194304},
+    {"Tesla V100-SXM2-32GB", {7, 0}, 98304, 80, 6291456},
+    {"Orin", {8, 7}, 166912, 16, 4194304},
+};
+}  // namespace
+
+std::span<const HardwareRow> unclassified_rows() noexcept { return kUnclassifiedRows; }
+
 }  // namespace sdm

@@ -79,5 +79,9 @@ struct HardwareRow {
     uint64_t l2_bytes;
 };
 std::span<const HardwareRow> hardware_rows() noexcept;
+// GPUs outside the matrix (T4, V100, Jetson Orin, an H100 PCIe-like part with less shared memory
+// is not among them: classify decides), as their drivers report them: an archive that does not
+// follow the matrix is served on them by capability; `sdm plan` and the tests show them unclassified.
+std::span<const HardwareRow> unclassified_rows() noexcept;
 
 }  // namespace sdm

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "device_scope.hpp"
+#include "layering.hpp"
 #include "runtime.hpp"
 
 namespace sdm::runtime {
@@ -84,16 +85,12 @@ Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
 
 Result<PlanDevice> Launcher::plan_device() {
     SDM_TRY_GET(p, runtime_.devices().properties(ordinal_));
-    SDM_TRY_GET(c, runtime_.devices().device_class(ordinal_));
-    PlanDevice d;
-    d.device_class = *c;
-    d.cc = static_cast<uint16_t>(p->capability.sm());
-    d.sms = p->sm_count;
-    d.l2_bytes = static_cast<int64_t>(p->l2_bytes);
-    d.smem_cap = class_smem_cap(*c);
-    d.description = "device " + std::to_string(ordinal_) + " (" + p->name + ", compute capability " + std::to_string(p->capability.major) + "." +
-                    std::to_string(p->capability.minor) + ", class " + device_class_name(*c) + ")";
-    return d;
+    // A kernel of an archive that follows the matrix was only loaded on a device in it; any other
+    // runs on devices outside it too, unclassified.
+    std::optional<DeviceClass> cls;
+    if (auto c = runtime_.devices().device_class(ordinal_)) cls = *c;
+    else if (c.error().code != ErrorCode::unsupported_device) return std::move(c).error();
+    return plan_device_of(*p, cls, device_text(*p, cls));
 }
 
 Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {

@@ -6,9 +6,9 @@
 
 namespace sdm::runtime {
 
-std::string device_text(const DeviceProperties& p, DeviceClass c) {
+std::string device_text(const DeviceProperties& p, std::optional<DeviceClass> c) {
     return "device " + std::to_string(p.ordinal) + " (" + p.name + ", compute capability " + std::to_string(p.capability.major) + "." +
-           std::to_string(p.capability.minor) + ", class " + device_class_name(c) + ")";
+           std::to_string(p.capability.minor) + ", " + (c ? std::string("class ") + device_class_name(*c) : std::string("unclassified")) + ")";
 }
 
 Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name) {
@@ -16,31 +16,36 @@ Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string&
     std::string mounted;
     std::optional<Error> newest_no_image;
     std::vector<std::string> passed_over;
-    std::optional<std::string> device;
-    std::optional<DeviceClass> cls;
     std::optional<DeviceProperties> props;
     const DriverSwitches switches = DriverSwitches::from_environment();
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
         const MountedArchive& m = **it;
         mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
         if (!m.manifest) continue;
-        const auto* spec = m.manifest->find_kernel(name);
+        const auto* spec = m.manifest->find(name);
         if (spec == nullptr) continue;
-        if (!device) {  // the device is read once a listing archive is found
+        if (!props) {  // the device is read once a listing archive is found
             SDM_TRY_GET(p, runtime.devices().properties(ordinal));
-            SDM_TRY_GET(c, runtime.devices().device_class(ordinal));
             props = *p;
-            cls = *c;
-            device = device_text(*p, *c);
         }
+        // The SDM hardware matrix applies to the archives that declare it: on a device outside it
+        // they are refused with the matrix's message; any other archive is served by capability.
+        std::optional<DeviceClass> cls;
+        if (auto c = runtime.devices().device_class(ordinal)) {
+            cls = *c;
+        } else if (c.error().code != ErrorCode::unsupported_device || m.follows_matrix()) {
+            return std::move(c).error();
+        }
+        const std::string device = device_text(*props, cls);
         std::vector<ImageCandidate> candidates;
         const auto [first, last] = m.archive.find_name(spec->module);
         for (size_t i = first; i < last; ++i) {
             const auto& e = m.archive.entries()[i];
             if (archive::kind_has_arch(e.kind) || e.kind == archive::Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
         }
-        auto selected = select_image(candidates, {props->capability, *cls, *device}, spec->module, "archive " + m.archive.label(), switches);
-        if (selected) return ServedBy{*it, spec->module, std::move(*selected), *device, std::move(passed_over), switches};
+        const std::string module(spec->module);
+        auto selected = select_image(candidates, {props->capability, cls, device}, module, "archive " + m.archive.label(), switches);
+        if (selected) return ServedBy{*it, module, std::move(*selected), device, cls, std::move(passed_over), switches};
         if (selected.error().code != ErrorCode::no_image) return std::move(selected).error();
         passed_over.push_back(m.archive.label() + ": " + selected.error().message);
         if (!newest_no_image) newest_no_image = std::move(selected).error();

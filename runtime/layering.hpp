@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct ServedBy {
     std::string module;
     Selection selection;                   // the image of `module`, and how it becomes loadable
     std::string device;                    // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+    std::optional<DeviceClass> device_class;  // nullopt: outside the hardware matrix (served by capability)
     std::vector<std::string> passed_over;  // newer archives listing the kernel without an image for the device, and why
     DriverSwitches switches;               // as read for the selection
 };
@@ -32,7 +34,7 @@ struct ServedBy {
 // no_image error when none has an image for the device.
 Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name);
 
-// "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
-std::string device_text(const DeviceProperties& p, DeviceClass c);
+// "device 0 (NVIDIA H200, compute capability 9.0, class modern)", "... 7.5, unclassified)"
+std::string device_text(const DeviceProperties& p, std::optional<DeviceClass> c);
 
 }  // namespace sdm::runtime

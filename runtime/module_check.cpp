@@ -11,8 +11,11 @@ Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodu
     const Selection& selected = served.selection;
     const auto& entry = a.entries()[selected.image.index];
     ResolvedKernels out;
-    for (const auto& spec : served.archive->manifest->kernels) {
-        if (spec.module != served.module) continue;
+    const archive::ManifestIndex& manifest = *served.archive->manifest;
+    for (const auto& listed : manifest.kernels()) {
+        if (listed.module != served.module) continue;
+        SDM_TRY_GET(decoded, manifest.spec(listed));
+        const archive::KernelSpec& spec = *decoded;
         CUfunction function = nullptr;
         auto got = SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, module, spec.name.c_str());
         if (!got) {
@@ -42,12 +45,15 @@ Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& s
     const archive::Archive& a = served.archive->archive;
     const Selection& selected = served.selection;
     const auto& entry = a.entries()[selected.image.index];
+    // The image policy is the SDM hardware matrix's: it rules on the archives that follow it.
+    const bool policy = served.archive->follows_matrix() && served.device_class;
+    const bool plugins = runtime.plugins().count() > 0;
+    if (!policy && !plugins) return {};
     SDM_TRY_GET(props, runtime.devices().properties(ordinal));
-    SDM_TRY_GET(cls, runtime.devices().device_class(ordinal));
     const std::string image = a.describe(selected.image.index);
     // The driver says what it compiled from.
     const LoadedImageFacts facts{ordinal,
-                                 *cls,
+                                 served.device_class.value_or(DeviceClass::modern),
                                  entry.raw_hash.hex() + (selected.path == SelectionPath::jit ? "@" + archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant) : ""),
                                  image + " (module " + served.module + ")",
                                  served.device,
@@ -56,14 +62,12 @@ Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& s
                                  served.switches};
     // The policy's verdicts are memoized; a plugin's are not (it may rule on anything, and a plugin
     // loaded later must see images accepted before it came).
-    const bool plugins = runtime.plugins().count() > 0;
     if (!plugins && runtime.image_policy().accepted(facts)) return {};
     int ptx_version = 0;
     SDM_TRY(SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION, any.function));
-    SDM_TRY(runtime.image_policy().check(facts, ptx_version));
+    if (policy) SDM_TRY(runtime.image_policy().check(facts, ptx_version));
     if (!plugins) return {};
-    const PlanDevice pd{*cls, static_cast<uint16_t>(props->capability.sm()), props->sm_count, static_cast<int64_t>(props->l2_bytes), class_smem_cap(*cls),
-                        served.device};
+    const PlanDevice pd = plan_device_of(*props, served.device_class, served.device);
     return runtime.plugins().validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, served.module, a.label()});
 }
 

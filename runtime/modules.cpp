@@ -127,7 +127,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     for (;;) {
         SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));
         if (expected) {  // checked against the manifest before anything is loaded or referenced
-            const archive::KernelSpec* spec = serve->archive->manifest->find_kernel(name);
+            SDM_TRY_GET(spec, serve->archive->manifest->spec(*serve->archive->manifest->find(name)));
             SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
         }
         auto s = slot({ordinal, serve->archive.get(), serve->module});

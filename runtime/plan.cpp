@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "device.hpp"
+
 namespace sdm::runtime {
 namespace {
 
@@ -30,8 +32,12 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
     for (size_t i = 0; i < kernel.plans.size(); ++i) {
         const auto& r = kernel.plans[i];
         const std::string where = "kernel " + kernel.name + ", plan rule " + std::to_string(i);
-        auto cls = class_named(r.device_class);
-        if (!cls) return make_error(cls.error().code, where + ": " + cls.error().message);
+        std::optional<DeviceClass> cls;
+        if (!r.device_class.empty() || (r.capability_min == 0 && r.capability_max == 0)) {
+            auto named = class_named(r.device_class);
+            if (!named) return make_error(named.error().code, where + ": " + named.error().message);
+            cls = *named;
+        }
         const auto parse = [&](const std::string& text, size_t visible) -> Result<archive::Expression> {
             auto e = archive::Expression::parse(text, all.first(visible));
             if (!e) return make_error(e.error().code, where + ": " + e.error().message);
@@ -46,7 +52,7 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
         SDM_TRY_GET(cy, parse(r.cluster[1], base + 3));
         SDM_TRY_GET(cz, parse(r.cluster[2], base + 3));
         SDM_TRY_GET(pdl, parse(r.pdl, base + 3));
-        t.rules_.push_back({*cls, r.capability, std::move(*when), std::move(*block), std::move(*bps), std::move(*smem), std::move(*grid),
+        t.rules_.push_back({cls, r.capability, r.capability_min, r.capability_max, std::move(*when), std::move(*block), std::move(*bps), std::move(*smem), std::move(*grid),
                             {std::move(*cx), std::move(*cy), std::move(*cz)}, std::move(*pdl)});
     }
     return t;
@@ -66,7 +72,9 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
     const std::span<const int64_t> all(values.data(), n + 7);
     for (size_t i = 0; i < rules_.size(); ++i) {
         const Rule& r = rules_[i];
-        if (r.device_class != device.device_class || (r.capability != 0 && r.capability != device.cc)) continue;
+        if (r.device_class && r.device_class != device.device_class) continue;
+        if (r.capability != 0 && r.capability != device.cc) continue;
+        if ((r.capability_min != 0 || r.capability_max != 0) && (device.cc < r.capability_min || device.cc > r.capability_max)) continue;
         const std::string where = "kernel " + kernel_ + ", plan rule " + std::to_string(i);
         const auto eval = [&](const archive::Expression& e, size_t visible) -> Result<int64_t> {
             auto v = e.evaluate(all.first(visible));
@@ -109,9 +117,14 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
         SDM_TRY(check_plan(p, device, where));
         return p;
     }
+    if (rules_.empty())
+        return make_error(ErrorCode::not_found, "kernel " + kernel_ + " has no launch plans (its manifest gives none); choose the launch shape "
+                                                "yourself and pass it to sdm_launch in an sdm_plan");
     return make_error(ErrorCode::not_found, "no plan rule of kernel " + kernel_ + " matches " + device.description + " for " +
-                                                problem_text(problem_, problem) + " (" + std::to_string(rules_.size()) +
-                                                " rule(s)); add a rule for class " + device_class_name(device.device_class) + " to the manifest");
+                                                problem_text(problem_, problem) + " (" + std::to_string(rules_.size()) + " rule(s)); add a rule for " +
+                                                (device.device_class ? std::string("class ") + device_class_name(*device.device_class)
+                                                                     : "compute capability " + archive::sm_capability(device.cc) + " (a capability range)") +
+                                                " to the manifest");
 }
 
 Result<void> check_cluster_shape(const Plan& p) {
@@ -130,23 +143,35 @@ Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::stri
     const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, who + " on " + device.description + ": " + why); };
     if (p.block < 1 || p.block > kMaxBlockThreads) return bad("block of " + std::to_string(p.block) + " threads (1..1024)");
     if (p.grid < 1 || p.grid > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) return bad("grid of " + std::to_string(p.grid) + " blocks");
+    // Outside the matrix the device's own limits apply: clusters and PDL from compute capability 9.0.
+    const std::string on = device.device_class ? std::string("class ") + device_class_name(*device.device_class) : "compute capability " + archive::sm_capability(device.cc);
+    const bool clusters = device.device_class ? class_allows_clusters(*device.device_class) : device.cc >= 90;
+    const bool pdl = device.device_class ? class_allows_pdl(*device.device_class) : device.cc >= 90;
     if (static_cast<int64_t>(p.smem) > device.smem_cap)
-        return bad(std::to_string(p.smem) + " B of shared memory per block, over the class's " + std::to_string(device.smem_cap) + " B");
+        return bad(std::to_string(p.smem) + " B of shared memory per block, over the " + (device.device_class ? "class's " : "device's ") +
+                   std::to_string(device.smem_cap) + " B");
     if (auto shape = check_cluster_shape(p); !shape) return bad(shape.error().message);
     const uint32_t cluster = p.cluster[0];  // y and z are 1
-    if (cluster > 1 && !class_allows_clusters(device.device_class))
-        return bad("clusters (" + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ") on class " +
-                   device_class_name(device.device_class) + ", which has none");
+    if (cluster > 1 && !clusters)
+        return bad("clusters (" + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ") on " + on +
+                   ", which has none");
     if (cluster > kMaxPortableCluster) return bad("a cluster of " + std::to_string(cluster) + " blocks (at most 8)");
-    if (p.pdl && !class_allows_pdl(device.device_class)) return bad(std::string("PDL on class ") + device_class_name(device.device_class) + ", which has none");
+    if (p.pdl && !pdl) return bad("PDL on " + on + ", which has none");
     return {};
 }
 
 Result<PlanDevice> plan_device(const HardwareRow& row) {
-    SDM_TRY_GET(c, classify(0, row.name, row.capability, row.smem_optin_bytes));
-    return PlanDevice{*c, static_cast<uint16_t>(row.capability.sm()), row.sm_count, static_cast<int64_t>(row.l2_bytes), class_smem_cap(*c),
+    std::optional<DeviceClass> cls;
+    if (auto c = classify(0, row.name, row.capability, row.smem_optin_bytes)) cls = *c;  // else outside the matrix
+    return PlanDevice{cls, static_cast<uint16_t>(row.capability.sm()), row.sm_count, static_cast<int64_t>(row.l2_bytes),
+                      cls ? class_smem_cap(*cls) : static_cast<int64_t>(row.smem_optin_bytes),
                       std::string(row.name) + " (compute capability " + std::to_string(row.capability.major) + "." +
-                          std::to_string(row.capability.minor) + ", class " + device_class_name(*c) + ")"};
+                          std::to_string(row.capability.minor) + ", " + (cls ? std::string("class ") + device_class_name(*cls) : "unclassified") + ")"};
+}
+
+PlanDevice plan_device_of(const DeviceProperties& props, std::optional<DeviceClass> cls, std::string description) {
+    return PlanDevice{cls, static_cast<uint16_t>(props.capability.sm()), props.sm_count, static_cast<int64_t>(props.l2_bytes),
+                      cls ? class_smem_cap(*cls) : static_cast<int64_t>(props.smem_optin_bytes), std::move(description)};
 }
 
 std::string plan_text(const Plan& p) {

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,11 +20,11 @@ namespace sdm::runtime {
 
 // What a plan expression sees of the device.
 struct PlanDevice {
-    DeviceClass device_class{DeviceClass::modern};
+    std::optional<DeviceClass> device_class{DeviceClass::modern};  // nullopt: outside the hardware matrix
     uint16_t cc{90};          // 90 for 9.0
     int64_t sms{0};
     int64_t l2_bytes{0};
-    int64_t smem_cap{0};      // the class's opt-in shared memory per block (class_smem_cap)
+    int64_t smem_cap{0};      // the class's opt-in shared memory per block (class_smem_cap); the device's own when unclassified
     std::string description;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)" for messages
 };
 
@@ -55,8 +56,9 @@ public:
 
 private:
     struct Rule {
-        DeviceClass device_class;
+        std::optional<DeviceClass> device_class;  // nullopt: a rule by capability range only
         uint16_t capability;
+        uint16_t capability_min, capability_max;  // 0, 0: no range
         archive::Expression when, block, blocks_per_sm, smem, grid;
         std::array<archive::Expression, 3> cluster;
         archive::Expression pdl;
@@ -76,7 +78,10 @@ Result<void> check_cluster_shape(const Plan& plan);
 Result<void> check_plan(const Plan& plan, const PlanDevice& device, const std::string& who);
 
 std::string plan_text(const Plan& plan);
-// What a plan sees of a reference row of the hardware matrix.
+// What a plan sees of a device as read (device.hpp), in its class or outside the matrix.
+struct DeviceProperties;
+PlanDevice plan_device_of(const DeviceProperties& props, std::optional<DeviceClass> cls, std::string description);
+// What a plan sees of a reference row (hardware_rows, or unclassified_rows: no class).
 Result<PlanDevice> plan_device(const HardwareRow& row);  // "grid 1056, block 256, smem 0, cluster 1x1x1, pdl on"
 
 }  // namespace sdm::runtime

@@ -34,7 +34,7 @@ sdm_plugin_device c_device(int32_t ordinal, const PlanDevice& d) {
     out.ordinal = ordinal;
     out.capability_major = d.cc / 10;
     out.capability_minor = d.cc % 10;
-    out.device_class = static_cast<sdm_device_class>(d.device_class);
+    out.device_class = d.device_class ? static_cast<sdm_device_class>(*d.device_class) : SDM_DEVICE_CLASS_UNSUPPORTED;
     out.sm_count = static_cast<int32_t>(d.sms);
     out.l2_bytes = static_cast<uint64_t>(d.l2_bytes);
     out.smem_cap_bytes = static_cast<int32_t>(d.smem_cap);

@@ -19,7 +19,7 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
     if (wanted.empty())
         for (const auto& a : runtime.archives())
             if (a->manifest)
-                for (const auto& k : a->manifest->kernels) wanted.push_back(k.name);
+                for (const auto& k : a->manifest->kernels()) wanted.emplace_back(k.name);
     // One representative kernel per module: loading it loads the module.
     std::vector<std::string> work;
     std::set<std::pair<const MountedArchive*, std::string>> seen;

@@ -39,7 +39,7 @@ Runtime::Runtime(RuntimeOptions options)
     if (options_.mount_embedded) {
         if (const auto bytes = embedded_archive()) {
             auto a = archive::Archive::open_memory(*bytes, "embedded kernels.sdma");
-            auto mounted = a ? mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, true, nullptr}))
+            auto mounted = a ? mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, true, nullptr, {}}))
                              : Result<void>(std::move(a).error());
             if (!mounted) log_.error("the archive embedded in this libsdm does not mount: " + mounted.error().message);
         } else {
@@ -135,9 +135,23 @@ Result<void> Runtime::check_compatible(const archive::Archive& a) const {
 
 namespace {
 
+// The manifest indexed in place (a stored one, as the sdm writer writes it, is never copied); each
+// kernel's fields are decoded at its first use.
 Result<void> decode_manifest_of(MountedArchive& mounted) {
-    SDM_TRY_GET(manifest, mounted.archive.read_manifest());
-    mounted.manifest = std::move(*manifest);
+    const auto index = mounted.archive.find_manifest();
+    if (!index) return {};
+    Bytes bytes;
+    if (mounted.archive.entries()[*index].codec == archive::Codec::stored) {
+        SDM_TRY_GET(view, mounted.archive.view(*index));
+        bytes = *view;
+    } else {
+        SDM_TRY_GET(raw, mounted.archive.read(*index));
+        mounted.manifest_bytes = std::move(*raw);
+        bytes = mounted.manifest_bytes;
+    }
+    auto built = archive::ManifestIndex::build(bytes);
+    if (!built) return make_error(built.error().code, mounted.archive.describe(*index) + ": " + built.error().message);
+    mounted.manifest = std::move(*built);
     return {};
 }
 
@@ -175,7 +189,7 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
             // every image against its declared target, the manifest.
             SDM_TRY(archive::verify_archive(*a));
             SDM_TRY(check_compatible(*a));
-            auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr});
+            auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
             SDM_TRY(decode_manifest_of(*m));
             return m;
         }();
@@ -219,14 +233,14 @@ Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
 
 Result<void> Runtime::mount_file(const std::string& path) {
     SDM_TRY_GET(a, archive::Archive::open_file(path));
-    auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr});
+    auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
     return mount(std::move(mounted));
 }
 
 Result<void> Runtime::mount_memory(Bytes bytes, const std::string& label) {
     auto owned = std::make_shared<const ByteVector>(bytes.begin(), bytes.end());
     SDM_TRY_GET(a, archive::Archive::open_memory(*owned, label, owned));
-    return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned}));
+    return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned, {}}));
 }
 
 std::vector<std::shared_ptr<const MountedArchive>> Runtime::archives() const {

@@ -46,9 +46,12 @@ struct RuntimeOptions {
 
 struct MountedArchive {
     archive::Archive archive;
-    std::optional<archive::Manifest> manifest;
+    std::optional<archive::ManifestIndex> manifest;  // views into the archive's mapping, or into manifest_bytes
     bool embedded{false};
     std::shared_ptr<const ByteVector> owned;  // bytes copied from the host, when mounted from memory
+    ByteVector manifest_bytes;                // a compressed manifest, decoded (a stored one is viewed in place)
+    // Whether the archive's kernels follow the SDM hardware matrix (its manifest says so).
+    bool follows_matrix() const noexcept { return manifest && manifest->hardware_matrix; }
 };
 
 class Runtime {

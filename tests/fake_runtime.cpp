@@ -33,7 +33,7 @@ RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32
 }
 
 ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
-                                 std::vector<std::string> kernels, uint16_t kernel_abi_major) {
+                        std::vector<std::string> kernels, uint16_t kernel_abi_major, Matrix matrix) {
     archive::ArchiveWriter writer;
     for (const char* spec : targets) {
         const std::string text = spec;
@@ -47,6 +47,7 @@ ByteVector make_archive(const std::string& module, std::initializer_list<const c
     }
     archive::Manifest m;
     m.kernel_abi_major = kernel_abi_major;
+    m.hardware_matrix = matrix == Matrix::follows;
     for (const auto& k : kernels) m.kernels.push_back({k, module, {archive::ParamType::ptr}, {}, {}});
     REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
     return writer.finish().value();

@@ -29,8 +29,13 @@ inline constexpr uint32_t kDriverJitOnly = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX
 RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0, std::vector<std::string>* log = nullptr);
 // An archive of the test kernels: `targets` of module `module` (tests/data/kernels.TARGET.cubin or
 // .ptx, or "FILE=TARGET" for another file of tests/data), a manifest listing `kernels` there.
+// By default the archive declares that its kernels follow the SDM hardware matrix, as the SDM
+// kernels' archive does (the seed's device and image policy apply); Matrix::none makes a user's
+// archive, served on any device with a fitting image.
+enum class Matrix { follows, none };
 ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
-                                 std::vector<std::string> kernels = {"axpy", "scale"}, uint16_t kernel_abi_major = 1);
+                        std::vector<std::string> kernels = {"axpy", "scale"}, uint16_t kernel_abi_major = 1,
+                        Matrix matrix = Matrix::follows);
 void mount(sdm_runtime* rt, const ByteVector& bytes, const char* label);
 // sdm_kernel_get, requiring status `expect`; the info on success, the message in `message`.
 sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_status expect = SDM_OK, std::string* message = nullptr);

@@ -7,9 +7,22 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SDM_TEST_SANITIZER_HEAP 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SDM_TEST_SANITIZER_HEAP 1
+#endif
+#ifdef SDM_TEST_SANITIZER_HEAP
+#include <sanitizer/allocator_interface.h>
+#endif
 
 #include "file_map.hpp"
 #include "codec.hpp"
@@ -111,6 +124,14 @@ ChildCost run_in_child(const std::function<bool()>& body) {
     cost.peak_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
     cost.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     return cost;
+}
+
+size_t heap_in_use() {
+#ifdef SDM_TEST_SANITIZER_HEAP
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    return ::mallinfo2().uordblks;
+#endif
 }
 
 std::vector<CorruptCase> corrupt_cases() {

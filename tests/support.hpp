@@ -51,6 +51,11 @@ struct ChildCost {
 };
 ChildCost run_in_child(const std::function<bool()>& body);
 
+// Bytes of heap this process holds now (allocated and not freed): glibc's count, or the
+// sanitizer allocator's in an ASan or TSan build, whose freed memory stays resident in quarantine
+// and makes peak RSS no measure of what a program keeps.
+size_t heap_in_use();
+
 // The golden corrupt archives (tests/golden/corrupt): each damage, whether the archive still
 // opens (the damage hides behind valid checksums, so only reading or verifying finds it), and the
 // text its error must contain.

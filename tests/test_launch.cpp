@@ -75,7 +75,7 @@ TEST_CASE_METHOD(FakeRuntime, "sdm_plan_select: the manifest's plan, checked by 
     // A kernel without rules, and bad arguments.
     std::string message;
     (void)select(kernel_of(rt.get(), "axpy"), 1, SDM_ERROR_NOT_FOUND, &message);
-    CHECK_THAT(message, Catch::Contains("no plan rule of kernel axpy matches device 0 (NVIDIA H200"));
+    CHECK_THAT(message, Catch::Contains("kernel axpy has no launch plans (its manifest gives none); choose the launch shape yourself"));
     sdm_plan small{};
     small.struct_size = 8;
     int64_t n = 1;

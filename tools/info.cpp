@@ -81,7 +81,7 @@ int run_info(const InfoOptions& o) {
     std::set<std::string> names;
     for (const auto& m : rt.archives())
         if (m->manifest)
-            for (const auto& k : m->manifest->kernels) names.insert(k.name);
+            for (const auto& k : m->manifest->kernels()) names.emplace(k.name);
     for (auto& d : out["devices"]) {
         if (d.contains("error")) continue;
         d["kernels"] = nlohmann::json::array();
@@ -107,7 +107,7 @@ int run_info(const InfoOptions& o) {
         out["archives"].push_back({{"label", m->archive.label()},
                                    {"embedded", m->embedded},
                                    {"entries", m->archive.entries().size()},
-                                   {"kernels", m->manifest ? m->manifest->kernels.size() : 0},
+                                   {"kernels", m->manifest ? m->manifest->size() : 0},
                                    {"kernel_abi", fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor)},
                                    {"content_version", m->manifest ? m->manifest->content_version : ""}});
     }

@@ -140,12 +140,18 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
     Manifest m;
     const toml::table* archive = root["archive"].as_table();
     if (archive == nullptr) return bad(path, root.source(), "the manifest needs an [archive] table with kernel_abi");
-    SDM_TRY(only_keys(path, *archive, {"kernel_abi", "content_version"}, "[archive]"));
+    SDM_TRY(only_keys(path, *archive, {"kernel_abi", "content_version", "hardware_matrix"}, "[archive]"));
     SDM_TRY_GET(abi, version_pair(path, archive->get("kernel_abi"), "[archive] kernel_abi"));
     m.kernel_abi_major = abi->first;
     m.kernel_abi_minor = abi->second;
     SDM_TRY_GET(content, text(path, *archive, "content_version", "[archive]", false));
     m.content_version = *content;
+    SDM_TRY_GET(matrix, text(path, *archive, "hardware_matrix", "[archive]", false));
+    if (!matrix->empty() && *matrix != archive::kSdmHardwareMatrix)
+        return bad(path, archive->get("hardware_matrix")->source(),
+                   "[archive] hardware_matrix '" + printable(*matrix) + "' is not one sdm knows: the only matrix is \"" +
+                       std::string(archive::kSdmHardwareMatrix) + "\" (the SDM kernels'); leave the key out for kernels served on any device");
+    m.hardware_matrix = !matrix->empty();
 
     if (const toml::node* kernels = root.get("kernel")) {
         const toml::array* list = kernels->as_array();
@@ -178,17 +184,22 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                 for (const toml::node& n : *p) {
                     const toml::table* r = n.as_table();
                     if (r == nullptr) return bad(path, n.source(), what + ": each [[kernel.plan]] must be a table");
-                    SDM_TRY(only_keys(path, *r, {"class", "capability", "when", "block", "blocks_per_sm", "smem", "grid", "cluster", "pdl"},
+                    SDM_TRY(only_keys(path, *r, {"class", "capability", "capability_min", "capability_max", "when", "block", "blocks_per_sm", "smem", "grid", "cluster", "pdl"},
                                       "[[kernel.plan]]"));
                     archive::PlanRule rule;
                     const std::string rw = what + " plan rule " + std::to_string(spec.plans.size());
-                    SDM_TRY_GET(cls, text(path, *r, "class", rw, true));
+                    const bool ranged = r->get("capability_min") != nullptr || r->get("capability_max") != nullptr;
+                    SDM_TRY_GET(cls, text(path, *r, "class", rw, !ranged));
                     rule.device_class = *cls;
-                    if (const toml::node* cap = r->get("capability")) {
-                        SDM_TRY_GET(pair, version_pair(path, cap, rw + " capability"));
+                    const std::pair<uint16_t*, const char*> capabilities[] = {
+                        {&rule.capability, "capability"}, {&rule.capability_min, "capability_min"}, {&rule.capability_max, "capability_max"}};
+                    for (const auto& [field, key] : capabilities) {
+                        const toml::node* cap = r->get(key);
+                        if (cap == nullptr) continue;
+                        SDM_TRY_GET(pair, version_pair(path, cap, rw + " " + key));
                         if (pair->first < 1 || pair->first > 99 || pair->second > 9)
-                            return bad(path, cap->source(), rw + ": capability must be \"major.minor\" with a one-digit minor (\"9.0\", \"10.3\")");
-                        rule.capability = static_cast<uint16_t>(pair->first * 10 + pair->second);
+                            return bad(path, cap->source(), rw + ": " + key + " must be \"major.minor\" with a one-digit minor (\"9.0\", \"10.3\")");
+                        *field = static_cast<uint16_t>(pair->first * 10 + pair->second);
                     }
                     const std::pair<std::string*, const char*> fields[] = {
                         {&rule.when, "when"}, {&rule.block, "block"}, {&rule.blocks_per_sm, "blocks_per_sm"},
@@ -222,16 +233,20 @@ std::string format_manifest_source(const Manifest& m) {
     std::ostringstream out;
     toml::table archive{{"kernel_abi", std::to_string(m.kernel_abi_major) + "." + std::to_string(m.kernel_abi_minor)},
                         {"content_version", m.content_version}};
+    if (m.hardware_matrix) archive.insert("hardware_matrix", archive::kSdmHardwareMatrix);
     toml::array kernels;
     for (const auto& k : m.kernels) {
         toml::array problem;
         for (const auto& p : k.problem) problem.push_back(p);
         toml::array plans;
         for (const auto& r : k.plans) {
-            toml::table rule{{"class", r.device_class}, {"when", r.when}, {"block", r.block}, {"blocks_per_sm", r.blocks_per_sm},
+            toml::table rule{{"when", r.when}, {"block", r.block}, {"blocks_per_sm", r.blocks_per_sm},
                              {"smem", r.smem}, {"grid", r.grid}, {"cluster", toml::array{r.cluster[0], r.cluster[1], r.cluster[2]}},
                              {"pdl", r.pdl}};
+            if (!r.device_class.empty()) rule.insert("class", r.device_class);
             if (r.capability != 0) rule.insert("capability", archive::sm_capability(r.capability));
+            if (r.capability_min != 0) rule.insert("capability_min", archive::sm_capability(r.capability_min));
+            if (r.capability_max != 0) rule.insert("capability_max", archive::sm_capability(r.capability_max));
             plans.push_back(std::move(rule));
         }
         toml::table kernel{{"name", k.name}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},

@@ -1,4 +1,5 @@
-// sdm plan: a kernel's launch plan for a problem on every row of the hardware matrix, from the
+// sdm plan: a kernel's launch plan for a problem on every row of the hardware matrix (and on the
+// reference GPUs outside it, unclassified), from the
 // archive's plan table (the class checks included; the occupancy check needs the device itself,
 // which sdm_plan_select does at run time).
 #include <fmt/format.h>
@@ -64,7 +65,9 @@ int run_plan(const PlanOptions& o) {
         return 1;
     }
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& row : hardware_rows()) {
+    std::vector<HardwareRow> all(hardware_rows().begin(), hardware_rows().end());
+    all.insert(all.end(), unclassified_rows().begin(), unclassified_rows().end());
+    for (const auto& row : all) {
         auto device = runtime::plan_device(row);
         nlohmann::json r{{"device", row.name},
                          {"capability", fmt::format("{}.{}", row.capability.major, row.capability.minor)},
@@ -75,7 +78,7 @@ int run_plan(const PlanOptions& o) {
             rows.push_back(std::move(r));
             continue;
         }
-        r["class"] = device_class_name(device->device_class);
+        r["class"] = device->device_class ? device_class_name(*device->device_class) : "unclassified";
         auto plan = table->select(*device, problem);
         if (!plan) {
             r["error"] = plan.error().message;

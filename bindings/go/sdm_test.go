@@ -385,7 +385,7 @@ func TestPlanSelect(t *testing.T) {
 	}
 	axpy, _ := rt.Kernel(0, "axpy")
 	_, err = axpy.Plan(1)
-	sdmError(t, err, sdm.ErrNotFound, "no plan rule of kernel axpy matches device 0 (NVIDIA H200")
+	sdmError(t, err, sdm.ErrNotFound, "kernel axpy has no launch plans")
 }
 
 func TestLaunchWithRawDevicePointers(t *testing.T) {

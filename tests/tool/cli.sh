@@ -71,7 +71,7 @@ grep -q "| NVIDIA A100-SXM4-80GB | 8.0 | a100 | 108 | 41943040 | 3 | 8192 | 128 
 "$sdm" plan --json "$data/../golden/kernels.sdma" scale N=100000000 | python3 -c "
 import json,sys; j=json.load(sys.stdin); r={x['device']: x for x in j['rows']}
 assert r['NVIDIA H200']['cluster'] == [2,1,1] and r['NVIDIA H200']['grid'] == 97658, r['NVIDIA H200']"
-"$sdm" plan "$data/../golden/kernels.sdma" axpy N=5 | grep -q "no plan: no plan rule of kernel axpy matches NVIDIA H200" || fail "plan without rules"
+"$sdm" plan "$data/../golden/kernels.sdma" axpy N=5 | grep -q "no plan: kernel axpy has no launch plans (its manifest gives none)" || fail "plan without rules"
 expect_fail "needs N=VALUE" "$sdm" plan "$data/../golden/kernels.sdma" scale
 expect_fail "has no kernel nope (it has: axpy, scale)" "$sdm" plan "$data/../golden/kernels.sdma" nope N=1
 echo "cli: all checks passed"

@@ -295,7 +295,7 @@ fn plan_select() {
     // A kernel without rules.
     let error = rt.kernel(0, "axpy").unwrap().plan(&[1]).unwrap_err();
     assert_eq!(error.status(), Status::NOT_FOUND);
-    assert!(error.message().contains("no plan rule of kernel axpy matches device 0 (NVIDIA H200"), "{error}");
+    assert!(error.message().contains("kernel axpy has no launch plans"), "{error}");
 }
 
 #[test]
@@ -358,6 +358,14 @@ fn a_panicking_log_function_does_not_unwind_into_libsdm() {
     rt.kernel(0, "scale").unwrap();
 }
 
+// A new version is written beside the mounted file and renamed over it, as docs/LOADING.md asks:
+// the mounted file is mapped, and writing it in place changes bytes sdm already checked.
+fn replace(from: &std::path::Path, to: &std::path::Path) {
+    let next = to.with_extension("sdma.new");
+    std::fs::copy(from, &next).unwrap();
+    std::fs::rename(&next, to).unwrap();
+}
+
 #[test]
 fn reload_keeps_the_old_version_when_the_new_one_is_damaged() {
     let cache = TempDir::new();
@@ -368,7 +376,7 @@ fn reload_keeps_the_old_version_when_the_new_one_is_damaged() {
     rt.mount_file(&file).unwrap();
     let kernel = rt.kernel(0, "scale").unwrap();
     assert_eq!(rt.poll_archives().unwrap(), 0, "nothing changed");
-    std::fs::copy(repo().join("tests/golden/corrupt/header-flip.sdma"), &file).unwrap();
+    replace(&repo().join("tests/golden/corrupt/header-flip.sdma"), &file);
     let error = rt.reload().unwrap_err();
     assert_eq!(error.status(), Status::ARCHIVE_CORRUPT);
     assert!(error.message().contains(file.to_str().unwrap()), "{error}");
@@ -376,7 +384,7 @@ fn reload_keeps_the_old_version_when_the_new_one_is_damaged() {
     assert_eq!(kernel.info().unwrap().name, "scale");
     assert_eq!(rt.kernel(0, "axpy").unwrap().info().unwrap().name, "axpy");
     // A good new version replaces it.
-    std::fs::copy(golden(), &file).unwrap();
+    replace(&golden(), &file);
     rt.reload().unwrap();
     assert_eq!(rt.archives().unwrap().len(), 1);
     drop(kernel); // releases the reference on the old module
