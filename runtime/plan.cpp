@@ -59,6 +59,9 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
 }
 
 Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t> problem) const {
+    if (rules_.empty())  // whatever the problem: nothing here could plan it
+        return make_error(ErrorCode::not_found, "kernel " + kernel_ + " has no launch plans (its manifest gives none); choose the launch shape "
+                                                "yourself and pass it to sdm_launch in an sdm_plan");
     if (problem.size() != problem_.size())
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(problem_.size()) + " problem parameter(s) (" +
                                                            problem_text(problem_, {}) + "), not " + std::to_string(problem.size()));
@@ -117,9 +120,6 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
         SDM_TRY(check_plan(p, device, where));
         return p;
     }
-    if (rules_.empty())
-        return make_error(ErrorCode::not_found, "kernel " + kernel_ + " has no launch plans (its manifest gives none); choose the launch shape "
-                                                "yourself and pass it to sdm_launch in an sdm_plan");
     return make_error(ErrorCode::not_found, "no plan rule of kernel " + kernel_ + " matches " + device.description + " for " +
                                                 problem_text(problem_, problem) + " (" + std::to_string(rules_.size()) + " rule(s)); add a rule for " +
                                                 (device.device_class ? std::string("class ") + device_class_name(*device.device_class)

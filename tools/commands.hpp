@@ -24,7 +24,8 @@ struct PackOptions {
 };
 int run_pack(const PackOptions& options);
 
-int run_ls(const std::string& archive, bool json);
+// demangle: the kernels column shows C++ names demangled (the JSON has both).
+int run_ls(const std::string& archive, bool json, bool demangle);
 int run_verify(const std::vector<std::string>& archives, bool quiet);
 // Writes files only inside `directory`, never following a link and never replacing a file it did
 // not create, unless `force` (then regular files only).

@@ -5,11 +5,12 @@
 #include "commands.hpp"
 #include "manifest.hpp"
 #include "archive.hpp"
+#include "table.hpp"
 #include "text.hpp"
 
 namespace sdm::tools {
 
-int run_ls(const std::string& path, bool json) {
+int run_ls(const std::string& path, bool json, bool demangle) {
     auto a = archive::Archive::open_file(path);
     if (!a) {
         fmt::print(stderr, "sdm ls: {}\n", a.error().message);
@@ -52,7 +53,7 @@ int run_ls(const std::string& path, bool json) {
         if (manifest) {
             out["kernels"] = nlohmann::json::array();
             for (const auto& k : manifest->kernels)
-                out["kernels"].push_back({{"name", k.name}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},
+                out["kernels"].push_back({{"name", k.name}, {"demangled", demangled(k.name)}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},
                                           {"problem", k.problem}, {"plan_rules", k.plans.size()}});
         }
         fmt::print("{}\n", out.dump(2));
@@ -61,18 +62,23 @@ int run_ls(const std::string& path, bool json) {
     fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
                h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
                manifest ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
-    fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6}  {}\n", "#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref");
+    TextTable entries({"#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref"},
+                      {Align::right, Align::left, Align::left, Align::left, Align::left, Align::right, Align::right, Align::right, Align::left});
     for (size_t i = 0; i < a->entries().size(); ++i) {
         const auto& e = a->entries()[i];
-        fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6.3f}  {}\n", i, e.name, archive::kind_name(e.kind),
-                   archive::kind_has_arch(e.kind) ? e.target() : "-", archive::codec_name(e.codec), e.raw_size, e.stored_size,
-                   e.raw_size ? static_cast<double>(e.stored_size) / static_cast<double>(e.raw_size) : 0.0,
-                   e.ref == archive::kNoRef ? std::string("-") : std::to_string(e.ref));
+        entries.add({std::to_string(i), std::string(e.name), archive::kind_name(e.kind), archive::kind_has_arch(e.kind) ? e.target() : "-",
+                     archive::codec_name(e.codec), std::to_string(e.raw_size), std::to_string(e.stored_size),
+                     fmt::format("{:.3f}", e.raw_size ? static_cast<double>(e.stored_size) / static_cast<double>(e.raw_size) : 0.0),
+                     e.ref == archive::kNoRef ? std::string("-") : std::to_string(e.ref)});
     }
+    entries.print(stdout);
     if (manifest && !manifest->kernels.empty()) {
-        fmt::print("\n{:<32} {:<24} {:<36} {}\n", "kernel", "module", "signature", "plan rules");
+        fmt::print("\n");
+        std::fflush(stdout);
+        TextTable kernels({"kernel", "module", "signature", "plan rules"}, {Align::left, Align::left, Align::left, Align::right});
         for (const auto& k : manifest->kernels)
-            fmt::print("{:<32} {:<24} {:<36} {}\n", k.name, k.module, archive::signature_text(k.signature), k.plans.size());
+            kernels.add({demangle ? demangled(k.name) : k.name, k.module, archive::signature_text(k.signature), std::to_string(k.plans.size())});
+        kernels.print(stdout);
     }
     return finish();
 }

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     auto* ls_cmd = app.add_subcommand("ls", "List an archive's entries and kernels");
     ls_cmd->add_option("archive", ls_path, "Archive file")->required();
     ls_cmd->add_flag("--json", ls_json, "Machine-readable output");
+    bool ls_demangle = false;
+    ls_cmd->add_flag("--demangle,-C", ls_demangle, "Show kernel names as C++ declarations (demangled)");
 
     std::vector<std::string> verify_paths;
     bool verify_quiet = false;
@@ -110,7 +112,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
-        if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json);
+        if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json, ls_demangle);
         if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
         if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw, extract_force);
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);

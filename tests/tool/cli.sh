@@ -74,4 +74,14 @@ assert r['NVIDIA H200']['cluster'] == [2,1,1] and r['NVIDIA H200']['grid'] == 97
 "$sdm" plan "$data/../golden/kernels.sdma" axpy N=5 | grep -q "no plan: kernel axpy has no launch plans (its manifest gives none)" || fail "plan without rules"
 expect_fail "needs N=VALUE" "$sdm" plan "$data/../golden/kernels.sdma" scale
 expect_fail "has no kernel nope (it has: axpy, scale)" "$sdm" plan "$data/../golden/kernels.sdma" nope N=1
+# Names of 16 KiB (format 1.1): a module and a kernel nvcc compiled with such a name.
+long_kernel="long_$(printf 'x%.0s' $(seq 16379))"
+long_module="module_$(printf 'm%.0s' $(seq 16377))"
+printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,i32"\n' \
+  "$long_kernel" "$long_module" >"$work/long.toml"
+"$sdm" pack -q -m "$work/long.toml" -o "$work/long.sdma" "$long_module:sm_90=$data/kernels_long.sm_90.cubin"
+"$sdm" verify "$work/long.sdma" | grep -q "ok, 2 entries" || fail "verify of 16 KiB names"
+"$sdm" ls "$work/long.sdma" >"$work/long.ls"
+grep -qF "$long_kernel" "$work/long.ls" || fail "ls of a 16 KiB kernel name"
+grep -qF "sdm archive format 1.1" "$work/long.ls" || fail "ls names the format"
 echo "cli: all checks passed"
