@@ -1,5 +1,6 @@
 #include "format.hpp"
 
+#include <array>
 #include <charconv>
 
 #include "text.hpp"
@@ -92,11 +93,23 @@ std::string sm_capability(uint16_t sm) {
     return std::to_string(sm / 10) + "." + std::to_string(sm % 10);
 }
 
+namespace {
+
+// Which bytes a name may hold, one table look-up per byte: a mount checks every kernel's name
+// and module (65,536 of each at the format's limit).
+constexpr std::array<bool, 256> kNameByte = [] {
+    std::array<bool, 256> allowed{};
+    for (int c = '!'; c <= '~'; ++c) allowed[static_cast<size_t>(c)] = kNameForbidden.find(static_cast<char>(c)) == std::string_view::npos;
+    return allowed;
+}();
+
+}  // namespace
+
 bool valid_name(std::string_view name, size_t max_length) noexcept {
     if (name.empty() || name.size() > max_length || name.front() == '.') return false;
-    for (const char c : name)
-        if (c <= ' ' || c > '~' || kNameForbidden.find(c) != std::string_view::npos) return false;
-    return true;
+    bool ok = true;
+    for (const char c : name) ok &= kNameByte[static_cast<unsigned char>(c)];
+    return ok;
 }
 
 std::string name_problem(std::string_view name, size_t max_length) {

@@ -438,6 +438,9 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
         return bad("the body holds " + std::to_string(b.size() - kPreamble) + " bytes, the preamble says " + std::to_string(load_u32(b, 8)) +
                    " (truncated or extended)");
     ManifestIndex m;
+    // A kernel's item takes at least 40 bytes (its header, a name's and a module's); bounded by the
+    // input's real size, so a hostile count costs nothing.
+    m.kernels_.reserve(std::min<size_t>(kMaxKernels, b.size() / 40));
     m.minor_ = minor;
     m.max_name_ = minor >= kManifestMinor11 ? limits::max_long_name_length : limits::max_name_length;
     bool have_abi = false;
@@ -461,23 +464,31 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
                        } else {
                            // Only the name and the module now; the rest at the kernel's first use (spec()).
                            if (m.kernels_.size() >= kMaxKernels) return bad("more than 65536 kernels");
-                           const std::string where = "kernel " + std::to_string(m.kernels_.size());
+                           // Built only for a message: a mount indexes up to 65,536 kernels.
+                           const auto where = [&] { return "kernel " + std::to_string(m.kernels_.size()); };
                            Kernel k;
                            k.item = item.payload;
                            bool have_name = false, have_module = false;
-                           SDM_TRY(for_each_item(item.payload, where, [&](const Item& field) -> Result<void> {
-                               if (field.tag != tag::name && field.tag != tag::module) return {};
+                           // The kernel's own items, walked as for_each_item does (without its message).
+                           const Bytes body = item.payload;
+                           for (size_t at = 0; at < body.size();) {
+                               if (body.size() - at < kItemHeader) return bad(where() + ": truncated item header");
+                               const uint32_t length = load_u32(body, at + 4);
+                               if (length > body.size() - at - kItemHeader)
+                                   return bad(where() + ": item of " + std::to_string(length) + " bytes runs past its container");
+                               const Item field{load_u16(body, at), load_u16(body, at + 2), body.subspan(at + kItemHeader, length)};
+                               at += kItemHeader + length;
+                               if (field.tag != tag::name && field.tag != tag::module) continue;
                                bool& have = field.tag == tag::name ? have_name : have_module;
-                               if (have) return bad(where + ": field " + std::to_string(field.tag) + " appears twice");
+                               if (have) return bad(where() + ": field " + std::to_string(field.tag) + " appears twice");
                                have = true;
                                const std::string_view text = as_text(field.payload);
                                if (!valid_name(text, m.max_name_))
-                                   return bad(where + ": " + (field.tag == tag::name ? "kernel" : "module") + " name '" + printable(text.substr(0, 64)) +
+                                   return bad(where() + ": " + (field.tag == tag::name ? "kernel" : "module") + " name '" + printable(text.substr(0, 64)) +
                                               "' " + name_problem(text, m.max_name_) + " (" + kNameRules + ")");
                                (field.tag == tag::name ? k.name : k.module) = text;
-                               return {};
-                           }));
-                           if (!have_name || !have_module) return bad(where + ": a kernel needs name, module and signature");
+                           }
+                           if (!have_name || !have_module) return bad(where() + ": a kernel needs name, module and signature");
                            m.kernels_.push_back(k);
                        }
                        return {};

@@ -21,7 +21,9 @@
 #define SDM_TEST_SANITIZER_HEAP 1
 #endif
 #ifdef SDM_TEST_SANITIZER_HEAP
-#include <sanitizer/allocator_interface.h>
+// The sanitizer runtimes' allocator interface (sanitizer/allocator_interface.h, which GCC 12's
+// packages do not install): the bytes allocated and not yet freed, quarantine excluded.
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 #include "file_map.hpp"

@@ -114,3 +114,42 @@ TEST_CASE("manifest source errors carry file, line and column", "[manifest]") {
     CHECK_THAT(source_error("[archive\n"), Catch::Contains("m.toml:1"));
     CHECK_THAT(source_error("kernel_abi = \"1.0\"\n"), Catch::Contains("unknown key 'kernel_abi'"));
 }
+
+TEST_CASE("manifest source 1.1: hardware_matrix, capability ranges without a class, the extended types; round trip", "[manifest]") {
+    const std::string source = kHeader + "hardware_matrix = \"sdm\"\n"
+                               "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr,f16,bf16,opaque:40:8,b32\"\nproblem = [\"N\"]\n"
+                               "[[kernel.plan]]\ncapability_min = \"7.0\"\ncapability_max = \"8.9\"\nblock = 128\ngrid = \"sms\"\n";
+    auto m = tools::parse_manifest_source(source, "m.toml");
+    REQUIRE(m);
+    CHECK(m->hardware_matrix);
+    REQUIRE(m->kernels.size() == 1);
+    const auto& rule = m->kernels[0].plans.at(0);
+    CHECK(rule.device_class.empty());
+    CHECK(rule.capability_min == 70);
+    CHECK(rule.capability_max == 89);
+    CHECK(signature_text(m->kernels[0].signature) == "ptr,f16,bf16,opaque:40:8,b32");
+    // Binary and back: the minor-1 manifest keeps every field, and TOML again gives the same manifest.
+    auto bytes = encode_manifest(*m);
+    REQUIRE(bytes);
+    CHECK(load_u16(*bytes, 6) == 1);  // manifest minor 1
+    auto back = decode_manifest(*bytes);
+    REQUIRE(back);
+    CHECK(back->hardware_matrix);
+    CHECK(back->kernels.at(0).plans == m->kernels[0].plans);
+    CHECK(back->kernels.at(0).signature == m->kernels[0].signature);
+    CHECK(encode_manifest(*back).value() == *bytes);
+    auto again = tools::parse_manifest_source(tools::format_manifest_source(*back), "extracted.toml");
+    REQUIRE(again);
+    CHECK(encode_manifest(*again).value() == *bytes);
+    // A manifest without minor-1 fields stays minor 0, the matrix tag included.
+    auto plain = test::test_manifest();
+    plain.hardware_matrix = true;
+    CHECK(load_u16(encode_manifest(plain).value(), 6) == 0);
+    CHECK(decode_manifest(encode_manifest(plain).value())->hardware_matrix);
+
+    CHECK_THAT(source_error(kHeader + "hardware_matrix = \"cutlass\"\n"), Catch::Contains("hardware_matrix 'cutlass' is not one sdm knows"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr\"\n[[kernel.plan]]\nblock = 1\ngrid = 1\n"),
+               Catch::Contains("needs 'class'"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"opaque:40:3\"\n"),
+               Catch::Contains("power of two"));
+}
