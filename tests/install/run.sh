@@ -38,4 +38,15 @@ echo "pkg-config --cflags --libs sdm: $(pkg-config --cflags --libs sdm)"
 mkdir -p "$work/make"
 make -s -C "$work/make" -f "$src/tests/install/Makefile" SDM_SOURCE_DIR="$src" c_host
 "$work/make/c_host"
-echo "install: both host projects built against the installed tree and ran"
+echo "== CMake: a kernel project, sdm_add_archive (nvcc + sdm pack) and its kernel loaded by name"
+if nvcc=$(command -v nvcc || ls "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" 2>/dev/null); then
+  # The installed tool runs from the staging tree: its libraries are there too.
+  cmake -S "$src/tests/install/kernel_project" -B "$work/kernels" -DCMAKE_PREFIX_PATH="$root" -DSDM_NVCC="$nvcc" \
+    >"$work/kernels.log" 2>&1 || { cat "$work/kernels.log"; exit 1; }
+  cmake --build "$work/kernels" >"$work/kernels-build.log" 2>&1 || { cat "$work/kernels-build.log"; exit 1; }
+  "$work/kernels/kernel_host" | tee "$work/kernel_host.out"
+  grep -q "kernel scale of module scale (b64,b32,b32), image sm_90" "$work/kernel_host.out" || { echo "the kernel project's kernel"; exit 1; }
+else
+  echo "no nvcc: the kernel project is not built"
+fi
+echo "install: the host projects built against the installed tree and ran"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Real libraries through sdm on the GPU (issue 16): imports cuFFT and cuBLASLt with `sdm import
+# --arch sm_90` (their sm_90 cubins, no PTX), then alternates, RUNS times, one process each:
+#   import_load_bench sdm ARCHIVE        mount + sdm_kernel_get of every kernel
+#   import_load_bench driver LIBRARY 90  cuModuleLoadData of each fatbin container + cuModuleGetFunction of each kernel
+# Usage: bench/import_load.sh BUILD_DIR WORK_DIR [RUNS]. Prints a Markdown table; exit 1 when a
+# kernel did not resolve. Libraries from $CUDA_HOME/lib64 (or /usr/local/cuda/lib64).
+set -euo pipefail
+build=$1 work=$2 runs=${3:-3}
+mkdir -p "$work"
+lib64=${CUDA_HOME:-/usr/local/cuda}/lib64
+status=0
+echo "| library | import (s) | archive MiB | modules | kernels | sdm: mount + every sdm_kernel_get (ms, median) | driver: every container + cuModuleGetFunction (ms, median) | sdm / driver | failed (sdm, driver) |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|---|"
+for name in libcufft.so.12 libcublasLt.so.13; do
+  lib=$(ls "$lib64"/$name* 2>/dev/null | head -1 || true)
+  [ -n "$lib" ] || { echo "| $name | not in $lib64 |||||||"; continue; }
+  archive=$work/${name%%.*}.sdma
+  start=$(date +%s.%N)
+  "$build/tools/sdm" import -q --arch sm_90 --ptx none -o "$archive" "$lib" >"$work/${name%%.*}.import.log" 2>&1 || {
+    cat "$work/${name%%.*}.import.log"; status=1; continue; }
+  seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  sdm_us=() driver_us=() sdm_line="" driver_line=""
+  for ((i = 0; i < runs; ++i)); do
+    sdm_line=$("$build/bench/import_load_bench" sdm "$archive") || status=1
+    driver_line=$("$build/bench/import_load_bench" driver "$lib" 90) || status=1
+    sdm_us+=("$(sed 's/.*us=//' <<<"$sdm_line")")
+    driver_us+=("$(sed 's/.*us=//' <<<"$driver_line")")
+  done
+  med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+  s=$(med "${sdm_us[@]}") d=$(med "${driver_us[@]}")
+  field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
+  printf '| %s | %.1f | %.1f | %s | %s | %.1f | %.1f | %.2f | %s, %s |\n' "$(basename "$lib")" "$seconds" \
+    "$(echo "$(stat -c %s "$archive") / 1048576" | bc -l)" "$(field modules "$sdm_line")" "$(field kernels "$sdm_line")" \
+    "$(echo "$s / 1000" | bc -l)" "$(echo "$d / 1000" | bc -l)" "$(echo "$s / $d" | bc -l)" "$(field failed "$sdm_line")" "$(field failed "$driver_line")"
+done
+exit $status

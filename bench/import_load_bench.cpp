@@ -1,0 +1,147 @@
+// Loading a real library's kernels (GPU, issue 16): every module of an archive `sdm import` made of
+// a CUDA library (cuFFT, cuBLASLt), every kernel resolved through sdm_kernel_get, against the
+// driver loading the same library's fatbin containers itself (cuModuleLoadData of each container,
+// cuModuleGetFunction of each of its kernels). One measurement per process (bench/import_load.sh
+// alternates them); the files are read and parsed before the clock starts. Prints one line:
+//   MODE modules=N kernels=N failed=N us=T
+//   import_load_bench sdm ARCHIVE               mount + sdm_kernel_get of every kernel the manifest lists
+//   import_load_bench driver LIBRARY SM         cuModuleLoadData of every container holding an image
+//                                               for sm_SM, cuModuleGetFunction of each kernel of its cubin
+// With -v, every failure is printed.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <cuda.h>
+
+#include "archive.hpp"
+#include "cuda_driver.hpp"
+#include "fatbin.hpp"
+#include "file_map.hpp"
+#include "host_binary.hpp"
+#include "kernel_params.hpp"
+#include "manifest.hpp"
+#include "sdm/sdm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace sdm;
+
+int fail(const std::string& what) {
+    std::fprintf(stderr, "import_load_bench: %s\n", what.c_str());
+    return 1;
+}
+
+int run_sdm(const char* path, bool verbose) {
+    auto a = archive::Archive::open_file(path);
+    if (!a) return fail(a.error().message);
+    auto manifest = a->read_manifest();
+    if (!manifest || !*manifest) return fail("the archive has no manifest");
+    std::vector<std::string> names;
+    std::vector<std::string> modules;
+    for (const auto& k : (*manifest)->kernels) {
+        names.push_back(k.name);
+        if (modules.empty() || modules.back() != k.module) modules.push_back(k.module);
+    }
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.log_level = SDM_LOG_OFF;
+    p.cache_flags = SDM_CACHE_DISABLED;
+    sdm_runtime* rt = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return fail(sdm_error_message(e));
+    int32_t devices = 0;
+    if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices < 1) return fail("no device");  // the context, before the clock
+    const auto start = Clock::now();
+    if (sdm_archive_mount_file(rt, path, &e) != SDM_OK) return fail(sdm_error_message(e));
+    size_t failed = 0;
+    for (const auto& n : names) {
+        sdm_kernel* k = nullptr;
+        if (sdm_kernel_get(rt, 0, n.c_str(), nullptr, &k, &e) != SDM_OK) {
+            ++failed;
+            if (verbose) std::fprintf(stderr, "%s\n", sdm_error_message(e));
+            sdm_error_destroy(e);
+            e = nullptr;
+        }
+    }
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    std::printf("sdm modules=%zu kernels=%zu failed=%zu us=%.0f\n", modules.size(), names.size(), failed, us);
+    sdm_runtime_destroy(rt);
+    return failed == 0 ? 0 : 2;
+}
+
+int run_driver(const char* path, int sm, bool verbose) {
+    auto map = archive::FileMap::open(path);
+    if (!map) return fail(map.error().message);
+    auto found = archive::find_fatbins((*map)->bytes());
+    if (!found) return fail(found.error().message);
+    // Untimed: which containers hold an image for the device, and the kernels of its cubin.
+    struct Container {
+        Bytes bytes;
+        std::vector<std::string> kernels;
+    };
+    std::vector<Container> containers;
+    for (const auto& f : *found) {
+        if (f.relocatable) continue;
+        auto c = archive::parse_fatbin(f.bytes);
+        if (!c) continue;
+        for (const auto& entry : c->entries) {
+            if (entry.image_kind != archive::Kind::cubin || entry.sm != sm || entry.variant != archive::Variant::base) continue;
+            auto payload = archive::fatbin_entry_payload(entry);
+            if (!payload) continue;
+            auto params = archive::cubin_kernel_params(*payload);
+            if (!params) continue;
+            Container held{c->bytes, {}};
+            for (const auto& k : *params) held.kernels.push_back(k.name);
+            containers.push_back(std::move(held));
+            break;
+        }
+    }
+    sdm_host::CudaDriver cu;
+    if (!cu.open()) return fail("no CUDA driver");
+    if (!cu.make_current(0)) return fail("no context");
+    const auto load = cu.get<decltype(&cuModuleLoadData)>("cuModuleLoadData");
+    const auto get_function = cu.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
+    size_t kernels = 0, failed = 0;
+    std::vector<CUmodule> modules;
+    const auto start = Clock::now();
+    for (const auto& c : containers) {
+        CUmodule m = nullptr;
+        if (load(&m, c.bytes.data()) != CUDA_SUCCESS) {
+            ++failed;
+            continue;
+        }
+        modules.push_back(m);
+        for (const auto& n : c.kernels) {
+            CUfunction fn = nullptr;
+            ++kernels;
+            if (get_function(&fn, m, n.c_str()) != CUDA_SUCCESS) {
+                ++failed;
+                if (verbose) std::fprintf(stderr, "cuModuleGetFunction %s failed\n", n.c_str());
+            }
+        }
+    }
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    std::printf("driver modules=%zu kernels=%zu failed=%zu us=%.0f\n", containers.size(), kernels, failed, us);
+    return failed == 0 ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool verbose = false;
+    std::vector<char*> args;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "-v") == 0)
+            verbose = true;
+        else
+            args.push_back(argv[i]);
+    }
+    if (args.size() == 2 && std::strcmp(args[0], "sdm") == 0) return run_sdm(args[1], verbose);
+    if (args.size() == 3 && std::strcmp(args[0], "driver") == 0) return run_driver(args[1], std::atoi(args[2]), verbose);
+    return fail("usage: see the comment at the top of bench/import_load_bench.cpp");
+}

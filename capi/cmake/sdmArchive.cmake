@@ -1,0 +1,82 @@
+# sdm_add_archive: compile CUDA sources with nvcc and pack what they give into an sdm archive, at
+# build time. Included by sdmConfig.cmake (find_package(sdm)); needs the sdm tool (sdm_TOOL).
+#
+#   sdm_add_archive(<target>
+#     SOURCES a.cu b.cu ...        # one module per source, named after its file (a, b)
+#     [ARCHS 80 90 ...]            # a cubin per source and arch (sm_80, sm_90; 90a, 100f too)
+#     [PTX 90 ...]                 # PTX per source and virtual arch (compute_90), for newer GPUs
+#     [MANIFEST kernels.toml]      # optional: plans, kernel ABI and content versions, declared
+#                                  # signatures (checked against the images)
+#     [OUTPUT <file>]              # default: ${CMAKE_CURRENT_BINARY_DIR}/<target>.sdma
+#     [NVCC_FLAGS -O3 ...])        # passed to every nvcc call
+#
+# Builds <target> (part of ALL); its property SDM_ARCHIVE_FILE is the archive's path, for a host to
+# install or to pass to sdm_archive_mount_file. Without a manifest every __global__ entry of every
+# image is a kernel, with its signature derived from the image (docs/FORMAT.md). nvcc is found as
+# CMAKE_CUDA_COMPILER, then on PATH, then under $CUDA_HOME/bin or /usr/local/cuda/bin.
+function(sdm_add_archive target)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MANIFEST;OUTPUT" "SOURCES;ARCHS;PTX;NVCC_FLAGS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "sdm_add_archive(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT arg_SOURCES)
+    message(FATAL_ERROR "sdm_add_archive(${target}): SOURCES is required")
+  endif()
+  if(NOT arg_ARCHS AND NOT arg_PTX)
+    message(FATAL_ERROR "sdm_add_archive(${target}): give ARCHS (cubins) or PTX (virtual archs), or both")
+  endif()
+  if(NOT sdm_TOOL)
+    message(FATAL_ERROR "sdm_add_archive(${target}): the sdm tool is not installed with this sdm (built with -Dtools=disabled?)")
+  endif()
+  if(CMAKE_CUDA_COMPILER)
+    set(nvcc "${CMAKE_CUDA_COMPILER}")
+  else()
+    find_program(SDM_NVCC nvcc HINTS "$ENV{CUDA_HOME}/bin" /usr/local/cuda/bin)
+    if(NOT SDM_NVCC)
+      message(FATAL_ERROR "sdm_add_archive(${target}): nvcc not found; set CMAKE_CUDA_COMPILER or CUDA_HOME")
+    endif()
+    set(nvcc "${SDM_NVCC}")
+  endif()
+  if(arg_OUTPUT)
+    set(output "${arg_OUTPUT}")
+  else()
+    set(output "${CMAKE_CURRENT_BINARY_DIR}/${target}.sdma")
+  endif()
+  set(work "${CMAKE_CURRENT_BINARY_DIR}/${target}.sdm")
+  set(images)
+  set(image_args)
+  foreach(source IN LISTS arg_SOURCES)
+    get_filename_component(path "${source}" ABSOLUTE)
+    get_filename_component(module "${source}" NAME_WE)
+    foreach(arch IN LISTS arg_ARCHS)
+      set(image "${work}/${module}.sm_${arch}.cubin")
+      add_custom_command(OUTPUT "${image}"
+        COMMAND "${CMAKE_COMMAND}" -E make_directory "${work}"
+        COMMAND "${nvcc}" -cubin -arch=sm_${arch} ${arg_NVCC_FLAGS} -o "${image}" "${path}"
+        DEPENDS "${path}" COMMENT "nvcc ${module}.cu for sm_${arch}" VERBATIM)
+      list(APPEND images "${image}")
+      list(APPEND image_args "${module}:sm_${arch}=${image}")
+    endforeach()
+    foreach(arch IN LISTS arg_PTX)
+      set(image "${work}/${module}.compute_${arch}.ptx")
+      add_custom_command(OUTPUT "${image}"
+        COMMAND "${CMAKE_COMMAND}" -E make_directory "${work}"
+        COMMAND "${nvcc}" -ptx -arch=compute_${arch} ${arg_NVCC_FLAGS} -o "${image}" "${path}"
+        DEPENDS "${path}" COMMENT "nvcc ${module}.cu to PTX for compute_${arch}" VERBATIM)
+      list(APPEND images "${image}")
+      list(APPEND image_args "${module}:compute_${arch}=${image}")
+    endforeach()
+  endforeach()
+  set(manifest_args)
+  set(manifest_dep)
+  if(arg_MANIFEST)
+    get_filename_component(manifest "${arg_MANIFEST}" ABSOLUTE)
+    set(manifest_args -m "${manifest}")
+    set(manifest_dep "${manifest}")
+  endif()
+  add_custom_command(OUTPUT "${output}"
+    COMMAND "${sdm_TOOL}" pack -q ${manifest_args} -o "${output}" ${image_args}
+    DEPENDS ${images} ${manifest_dep} "${sdm_TOOL}" COMMENT "sdm pack ${target}" VERBATIM)
+  add_custom_target(${target} ALL DEPENDS "${output}")
+  set_target_properties(${target} PROPERTIES SDM_ARCHIVE_FILE "${output}")
+endfunction()
