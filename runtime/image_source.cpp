@@ -109,31 +109,46 @@ private:
         job.target = archive::target_name(Kind::cubin, selected.target_sm, selected.target_variant);
         job.image = image_;
         job.device = served_.device;
-        std::string why_not;
+        std::string why_not, failures;
         for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
             const std::string reason = backend->unavailable(job);
             if (!reason.empty()) {
                 why_not += (why_not.empty() ? "" : "; ") + reason;
                 continue;
             }
-            if (!why_not.empty()) runtime_.log().info("building " + image_ + " with " + backend->name() + ": " + why_not);
-            SDM_TRY_GET(key, backend->cache_key(job));
-            if (*key) {
-                return cached(**key, Kind::cubin, backend->source(), [&]() -> Result<ByteVector> {
-                    SDM_TRY(not_capturing());
-                    SDM_TRY_GET(product, backend->build(job));
-                    return std::move(product->cubin);
-                });
-            }
-            SDM_TRY(not_capturing());
-            SDM_TRY_GET(product, backend->build(job));
-            out_.source = backend->source();
-            out_.module = product->module;
-            out_.owned = std::move(product->cubin);
-            if (out_.module == nullptr) SDM_TRY(well_formed(Kind::cubin, out_.owned, "the image built from " + image_));
-            return {};
+            if (!why_not.empty() || !failures.empty())
+                runtime_.log().info("building " + image_ + " with " + backend->name() + ": " + why_not + (why_not.empty() || failures.empty() ? "" : "; ") +
+                                    failures);
+            auto built = build_with(*backend, job);
+            if (built) return {};
+            // A backend that ran and failed (it refused the input, or broke) is not the end: the
+            // next may take it (a driver's JIT newer than nvJitLink). Anything else is the load's.
+            if (built.error().code != ErrorCode::jit) return built;
+            runtime_.log().info(std::string(backend->name()) + " failed to build " + image_ + "; trying the next backend: " + built.error().message);
+            failures += (failures.empty() ? "" : "; ") + std::string(backend->name()) + " failed: " + built.error().message;
         }
+        if (!failures.empty())
+            return make_error(ErrorCode::jit, "loading " + image_ + " on " + served_.device + " needs a JIT, and every backend that ran failed: " + failures +
+                                                  (why_not.empty() ? "" : " (not tried: " + why_not + ")"));
         return make_error(ErrorCode::jit, "loading " + image_ + " on " + served_.device + " needs a JIT, and no backend may run: " + why_not);
+    }
+
+    Result<void> build_with(JitBackend& backend, const JitJob& job) {
+        SDM_TRY_GET(key, backend.cache_key(job));
+        if (*key) {
+            return cached(**key, Kind::cubin, backend.source(), [&]() -> Result<ByteVector> {
+                SDM_TRY(not_capturing());
+                SDM_TRY_GET(product, backend.build(job));
+                return std::move(product->cubin);
+            });
+        }
+        SDM_TRY(not_capturing());
+        SDM_TRY_GET(product, backend.build(job));
+        out_.source = backend.source();
+        out_.module = product->module;
+        out_.owned = std::move(product->cubin);
+        if (out_.module == nullptr) SDM_TRY(well_formed(Kind::cubin, out_.owned, "the image built from " + image_));
+        return {};
     }
 
     Runtime& runtime_;

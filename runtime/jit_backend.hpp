@@ -1,7 +1,8 @@
 // The JIT backends (docs/LOADING.md, "When no cubin fits"): what turns PTX or LTO-IR into something
 // the driver loads. In preference order: nvJitLink (jit_backend_nvjitlink.cpp), the static
 // nvPTXCompiler (jit_backend_ptx_compiler.cpp), the driver's own JIT (jit_backend_driver.cpp).
-// The first one that may run for a job builds it; those passed over are logged with why. Each
+// The first one that may run for a job builds it; those passed over are logged with why, and one
+// that runs and fails (ErrorCode::jit) hands the job to the next (image_source.cpp). Each
 // backend owns what keys its output in the cache (everything that changes the bytes it builds)
 // and its build. Adding one: a file with its class and factory, and one line in jit_backend.cpp.
 #pragma once

@@ -9,6 +9,8 @@
 
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
+#include "manifest.hpp"
+#include "writer.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;
@@ -75,6 +77,42 @@ TEST_CASE_METHOD(FakeRuntime, "PTX: linked by nvJitLink for the device and cache
     CHECK(info_of(rt.get(), 0, "scale").source == 2);
     CHECK(stats_of(rt.get()).builds == 0);
     CHECK(stats_of(rt.get()).hits == 1);
+}
+
+TEST_CASE("a backend that fails is not the end: nvJitLink refuses a newer PTX ISA, the driver's JIT takes it; every failure is said", "[modules][jit]") {
+    // PTX of ISA 9.9, newer than CUDA 13.0's nvJitLink (9.0) reads, on a 13.9 driver that reads
+    // it: a driver newer than the toolkit's nvJitLink JITs what nvJitLink refuses.
+    ByteVector ptx = test::data_file("kernels.compute_90.ptx");
+    const std::string text(reinterpret_cast<const char*>(ptx.data()), ptx.size());
+    std::string newer = text;
+    newer.replace(newer.find(".version 9.0"), 12, ".version 9.9");
+    archive::ArchiveWriter writer;
+    REQUIRE(writer.add({"jit", archive::Kind::ptx, 90, archive::Variant::base,
+                        ByteVector(reinterpret_cast<const std::byte*>(newer.data()), reinterpret_cast<const std::byte*>(newer.data()) + newer.size())}));
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    m.hardware_matrix = true;
+    m.kernels.push_back({"scale", "jit", {archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    const ByteVector bytes = writer.finish().value();
+
+    FakeRuntime f({.jit_flags = SDM_JIT_NO_PTX_COMPILER, .log = true});
+    fake_configure({.devices = {kH200}, .driver_version = 13090});
+    mount(f.rt.get(), bytes, "isa99.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 4);  // the driver's JIT
+    CHECK(count_containing(f.log, "nvJitLink failed to build ptx jit, compute_90") == 1);
+    CHECK(count_containing(f.log, "trying the next backend") == 1);
+    CHECK(stats_of(f.rt.get()).bytes_written == 0);  // nothing cached: the failed link wrote nothing, the driver's JIT loads as it builds
+
+    // When the driver's JIT fails too, the error carries both.
+    fake_configure({.devices = {kH200}, .driver_version = 13090, .disable_jit = true});
+    f.restart();
+    mount(f.rt.get(), bytes, "isa99.sdma");
+    std::string message;
+    (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+    CHECK_THAT(message, Catch::Contains("every backend that ran failed") && Catch::Contains("nvJitLink failed") &&
+                            Catch::Contains("the driver's JIT") && Catch::Contains("CUDA_ERROR_JIT_COMPILER_NOT_FOUND") &&
+                            Catch::Contains("nvPTXCompiler is forbidden by the host"));
 }
 
 TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[modules][select]") {
