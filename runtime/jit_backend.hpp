@@ -59,8 +59,11 @@ public:
 };
 
 // The key every caching backend uses: its name, the input's content, the target, what identifies
-// the tool that builds (a version, or its file's identity) and the driver's version.
-Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_view tool, int driver_version);
+// the tool that builds (a version, or its file's identity), the driver's version, every option the
+// build passes, and this sdm's release (a new sdm may build differently, and never reads what an
+// older one cached as its own).
+Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_view tool, int driver_version,
+                      const std::vector<std::string>& options);
 
 // The backends for one load, in preference order, as the runtime's JIT policy, the build and the
 // driver switches allow them (each says why not through unavailable()).

@@ -24,7 +24,8 @@ public:
     }
 
     Result<std::optional<Hash128>> cache_key(const JitJob& job) override {
-        return std::optional<Hash128>(jit_cache_key("nvJitLink link", job, identity_, driver_.version()));
+        return std::optional<Hash128>(jit_cache_key("nvJitLink link", job, identity_, driver_.version(),
+                                                  nvjitlink_options(job.kind, job.target_sm, job.target_variant, {})));
     }
 
     Result<JitProduct> build(const JitJob& job) override {

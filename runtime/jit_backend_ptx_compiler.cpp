@@ -23,7 +23,8 @@ public:
     Result<std::optional<Hash128>> cache_key(const JitJob& job) override {
         SDM_TRY_GET(version, ptx_compiler_version());
         version_ = *version;
-        return std::optional<Hash128>(jit_cache_key("nvPTXCompiler compile", job, version_, driver_.version()));
+        return std::optional<Hash128>(jit_cache_key("nvPTXCompiler compile", job, version_, driver_.version(),
+                                                  ptx_compiler_options(job.target_sm, job.target_variant, {})));
     }
 
     Result<JitProduct> build(const JitJob& job) override {

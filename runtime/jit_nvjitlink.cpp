@@ -114,12 +114,17 @@ std::string NvJitLink::file() const {
     return path();
 }
 
+std::vector<std::string> nvjitlink_options(archive::Kind kind, uint16_t sm, archive::Variant variant, const std::vector<std::string>& extra) {
+    std::vector<std::string> all{"-arch=" + archive::target_name(archive::Kind::cubin, sm, variant)};
+    if (kind == archive::Kind::ltoir) all.emplace_back("-lto");
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+}
+
 Result<JitOutput> NvJitLink::link(const JitInput& input, uint16_t sm, archive::Variant variant, const std::vector<std::string>& options) const {
     const auto started = std::chrono::steady_clock::now();
     const std::string target = archive::target_name(archive::Kind::cubin, sm, variant);
-    std::vector<std::string> all{"-arch=" + target};
-    if (input.kind == archive::Kind::ltoir) all.emplace_back("-lto");
-    all.insert(all.end(), options.begin(), options.end());
+    const std::vector<std::string> all = nvjitlink_options(input.kind, sm, variant, options);
     std::vector<const char*> argv;
     for (const auto& o : all) argv.push_back(o.c_str());
     const std::string what = "nvJitLink " + version() + " linking " + input.name + " for " + target;

@@ -37,6 +37,10 @@ struct NvJitLinkLocation {
 // /usr/local/cuda/lib64 and the system library directories. nullopt when no file is found there.
 std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path);
 
+// Every option NvJitLink::link passes for an input of `kind` built for (sm, variant) with `extra`
+// options: what its output is cached under, with the tool and the driver.
+std::vector<std::string> nvjitlink_options(archive::Kind kind, uint16_t sm, archive::Variant variant, const std::vector<std::string>& extra);
+
 class NvJitLink {
 public:
     // `path` empty: the search order above. The error lists every place tried.

@@ -67,8 +67,7 @@ Result<JitOutput> ptx_compile(const JitInput& input, uint16_t sm, archive::Varia
     // The PTX need not be NUL-terminated: its length is passed.
     if (const auto r = nvPTXCompilerCreate(&c.h, input.bytes.size(), reinterpret_cast<const char*>(input.bytes.data())); r != NVPTXCOMPILE_SUCCESS)
         return fail(r, "nvPTXCompilerCreate", {});
-    std::vector<std::string> all{"--gpu-name=" + target};
-    all.insert(all.end(), options.begin(), options.end());
+    const std::vector<std::string> all = ptx_compiler_options(sm, variant, options);
     std::vector<const char*> argv;
     for (const auto& o : all) argv.push_back(o.c_str());
     if (const auto r = nvPTXCompilerCompile(c.h, static_cast<int>(argv.size()), argv.data()); r != NVPTXCOMPILE_SUCCESS)

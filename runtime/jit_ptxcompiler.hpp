@@ -21,5 +21,11 @@ Result<std::string> ptx_compiler_version();
 // Compiles PTX `input` for sm_XY[a]: --gpu-name=sm_XY[a], then `options`. A failure is
 // ErrorCode::jit with the compiler's result in Error::native and its error log in Error::log.
 Result<JitOutput> ptx_compile(const JitInput& input, uint16_t sm, archive::Variant variant, const std::vector<std::string>& options);
+// Every option ptx_compile passes for (sm, variant) with `extra`: what its output is cached under.
+inline std::vector<std::string> ptx_compiler_options(uint16_t sm, archive::Variant variant, const std::vector<std::string>& extra) {
+    std::vector<std::string> all{"--gpu-name=" + archive::target_name(archive::Kind::cubin, sm, variant)};
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+}
 
 }  // namespace sdm::runtime

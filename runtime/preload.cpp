@@ -20,20 +20,27 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
         for (const auto& a : runtime.archives())
             if (a->manifest)
                 for (const auto& k : a->manifest->kernels()) wanted.emplace_back(k.name);
-    // One representative kernel per module: loading it loads the module.
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    std::vector<std::string> failed;  // every kernel that did not preload, for the message
+    const auto record = [&](const std::string& name, Error e) {
+        std::lock_guard lock(error_mutex);
+        failed.push_back(name);
+        if (!first_error) first_error = std::move(e);
+    };
+    // One representative kernel per module: loading it loads the module. A name that selects
+    // nothing is reported; the others still load.
     std::vector<std::string> work;
     std::set<std::pair<const MountedArchive*, std::string>> seen;
     for (const auto& name : wanted) {
-        SDM_TRY_GET(found, served_by(runtime, ordinal, name));
+        auto found = served_by(runtime, ordinal, name);
+        if (!found) {
+            record(name, std::move(found).error());
+            continue;
+        }
         if (seen.insert({found->archive.get(), found->module}).second) work.push_back(name);
     }
     std::atomic<size_t> next{0};
-    std::mutex error_mutex;
-    std::optional<Error> first_error;
-    const auto record = [&](Error e) {
-        std::lock_guard lock(error_mutex);
-        if (!first_error) first_error = std::move(e);
-    };
     // A worker thread has no C ABI frame above it to turn an exception into a status: it catches
     // its own (an exception leaving a thread's function terminates the process).
     const auto worker = [&]() noexcept {
@@ -41,13 +48,13 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
             try {
                 auto k = runtime.modules().kernel(ordinal, work[i], nullptr);
                 if (k) (void)runtime.modules().release(**k);  // loaded is all preload wants: it keeps no reference
-                else record(std::move(k).error());
+                else record(work[i], std::move(k).error());
             } catch (const std::bad_alloc&) {
-                record(make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
+                record(work[i], make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
             } catch (const std::exception& e) {
-                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": " + e.what() + "; please report it"));
+                record(work[i], make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": " + e.what() + "; please report it"));
             } catch (...) {
-                record(make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": an unknown exception; please report it"));
+                record(work[i], make_error(ErrorCode::internal, "internal error while preloading kernel " + work[i] + ": an unknown exception; please report it"));
             }
         }
     };
@@ -60,8 +67,17 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
     }
     worker();
     for (auto& t : pool) t.join();
-    if (first_error) return *first_error;
-    return {};
+    if (!first_error) return {};
+    // The first failure's code and text, then how many did not preload and which.
+    Error e = *first_error;
+    if (failed.size() > 1) {
+        std::sort(failed.begin(), failed.end());
+        std::string list;
+        for (size_t i = 0; i < failed.size() && i < 8; ++i) list += (i ? ", " : "") + failed[i];
+        if (failed.size() > 8) list += ", ...";
+        e.message += "; " + std::to_string(failed.size()) + " kernels did not preload (" + list + "); the others did";
+    }
+    return e;
 }
 
 }  // namespace sdm::runtime

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include <sys/stat.h>
 
@@ -86,6 +88,11 @@ Result<std::shared_ptr<Driver>> Runtime::driver() {
 
 Cache* Runtime::cache() {
     std::call_once(cache_once_, [this] {
+        // The driver's own switch for its JIT cache turns sdm's off too (docs/CACHE.md).
+        if (const char* off = std::getenv("CUDA_CACHE_DISABLE"); off != nullptr && std::string_view(off) == "1") {
+            log_.info("the kernel cache is off: CUDA_CACHE_DISABLE=1 (it turns off the driver's JIT cache, and sdm's with it); every JIT builds again");
+            return;
+        }
         CacheOptions options = options_.cache;
         options.store_failed = [this](const std::string& why) { log_.warn(why); };
         auto opened = Cache::open(options);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache.hpp"
+#include "jit_backend.hpp"
 #include "support.hpp"
 #include "file_map.hpp"
 #include "platform.hpp"
@@ -57,6 +58,25 @@ TEST_CASE("keys: every input field counts, length-prefixed", "[cache]") {
     CHECK_FALSE(key_of("ptx") == key_of("ptx2"));
     CHECK_FALSE(CacheKeyBuilder().field("ab").field("c").key() == CacheKeyBuilder().field("a").field("bc").key());
     CHECK_FALSE(CacheKeyBuilder().field("-O3").field("-lineinfo").key() == CacheKeyBuilder().field("-lineinfo").field("-O3").key());
+}
+
+TEST_CASE("JIT keys: a new driver, a new tool, other options, another target, another sdm each miss", "[cache]") {
+    using runtime::jit_cache_key;
+    runtime::JitJob job;
+    job.input_hash = xxh3_128(as_bytes("ptx"));
+    job.target = "sm_90";
+    const std::vector<std::string> options{"-arch=sm_90"};
+    const Hash128 base = jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, options);
+    CHECK(base == jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, options));
+    CHECK_FALSE(base == jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13010, options));       // driver
+    CHECK_FALSE(base == jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:2000:2", 13000, options));       // nvJitLink
+    CHECK_FALSE(base == jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, {"-arch=sm_90", "-lto"}));
+    CHECK_FALSE(base == jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, {}));
+    CHECK_FALSE(base == jit_cache_key("nvPTXCompiler compile", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, options));
+    runtime::JitJob other = job;
+    other.target = "sm_90a";
+    CHECK_FALSE(base == jit_cache_key("nvJitLink link", other, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, options));
+    // sdm's release is a field (jit_backend.cpp): not varied here, the key builder's fields are.
 }
 
 TEST_CASE("entries round trip; damaged ones are misses, removed and rebuilt", "[cache]") {

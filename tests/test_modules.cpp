@@ -115,6 +115,31 @@ TEST_CASE("a backend that fails is not the end: nvJitLink refuses a newer PTX IS
                             Catch::Contains("nvPTXCompiler is forbidden by the host"));
 }
 
+TEST_CASE("a link cached under one driver is a miss under another; CUDA_CACHE_DISABLE=1 turns the cache off", "[modules][jit][cache]") {
+    const auto ptx_only = make_archive("jit", {"compute_90"});
+    FakeRuntime f({.log = true});
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 3);
+    fake_configure({.devices = {kH200}, .driver_version = 13010});
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 3);  // built again: the key names the driver
+    CHECK(stats_of(f.rt.get()).builds == 1);
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    CHECK(info_of(f.rt.get(), 0, "scale").source == 2);  // and that build is a hit under the same driver
+
+    ::setenv("CUDA_CACHE_DISABLE", "1", 1);
+    f.restart();
+    mount(f.rt.get(), ptx_only, "ptx.sdma");
+    const auto info = info_of(f.rt.get(), 0, "scale");
+    ::unsetenv("CUDA_CACHE_DISABLE");
+    CHECK(info.source == 3);
+    CHECK(stats_of(f.rt.get()).hits == 0);
+    CHECK(stats_of(f.rt.get()).bytes_written == 0);
+    CHECK(count_containing(f.log, "CUDA_CACHE_DISABLE=1") == 1);
+}
+
 TEST_CASE("old-arch PTX is refused on the modern class and taken on an A100", "[modules][select]") {
     FakeRuntime f({.devices = {kH200, kA100}});
     mount(f.rt.get(), make_archive("old", {"compute_80"}), "old.sdma");
@@ -222,6 +247,21 @@ TEST_CASE_METHOD(FakeRuntime, "preload loads every module, linking in parallel; 
     rt.reset();
     CHECK(fake_calls("@modules") == 0);
     CHECK(fake_calls("@contexts") == 0);
+}
+
+TEST_CASE_METHOD(FakeRuntime, "preload loads every name it can and reports the ones it could not", "[modules][preload]") {
+    mount(rt.get(), make_archive("one", {"sm_90"}, {"scale"}), "one.sdma");
+    mount(rt.get(), make_archive("two", {"sm_80"}, {"axpy"}), "two.sdma");  // no image for the H200
+    const char* names[] = {"nope", "scale", "axpy", "missing"};
+    sdm_error* e = nullptr;
+    CHECK(sdm_preload(rt.get(), 0, names, 4, &e) == SDM_ERROR_NOT_FOUND);  // the first failure's status
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel nope") &&
+                                         Catch::Contains("3 kernels did not preload (axpy, missing, nope); the others did"));
+    sdm_error_destroy(e);
+    CHECK(fake_calls("@modules") == 1);  // scale's module loaded all the same
+    const int64_t loads = fake_calls("cuModuleLoadData");
+    (void)info_of(rt.get(), 0, "scale");
+    CHECK(fake_calls("cuModuleLoadData") == loads);
 }
 
 TEST_CASE("a device outside the matrix gets no module of an archive that follows it", "[modules]") {
