@@ -10,6 +10,10 @@ namespace {
 
 constexpr uint16_t kEmCuda = 190;
 constexpr uint8_t kOsAbiCuda = 0x41;
+// Cubins of ELF ABI version 7 (ptxas of CUDA 11.x-12.x, and CUDA 13.0's for sm_70; cuSPARSE, cuFFT
+// and cuDNN 9 ship them) carry EI_OSABI 0x33 and the toolkit's version in e_version (0x73 for
+// 11.5 ... 0x82 for 13.0) where ABI version 8 has 0x41 and 1.
+constexpr uint8_t kOsAbiCudaAbi7 = 0x33;
 constexpr uint32_t kShtSymtab = 2;
 constexpr uint32_t kShtStrtab = 3;
 constexpr uint32_t kShtRela = 4;
@@ -64,15 +68,17 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     if (load_u8(b, 0) != 0x7f || load_u8(b, 1) != 'E' || load_u8(b, 2) != 'L' || load_u8(b, 3) != 'F')
         return bad("no ELF magic");
     if (load_u8(b, 4) != 2 || load_u8(b, 5) != 1) return bad("not ELF64 little-endian");
-    if (load_u8(b, 6) != 1 || load_u32(b, 20) != 1) return bad("ELF version is not 1");
+    const uint8_t abi_version = load_u8(b, 8);
+    if (load_u8(b, 6) != 1 || (abi_version >= 8 && load_u32(b, 20) != 1)) return bad("ELF version is not 1");
     if (load_u16(b, 18) != kEmCuda)
         return bad("e_machine is " + std::to_string(load_u16(b, 18)) + ", not 190 (NVIDIA CUDA)");
-    if (load_u8(b, 7) != kOsAbiCuda) return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 (CUDA)");
+    if (load_u8(b, 7) != kOsAbiCuda && load_u8(b, 7) != kOsAbiCudaAbi7)
+        return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 or 0x33 (CUDA)");
     if (load_u16(b, 52) != kElfHeaderSize) return bad("e_ehsize is " + std::to_string(load_u16(b, 52)) + ", not 64");
 
     ImageInfo info;
     info.kind = Kind::cubin;
-    info.elf_abi_version = load_u8(b, 8);
+    info.elf_abi_version = abi_version;
     const uint32_t flags = load_u32(b, 48);
     if (info.elf_abi_version >= 8)
         info.sm = static_cast<uint16_t>((flags >> 8) & 0xff);

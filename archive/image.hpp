@@ -36,7 +36,8 @@ Result<ImageInfo> inspect_ptx(Bytes bytes);
 // LTO-IR (NVVM IR container): magic 0x7f4e43ed; the arch, times 10, as u16 at byte 26 (observed on
 // nvcc 11.x-13.0 output for lto_75..lto_121f; the variant is not recorded).
 Result<ImageInfo> inspect_ltoir(Bytes bytes);
-// Fatbin: magic 0xba55ed50 and a declared size within the bytes; arch-free in the index.
+// Fatbin: one container (fatbin.hpp's parse_fatbin: every entry's header, payload, name and options
+// inside it; bytes after it are tolerated); arch-free in the index.
 Result<ImageInfo> inspect_fatbin(Bytes bytes);
 Result<ImageInfo> inspect_image(Kind kind, Bytes bytes);
 

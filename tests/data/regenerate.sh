@@ -9,3 +9,22 @@ nvcc -fatbin -arch=sm_90 -o kernels.fatbin kernels.cu
 # An sm_90 cubin compiled from compute_80 PTX: the driver reports ptxVersion 80 for it, which the
 # image policy refuses on a modern device (sdm's image validation tests).
 nvcc -cubin -gencode arch=compute_80,code=sm_90 -o kernels.sm_90-from-compute_80.cubin kernels.cu
+# Fatbins (tests/test_fatbin.cpp): sm_80 and sm_90 cubins and compute_90 PTX under each
+# -compress-mode nvcc 13.0 offers (default and balance write the same bytes), the cubins LZ4'd too
+# (-compress-all), an LTO-IR entry (encoded by nvcc), a/f variants; and the host binaries they sit
+# in: a shared library (.nv_fatbin), an -rdc object (__nv_relfatbin) and a static archive whose
+# second member has a long name (the GNU long-name table) and -lineinfo (the source file recorded).
+mkdir -p fatbin
+gencode=(-gencode arch=compute_80,code=sm_80 -gencode 'arch=compute_90,code=[sm_90,compute_90]')
+for m in default size speed balance none; do nvcc -fatbin "${gencode[@]}" -compress-mode=$m -o fatbin/kernels.$m.fatbin kernels.cu; done
+nvcc -fatbin "${gencode[@]}" -compress-mode=speed -Xfatbin -compress-all -o fatbin/kernels.speed-all.fatbin kernels.cu
+nvcc -fatbin -gencode arch=compute_90,code=lto_90 -o fatbin/kernels.lto_90.fatbin kernels.cu
+nvcc -fatbin -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100f,code=compute_100f -o fatbin/kernels.variants.fatbin kernels.cu
+nvcc -shared -Xcompiler -fPIC -cudart none -arch=sm_90 -o fatbin/libkernels.so kernels.cu
+nvcc -c -rdc=true -arch=sm_90 -o fatbin/kernels.rdc.o kernels.cu
+tmp=$(mktemp -d)
+nvcc -c -arch=sm_80 -o "$tmp/kernels.o" kernels.cu
+nvcc -c -lineinfo -arch=sm_90 -o "$tmp/kernels_compiled_with_line_info.o" kernels.cu
+rm -f fatbin/libkernels.a
+ar rcs fatbin/libkernels.a "$tmp/kernels.o" "$tmp/kernels_compiled_with_line_info.o"
+rm -r "$tmp"
