@@ -227,14 +227,16 @@ TEST_CASE("fatbins in host binaries: a shared library, an -rdc object, a static 
         CHECK(inspect_cubin(payload(c.entries[0]))->kernels == std::vector<std::string>{"axpy", "scale"});
     }
     SECTION("relocatable object built with -rdc: __nv_relfatbin") {
-        auto found = find_fatbins(fixture("kernels.rdc.o"));
+        const ByteVector input = fixture("kernels.rdc.o");  // the containers are views into it
+        auto found = find_fatbins(input);
         REQUIRE(found);
         REQUIRE(found->size() == 1);
         CHECK((*found)[0].section == "__nv_relfatbin");
         CHECK((*found)[0].relocatable);
     }
     SECTION("static archive: members by name, the long one from the GNU long-name table") {
-        auto found = find_fatbins(fixture("libkernels.a"));
+        const ByteVector input = fixture("libkernels.a");  // the containers are views into it
+        auto found = find_fatbins(input);
         REQUIRE(found);
         REQUIRE(found->size() == 2);
         CHECK((*found)[0].member == "kernels.o");
@@ -247,7 +249,8 @@ TEST_CASE("fatbins in host binaries: a shared library, an -rdc object, a static 
         for (const auto& e : lines.entries) CHECK(e.source == "kernels.cu");
     }
     SECTION("a .fatbin file") {
-        auto found = find_fatbins(fixture("kernels.size.fatbin"));
+        const ByteVector input = fixture("kernels.size.fatbin");  // the containers are views into it
+        auto found = find_fatbins(input);
         REQUIRE(found);
         REQUIRE(found->size() == 1);
         CHECK((*found)[0].section.empty());
