@@ -150,33 +150,38 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         const size_t strh = shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
         if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
         const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-        std::vector<uint32_t> names;  // string-table offsets of the entry points
+        std::vector<std::pair<uint32_t, uint16_t>> names;  // string-table offset and section of each entry point
         for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
             const uint32_t name = load_u32(b, at);
             const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
             if ((st_info & 0xf) != kSttFunc || (st_other & kStoCudaEntry) == 0) continue;
             if (name >= str_size) return bad("symbol name out of bounds");
-            names.push_back(name);
+            names.emplace_back(name, load_u16(b, at + 6));
         }
         // Each name ends at the first NUL after it: one pass over the table for all of them (in
         // offset order), and all of them together may not be longer than the table, so that
         // neither the work nor the names a hostile table yields grow faster than the image.
         std::sort(names.begin(), names.end());
-        names.erase(std::unique(names.begin(), names.end()), names.end());
+        names.erase(std::unique(names.begin(), names.end(), [](const auto& x, const auto& y) { return x.first == y.first; }), names.end());
         const auto strings = as_text(b.subspan(str_off, str_size));
         uint64_t total = 0;
         size_t end = 0;
-        for (const uint32_t name : names) {
+        std::vector<std::pair<std::string, uint16_t>> kernels;
+        for (const auto& [name, section] : names) {
             end = std::max<size_t>(end, name);
             while (end < strings.size() && strings[end] != '\0') ++end;
             if (end == strings.size()) return bad("unterminated symbol name");
             total += end - name;
             if (total > strings.size()) return bad("kernel names overlap past the size of their string table");
-            info.kernels.emplace_back(strings.substr(name, end - name));
+            kernels.emplace_back(strings.substr(name, end - name), section);
+        }
+        std::sort(kernels.begin(), kernels.end());
+        for (auto& [name, section] : kernels) {
+            info.kernels.push_back(std::move(name));
+            info.kernel_sections.push_back(section);
         }
         break;
     }
-    std::sort(info.kernels.begin(), info.kernels.end());
     return info;
 }
 

@@ -24,7 +24,8 @@ struct ImageInfo {
     uint16_t virtual_sm{0};            // cubins: the virtual arch ptxas compiled from (.note.nv.cuinfo; 80 for a
                                        // -gencode arch=compute_80,code=sm_90 cubin): what the driver reports as
                                        // CU_FUNC_ATTRIBUTE_PTX_VERSION. PTX and LTO-IR: their arch. 0 when unknown
-    std::vector<std::string> kernels;  // entry points: cubin STO_CUDA_ENTRY functions, PTX .entry
+    std::vector<std::string> kernels;  // entry points, sorted: cubin STO_CUDA_ENTRY functions, PTX .entry
+    std::vector<uint16_t> kernel_sections;  // cubins: each kernel's st_shndx (its .text section), beside kernels
 };
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With

@@ -28,3 +28,17 @@ nvcc -c -lineinfo -arch=sm_90 -o "$tmp/kernels_compiled_with_line_info.o" kernel
 rm -f fatbin/libkernels.a
 ar rcs fatbin/libkernels.a "$tmp/kernels.o" "$tmp/kernels_compiled_with_line_info.o"
 rm -r "$tmp"
+# Derived signatures (tests/test_kernel_params.cpp, tests/tool/import.sh): params.cu as a cubin and
+# PTX of the same kernels, and in each host binary `sdm import` reads: a fatbin, a shared library, a
+# static archive and an executable.
+nvcc -cubin -arch=sm_90 -o params.sm_90.cubin params.cu
+nvcc -cubin -arch=sm_80 -o params.sm_80.cubin params.cu
+nvcc -ptx -arch=compute_90 -o params.compute_90.ptx params.cu
+nvcc -fatbin -gencode arch=compute_80,code=sm_80 -gencode 'arch=compute_90,code=[sm_90,compute_90]' -o fatbin/params.fatbin params.cu
+nvcc -shared -Xcompiler -fPIC -cudart none -arch=sm_90 -o fatbin/libparams.so params.cu
+nvcc -DSDM_PARAMS_MAIN -cudart shared -arch=sm_90 -o fatbin/params_exe params.cu
+tmp=$(mktemp -d)
+nvcc -c -arch=sm_90 -o "$tmp/params.o" params.cu
+rm -f fatbin/libparams.a
+ar rcs fatbin/libparams.a "$tmp/params.o"
+rm -r "$tmp"

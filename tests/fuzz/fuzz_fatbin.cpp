@@ -1,13 +1,15 @@
 // libFuzzer target: fatbin containers and the host binaries they sit in. The input is searched as
 // a host binary (ELF, static archive or .fatbin file, data sections scanned), and parsed as one
 // container itself; every container found is parsed and every entry's payload decompressed (LZ4,
-// zstd; bounded by the entry and its stream) and handed to the image parser of its kind.
+// zstd; bounded by the entry and its stream) and handed to the image parser and the signature
+// derivation of its kind.
 #include <cstddef>
 #include <cstdint>
 
 #include "fatbin.hpp"
 #include "host_binary.hpp"
 #include "image.hpp"
+#include "kernel_params.hpp"
 
 namespace {
 
@@ -17,7 +19,10 @@ void check_container(sdm::Bytes bytes) {
     if (!container) return;
     for (const auto& entry : container->entries) {
         auto payload = fatbin_entry_payload(entry);
-        if (payload && entry.image_kind) (void)inspect_image(*entry.image_kind, *payload);
+        if (payload && entry.image_kind) {
+            (void)inspect_image(*entry.image_kind, *payload);
+            (void)image_kernel_params(*entry.image_kind, *payload);
+        }
     }
 }
 
