@@ -78,15 +78,16 @@ Result<Signature> kparams_of(Bytes info, const std::string& what) {
     }
     // ptxas lists the parameters last first; ordinals must be 0..n-1, each once.
     std::sort(params.begin(), params.end(), [](const Kparam& a, const Kparam& b) { return a.ordinal < b.ordinal; });
+    for (size_t i = 0; i < params.size(); ++i)
+        if (params[i].ordinal != i)
+            return corrupt(what, "the parameter table " + std::string(params[i].ordinal < i ? "repeats ordinal " : "skips to ordinal ") +
+                                     std::to_string(params[i].ordinal) + " (a sound table numbers its parameters 0.." +
+                                     std::to_string(params.size() - 1) + ")");
     Signature signature;
     uint32_t end = 0;
     for (size_t i = 0; i < params.size(); ++i) {
         const Kparam& p = params[i];
         const std::string where = "parameter " + std::to_string(i);
-        if (p.ordinal != i)
-            return corrupt(what, "the parameter table " + std::string(p.ordinal < i ? "repeats ordinal " : "skips to ordinal ") +
-                                     std::to_string(p.ordinal) + " (a sound table numbers its parameters 0.." +
-                                     std::to_string(params.size() - 1) + ")");
         if (p.size == 0) return corrupt(what, where + " is 0 bytes");
         if (p.offset < end)
             return corrupt(what, where + " at offset " + std::to_string(p.offset) + " overlaps the one before it (which ends at " +

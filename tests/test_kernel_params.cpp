@@ -42,7 +42,7 @@ std::pair<size_t, size_t> section(const ByteVector& elf, const std::string& name
 }
 
 // The offset of the first record of `attribute` in a .nv.info section.
-size_t record(const ByteVector& elf, std::pair<size_t, size_t> sec, uint8_t attribute) {
+size_t info_record(const ByteVector& elf, std::pair<size_t, size_t> sec, uint8_t attribute) {
     for (size_t at = sec.first; at < sec.first + sec.second;) {
         if (load_u8(elf, at + 1) == attribute) return at;
         at += load_u8(elf, at) == 4 ? 4 + load_u16(elf, at + 2) : 4;
@@ -103,7 +103,7 @@ TEST_CASE("derived types") {
 TEST_CASE("cubin parameter tables that lie are refused naming the kernel") {
     const ByteVector good = test::data_file("params.sm_90.cubin");
     const auto info = section(good, ".nv.info.mixed");
-    const size_t kparam = record(good, info, kEiattrKparamInfo);  // the last parameter's (ptxas lists them last first)
+    const size_t kparam = info_record(good, info, kEiattrKparamInfo);  // the last parameter's (ptxas lists them last first)
     SECTION("an ordinal repeated") {
         ByteVector b = good;
         put16(b, kparam + 4 + 4, 5);

@@ -60,7 +60,7 @@ int run_ls(const std::string& path, bool json) {
     }
     fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
                h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
-               manifest ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
+               manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
     fmt::print("{:>5}  {:<28} {:<10} {:<12} {:<11} {:>10} {:>10} {:>6}  {}\n", "#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref");
     for (size_t i = 0; i < a->entries().size(); ++i) {
         const auto& e = a->entries()[i];
