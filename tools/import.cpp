@@ -59,6 +59,7 @@ Result<TargetFilter> parse_filter(const ImportOptions& o) {
 
 struct Tally {
     size_t containers{0}, images{0}, filtered{0}, skipped{0};
+    uint64_t container_bytes{0}, kept_bytes{0};  // of the containers; of the images kept, as the containers store them
 };
 
 class Importer {
@@ -109,6 +110,7 @@ private:
             if (!embedded.member.empty()) where += " member " + std::to_string(embedded.member_index) + " (" + embedded.member + ")";
             where += " container " + std::to_string(ordinal);
             ++tally_.containers;
+            tally_.container_bytes += embedded.bytes.size();
             if (embedded.relocatable) {
                 // -rdc device code: nvlink's input, which the driver does not load.
                 fmt::print(stderr, "sdm import: {} (in {}) is relocatable device code (-rdc) for nvlink: skipped; import the linked binary\n",
@@ -144,6 +146,7 @@ private:
                     continue;
                 }
                 if (!payload) return make_error(payload.error().code, label + ": " + payload.error().message);
+                tally_.kept_bytes += entry.stored.size();
                 inputs_.push_back({{module, *entry.image_kind, entry.sm, entry.variant, std::move(*payload)}, label});
             }
         }
@@ -190,8 +193,10 @@ int run_import(const ImportOptions& o) {
         return 1;
     }
     if (!o.write.quiet)
-        fmt::print("{}: {} fatbin containers, {} images: {} imported, {} left out by --arch/--ptx; {} skipped\n", o.write.output,
-                   tally.containers, tally.images, inputs.size(), tally.filtered, tally.skipped);
+        fmt::print("{}: {} fatbin containers ({} bytes), {} images: {} imported ({} bytes as the containers store them), {} left out by "
+                   "--arch/--ptx; {} skipped\n",
+                   o.write.output, tally.containers, tally.container_bytes, tally.images, inputs.size(), tally.kept_bytes, tally.filtered,
+                   tally.skipped);
     return pack_inputs("import", o.write, std::move(inputs));
 }
 

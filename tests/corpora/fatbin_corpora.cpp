@@ -1,7 +1,8 @@
 // The fatbin reader over real libraries (opt-in: meson test --suite corpora): every container of
 // each library given (default: the CUDA toolkit's cuFFT, cuBLASLt, cuSPARSE, cuRAND and the cuDNN
 // libraries under $CUDA_HOME/lib64) is found and parsed, every entry decompressed, every cubin
-// passes inspect_cubin, every PTX inspect_ptx and every readable LTO-IR inspect_ltoir. Prints, per
+// passes inspect_cubin, every PTX inspect_ptx and every readable LTO-IR inspect_ltoir, and every
+// cubin's and PTX module's kernel signatures derive (kernel_params.hpp). Prints, per
 // library, the containers, the entries of each kind, the SMs, the stored and decompressed bytes
 // and the kernels. Exits 77 (skipped) when none of the libraries exists, 1 on any failure.
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "file_map.hpp"
 #include "host_binary.hpp"
 #include "image.hpp"
+#include "kernel_params.hpp"
 #include "text.hpp"
 
 using namespace sdm;
@@ -25,7 +27,7 @@ using namespace sdm::archive;
 namespace {
 
 struct Figures {
-    size_t containers{0}, scanned{0}, relocatable{0}, encoded{0}, kernels{0};
+    size_t containers{0}, scanned{0}, relocatable{0}, encoded{0}, kernels{0}, unrepresentable{0};
     std::map<std::string, size_t> kinds;   // "cubin", "ptx", "ltoir", "kind N"
     std::map<std::string, size_t> codecs;  // "none", "lz4", "zstd"
     std::map<std::string, size_t> sections;
@@ -95,6 +97,14 @@ bool check_library(const std::string& path) {
                 ok = false;
                 continue;
             }
+            // Every kernel's signature derives from the image, within what a manifest holds.
+            auto params = image_kernel_params(*e.image_kind, *payload);
+            if (!params) {
+                std::printf("FAIL %s, %s: %s\n", where.c_str(), fatbin_entry_label(e).c_str(), params.error().message.c_str());
+                ok = false;
+            } else {
+                for (const auto& k : *params) f.unrepresentable += !k.unrepresentable.empty();
+            }
             if (*e.image_kind == Kind::cubin) {
                 f.kernels += info->kernels.size();
                 if (info->sm != e.sm) {
@@ -109,8 +119,8 @@ bool check_library(const std::string& path) {
                 counts(f.sections).c_str());
     std::printf("  entries: %s; compression: %s; %zu encoded LTO-IR not decoded\n", counts(f.kinds).c_str(), counts(f.codecs).c_str(), f.encoded);
     std::printf("  targets: %s\n", join(f.targets).c_str());
-    std::printf("  %llu bytes stored, %llu decompressed (of the entries decoded); %zu kernels in the cubins; %.2f s\n",
-                static_cast<unsigned long long>(f.stored), static_cast<unsigned long long>(f.raw), f.kernels, seconds);
+    std::printf("  %llu bytes stored, %llu decompressed (of the entries decoded); %zu kernels in the cubins (%zu signatures a manifest cannot hold); %.2f s\n",
+                static_cast<unsigned long long>(f.stored), static_cast<unsigned long long>(f.raw), f.kernels, f.unrepresentable, seconds);
     return ok;
 }
 
