@@ -59,6 +59,15 @@ expect_fail "no image to import" "$sdm" import -q -o "$work/bad.sdma" --arch sm_
 expect_fail "relocatable device code" "$sdm" import -q -o "$work/bad.sdma" "$f/kernels.rdc.o"
 expect_fail "both name module libparams.0" "$sdm" import -q -o "$work/bad.sdma" "$f/libparams.so" "$f/libparams.a"
 expect_fail "not a cubin, LTO-IR, fatbin" "$sdm" import -q -o "$work/bad.sdma" "$data/manifest.toml"
+# Hostile inputs: refused naming the file, never a crash.
+head -c 20000 "$f/libparams.so" >"$work/truncated.so"
+expect_fail "truncated.so" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.so"
+head -c 9000 "$f/params.fatbin" >"$work/truncated.fatbin"
+expect_fail "truncated.fatbin" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.fatbin"
+head -c 3000 "$data/params.sm_90.cubin" >"$work/truncated.cubin"
+expect_fail "not a valid cubin" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.cubin"
+sed 's/\.param \.u64 by_struct_param_1/.param .u64/' "$data/params.compute_90.ptx" >"$work/broken.ptx"
+expect_fail "PTX .entry by_struct parameter 1: a parameter without a type or a name" "$sdm" import -q -o "$work/bad.sdma" "$work/broken.ptx"
 
 # A manifest: declared signatures are checked against every image of the module; kernels it does
 # not mention are still added; its plans and versions are kept.
