@@ -94,6 +94,7 @@ private:
             ++tally_.filtered;
             return {};
         }
+        raw_bytes_ += bytes.size();
         inputs_.push_back({{module, kind, info->sm, variant, ByteVector(bytes.begin(), bytes.end())}, path});
         return {};
     }
@@ -139,6 +140,16 @@ private:
                     ++tally_.skipped;
                     continue;
                 }
+                // What the archive could hold is checked before anything is decompressed.
+                if (inputs_.size() + 1 >= archive::limits::max_entries)
+                    return make_error(ErrorCode::invalid_argument, label + ": more images than an archive holds (" +
+                                                                       std::to_string(archive::limits::max_entries - 1) +
+                                                                       " besides its manifest); import fewer inputs, or narrow them with --arch/--ptx");
+                if (entry.raw_size > archive::limits::max_raw_total - raw_bytes_)
+                    return make_error(ErrorCode::invalid_argument, label + ": its " + std::to_string(entry.raw_size) +
+                                                                       " bytes would take the images past the " +
+                                                                       std::to_string(archive::limits::max_raw_total) +
+                                                                       " bytes an archive holds; import fewer inputs, or narrow them with --arch/--ptx");
                 auto payload = archive::fatbin_entry_payload(entry);
                 if (!payload && payload.error().code == ErrorCode::unsupported) {
                     fmt::print(stderr, "sdm import: {}: {}: skipped\n", label, payload.error().message);
@@ -147,6 +158,7 @@ private:
                 }
                 if (!payload) return make_error(payload.error().code, label + ": " + payload.error().message);
                 tally_.kept_bytes += entry.stored.size();
+                raw_bytes_ += payload->size();
                 inputs_.push_back({{module, *entry.image_kind, entry.sm, entry.variant, std::move(*payload)}, label});
             }
         }
@@ -166,6 +178,7 @@ private:
     const TargetFilter& filter_;
     Tally& tally_;
     std::vector<PackInput> inputs_;
+    uint64_t raw_bytes_{0};  // of inputs_
     std::map<std::string, std::string> owners_;  // container module -> its input file
 };
 
