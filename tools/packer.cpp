@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 #include <optional>
 
 #include "commands.hpp"
@@ -147,7 +148,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     std::map<std::string, std::string> first_origin;
     size_t derived_count = 0;
     for (const std::string& module : module_order) {
-        std::map<std::string, std::string> in_module;  // kernel -> the first image of this module defining it
+        std::set<std::string> in_module;  // kernels this module defines (one warning each for those another serves)
         for (const auto& image : module_images[module]) {
             for (const auto& kernel : image.kernels) {
                 if (manifest.find_kernel(kernel.name)) continue;
@@ -158,7 +159,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
                         warnings.add("kernels defined in more than one module",
                                      "kernel " + kernel.name + " is defined in module " + existing->second.first.module + " and module " + module +
                                          "; it is served from " + existing->second.first.module);
-                    in_module.emplace(kernel.name, image.origin);
+                    in_module.insert(kernel.name);
                     continue;
                 }
                 if (!kernel.unrepresentable.empty()) {
@@ -174,7 +175,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
                 if (existing == derived.end()) {
                     derived.emplace(kernel.name, std::pair{std::move(spec), ptx});
                     first_origin.emplace(kernel.name, image.origin);
-                    in_module.emplace(kernel.name, image.origin);
+                    in_module.insert(kernel.name);
                     continue;
                 }
                 if (!same_layout(existing->second.first.signature, kernel.signature))
