@@ -38,7 +38,8 @@ for lib in $libs; do
   manifest=$("$sdm" ls --json "$work/$name.sdma" | python3 -c "import json,sys; print(sum(e['stored_size'] for e in json.load(sys.stdin)['entries'] if e['kind'] == 'manifest'))")
   ratio=$(awk -v a="$archive" -v k="$kept_bytes" 'BEGIN { printf "%.3f", k ? a / k : 0 }')
   echo "| $name | $(stat -L -c %s "$lib") | $containers | $container_bytes | $images | $kept | $kept_bytes | $kernels | $seconds | $peak | $archive | $manifest | $ratio |"
-  grep -h "warning" "$work/err" | head -3 | sed "s/^/<!-- $name: /; s/$/ -->/"
+  # The warnings (sdm prints at most three of each kind, then how many more), as comments under the row.
+  grep -h "warning" "$work/err" | sed "s/^/<!-- $name: /; s/$/ -->/"
   rm -f "$work/$name.sdma"
 done
 exit $failed
