@@ -98,4 +98,9 @@ sed 's/params.0/params/' "$work/wrong.toml" >"$work/wrong_pack.toml"
 expect_fail "kernel by_struct parameter 0" "$sdm" pack -q -m "$work/wrong_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
 sed 's/params.0/params/' "$work/typo.toml" >"$work/typo_pack.toml"
 expect_fail "does not define kernel(s) by_strukt" "$sdm" pack -q -m "$work/typo_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
+# Images of one module that disagree on a kernel's parameters.
+sed 's/\.param \.align 4 \.b8 by_struct_param_0\[8\]/.param .align 4 .b8 by_struct_param_0[12]/' "$data/params.compute_90.ptx" >"$work/params.compute_90.ptx"
+grep -q "by_struct_param_0\[12\]" "$work/params.compute_90.ptx" || fail "the PTX edit did not apply"
+expect_fail "rebuild the module's images from one source" \
+  "$sdm" pack -q -o "$work/bad.sdma" params:sm_90="$data/params.sm_90.cubin" params:compute_90="$work/params.compute_90.ptx"
 echo "import: all checks passed"
