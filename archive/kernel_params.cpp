@@ -50,8 +50,11 @@ struct Kparam {
     uint32_t size;
 };
 
-// One kernel's parameters from its .nv.info.<kernel> section (bounds checked by the caller).
-Result<Signature> kparams_of(Bytes info, const std::string& what) {
+// One kernel's parameters from its .nv.info.<kernel> section (bounds checked by the caller). A
+// sound table whose layout no signature expresses (a gap no alignment explains: cuBLASLt's and
+// cuDNN's sm_90a kernels have them; a bank without its parameters) comes back with the reason in
+// `inexpressible`.
+Result<Signature> kparams_of(Bytes info, const std::string& what, std::string& inexpressible) {
     std::vector<Kparam> params;
     std::optional<uint32_t> bank_size;
     for (size_t at = 0; at < info.size();) {
@@ -99,14 +102,16 @@ Result<Signature> kparams_of(Bytes info, const std::string& what) {
         // the alignment by the size-and-offset rule does unless a larger one left a gap before it.
         uint32_t align = largest_power_of_two_dividing(p.size, p.offset, 8);
         if ((end + align - 1) / align * align != p.offset) align = largest_power_of_two_dividing(p.size, p.offset, kMaxOpaqueAlign);
-        if ((end + align - 1) / align * align != p.offset)
-            return corrupt(what, where + " at offset " + std::to_string(p.offset) + " leaves a gap after the one before it (which ends at " +
-                                     std::to_string(end) + ") that no alignment of it explains");
+        if ((end + align - 1) / align * align != p.offset && inexpressible.empty())
+            inexpressible = where + " sits at offset " + std::to_string(p.offset) + ", after a gap (the one before it ends at " +
+                            std::to_string(end) + ") that no alignment of it explains: no signature has this layout";
         signature.push_back(derived_param_type(p.size, align));
         end = p.offset + p.size;
     }
+    // cuBLASLt's and cuDNN's sm_100f kernels of several KiB of parameters record only the bank.
     if (params.empty() && bank_size && *bank_size > 0)
-        return corrupt(what, "a parameter bank of " + std::to_string(*bank_size) + " bytes but no EIATTR_KPARAM_INFO records");
+        inexpressible = "the cubin records a parameter bank of " + std::to_string(*bank_size) +
+                        " bytes but not the parameters in it (no EIATTR_KPARAM_INFO): no signature can be derived";
     return signature;
 }
 
@@ -214,9 +219,11 @@ Result<std::vector<KernelParams>> cubin_kernel_params(Bytes b) {
         if (name_at >= names_size || names_size - name_at < wanted.size() + 1 ||
             as_text(b.subspan(names_off + name_at, wanted.size())) != wanted || load_u8(b, names_off + name_at + wanted.size()) != 0)
             return corrupt(what, "the .nv.info section linked to its code is not named " + wanted);
-        SDM_TRY_GET(signature, kparams_of(b.subspan(load_u64(b, sh + 24), load_u64(b, sh + 32)), what + " (" + wanted + ")"));
+        std::string inexpressible;
+        SDM_TRY_GET(signature, kparams_of(b.subspan(load_u64(b, sh + 24), load_u64(b, sh + 32)), what + " (" + wanted + ")", inexpressible));
         KernelParams params{name, std::move(*signature), {}};
-        params.unrepresentable = unrepresentable(params.signature);
+        params.unrepresentable = inexpressible.empty() ? unrepresentable(params.signature) : inexpressible;
+        params.offsets_exact = inexpressible.empty();
         out.push_back(std::move(params));
     }
     return out;

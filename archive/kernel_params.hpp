@@ -24,8 +24,12 @@ struct KernelParams {
     std::string name;
     Signature signature;  // b8..b64 and opaque:SIZE:ALIGN only (derived_param_type)
     // Why the signature cannot go into a manifest (more than 64 parameters, a parameter past the
-    // 4096 bytes of an opaque type); empty when it can. The image itself is sound.
+    // 4096 bytes of an opaque type, a cubin's gap between parameters that no alignment explains, a
+    // cubin's parameter bank without its parameters); empty when it can. The image is sound.
     std::string unrepresentable;
+    // False for the last two: `signature` does not have the image's layout, so no declared
+    // signature can be checked against it.
+    bool offsets_exact{true};
 };
 
 // The derived type of a parameter of `size` bytes aligned to `align`: b8, b16, b32, b64 when the
@@ -35,7 +39,9 @@ ParamType derived_param_type(uint32_t size, uint32_t align);
 // Every entry point of a cubin (inspect_cubin's kernels) with its signature, sorted by name. A
 // cubin does not record alignments: a parameter's is the largest power of two <= 8 dividing its
 // size and its offset, raised (to at most 256) when the C layout of the parameters before it would
-// otherwise place it below its recorded offset. ErrorCode::archive_corrupt, naming the kernel, for
+// otherwise place it below its recorded offset; a gap even that does not explain, or a parameter
+// bank without KPARAM_INFO records, makes the signature unrepresentable. ErrorCode::archive_corrupt,
+// naming the kernel, for
 // a kernel without its .nv.info section, records that lie outside it, ordinals missing or repeated,
 // and parameters that overlap or pass the parameter bank.
 Result<std::vector<KernelParams>> cubin_kernel_params(Bytes cubin);

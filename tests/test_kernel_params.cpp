@@ -3,6 +3,7 @@
 // and PTX with their parameter tables damaged, each refused with a message naming the kernel.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -138,6 +139,32 @@ TEST_CASE("cubin parameter tables that lie are refused naming the kernel") {
         ByteVector b = good;
         b[kparam] = std::byte{9};
         CHECK_THAT(refusal(b), Catch::Contains("unknown format 9"));
+    }
+    SECTION("a gap no alignment explains (cuBLASLt's sm_90a kernels): derived, not refused, and said to be unrepresentable") {
+        ByteVector b = good;
+        const auto gap = section(b, ".nv.info.gap");
+        const size_t first = info_record(b, gap, kEiattrKparamInfo);  // the last parameter (the pointer, at 32)
+        // The int, parameter 0, moved from offset 0 to 8: still inside the bank, overlapping nothing.
+        for (size_t at = first; at < gap.first + gap.second; at += load_u8(b, at) == 4 ? 4 + load_u16(b, at + 2) : 4)
+            if (load_u8(b, at + 1) == kEiattrKparamInfo && load_u16(b, at + 8) == 0) put16(b, at + 10, 8);
+        auto kernels = cubin_kernel_params(b);
+        REQUIRE(kernels);
+        const auto it = std::find_if(kernels->begin(), kernels->end(), [](const KernelParams& k) { return k.name == "gap"; });
+        REQUIRE(it != kernels->end());
+        CHECK_FALSE(it->offsets_exact);
+        CHECK_THAT(it->unrepresentable, Catch::Contains("parameter 0 sits at offset 8") && Catch::Contains("no signature has this layout"));
+    }
+    SECTION("a parameter bank without KPARAM_INFO records (cuBLASLt's sm_100f kernels)") {
+        ByteVector b = good;
+        const auto halves = section(b, ".nv.info.halves");
+        for (size_t at = halves.first; at < halves.first + halves.second; at += load_u8(b, at) == 4 ? 4 + load_u16(b, at + 2) : 4)
+            if (load_u8(b, at + 1) == kEiattrKparamInfo) b[at + 1] = std::byte{0x7e};  // an attribute sdm does not read
+        auto kernels = cubin_kernel_params(b);
+        REQUIRE(kernels);
+        const auto it = std::find_if(kernels->begin(), kernels->end(), [](const KernelParams& k) { return k.name == "halves"; });
+        REQUIRE(it != kernels->end());
+        CHECK_FALSE(it->offsets_exact);
+        CHECK_THAT(it->unrepresentable, Catch::Contains("parameter bank of 16 bytes but not the parameters in it"));
     }
     SECTION("a kernel whose .nv.info section is missing") {
         ByteVector b = good;

@@ -136,7 +136,11 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
                 return fail(image.origin + " does not define kernel(s) " + missing + " that the manifest lists for module " + module +
                             "; rebuild the image or fix the manifest");
             for (const auto* k : kernels) {
-                auto checked = archive::check_signature_layout(k->name, k->signature, find_params(image, k->name)->signature, image.origin);
+                const archive::KernelParams* params = find_params(image, k->name);
+                if (!params->offsets_exact)
+                    return fail("kernel " + k->name + ": no signature describes the parameters of " + image.origin + " (" + params->unrepresentable +
+                                "), so the manifest's cannot be checked; leave the kernel out of the manifest");
+                auto checked = archive::check_signature_layout(k->name, k->signature, params->signature, image.origin);
                 if (!checked) return fail(checked.error().message);
             }
         }
