@@ -10,6 +10,10 @@ namespace {
 
 constexpr uint16_t kEmCuda = 190;
 constexpr uint8_t kOsAbiCuda = 0x41;
+// Cubins of ELF ABI version 7 (ptxas of CUDA 11.x-12.x, and CUDA 13.0's for sm_70; cuSPARSE, cuFFT
+// and cuDNN 9 ship them) carry EI_OSABI 0x33 and the toolkit's version in e_version (0x73 for
+// 11.5 ... 0x82 for 13.0) where ABI version 8 has 0x41 and 1.
+constexpr uint8_t kOsAbiCudaAbi7 = 0x33;
 constexpr uint32_t kShtSymtab = 2;
 constexpr uint32_t kShtStrtab = 3;
 constexpr uint32_t kShtRela = 4;
@@ -64,15 +68,17 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     if (load_u8(b, 0) != 0x7f || load_u8(b, 1) != 'E' || load_u8(b, 2) != 'L' || load_u8(b, 3) != 'F')
         return bad("no ELF magic");
     if (load_u8(b, 4) != 2 || load_u8(b, 5) != 1) return bad("not ELF64 little-endian");
-    if (load_u8(b, 6) != 1 || load_u32(b, 20) != 1) return bad("ELF version is not 1");
+    const uint8_t abi_version = load_u8(b, 8);
+    if (load_u8(b, 6) != 1 || (abi_version >= 8 && load_u32(b, 20) != 1)) return bad("ELF version is not 1");
     if (load_u16(b, 18) != kEmCuda)
         return bad("e_machine is " + std::to_string(load_u16(b, 18)) + ", not 190 (NVIDIA CUDA)");
-    if (load_u8(b, 7) != kOsAbiCuda) return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 (CUDA)");
+    if (load_u8(b, 7) != kOsAbiCuda && load_u8(b, 7) != kOsAbiCudaAbi7)
+        return bad("EI_OSABI is " + hex(load_u8(b, 7), 2) + ", not 0x41 or 0x33 (CUDA)");
     if (load_u16(b, 52) != kElfHeaderSize) return bad("e_ehsize is " + std::to_string(load_u16(b, 52)) + ", not 64");
 
     ImageInfo info;
     info.kind = Kind::cubin;
-    info.elf_abi_version = load_u8(b, 8);
+    info.elf_abi_version = abi_version;
     const uint32_t flags = load_u32(b, 48);
     if (info.elf_abi_version >= 8)
         info.sm = static_cast<uint16_t>((flags >> 8) & 0xff);
@@ -144,33 +150,38 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         const size_t strh = shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
         if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
         const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-        std::vector<uint32_t> names;  // string-table offsets of the entry points
+        std::vector<std::pair<uint32_t, uint16_t>> names;  // string-table offset and section of each entry point
         for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
             const uint32_t name = load_u32(b, at);
             const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
             if ((st_info & 0xf) != kSttFunc || (st_other & kStoCudaEntry) == 0) continue;
             if (name >= str_size) return bad("symbol name out of bounds");
-            names.push_back(name);
+            names.emplace_back(name, load_u16(b, at + 6));
         }
         // Each name ends at the first NUL after it: one pass over the table for all of them (in
         // offset order), and all of them together may not be longer than the table, so that
         // neither the work nor the names a hostile table yields grow faster than the image.
         std::sort(names.begin(), names.end());
-        names.erase(std::unique(names.begin(), names.end()), names.end());
+        names.erase(std::unique(names.begin(), names.end(), [](const auto& x, const auto& y) { return x.first == y.first; }), names.end());
         const auto strings = as_text(b.subspan(str_off, str_size));
         uint64_t total = 0;
         size_t end = 0;
-        for (const uint32_t name : names) {
+        std::vector<std::pair<std::string, uint16_t>> kernels;
+        for (const auto& [name, section] : names) {
             end = std::max<size_t>(end, name);
             while (end < strings.size() && strings[end] != '\0') ++end;
             if (end == strings.size()) return bad("unterminated symbol name");
             total += end - name;
             if (total > strings.size()) return bad("kernel names overlap past the size of their string table");
-            info.kernels.emplace_back(strings.substr(name, end - name));
+            kernels.emplace_back(strings.substr(name, end - name), section);
+        }
+        std::sort(kernels.begin(), kernels.end());
+        for (auto& [name, section] : kernels) {
+            info.kernels.push_back(std::move(name));
+            info.kernel_sections.push_back(section);
         }
         break;
     }
-    std::sort(info.kernels.begin(), info.kernels.end());
     return info;
 }
 

@@ -24,7 +24,8 @@ struct ImageInfo {
     uint16_t virtual_sm{0};            // cubins: the virtual arch ptxas compiled from (.note.nv.cuinfo; 80 for a
                                        // -gencode arch=compute_80,code=sm_90 cubin): what the driver reports as
                                        // CU_FUNC_ATTRIBUTE_PTX_VERSION. PTX and LTO-IR: their arch. 0 when unknown
-    std::vector<std::string> kernels;  // entry points: cubin STO_CUDA_ENTRY functions, PTX .entry
+    std::vector<std::string> kernels;  // entry points, sorted: cubin STO_CUDA_ENTRY functions, PTX .entry
+    std::vector<uint16_t> kernel_sections;  // cubins: each kernel's st_shndx (its .text section), beside kernels
 };
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With
@@ -36,7 +37,8 @@ Result<ImageInfo> inspect_ptx(Bytes bytes);
 // LTO-IR (NVVM IR container): magic 0x7f4e43ed; the arch, times 10, as u16 at byte 26 (observed on
 // nvcc 11.x-13.0 output for lto_75..lto_121f; the variant is not recorded).
 Result<ImageInfo> inspect_ltoir(Bytes bytes);
-// Fatbin: magic 0xba55ed50 and a declared size within the bytes; arch-free in the index.
+// Fatbin: one container (fatbin.hpp's parse_fatbin: every entry's header, payload, name and options
+// inside it; bytes after it are tolerated); arch-free in the index.
 Result<ImageInfo> inspect_fatbin(Bytes bytes);
 Result<ImageInfo> inspect_image(Kind kind, Bytes bytes);
 

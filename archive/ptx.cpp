@@ -4,17 +4,14 @@
 #include <charconv>
 
 #include "image.hpp"
+#include "ptx_text.hpp"
 
 namespace sdm::archive {
-namespace {
-
-Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "not a valid PTX module: " + why); }
 
 bool is_ident_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' || c == '.';
 }
 
-// Removes comments, keeping line structure irrelevant: directives are whitespace-separated tokens.
 std::string strip_comments(std::string_view text) {
     std::string out;
     out.reserve(text.size());
@@ -40,6 +37,10 @@ std::string_view next_token(std::string_view text, size_t& at) {
     if (at == start && at < text.size()) ++at;  // a punctuation character is a token of its own
     return text.substr(start, at - start);
 }
+
+namespace {
+
+Error bad(const std::string& why) { return make_error(ErrorCode::archive_corrupt, "not a valid PTX module: " + why); }
 
 }  // namespace
 

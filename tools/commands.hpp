@@ -7,22 +7,24 @@
 #include <vector>
 
 #include "result.hpp"
+#include "packer.hpp"
 #include "writer.hpp"
 
 namespace sdm::tools {
 
 struct PackOptions {
-    std::string manifest;             // TOML source; empty: an archive without a manifest
-    std::string output;
+    WriteOptions write;
     std::vector<std::string> images;  // MODULE:TARGET=PATH (sm_90a, compute_80, lto_90, fatbin)
-    int level{19};
-    std::string dict{"auto"};         // auto | off
-    std::string prefix{"auto"};       // auto | off
-    bool store_cubins{false};
-    bool store{false};
-    bool quiet{false};
 };
 int run_pack(const PackOptions& options);
+
+struct ImportOptions {
+    WriteOptions write;
+    std::vector<std::string> inputs;  // cubins, PTX, LTO-IR, fatbins, ELF host binaries, static archives
+    std::vector<std::string> archs;   // keep only these cubin (sm_XY[a|f]) and LTO-IR (lto_XY) targets; empty: all
+    std::vector<std::string> ptx;     // keep only these PTX targets (compute_XY[a|f]); empty: all
+};
+int run_import(const ImportOptions& options);
 
 // demangle: the kernels column shows C++ names demangled (the JSON has both).
 int run_ls(const std::string& archive, bool json, bool demangle);

@@ -61,7 +61,7 @@ int run_ls(const std::string& path, bool json, bool demangle) {
     }
     fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
                h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
-               manifest ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
+               manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
     TextTable entries({"#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref"},
                       {Align::right, Align::left, Align::left, Align::left, Align::left, Align::right, Align::right, Align::right, Align::left});
     for (size_t i = 0; i < a->entries().size(); ++i) {

@@ -8,22 +8,35 @@
 #include "sdm_version.h"
 
 int main(int argc, char** argv) {
-    CLI::App app{"sdm: pack, inspect and verify sdm kernel archives; show what the runtime sees"};
+    CLI::App app{"sdm: pack, import, inspect and verify sdm kernel archives; show what the runtime sees"};
     app.set_version_flag("--version", std::string("sdm ") + SDM_VERSION_STRING);
     app.require_subcommand(1);
 
+    // The options of pack and import that decide how the archive is written.
+    const auto write_options = [](CLI::App* cmd, sdm::tools::WriteOptions& w) {
+        cmd->add_option("-m,--manifest", w.manifest, "Manifest source (TOML; see docs/FORMAT.md); kernels it does not declare get signatures derived from the images")
+            ->check(CLI::ExistingFile);
+        cmd->add_option("-o,--output", w.output, "Archive to write (replaced atomically)")->required();
+        cmd->add_option("--level", w.level, "zstd level, 1-22")->capture_default_str();
+        cmd->add_option("--dict", w.dict, "auto: add a trained zstd dictionary only where it pays including its own size; off")->capture_default_str();
+        cmd->add_option("--prefix", w.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
+        cmd->add_flag("--store-cubins", w.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
+        cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
+        cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");
+    };
     sdm::tools::PackOptions pack;
-    auto* pack_cmd = app.add_subcommand("pack", "Pack a manifest and compiled images into an archive");
-    pack_cmd->add_option("-m,--manifest", pack.manifest, "Manifest source (TOML); see docs/FORMAT.md")->check(CLI::ExistingFile);
-    pack_cmd->add_option("-o,--output", pack.output, "Archive to write (replaced atomically)")->required();
+    auto* pack_cmd = app.add_subcommand("pack", "Pack compiled images (and a manifest) into an archive");
+    write_options(pack_cmd, pack.write);
     pack_cmd->add_option("images", pack.images, "Images as MODULE:TARGET=PATH, TARGET one of sm_XY[a|f], compute_XY[a|f], lto_XY[a|f], fatbin");
-    pack_cmd->add_option("--level", pack.level, "zstd level, 1-22")->capture_default_str();
-    pack_cmd->add_option("--dict", pack.dict, "auto: add a trained zstd dictionary only where it pays including its own size; off")
-        ->capture_default_str();
-    pack_cmd->add_option("--prefix", pack.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
-    pack_cmd->add_flag("--store-cubins", pack.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
-    pack_cmd->add_flag("--store", pack.store, "Keep every entry uncompressed");
-    pack_cmd->add_flag("-q,--quiet", pack.quiet, "No progress bar, no summary");
+
+    sdm::tools::ImportOptions import;
+    auto* import_cmd = app.add_subcommand("import", "Import cubins, PTX, LTO-IR, fatbins and the device code of shared libraries, "
+                                                    "executables and static archives into an archive: a module per fatbin container");
+    write_options(import_cmd, import.write);
+    import_cmd->add_option("inputs", import.inputs, "Files: cubin, PTX, LTO-IR, .fatbin, ELF (.so, executable, .o) or ar (.a)")
+        ->required()->check(CLI::ExistingFile);
+    import_cmd->add_option("--arch", import.archs, "Keep only these cubin (and LTO-IR) targets, comma-separated: sm_80,sm_90a,lto_90")->delimiter(',');
+    import_cmd->add_option("--ptx", import.ptx, "Keep only these PTX targets, comma-separated: compute_90")->delimiter(',');
 
     std::string ls_path;
     bool ls_json = false;
@@ -112,6 +125,7 @@ int main(int argc, char** argv) {
     }
     try {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
+        if (import_cmd->parsed()) return sdm::tools::run_import(import);
         if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json, ls_demangle);
         if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
         if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw, extract_force);

@@ -17,3 +17,36 @@ print('extern \"C\" __global__ void %s(float* p, int n) { int i = blockIdx.x * b
 " >kernels_long.cu
 nvcc -cubin -arch=sm_90 -o kernels_long.sm_90.cubin kernels_long.cu
 rm kernels_long.cu
+# Fatbins (tests/test_fatbin.cpp): sm_80 and sm_90 cubins and compute_90 PTX under each
+# -compress-mode nvcc 13.0 offers (default and balance write the same bytes), the cubins LZ4'd too
+# (-compress-all), an LTO-IR entry (encoded by nvcc), a/f variants; and the host binaries they sit
+# in: a shared library (.nv_fatbin), an -rdc object (__nv_relfatbin) and a static archive whose
+# second member has a long name (the GNU long-name table) and -lineinfo (the source file recorded).
+mkdir -p fatbin
+gencode=(-gencode arch=compute_80,code=sm_80 -gencode 'arch=compute_90,code=[sm_90,compute_90]')
+for m in default size speed balance none; do nvcc -fatbin "${gencode[@]}" -compress-mode=$m -o fatbin/kernels.$m.fatbin kernels.cu; done
+nvcc -fatbin "${gencode[@]}" -compress-mode=speed -Xfatbin -compress-all -o fatbin/kernels.speed-all.fatbin kernels.cu
+nvcc -fatbin -gencode arch=compute_90,code=lto_90 -o fatbin/kernels.lto_90.fatbin kernels.cu
+nvcc -fatbin -gencode arch=compute_90a,code=sm_90a -gencode arch=compute_100f,code=compute_100f -o fatbin/kernels.variants.fatbin kernels.cu
+nvcc -shared -Xcompiler -fPIC -cudart none -arch=sm_90 -o fatbin/libkernels.so kernels.cu
+nvcc -c -rdc=true -arch=sm_90 -o fatbin/kernels.rdc.o kernels.cu
+tmp=$(mktemp -d)
+nvcc -c -arch=sm_80 -o "$tmp/kernels.o" kernels.cu
+nvcc -c -lineinfo -arch=sm_90 -o "$tmp/kernels_compiled_with_line_info.o" kernels.cu
+rm -f fatbin/libkernels.a
+ar rcs fatbin/libkernels.a "$tmp/kernels.o" "$tmp/kernels_compiled_with_line_info.o"
+rm -r "$tmp"
+# Derived signatures (tests/test_kernel_params.cpp, tests/tool/import.sh): params.cu as a cubin and
+# PTX of the same kernels, and in each host binary `sdm import` reads: a fatbin, a shared library, a
+# static archive and an executable.
+nvcc -cubin -arch=sm_90 -o params.sm_90.cubin params.cu
+nvcc -cubin -arch=sm_80 -o params.sm_80.cubin params.cu
+nvcc -ptx -arch=compute_90 -o params.compute_90.ptx params.cu
+nvcc -fatbin -gencode arch=compute_80,code=sm_80 -gencode 'arch=compute_90,code=[sm_90,compute_90]' -o fatbin/params.fatbin params.cu
+nvcc -shared -Xcompiler -fPIC -cudart none -arch=sm_90 -o fatbin/libparams.so params.cu
+nvcc -DSDM_PARAMS_MAIN -cudart shared -arch=sm_90 -o fatbin/params_exe params.cu
+tmp=$(mktemp -d)
+nvcc -c -arch=sm_90 -o "$tmp/params.o" params.cu
+rm -f fatbin/libparams.a
+ar rcs fatbin/libparams.a "$tmp/params.o"
+rm -r "$tmp"

@@ -25,7 +25,7 @@ echo "configured and built in $((SECONDS - started)) s"
 
 # The host runs on the subproject's libsdm, and both agree with the header.
 libsdm_dir=$work/build/subprojects/sdm/capi
-ldd "$work/build/host" | grep -q "$libsdm_dir/libsdm.so" || { ldd "$work/build/host"; echo "host is not linked to the subproject's libsdm"; exit 1; }
+ldd "$work/build/host" | grep "$libsdm_dir/libsdm.so" >/dev/null || { ldd "$work/build/host"; echo "host is not linked to the subproject's libsdm"; exit 1; }
 out=$("$work/build/host")
 echo "host: $out"
 [[ $out == "sdm $version, C ABI "* ]] || { echo "expected sdm $version"; exit 1; }

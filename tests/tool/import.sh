@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# sdm import end to end: each input kind (cubin, PTX, LTO-IR, .fatbin of every -compress-mode, shared
+# library, static archive, executable), the modules it names, the signatures it derives, --arch and
+# --ptx, a declared signature checked against the images, and `sdm pack` deriving the same
+# signatures. Usage: import.sh SDM DATA_DIR
+set -euo pipefail
+sdm=$1 data=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_fail() {  # expect_fail SUBSTRING command...
+  local want=$1; shift
+  if "$@" >"$work/out" 2>"$work/err"; then fail "succeeded: $*"; fi
+  grep -qF -- "$want" "$work/err" || { cat "$work/err" >&2; fail "stderr of '$*' lacks '$want'"; }
+}
+# ls_json ARCHIVE PYTHON-ASSERTION: j is `sdm ls --json`, k the kernels by name.
+ls_json() {
+  "$sdm" ls --json "$1" | python3 -c "import json,sys; j=json.load(sys.stdin); k={x['name']: x for x in j.get('kernels', [])}; e=[(x['name'], x['target']) for x in j['entries']]; assert $2, (e, k)"
+}
+f=$data/fatbin
+
+# Plain images: the module is the file's stem; signatures from PTX where the module has it.
+"$sdm" import -q -o "$work/plain.sdma" "$data/params.sm_90.cubin" "$data/params.sm_80.cubin" "$data/params.compute_90.ptx"
+"$sdm" verify -q "$work/plain.sdma"
+ls_json "$work/plain.sdma" "sorted(k) == ['by_struct', 'gap', 'halves', 'mixed', 'no_params'] and all(x['module'] == 'params' for x in k.values())"
+ls_json "$work/plain.sdma" "k['by_struct']['signature'] == 'opaque:8:4,b64' and k['mixed']['signature'] == 'b8,b64,b32,b64,opaque:3:1,opaque:16:8,b64'"
+ls_json "$work/plain.sdma" "k['halves']['signature'] == 'b16,b16,b64' and k['gap']['signature'] == 'b32,opaque:16:16,b64' and k['no_params']['signature'] == ''"
+# A cubin alone: b64 for the struct (a cubin records no alignment).
+"$sdm" import -q -o "$work/cubin.sdma" "$data/params.sm_90.cubin"
+ls_json "$work/cubin.sdma" "k['by_struct']['signature'] == 'b64,b64' and e == [('manifest', '-'), ('params', 'sm_90')] or ('params', 'sm_90') in e"
+"$sdm" ls "$work/cubin.sdma" | grep -q "^mixed .*params .*b8,b64,b32,b64,opaque:3:1,opaque:16:8,b64" || fail "sdm ls lists the kernels"
+"$sdm" import -q -o "$work/lto.sdma" "$data/kernels.lto_90.ltoir" "$data/kernels.sm_90.cubin"
+ls_json "$work/lto.sdma" "('kernels', 'lto_90') in e and k['scale']['signature'] == 'b64,b32,b32'"
+
+# Fatbins, one per nvcc -compress-mode: a module per container, every image decompressed.
+for m in default size speed balance none speed-all; do
+  "$sdm" import -q -o "$work/$m.sdma" "$f/kernels.$m.fatbin"
+  ls_json "$work/$m.sdma" "sorted(x for x in e if x[0] != 'manifest') == [('kernels.0', 'compute_90'), ('kernels.0', 'sm_80'), ('kernels.0', 'sm_90')] and k['axpy']['module'] == 'kernels.0'"
+done
+# The images of a fatbin and the same images extracted from it: the same bytes.
+"$sdm" extract "$work/none.sdma" -C "$work/x" >/dev/null
+"$sdm" extract "$work/size.sdma" -C "$work/y" >/dev/null
+cmp "$work/x/kernels.0.sm_90.cubin" "$work/y/kernels.0.sm_90.cubin" || fail "a zstd entry decompressed differs from the uncompressed one"
+
+# Host binaries: a shared library, a static archive, an executable (whose first container is
+# nvcc's, without kernels); --arch and --ptx.
+for input in libparams.so libparams.a params_exe; do
+  "$sdm" import -q -o "$work/$input.sdma" "$f/$input"
+  "$sdm" verify -q "$work/$input.sdma"
+  ls_json "$work/$input.sdma" "k['halves']['signature'] == 'b16,b16,b64' and k['halves']['module'].startswith('${input%%.*}.') and ('sm_90' in [t for _, t in e])"
+done
+"$sdm" import -o "$work/filtered.sdma" --arch sm_90 --ptx compute_90 "$f/params.fatbin" >"$work/out"
+grep -q "1 fatbin containers ([0-9]* bytes), 3 images: 2 imported ([0-9]* bytes as the containers store them), 1 left out by --arch/--ptx" "$work/out" || { cat "$work/out"; fail "import summary"; }
+ls_json "$work/filtered.sdma" "sorted(t for _, t in e) == ['compute_90', 'manifest', 'sm_90']"
+"$sdm" import -q -o "$work/cubins.sdma" --arch sm_80 --ptx compute_80 "$f/params.fatbin"
+ls_json "$work/cubins.sdma" "sorted(t for _, t in e) == ['manifest', 'sm_80']"
+expect_fail "--arch 'compute_90' must be sm_XY" "$sdm" import -q -o "$work/bad.sdma" --arch compute_90 "$f/params.fatbin"
+expect_fail "no image to import" "$sdm" import -q -o "$work/bad.sdma" --arch sm_70 --ptx compute_70 "$f/params.fatbin"
+expect_fail "relocatable device code" "$sdm" import -q -o "$work/bad.sdma" "$f/kernels.rdc.o"
+expect_fail "both name module libparams.0" "$sdm" import -q -o "$work/bad.sdma" "$f/libparams.so" "$f/libparams.a"
+expect_fail "not a cubin, LTO-IR, fatbin" "$sdm" import -q -o "$work/bad.sdma" "$data/manifest.toml"
+# Hostile inputs: refused naming the file, never a crash.
+head -c 20000 "$f/libparams.so" >"$work/truncated.so"
+expect_fail "truncated.so" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.so"
+head -c 9000 "$f/params.fatbin" >"$work/truncated.fatbin"
+expect_fail "truncated.fatbin" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.fatbin"
+head -c 3000 "$data/params.sm_90.cubin" >"$work/truncated.cubin"
+expect_fail "not a valid cubin" "$sdm" import -q -o "$work/bad.sdma" "$work/truncated.cubin"
+sed 's/\.param \.u64 by_struct_param_1/.param .u64/' "$data/params.compute_90.ptx" >"$work/broken.ptx"
+expect_fail "PTX .entry by_struct parameter 1: a parameter without a type or a name" "$sdm" import -q -o "$work/bad.sdma" "$work/broken.ptx"
+
+# A manifest: declared signatures are checked against every image of the module; kernels it does
+# not mention are still added; its plans and versions are kept.
+cat >"$work/m.toml" <<'TOML'
+[archive]
+kernel_abi = "2.1"
+content_version = "params.1"
+[[kernel]]
+name = "by_struct"
+module = "params.0"
+signature = "opaque:8:4,ptr"
+TOML
+"$sdm" import -q -m "$work/m.toml" -o "$work/declared.sdma" "$f/params.fatbin"
+ls_json "$work/declared.sdma" "j['kernel_abi'] == '2.1' and k['by_struct']['signature'] == 'opaque:8:4,ptr' and k['mixed']['module'] == 'params.0'"
+sed 's/opaque:8:4,ptr/i32,ptr/' "$work/m.toml" >"$work/wrong.toml"
+expect_fail "kernel by_struct parameter 0: the manifest declares i32 (4 bytes at offset 0), the image has 8 bytes at offset 0" \
+  "$sdm" import -q -m "$work/wrong.toml" -o "$work/bad.sdma" "$f/params.fatbin"
+sed 's/name = "by_struct"/name = "by_strukt"/' "$work/m.toml" >"$work/typo.toml"
+expect_fail "does not define kernel(s) by_strukt" "$sdm" import -q -m "$work/typo.toml" -o "$work/bad.sdma" "$f/params.fatbin"
+sed 's/params.0/params.7/' "$work/m.toml" >"$work/nomodule.toml"
+expect_fail "no image of it was given" "$sdm" import -q -m "$work/nomodule.toml" -o "$work/bad.sdma" "$f/params.fatbin"
+[ ! -e "$work/bad.sdma" ] || fail "a refused import left an output file"
+
+# sdm pack derives the same signatures, for a fatbin entry too, and checks a declared one in it.
+"$sdm" pack -q -o "$work/pack.sdma" params:sm_90="$data/params.sm_90.cubin" params:compute_90="$data/params.compute_90.ptx"
+ls_json "$work/pack.sdma" "k['by_struct']['signature'] == 'opaque:8:4,b64' and len(k) == 5"
+sed 's/params.0/params/' "$work/wrong.toml" >"$work/wrong_pack.toml"
+expect_fail "kernel by_struct parameter 0" "$sdm" pack -q -m "$work/wrong_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
+sed 's/params.0/params/' "$work/typo.toml" >"$work/typo_pack.toml"
+expect_fail "does not define kernel(s) by_strukt" "$sdm" pack -q -m "$work/typo_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
+# Images of one module that disagree on a kernel's parameters.
+sed 's/\.param \.align 4 \.b8 by_struct_param_0\[8\]/.param .align 4 .b8 by_struct_param_0[12]/' "$data/params.compute_90.ptx" >"$work/params.compute_90.ptx"
+grep -q "by_struct_param_0\[12\]" "$work/params.compute_90.ptx" || fail "the PTX edit did not apply"
+expect_fail "rebuild the module's images from one source" \
+  "$sdm" pack -q -o "$work/bad.sdma" params:sm_90="$data/params.sm_90.cubin" params:compute_90="$work/params.compute_90.ptx"
+echo "import: all checks passed"

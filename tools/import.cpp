@@ -1,0 +1,216 @@
+// sdm import: device code as nvcc and the linkers leave it -> archive. Each fatbin container (one
+// translation unit's device code, in a .fatbin file or a host binary's fatbin sections) becomes a
+// module named after the input file and the container's ordinal in it ("libkernels.3": the same
+// name for the same container of a rebuild of the same library); each of its images becomes an
+// entry, decompressed. A cubin, PTX or LTO-IR file is an image of the module named after its file
+// ("kernels.sm_90.cubin" and "kernels.compute_90.ptx" are module "kernels"). packer.hpp writes it.
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "commands.hpp"
+#include "fatbin.hpp"
+#include "file_map.hpp"
+#include "host_binary.hpp"
+#include "image.hpp"
+#include "packer.hpp"
+
+namespace sdm::tools {
+namespace {
+
+constexpr uint16_t kEmCuda = 190;
+
+// The file name up to its first '.', as a valid entry name: "libcufft.so.12" -> "libcufft".
+std::string module_stem(const std::string& path) {
+    std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    name = name.substr(0, name.find('.'));
+    for (char& c : name)
+        if (c < 0x21 || c > 0x7e || archive::kNameForbidden.find(c) != std::string_view::npos) c = '_';
+    return name.empty() ? "module" : name.substr(0, 200);
+}
+
+// Which images --arch and --ptx keep: each option filters its own kinds; a kind no option names
+// is kept whole.
+struct TargetFilter {
+    std::set<std::string> archs, ptx;  // target names as target_name writes them
+
+    bool keeps(archive::Kind kind, uint16_t sm, archive::Variant variant) const {
+        const std::string name = archive::target_name(kind, sm, variant);
+        if (kind == archive::Kind::ptx) return ptx.empty() || ptx.count(name);
+        return archs.empty() || archs.count(name);
+    }
+};
+
+Result<TargetFilter> parse_filter(const ImportOptions& o) {
+    TargetFilter filter;
+    for (const auto& [list, set, option] : {std::tuple{&o.archs, &filter.archs, "--arch"}, std::tuple{&o.ptx, &filter.ptx, "--ptx"}}) {
+        for (const std::string& text : *list) {
+            const auto target = archive::parse_target(text);
+            const bool ptx = std::string_view(option) == "--ptx";
+            if (!target || (ptx ? target->kind != archive::Kind::ptx : target->kind == archive::Kind::ptx))
+                return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text + "' must be " +
+                                                                   (ptx ? "compute_XY[a|f] (compute_90)" : "sm_XY[a|f] or lto_XY (sm_90, sm_90a, lto_90)"));
+            set->insert(archive::target_name(target->kind, target->sm, target->variant));
+        }
+    }
+    return filter;
+}
+
+struct Tally {
+    size_t containers{0}, images{0}, filtered{0}, skipped{0};
+    uint64_t container_bytes{0}, kept_bytes{0};  // of the containers; of the images kept, as the containers store them
+};
+
+class Importer {
+public:
+    Importer(const TargetFilter& filter, Tally& tally) : filter_(filter), tally_(tally) {}
+
+    Result<void> add_file(const std::string& path) {
+        SDM_TRY_GET(file, archive::FileMap::open(path));
+        const Bytes bytes = (*file)->bytes();
+        const std::string stem = module_stem(path);
+        const bool elf = bytes.size() >= 20 && load_u8(bytes, 0) == 0x7f && load_u8(bytes, 1) == 'E' && load_u8(bytes, 2) == 'L' && load_u8(bytes, 3) == 'F';
+        if (elf && load_u16(bytes, 18) == kEmCuda) return add_image(path, stem, archive::Kind::cubin, bytes);
+        const bool fatbin = bytes.size() >= 4 && load_u32(bytes, 0) == archive::kFatbinMagic;
+        const bool ar = as_text(bytes.subspan(0, std::min<size_t>(bytes.size(), 8))) == "!<arch>\n";
+        if (elf || fatbin || ar) return add_containers(path, stem, bytes);
+        if (archive::inspect_ltoir(bytes)) return add_image(path, stem, archive::Kind::ltoir, bytes);
+        auto ptx = archive::inspect_ptx(bytes);
+        if (ptx) return add_image(path, stem, archive::Kind::ptx, bytes);
+        return make_error(ErrorCode::invalid_argument, path + ": not a cubin, LTO-IR, fatbin, ELF file or ar archive, and not PTX (" +
+                                                           ptx.error().message + ")");
+    }
+
+    std::vector<PackInput> take() { return std::move(inputs_); }
+
+private:
+    Result<void> add_image(const std::string& path, const std::string& module, archive::Kind kind, Bytes bytes) {
+        SDM_TRY_GET(info, archive::inspect_image(kind, bytes));
+        if (info->sm == 0) return make_error(ErrorCode::invalid_argument, path + ": its bytes name no architecture");
+        const archive::Variant variant = info->variant.value_or(archive::Variant::base);
+        ++tally_.images;
+        if (!filter_.keeps(kind, info->sm, variant)) {
+            ++tally_.filtered;
+            return {};
+        }
+        raw_bytes_ += bytes.size();
+        inputs_.push_back({{module, kind, info->sm, variant, ByteVector(bytes.begin(), bytes.end())}, path});
+        return {};
+    }
+
+    Result<void> add_containers(const std::string& path, const std::string& stem, Bytes bytes) {
+        auto found = archive::find_fatbins(bytes);
+        if (!found) return make_error(found.error().code, path + ": " + found.error().message);
+        if (found->empty())
+            return make_error(ErrorCode::invalid_argument, path + ": holds no fatbin container (no device code; was it built with nvcc?)");
+        for (size_t ordinal = 0; ordinal < found->size(); ++ordinal) {
+            const archive::EmbeddedFatbin& embedded = (*found)[ordinal];
+            const std::string module = stem + "." + std::to_string(ordinal);
+            std::string where = path;
+            if (!embedded.member.empty()) where += " member " + std::to_string(embedded.member_index) + " (" + embedded.member + ")";
+            where += " container " + std::to_string(ordinal);
+            ++tally_.containers;
+            tally_.container_bytes += embedded.bytes.size();
+            if (embedded.relocatable) {
+                // -rdc device code: nvlink's input, which the driver does not load.
+                fmt::print(stderr, "sdm import: {} (in {}) is relocatable device code (-rdc) for nvlink: skipped; import the linked binary\n",
+                           where, embedded.section);
+                ++tally_.skipped;
+                continue;
+            }
+            SDM_TRY(claim(module, path));
+            auto container = archive::parse_fatbin(embedded.bytes);
+            if (!container) return make_error(container.error().code, where + ": " + container.error().message);
+            std::set<std::string> targets;
+            for (const archive::FatbinEntry& entry : container->entries) {
+                const std::string label = where + " " + archive::fatbin_entry_label(entry);
+                if (!entry.image_kind) {
+                    fmt::print(stderr, "sdm import: {}: an entry kind sdm does not know: skipped\n", label);
+                    ++tally_.skipped;
+                    continue;
+                }
+                ++tally_.images;
+                if (!filter_.keeps(*entry.image_kind, entry.sm, entry.variant)) {
+                    ++tally_.filtered;
+                    continue;
+                }
+                if (!targets.insert(archive::target_name(*entry.image_kind, entry.sm, entry.variant)).second) {
+                    fmt::print(stderr, "sdm import: {}: a second image of the same target in one container: skipped\n", label);
+                    ++tally_.skipped;
+                    continue;
+                }
+                // What the archive could hold is checked before anything is decompressed.
+                if (inputs_.size() + 1 >= archive::limits::max_entries)
+                    return make_error(ErrorCode::invalid_argument, label + ": more images than an archive holds (" +
+                                                                       std::to_string(archive::limits::max_entries - 1) +
+                                                                       " besides its manifest); import fewer inputs, or narrow them with --arch/--ptx");
+                if (entry.raw_size > archive::limits::max_raw_total - raw_bytes_)
+                    return make_error(ErrorCode::invalid_argument, label + ": its " + std::to_string(entry.raw_size) +
+                                                                       " bytes would take the images past the " +
+                                                                       std::to_string(archive::limits::max_raw_total) +
+                                                                       " bytes an archive holds; import fewer inputs, or narrow them with --arch/--ptx");
+                auto payload = archive::fatbin_entry_payload(entry);
+                if (!payload && payload.error().code == ErrorCode::unsupported) {
+                    fmt::print(stderr, "sdm import: {}: {}: skipped\n", label, payload.error().message);
+                    ++tally_.skipped;
+                    continue;
+                }
+                if (!payload) return make_error(payload.error().code, label + ": " + payload.error().message);
+                tally_.kept_bytes += entry.stored.size();
+                raw_bytes_ += payload->size();
+                inputs_.push_back({{module, *entry.image_kind, entry.sm, entry.variant, std::move(*payload)}, label});
+            }
+        }
+        return {};
+    }
+
+    // A container's module is its input's alone (two libkernels.so of different directories would
+    // both name libkernels.0). Image files of one stem share theirs, which never holds a '.'.
+    Result<void> claim(const std::string& module, const std::string& path) {
+        const auto [it, inserted] = owners_.emplace(module, path);
+        if (!inserted && it->second != path)
+            return make_error(ErrorCode::invalid_argument, path + " and " + it->second + " both name module " + module +
+                                                               ": import them into separate archives, or rename one");
+        return {};
+    }
+
+    const TargetFilter& filter_;
+    Tally& tally_;
+    std::vector<PackInput> inputs_;
+    uint64_t raw_bytes_{0};  // of inputs_
+    std::map<std::string, std::string> owners_;  // container module -> its input file
+};
+
+}  // namespace
+
+int run_import(const ImportOptions& o) {
+    auto filter = parse_filter(o);
+    if (!filter) {
+        fmt::print(stderr, "sdm import: {}\n", filter.error().message);
+        return 2;
+    }
+    Tally tally;
+    Importer importer(*filter, tally);
+    for (const std::string& path : o.inputs) {
+        auto added = importer.add_file(path);
+        if (!added) {
+            fmt::print(stderr, "sdm import: {}\n", added.error().message);
+            return 1;
+        }
+    }
+    std::vector<PackInput> inputs = importer.take();
+    if (inputs.empty()) {
+        fmt::print(stderr, "sdm import: no image to import ({} found, {} left out by --arch/--ptx, {} skipped)\n", tally.images, tally.filtered,
+                   tally.skipped);
+        return 1;
+    }
+    if (!o.write.quiet)
+        fmt::print("{}: {} fatbin containers ({} bytes), {} images: {} imported ({} bytes as the containers store them), {} left out by "
+                   "--arch/--ptx; {} skipped\n",
+                   o.write.output, tally.containers, tally.container_bytes, tally.images, inputs.size(), tally.kept_bytes, tally.filtered,
+                   tally.skipped);
+    return pack_inputs("import", o.write, std::move(inputs));
+}
+
+}  // namespace sdm::tools

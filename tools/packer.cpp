@@ -1,0 +1,235 @@
+#include "packer.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+#include <optional>
+
+#include "commands.hpp"
+#include "fatbin.hpp"
+#include "file_map.hpp"
+#include "kernel_params.hpp"
+#include "manifest_source.hpp"
+
+namespace sdm::tools {
+namespace {
+
+// The kernels one image defines, with their derived signatures.
+struct ImageKernels {
+    std::string origin;
+    archive::Kind kind;
+    std::vector<archive::KernelParams> kernels;
+};
+
+// Cubin and PTX images yield their kernels; a fatbin input yields those of each cubin and PTX entry
+// (LTO-IR, encoded or not, says nothing: it is skipped).
+Result<std::vector<ImageKernels>> kernels_of(const PackInput& in) {
+    std::vector<ImageKernels> out;
+    if (in.input.kind == archive::Kind::cubin || in.input.kind == archive::Kind::ptx) {
+        auto kernels = archive::image_kernel_params(in.input.kind, in.input.bytes);
+        if (!kernels) return make_error(kernels.error().code, in.origin + ": " + kernels.error().message);
+        out.push_back({in.origin, in.input.kind, std::move(*kernels)});
+    } else if (in.input.kind == archive::Kind::fatbin) {
+        auto container = archive::parse_fatbin(in.input.bytes);
+        if (!container) return make_error(container.error().code, in.origin + ": " + container.error().message);
+        for (const auto& entry : container->entries) {
+            if (entry.image_kind != archive::Kind::cubin && entry.image_kind != archive::Kind::ptx) continue;
+            const std::string origin = in.origin + " " + archive::fatbin_entry_label(entry);
+            auto payload = archive::fatbin_entry_payload(entry);
+            if (!payload) return make_error(payload.error().code, origin + ": " + payload.error().message);
+            auto kernels = archive::image_kernel_params(*entry.image_kind, *payload);
+            if (!kernels) return make_error(kernels.error().code, origin + ": " + kernels.error().message);
+            out.push_back({origin, *entry.image_kind, std::move(*kernels)});
+        }
+    }
+    return out;
+}
+
+const archive::KernelParams* find_params(const ImageKernels& image, const std::string& name) {
+    const auto it = std::lower_bound(image.kernels.begin(), image.kernels.end(), name,
+                                     [](const archive::KernelParams& p, const std::string& n) { return p.name < n; });
+    return it != image.kernels.end() && it->name == name ? &*it : nullptr;
+}
+
+// Whether two signatures of one kernel put parameters of the same sizes at the same offsets.
+bool same_layout(const archive::Signature& a, const archive::Signature& b) {
+    if (a.size() != b.size()) return false;
+    const auto oa = archive::param_offsets(a), ob = archive::param_offsets(b);
+    for (size_t i = 0; i < a.size(); ++i)
+        if (a[i].size != b[i].size || oa[i] != ob[i]) return false;
+    return true;
+}
+
+// At most a few lines of each kind of warning, then a count.
+class Warnings {
+public:
+    explicit Warnings(const char* command) : command_(command) {}
+    void add(const std::string& kind, const std::string& text) {
+        if (++counts_[kind] <= 3) fmt::print(stderr, "sdm {}: warning: {}\n", command_, text);
+    }
+    ~Warnings() {
+        for (const auto& [kind, count] : counts_)
+            if (count > 3) fmt::print(stderr, "sdm {}: warning: ... and {} more {}\n", command_, count - 3, kind);
+    }
+
+private:
+    const char* command_;
+    std::map<std::string, size_t> counts_;
+};
+
+}  // namespace
+
+int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInput> inputs) {
+    if (o.dict != "auto" && o.dict != "off") {
+        fmt::print(stderr, "sdm {}: --dict must be auto or off, not '{}'\n", command, o.dict);
+        return 2;
+    }
+    if (o.prefix != "auto" && o.prefix != "off") {
+        fmt::print(stderr, "sdm {}: --prefix must be auto or off, not '{}'\n", command, o.prefix);
+        return 2;
+    }
+    if (o.level < 1 || o.level > 22) {
+        fmt::print(stderr, "sdm {}: --level must be between 1 and 22\n", command);
+        return 2;
+    }
+    const auto fail = [&](const std::string& message) {
+        fmt::print(stderr, "sdm {}: {}\n", command, message);
+        return 1;
+    };
+    Warnings warnings(command);
+
+    std::optional<archive::Manifest> declared;
+    if (!o.manifest.empty()) {
+        auto source = archive::read_file(o.manifest);
+        if (!source) return fail("manifest " + source.error().message);
+        auto parsed = parse_manifest_source(std::string(as_text(*source)), o.manifest);
+        if (!parsed) return fail(parsed.error().message);
+        declared = std::move(*parsed);
+    }
+
+    // The kernels of every image, by module in input order.
+    std::vector<std::string> module_order;
+    std::map<std::string, std::vector<ImageKernels>> module_images;
+    for (const PackInput& in : inputs) {
+        if (!module_images.count(in.input.name)) module_order.push_back(in.input.name);
+        auto& images = module_images[in.input.name];
+        auto kernels = kernels_of(in);
+        if (!kernels) return fail(kernels.error().message);
+        for (auto& image : *kernels) images.push_back(std::move(image));
+    }
+
+    // Declared kernels: their module has images, every cubin and PTX image of it defines them,
+    // with a signature of the declared layout.
+    archive::Manifest manifest = declared ? *declared : archive::Manifest{};
+    std::map<std::string, std::vector<const archive::KernelSpec*>> declared_by_module;
+    for (const auto& k : manifest.kernels) declared_by_module[k.module].push_back(&k);
+    for (const auto& [module, kernels] : declared_by_module) {
+        const auto images = module_images.find(module);
+        if (images == module_images.end())
+            return fail("the manifest lists kernels of module " + module + " (" + kernels.front()->name + "), but no image of it was given");
+        for (const auto& image : images->second) {
+            std::string missing;
+            for (const auto* k : kernels)
+                if (!find_params(image, k->name)) missing += (missing.empty() ? "" : ", ") + k->name;
+            if (!missing.empty())
+                return fail(image.origin + " does not define kernel(s) " + missing + " that the manifest lists for module " + module +
+                            "; rebuild the image or fix the manifest");
+            for (const auto* k : kernels) {
+                const archive::KernelParams* params = find_params(image, k->name);
+                if (!params->offsets_exact)
+                    return fail("kernel " + k->name + ": no signature describes the parameters of " + image.origin + " (" + params->unrepresentable +
+                                "), so the manifest's cannot be checked; leave the kernel out of the manifest");
+                auto checked = archive::check_signature_layout(k->name, k->signature, params->signature, image.origin);
+                if (!checked) return fail(checked.error().message);
+            }
+        }
+    }
+
+    // Every other kernel, with its derived signature: from the first module that defines it,
+    // PTX's where the module has PTX (it records alignments; a cubin only sizes and offsets).
+    std::map<std::string, std::pair<archive::KernelSpec, bool /* from PTX */>> derived;
+    std::map<std::string, std::string> first_origin;
+    size_t derived_count = 0;
+    for (const std::string& module : module_order) {
+        std::set<std::string> in_module;  // kernels this module defines (one warning each for those another serves)
+        for (const auto& image : module_images[module]) {
+            for (const auto& kernel : image.kernels) {
+                if (manifest.find_kernel(kernel.name)) continue;
+                const bool ptx = image.kind == archive::Kind::ptx;
+                auto existing = derived.find(kernel.name);
+                if (existing != derived.end() && existing->second.first.module != module) {
+                    if (!in_module.count(kernel.name))
+                        warnings.add("kernels defined in more than one module",
+                                     "kernel " + kernel.name + " is defined in module " + existing->second.first.module + " and module " + module +
+                                         "; it is served from " + existing->second.first.module);
+                    in_module.insert(kernel.name);
+                    continue;
+                }
+                if (!kernel.unrepresentable.empty()) {
+                    warnings.add("kernels left out", "kernel " + kernel.name + " of " + image.origin + " is left out of the manifest: " +
+                                                         kernel.unrepresentable);
+                    continue;
+                }
+                archive::KernelSpec spec{kernel.name, module, kernel.signature, {}, {}};
+                if (auto valid = archive::validate_kernel(spec, archive::limits::max_long_name_length); !valid) {
+                    warnings.add("kernels left out", "a kernel of " + image.origin + " is left out of the manifest: " + valid.error().message);
+                    continue;
+                }
+                if (existing == derived.end()) {
+                    derived.emplace(kernel.name, std::pair{std::move(spec), ptx});
+                    first_origin.emplace(kernel.name, image.origin);
+                    in_module.insert(kernel.name);
+                    continue;
+                }
+                if (!same_layout(existing->second.first.signature, kernel.signature))
+                    return fail("kernel " + kernel.name + " of module " + module + ": " + first_origin[kernel.name] + " has parameters (" +
+                                archive::signature_text(existing->second.first.signature) + "), " + image.origin + " has (" +
+                                archive::signature_text(kernel.signature) + "); rebuild the module's images from one source");
+                if (ptx && !existing->second.second) existing->second = {std::move(spec), true};
+            }
+        }
+    }
+    for (auto& [name, spec] : derived) {
+        manifest.kernels.push_back(std::move(spec.first));
+        ++derived_count;
+    }
+    std::sort(manifest.kernels.begin(), manifest.kernels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+
+    Progress progress(command, !o.quiet);
+    archive::WriterOptions wo;
+    wo.level = o.level;
+    wo.dictionary = o.dict == "auto";
+    wo.prefix = o.prefix == "auto";
+    wo.store_cubins = o.store_cubins;
+    wo.compress = !o.store;
+    wo.progress = [&](size_t done, size_t total) { progress.update(done, total); };
+    archive::ArchiveWriter writer(wo);
+    if (declared || !manifest.kernels.empty()) {
+        auto valid = archive::validate_manifest(manifest);
+        if (!valid) return fail("the manifest of " + o.output + ": " + valid.error().message);
+        auto encoded = archive::encode_manifest(manifest);
+        if (!encoded) return fail((declared ? o.manifest : o.output) + ": " + encoded.error().message);
+        auto added = writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, std::move(*encoded)});
+        if (!added) return fail(added.error().message);
+    }
+    for (PackInput& in : inputs) {
+        auto added = writer.add(std::move(in.input));
+        if (!added) return fail(in.origin + ": " + added.error().message);
+    }
+    inputs.clear();
+
+    archive::WriterReport report;
+    auto written = write_verified_archive(writer, o.output, &report);
+    progress.finish();
+    if (!written) return fail(written.error().message);
+    if (!o.quiet)
+        fmt::print("{}: {} entries, {} kernels ({} with derived signatures), {} raw bytes -> {} bytes ({:.3f}x); {} prefix-coded, "
+                   "{} dictionary-coded ({} bytes of dictionary), {} stored\n",
+                   o.output, report.entries, manifest.kernels.size(), derived_count, report.raw_bytes, report.archive_bytes,
+                   report.raw_bytes ? static_cast<double>(report.archive_bytes) / static_cast<double>(report.raw_bytes) : 0.0,
+                   report.prefix_coded, report.dictionary_coded, report.dictionary_bytes, report.stored);
+    return 0;
+}
+
+}  // namespace sdm::tools

@@ -1,0 +1,40 @@
+// What `sdm pack` and `sdm import` share once they know their images: the manifest (the TOML
+// source when one is given, completed with every kernel the images define and it does not
+// declare, each with the signature derived from the image), the checks of a declared signature
+// against the images, the writer, the read-back verification and the summary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "writer.hpp"
+
+namespace sdm::tools {
+
+// The options of both commands that decide how the archive is written.
+struct WriteOptions {
+    std::string manifest;             // TOML source; empty: the manifest holds the derived kernels only
+    std::string output;
+    int level{19};
+    std::string dict{"auto"};         // auto | off
+    std::string prefix{"auto"};       // auto | off
+    bool store_cubins{false};
+    bool store{false};
+    bool quiet{false};
+};
+
+struct PackInput {
+    archive::WriterInput input;
+    std::string origin;  // names the image in messages: "kernels.sm_90.cubin", "libk.so container 3 entry 1 (sm_90 cubin)"
+};
+
+// Writes `inputs` and the manifest to options.output. `command` ("pack", "import") prefixes the
+// messages. Every kernel of every cubin and PTX image (fatbin inputs: of every cubin and PTX entry
+// in them) goes into the manifest; a kernel the manifest declares must be defined, with a signature
+// of the same layout, by every such image of its module, and its module must have an image. A
+// kernel the manifest does not declare is served from the first module that defines it; one whose
+// signature a manifest cannot hold (more than 64 parameters) is left out with a warning. Returns
+// the exit status (0, 1, or 2 for bad options) and prints its errors.
+int pack_inputs(const char* command, const WriteOptions& options, std::vector<PackInput> inputs);
+
+}  // namespace sdm::tools
