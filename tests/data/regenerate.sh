@@ -50,3 +50,5 @@ nvcc -c -arch=sm_90 -o "$tmp/params.o" params.cu
 rm -f fatbin/libparams.a
 ar rcs fatbin/libparams.a "$tmp/params.o"
 rm -r "$tmp"
+# A C++ kernel template's instantiations: mangled names (sdm ls --demangle).
+nvcc -cubin -arch=sm_90 -o templates.sm_90.cubin templates.cu

@@ -84,4 +84,13 @@ printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "%s"\nmodule = "%s"\ns
 "$sdm" ls "$work/long.sdma" >"$work/long.ls"
 grep -qF "$long_kernel" "$work/long.ls" || fail "ls of a 16 KiB kernel name"
 grep -qF "sdm archive format 1.1" "$work/long.ls" || fail "ls names the format"
+# Mangled C++ names: sdm ls shows them as stored, --demangle as declarations; the JSON has both.
+"$sdm" import -q -o "$work/templates.sdma" "$data/templates.sm_90.cubin"
+"$sdm" ls "$work/templates.sdma" >"$work/templates.ls"
+grep -q "^_ZN8sdm_test4fillIfLi256EEEvPT_S1_  *templates  *b64,b32 " "$work/templates.ls" || { cat "$work/templates.ls"; fail "ls of a mangled name"; }
+"$sdm" ls --demangle "$work/templates.sdma" >"$work/templates.ls"
+grep -qF "void sdm_test::fill<float, 256>(float*, float)" "$work/templates.ls" || { cat "$work/templates.ls"; fail "ls --demangle"; }
+"$sdm" ls --json "$work/templates.sdma" | python3 -c "
+import json,sys; k={x['name']: x for x in json.load(sys.stdin)['kernels']}
+assert k['_ZN8sdm_test4fillIdLi1024EEEvPT_S1_']['demangled'] == 'void sdm_test::fill<double, 1024>(double*, double)', k"
 echo "cli: all checks passed"
