@@ -256,7 +256,10 @@ Result<Signature> parse_signature(std::string_view text) {
 
 std::string signature_text(const Signature& signature) {
     std::string out;
-    for (const ParamType& t : signature) out += (out.empty() ? "" : ",") + param_type_name(t);
+    for (const ParamType& t : signature) {
+        if (!out.empty()) out += ',';
+        out += param_type_name(t);
+    }
     return out;
 }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Real libraries through sdm on the GPU (issue 16): imports cuFFT and cuBLASLt with `sdm import
-# --arch sm_90` (their sm_90 cubins, no PTX), then alternates, RUNS times, one process each:
+# --arch sm_90 --ptx compute_90` (what an H200 can use of them), then, after one untimed run of
+# each (sdm's cache and the driver's ComputeCache warm for PTX-only modules), alternates, RUNS
+# times, one process each:
 #   import_load_bench sdm ARCHIVE        mount + sdm_kernel_get of every kernel
 #   import_load_bench driver LIBRARY 90  cuModuleLoadData of each fatbin container + cuModuleGetFunction of each kernel
 # Usage: bench/import_load.sh BUILD_DIR WORK_DIR [RUNS]. Prints a Markdown table; exit 1 when a
@@ -17,10 +19,13 @@ for name in libcufft.so.12 libcublasLt.so.13; do
   [ -n "$lib" ] || { echo "| $name | not in $lib64 |||||||"; continue; }
   archive=$work/${name%%.*}.sdma
   start=$(date +%s.%N)
-  "$build/tools/sdm" import -q --arch sm_90 --ptx none -o "$archive" "$lib" >"$work/${name%%.*}.import.log" 2>&1 || {
+  "$build/tools/sdm" import -q --arch sm_90 --ptx compute_90 --level 3 -o "$archive" "$lib" >"$work/${name%%.*}.import.log" 2>&1 || {
     cat "$work/${name%%.*}.import.log"; status=1; continue; }
   seconds=$(echo "$(date +%s.%N) - $start" | bc)
   sdm_us=() driver_us=() sdm_line="" driver_line=""
+  export SDM_CACHE_DIR=$work/cache
+  "$build/bench/import_load_bench" -v sdm "$archive" >"$work/${name%%.*}.first-sdm.log" 2>&1 || status=1
+  "$build/bench/import_load_bench" -v driver "$lib" 90 >"$work/${name%%.*}.first-driver.log" 2>&1 || status=1
   for ((i = 0; i < runs; ++i)); do
     sdm_line=$("$build/bench/import_load_bench" sdm "$archive") || status=1
     driver_line=$("$build/bench/import_load_bench" driver "$lib" 90) || status=1

@@ -5,8 +5,9 @@
 // alternates them); the files are read and parsed before the clock starts. Prints one line:
 //   MODE modules=N kernels=N failed=N us=T
 //   import_load_bench sdm ARCHIVE               mount + sdm_kernel_get of every kernel the manifest lists
-//   import_load_bench driver LIBRARY SM         cuModuleLoadData of every container holding an image
-//                                               for sm_SM, cuModuleGetFunction of each kernel of its cubin
+//   import_load_bench driver LIBRARY SM         cuModuleLoadData of every container holding a cubin for
+//                                               sm_SM or PTX of compute_SM or older (what the driver
+//                                               picks), cuModuleGetFunction of each kernel of that image
 // With -v, every failure is printed.
 #include <chrono>
 #include <cstdio>
@@ -50,7 +51,7 @@ int run_sdm(const char* path, bool verbose) {
     p.struct_size = sizeof p;
     p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     p.log_level = SDM_LOG_OFF;
-    p.cache_flags = SDM_CACHE_DISABLED;
+    // The cache as a host has it ($SDM_CACHE_DIR): PTX-only modules are linked once, then hit.
     sdm_runtime* rt = nullptr;
     sdm_error* e = nullptr;
     if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return fail(sdm_error_message(e));
@@ -89,17 +90,21 @@ int run_driver(const char* path, int sm, bool verbose) {
         if (f.relocatable) continue;
         auto c = archive::parse_fatbin(f.bytes);
         if (!c) continue;
-        for (const auto& entry : c->entries) {
-            if (entry.image_kind != archive::Kind::cubin || entry.sm != sm || entry.variant != archive::Variant::base) continue;
-            auto payload = archive::fatbin_entry_payload(entry);
-            if (!payload) continue;
-            auto params = archive::cubin_kernel_params(*payload);
-            if (!params) continue;
-            Container held{c->bytes, {}};
-            for (const auto& k : *params) held.kernels.push_back(k.name);
-            containers.push_back(std::move(held));
-            break;
-        }
+        // What the driver would pick: the device's cubin, else PTX it can JIT (compute_SM or older).
+        const archive::FatbinEntry* pick = nullptr;
+        for (const auto& entry : c->entries)
+            if (entry.image_kind == archive::Kind::cubin && entry.sm == sm && entry.variant == archive::Variant::base) pick = &entry;
+        if (pick == nullptr)
+            for (const auto& entry : c->entries)
+                if (entry.image_kind == archive::Kind::ptx && entry.sm <= sm && entry.variant == archive::Variant::base) pick = &entry;
+        if (pick == nullptr) continue;
+        auto payload = archive::fatbin_entry_payload(*pick);
+        if (!payload) continue;
+        auto params = archive::image_kernel_params(*pick->image_kind, *payload);
+        if (!params || params->empty()) continue;
+        Container held{c->bytes, {}};
+        for (const auto& k : *params) held.kernels.push_back(k.name);
+        containers.push_back(std::move(held));
     }
     sdm_host::CudaDriver cu;
     if (!cu.open()) return fail("no CUDA driver");

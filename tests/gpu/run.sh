@@ -36,6 +36,9 @@ layers=$(mktemp -d)
 printf '[archive]\nkernel_abi = "1.2"\n[[kernel]]\nname = "scale"\nmodule = "kernels"\nsignature = "ptr,f32,i32"\n' >"$layers/m.toml"
 "$build/tools/sdm" pack -q -m "$layers/m.toml" -o "$layers/old-arch.sdma" "kernels:compute_80=tests/data/kernels.compute_80.ptx"
 run sdm-info-layers env SDM_ARCHIVE_PATH="tests/golden/kernels.sdma:$layers/old-arch.sdma:$layers/missing.sdma" "$build/tools/sdm" info
+# Real libraries (issue 16): cuFFT and cuBLASLt imported with sdm import, every module loaded and
+# every kernel resolved through sdm_kernel_get, against the driver loading their fatbins itself.
+[ -x "$build/bench/import_load_bench" ] && run import-load bash bench/import_load.sh "$build" /tmp/sdm-import-load 3
 # Hot reload with a host running: a new version, a broken file, the first version again.
 run reload-transcript bash tests/gpu/reload_transcript.sh "$build"
 # The case users hit most: PTX from a toolkit newer than the driver. When .device-newer/ travels
