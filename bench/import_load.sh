@@ -12,8 +12,8 @@ build=$1 work=$2 runs=${3:-3}
 mkdir -p "$work"
 lib64=${CUDA_HOME:-/usr/local/cuda}/lib64
 status=0
-echo "| library | import (s) | archive MiB | modules | kernels | sdm: mount + every sdm_kernel_get (ms, median) | driver: every container + cuModuleGetFunction (ms, median) | sdm / driver | failed (sdm, driver) |"
-echo "|---|--:|--:|--:|--:|--:|--:|--:|---|"
+echo "| library | import (s) | archive MiB | modules | kernels | first run: sdm (ms) | first run: driver (ms) | sdm: mount + every sdm_kernel_get (ms, median) | driver: every container + cuModuleGetFunction (ms, median) | sdm / driver | failed (sdm, driver) |"
+echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|"
 for name in libcufft.so.12 libcublasLt.so.13; do
   lib=$(ls "$lib64"/$name* 2>/dev/null | head -1 || true)
   [ -n "$lib" ] || { echo "| $name | not in $lib64 |||||||"; continue; }
@@ -21,7 +21,7 @@ for name in libcufft.so.12 libcublasLt.so.13; do
   start=$(date +%s.%N)
   "$build/tools/sdm" import -q --arch sm_90 --ptx compute_90 --level 3 -o "$archive" "$lib" >"$work/${name%%.*}.import.log" 2>&1 || {
     cat "$work/${name%%.*}.import.log"; status=1; continue; }
-  seconds=$(echo "$(date +%s.%N) - $start" | bc)
+  seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {print b - a}')
   sdm_us=() driver_us=() sdm_line="" driver_line=""
   export SDM_CACHE_DIR=$work/cache
   "$build/bench/import_load_bench" -v sdm "$archive" >"$work/${name%%.*}.first-sdm.log" 2>&1 || status=1
@@ -35,8 +35,12 @@ for name in libcufft.so.12 libcublasLt.so.13; do
   med() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
   s=$(med "${sdm_us[@]}") d=$(med "${driver_us[@]}")
   field() { sed -n "s/.*$1=\([0-9]*\).*/\1/p" <<<"$2"; }
-  printf '| %s | %.1f | %.1f | %s | %s | %.1f | %.1f | %.2f | %s, %s |\n' "$(basename "$lib")" "$seconds" \
-    "$(echo "$(stat -c %s "$archive") / 1048576" | bc -l)" "$(field modules "$sdm_line")" "$(field kernels "$sdm_line")" \
-    "$(echo "$s / 1000" | bc -l)" "$(echo "$d / 1000" | bc -l)" "$(echo "$s / $d" | bc -l)" "$(field failed "$sdm_line")" "$(field failed "$driver_line")"
+  first_s=$(sed -n 's/.*us=\([0-9]*\).*/\1/p' "$work/${name%%.*}.first-sdm.log" | tail -1)
+  first_d=$(sed -n 's/.*us=\([0-9]*\).*/\1/p' "$work/${name%%.*}.first-driver.log" | tail -1)
+  printf '| %s | %.1f | %.1f | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %s, %s |\n' "$(basename "$lib")" "$seconds" \
+    "$(awk -v b="$(stat -c %s "$archive")" 'BEGIN {print b / 1048576}')" "$(field modules "$sdm_line")" "$(field kernels "$sdm_line")" \
+    "$(awk -v x="${first_s:-0}" 'BEGIN {print x / 1000}')" "$(awk -v x="${first_d:-0}" 'BEGIN {print x / 1000}')" \
+    "$(awk -v x="$s" 'BEGIN {print x / 1000}')" "$(awk -v x="$d" 'BEGIN {print x / 1000}')" "$(awk -v x="$s" -v y="$d" 'BEGIN {print x / y}')" \
+    "$(field failed "$sdm_line")" "$(field failed "$driver_line")"
 done
 exit $status

@@ -6,12 +6,14 @@
 //   MODE modules=N kernels=N failed=N us=T
 //   import_load_bench sdm ARCHIVE               mount + sdm_kernel_get of every kernel the manifest lists
 //   import_load_bench driver LIBRARY SM         cuModuleLoadData of every container holding a cubin for
-//                                               sm_SM or PTX of compute_SM or older (what the driver
-//                                               picks), cuModuleGetFunction of each kernel of that image
+//                                               sm_SM or PTX of compute_SM (what `sdm import --arch
+//                                               sm_SM --ptx compute_SM` keeps), cuModuleGetFunction of
+//                                               each kernel of that image
 // With -v, every failure is printed.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,10 +44,10 @@ int run_sdm(const char* path, bool verbose) {
     auto manifest = a->read_manifest();
     if (!manifest || !*manifest) return fail("the archive has no manifest");
     std::vector<std::string> names;
-    std::vector<std::string> modules;
+    std::set<std::string> modules;
     for (const auto& k : (*manifest)->kernels) {
         names.push_back(k.name);
-        if (modules.empty() || modules.back() != k.module) modules.push_back(k.module);
+        modules.insert(k.module);
     }
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
@@ -90,13 +92,14 @@ int run_driver(const char* path, int sm, bool verbose) {
         if (f.relocatable) continue;
         auto c = archive::parse_fatbin(f.bytes);
         if (!c) continue;
-        // What the driver would pick: the device's cubin, else PTX it can JIT (compute_SM or older).
+        // The images `sdm import --arch sm_SM --ptx compute_SM` keeps: the device's cubin, else
+        // compute_SM PTX (which the driver JITs, as sdm links it).
         const archive::FatbinEntry* pick = nullptr;
         for (const auto& entry : c->entries)
             if (entry.image_kind == archive::Kind::cubin && entry.sm == sm && entry.variant == archive::Variant::base) pick = &entry;
         if (pick == nullptr)
             for (const auto& entry : c->entries)
-                if (entry.image_kind == archive::Kind::ptx && entry.sm <= sm && entry.variant == archive::Variant::base) pick = &entry;
+                if (entry.image_kind == archive::Kind::ptx && entry.sm == sm && entry.variant == archive::Variant::base) pick = &entry;
         if (pick == nullptr) continue;
         auto payload = archive::fatbin_entry_payload(*pick);
         if (!payload) continue;

@@ -9,11 +9,13 @@ build=$1
 sdm=$build/tools/sdm
 data=tests/data
 work=$(mktemp -d)
-trap 'kill $host 2>/dev/null || true; rm -rf "$work"' EXIT
+host=""
+trap 'if [ -n "$host" ]; then kill "$host" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
 export SDM_CACHE_DIR=$work/cache
 manifest() {  # manifest CONTENT_VERSION > toml
   printf '[archive]\nkernel_abi = "1.0"\ncontent_version = "%s"\n' "$1"
-  for k in scale axpy; do printf '[[kernel]]\nname = "%s"\nmodule = "kernels"\nsignature = "ptr,f32,i32"\n' "$k"; done
+  printf '[[kernel]]\nname = "scale"\nmodule = "kernels"\nsignature = "ptr,f32,i32"\n'
+  printf '[[kernel]]\nname = "axpy"\nmodule = "kernels"\nsignature = "ptr,ptr,f32,i32"\n'
 }
 manifest v1 >"$work/v1.toml"
 manifest v2 >"$work/v2.toml"

@@ -56,7 +56,10 @@ sdm::ByteVector data_file(const std::string& name) {
 
 // An archive of the test kernels: each target from tests/data/kernels.TARGET.{cubin,ptx}, or
 // "FILE=TARGET" for another file there.
-sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets, const std::string& content = "") {
+// The archive declares the SDM hardware matrix unless `matrix` is false (a user's archive: no
+// image policy).
+sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<const char*> targets, const std::string& content = "",
+                            bool matrix = true) {
     sdm::archive::ArchiveWriter writer;
     for (const char* spec : targets) {
         const std::string text = spec;
@@ -71,6 +74,7 @@ sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<con
     sdm::archive::Manifest m;
     m.content_version = content;
     m.kernel_abi_major = 1;
+    m.hardware_matrix = matrix;
     m.kernels.push_back({"scale", module, {}, {}, {}});
     m.kernels.push_back({"axpy", module, {}, {}, {}});
     (void)writer.add({"manifest", sdm::archive::Kind::manifest, 0, sdm::archive::Variant::base, sdm::archive::encode_manifest(m).value()});
@@ -258,6 +262,18 @@ int main() {
             e = nullptr;
             check(sdm_kernel_get(rt, 0, "axpy", nullptr, &k, &e) == SDM_ERROR_IMAGE_REFUSED, "refused again: refusals are not memoized");
             sdm_error_destroy(e);
+            e = nullptr;
+            // The same cubin in a user's archive (no matrix declared): loaded as the driver takes it.
+            const auto user = ptx_archive("user", {"kernels.sm_90-from-compute_80.cubin=sm_90"}, "", false);
+            sdm_runtime* plain = runtime(cache);
+            sdm_archive_mount_memory(plain, user.data(), user.size(), "user.sdma", nullptr);
+            const sdm_status u = sdm_kernel_get(plain, 0, "scale", nullptr, &k, &e);
+            check(u == SDM_OK, std::string("a user's archive: the sm_90 cubin from compute_80 is served (no image policy) ") +
+                                   (u == SDM_OK ? "" : sdm_error_message(e)));
+            if (u == SDM_OK) (void)run_checked(plain, 0, "scale", "user archive, cubin from compute_80");
+            sdm_error_destroy(e);
+            e = nullptr;
+            sdm_runtime_destroy(plain);
             sdm_runtime_destroy(rt);
             rt = runtime(cache);
             const auto both = ptx_archive("forced", {"sm_90", "compute_90"});
