@@ -8,5 +8,5 @@ if ! diff -u <(grep -v '^#' "$2") <(echo "$actual"); then
   echo "FAIL: libsdm's exported symbols differ from $2 (+ exported, - expected)" >&2
   exit 1
 fi
-nm -D --defined-only "$1" | grep -q ' SDM_1$' || { echo "FAIL: no SDM_1 version node" >&2; exit 1; }
+nm -D --defined-only "$1" | grep ' SDM_1$' >/dev/null || { echo "FAIL: no SDM_1 version node" >&2; exit 1; }
 echo "symbols: $(echo "$actual" | wc -l) exported, as listed"

@@ -34,5 +34,5 @@ echo "host: $out"
 [ ! -e "$work/build/subprojects/sdm/tools/sdm" ] || { echo "the sdm tool was built with -Dsdm:tools=disabled"; exit 1; }
 tool_headers=$(ninja -C "$work/build" -t deps | grep -E '/(CLI|toml\+\+|fmt|nlohmann)/' || true)
 [ -z "$tool_headers" ] || { echo "libsdm's objects include the tool's dependencies:"; echo "$tool_headers" | sort -u | head; exit 1; }
-if readelf -d "$libsdm_dir"/libsdm.so | grep -q 'NEEDED.*fmt'; then echo "libsdm needs libfmt"; exit 1; fi
+if readelf -d "$libsdm_dir"/libsdm.so | grep 'NEEDED.*fmt' >/dev/null; then echo "libsdm needs libfmt"; exit 1; fi
 echo "subproject: libsdm built as a subproject without the tool's dependencies; the host ran"

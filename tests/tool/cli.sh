@@ -17,8 +17,8 @@ images=(kernels:sm_80="$data/kernels.sm_80.cubin" kernels:sm_86="$data/kernels.s
         kernels:fatbin="$data/kernels.fatbin")
 
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/a.sdma" "${images[@]}"
-"$sdm" verify "$work/a.sdma" | grep -q "ok, 8 entries"
-"$sdm" ls "$work/a.sdma" | grep -q "kernel ABI 1.2"
+"$sdm" verify "$work/a.sdma" | grep "ok, 8 entries" >/dev/null
+"$sdm" ls "$work/a.sdma" | grep "kernel ABI 1.2" >/dev/null
 "$sdm" ls --json "$work/a.sdma" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert len(j["entries"])==8 and j["kernel_abi"]=="1.2", j'
 
 # Extract everything and repack from the extracted files: the same archive, byte for byte.
@@ -30,8 +30,8 @@ cmp "$work/x/kernels.compute_80.ptx" "$data/kernels.compute_80.ptx"
   kernels:sm_100f="$work/x/kernels.sm_100f.cubin" kernels:compute_80="$work/x/kernels.compute_80.ptx" \
   kernels:lto_90="$work/x/kernels.lto_90.ltoir" kernels:fatbin="$work/x/kernels.fatbin"
 cmp "$work/a.sdma" "$work/b.sdma"
-"$sdm" diff "$work/a.sdma" "$work/b.sdma" | grep -q "same entries"
-"$sdm" extract "$work/a.sdma" -C "$work/y" kernels:sm_90a manifest | grep -q manifest.toml
+"$sdm" diff "$work/a.sdma" "$work/b.sdma" | grep "same entries" >/dev/null
+"$sdm" extract "$work/a.sdma" -C "$work/y" kernels:sm_90a manifest | grep manifest.toml >/dev/null
 [ "$(ls "$work/y" | wc -l)" = 2 ] || fail "extract of a selection wrote $(ls "$work/y")"
 
 # diff: an added arch, a changed image, a manifest change; exit 1 when they differ.
@@ -60,8 +60,8 @@ done
 expect_fail "--arch 9x is not an SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 9x
 # sdm cache: stats, clear, refusal of a group-writable directory.
 mkdir -p "$work/cache" && chmod 700 "$work/cache"
-"$sdm" cache stats --dir "$work/cache" | grep -q "0 entries"
-"$sdm" cache clear --dir "$work/cache" | grep -q "removed 0 entries"
+"$sdm" cache stats --dir "$work/cache" | grep "0 entries" >/dev/null
+"$sdm" cache clear --dir "$work/cache" | grep "removed 0 entries" >/dev/null
 chmod 775 "$work/cache"
 expect_fail "group- or world-writable" "$sdm" cache stats --dir "$work/cache"
 # sdm plan: every row of the matrix, from the golden archive's plan table (tests/data/manifest.toml).
@@ -71,7 +71,7 @@ grep -q "| NVIDIA A100-SXM4-80GB | 8.0 | a100 | 108 | 41943040 | 3 | 8192 | 128 
 "$sdm" plan --json "$data/../golden/kernels.sdma" scale N=100000000 | python3 -c "
 import json,sys; j=json.load(sys.stdin); r={x['device']: x for x in j['rows']}
 assert r['NVIDIA H200']['cluster'] == [2,1,1] and r['NVIDIA H200']['grid'] == 97658, r['NVIDIA H200']"
-"$sdm" plan "$data/../golden/kernels.sdma" axpy N=5 | grep -q "no plan: kernel axpy has no launch plans (its manifest gives none)" || fail "plan without rules"
+"$sdm" plan "$data/../golden/kernels.sdma" axpy N=5 | grep "no plan: kernel axpy has no launch plans (its manifest gives none)" >/dev/null || fail "plan without rules"
 expect_fail "needs N=VALUE" "$sdm" plan "$data/../golden/kernels.sdma" scale
 expect_fail "has no kernel nope (it has: axpy, scale)" "$sdm" plan "$data/../golden/kernels.sdma" nope N=1
 # Names of 16 KiB (format 1.1): a module and a kernel nvcc compiled with such a name.
@@ -80,7 +80,7 @@ long_module="module_$(printf 'm%.0s' $(seq 16377))"
 printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,i32"\n' \
   "$long_kernel" "$long_module" >"$work/long.toml"
 "$sdm" pack -q -m "$work/long.toml" -o "$work/long.sdma" "$long_module:sm_90=$data/kernels_long.sm_90.cubin"
-"$sdm" verify "$work/long.sdma" | grep -q "ok, 2 entries" || fail "verify of 16 KiB names"
+"$sdm" verify "$work/long.sdma" | grep "ok, 2 entries" >/dev/null || fail "verify of 16 KiB names"
 "$sdm" ls "$work/long.sdma" >"$work/long.ls"
 grep -qF "$long_kernel" "$work/long.ls" || fail "ls of a 16 KiB kernel name"
 grep -qF "sdm archive format 1.1" "$work/long.ls" || fail "ls names the format"

@@ -67,7 +67,7 @@ expect 1 "is a FIFO (named pipe), not a regular file" timeout 10 "$sdm" pack -m 
 expect 1 "is a character device" timeout 10 "$sdm" verify /dev/zero
 
 # sdm cache creates nothing: not a missing directory, not v1 inside one it refuses.
-"$sdm" cache stats --dir "$work/no/such/cache" | grep -q "0 entries (no cache there yet; nothing was created)" || fail "cache stats of a missing directory"
+"$sdm" cache stats --dir "$work/no/such/cache" | grep "0 entries (no cache there yet; nothing was created)" >/dev/null || fail "cache stats of a missing directory"
 [ ! -e "$work/no" ] || fail "sdm cache stats created a directory"
 mkdir -p "$work/open" && chmod 777 "$work/open"
 expect 1 "group- or world-writable (mode 0777)" "$sdm" cache clear --dir "$work/open"
