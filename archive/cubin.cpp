@@ -3,26 +3,21 @@
 #include <optional>
 #include <vector>
 
+#include "elf.hpp"
 #include "image.hpp"
 
 namespace sdm::archive {
 namespace {
 
-constexpr uint16_t kEmCuda = 190;
+using namespace elf;
+
 constexpr uint8_t kOsAbiCuda = 0x41;
 // Cubins of ELF ABI version 7 (ptxas of CUDA 11.x-12.x, and CUDA 13.0's for sm_70; cuSPARSE, cuFFT
 // and cuDNN 9 ship them) carry EI_OSABI 0x33 and the toolkit's version in e_version (0x73 for
 // 11.5 ... 0x82 for 13.0) where ABI version 8 has 0x41 and 1.
 constexpr uint8_t kOsAbiCudaAbi7 = 0x33;
-constexpr uint32_t kShtSymtab = 2;
-constexpr uint32_t kShtStrtab = 3;
-constexpr uint32_t kShtRela = 4;
-constexpr uint32_t kShtNobits = 8;  // occupies no bytes of the file
-constexpr uint32_t kShtRel = 9;
 constexpr uint8_t kStoCudaEntry = 0x10;  // st_other bit nvcc sets on __global__ functions
 constexpr uint8_t kSttFunc = 2;
-constexpr size_t kElfHeaderSize = 64;
-constexpr size_t kSectionHeaderSize = 64;
 constexpr size_t kProgramHeaderSize = 56;
 constexpr size_t kSymbolSize = 24;
 

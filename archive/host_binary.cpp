@@ -7,19 +7,15 @@
 #include <charconv>
 #include <string_view>
 
+#include "elf.hpp"
 #include "fatbin.hpp"
 #include "text.hpp"
 
 namespace sdm::archive {
 namespace {
 
-constexpr size_t kElfHeaderSize = 64;
-constexpr size_t kSectionHeaderSize = 64;
-constexpr uint32_t kShtProgbits = 1;
-constexpr uint32_t kShtStrtab = 3;
-constexpr uint64_t kShfAlloc = 0x2;
-constexpr uint64_t kShfExecinstr = 0x4;
-constexpr uint16_t kShnXindex = 0xffff;  // e_shstrndx: the real index is section 0's sh_link
+using namespace elf;
+
 constexpr size_t kMaxSectionName = 256;
 // nvcc's sections (fatbinary_section.h): .nv_fatbin holds what the runtime registers, one
 // container per linked object; __nv_relfatbin holds -rdc objects' relocatable device code.

@@ -8,14 +8,15 @@
 #include <optional>
 #include <unordered_map>
 
+#include "elf.hpp"
 #include "image.hpp"
 #include "ptx_text.hpp"
 
 namespace sdm::archive {
 namespace {
 
-constexpr uint32_t kShtCudaInfo = 0x70000000;  // SHT_LOPROC: .nv.info and .nv.info.<kernel>
-constexpr size_t kSectionHeaderSize = 64;
+using namespace elf;
+
 // .nv.info records: u8 format, u8 attribute, then by format a 2-byte value (EIFMT_NVAL 1,
 // EIFMT_BVAL 2, EIFMT_HVAL 3) or a u16 size and that many bytes (EIFMT_SVAL 4).
 constexpr uint8_t kEifmtSval = 4;

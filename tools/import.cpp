@@ -10,6 +10,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "elf.hpp"
 #include "fatbin.hpp"
 #include "file_map.hpp"
 #include "host_binary.hpp"
@@ -19,7 +20,8 @@
 namespace sdm::tools {
 namespace {
 
-constexpr uint16_t kEmCuda = 190;
+using archive::elf::kEmCuda;
+
 
 // The file name up to its first '.', as a valid entry name: "libcufft.so.12" -> "libcufft".
 std::string module_stem(const std::string& path) {

@@ -3,14 +3,7 @@
 # and refuse bad input with a message naming it. Usage: cli.sh SDM DATA_DIR
 set -euo pipefail
 sdm=$1 data=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_fail() {  # expect_fail SUBSTRING command...
-  local want=$1; shift
-  if "$@" >"$work/out" 2>"$work/err"; then fail "succeeded: $*"; fi
-  grep -qF -- "$want" "$work/err" || { cat "$work/err" >&2; fail "stderr of '$*' lacks '$want'"; }
-}
+source "$(dirname "$0")/lib.sh"
 images=(kernels:sm_80="$data/kernels.sm_80.cubin" kernels:sm_86="$data/kernels.sm_86.cubin"
         kernels:sm_90a="$data/kernels.sm_90a.cubin" kernels:sm_100f="$data/kernels.sm_100f.cubin"
         kernels:compute_80="$data/kernels.compute_80.ptx" kernels:lto_90="$data/kernels.lto_90.ltoir"

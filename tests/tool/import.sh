@@ -5,14 +5,7 @@
 # signatures. Usage: import.sh SDM DATA_DIR
 set -euo pipefail
 sdm=$1 data=$2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-expect_fail() {  # expect_fail SUBSTRING command...
-  local want=$1; shift
-  if "$@" >"$work/out" 2>"$work/err"; then fail "succeeded: $*"; fi
-  grep -qF -- "$want" "$work/err" || { cat "$work/err" >&2; fail "stderr of '$*' lacks '$want'"; }
-}
+source "$(dirname "$0")/lib.sh"
 # ls_json ARCHIVE PYTHON-ASSERTION: j is `sdm ls --json`, k the kernels by name.
 ls_json() {
   "$sdm" ls --json "$1" | python3 -c "import json,sys; j=json.load(sys.stdin); k={x['name']: x for x in j.get('kernels', [])}; e=[(x['name'], x['target']) for x in j['entries']]; assert $2, (e, k)"
@@ -103,4 +96,9 @@ sed 's/\.param \.align 4 \.b8 by_struct_param_0\[8\]/.param .align 4 .b8 by_stru
 grep -q "by_struct_param_0\[12\]" "$work/params.compute_90.ptx" || fail "the PTX edit did not apply"
 expect_fail "rebuild the module's images from one source" \
   "$sdm" pack -q -o "$work/bad.sdma" params:sm_90="$data/params.sm_90.cubin" params:compute_90="$work/params.compute_90.ptx"
+# Inputs that are not regular files are refused without being read (no endless /dev/zero, no
+# FIFO that blocks).
+expect_fail "/dev/zero is a character device, not a regular file" "$sdm" import -q -o "$work/bad.sdma" /dev/zero
+mkfifo "$work/fifo"
+expect_fail "is a FIFO (named pipe), not a regular file" timeout 10 "$sdm" import -q -o "$work/bad.sdma" "$work/fifo"
 echo "import: all checks passed"
