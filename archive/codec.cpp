@@ -24,23 +24,62 @@ Error zstd_error(const std::string& what, size_t code) {
 
 }  // namespace
 
-Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& reference) {
-    std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx(ZSTD_createCCtx());
+struct ZstdEncoder::State {
+    std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx;
+    ByteVector out;
+};
+
+ZstdEncoder::ZstdEncoder() : state_(std::make_unique<State>()) {}
+ZstdEncoder::~ZstdEncoder() = default;
+ZstdEncoder::ZstdEncoder(ZstdEncoder&&) noexcept = default;
+ZstdEncoder& ZstdEncoder::operator=(ZstdEncoder&&) noexcept = default;
+
+Result<Bytes> ZstdEncoder::compress(Bytes raw, int level, const CodecReference& reference) {
+    if (!state_->cctx) state_->cctx.reset(ZSTD_createCCtx());
+    ZSTD_CCtx* cctx = state_->cctx.get();
     if (!cctx) return make_error(ErrorCode::out_of_memory, "zstd: cannot create a compression context");
-    ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, level);
-    ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_contentSizeFlag, 1);
-    ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 0);  // the index carries XXH3 of both sides
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);  // drops the last call's prefix or dictionary too
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 0);  // the index carries XXH3 of both sides
     size_t rc = 0;
     if (reference.codec == Codec::zstd_dict)
-        rc = ZSTD_CCtx_loadDictionary(cctx.get(), reference.bytes.data(), reference.bytes.size());
+        rc = ZSTD_CCtx_loadDictionary(cctx, reference.bytes.data(), reference.bytes.size());
     else if (reference.codec == Codec::zstd_prefix)
-        rc = ZSTD_CCtx_refPrefix(cctx.get(), reference.bytes.data(), reference.bytes.size());
+        rc = ZSTD_CCtx_refPrefix(cctx, reference.bytes.data(), reference.bytes.size());
     if (ZSTD_isError(rc)) return make_error(ErrorCode::invalid_argument, std::string("zstd: ") + ZSTD_getErrorName(rc));
-    ByteVector out(ZSTD_compressBound(raw.size()));
-    rc = ZSTD_compress2(cctx.get(), out.data(), out.size(), raw.data(), raw.size());
+    const size_t bound = ZSTD_compressBound(raw.size());
+    try {
+        if (state_->out.size() < bound) {
+            state_->out.clear();
+            state_->out.shrink_to_fit();  // not kept while the larger one is allocated
+            state_->out.resize(bound);
+        }
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, "zstd: cannot allocate " + std::to_string(bound) + " bytes of output");
+    }
+    rc = ZSTD_compress2(cctx, state_->out.data(), bound, raw.data(), raw.size());
     if (ZSTD_isError(rc)) return make_error(ErrorCode::internal, std::string("zstd: ") + ZSTD_getErrorName(rc));
-    out.resize(rc);
-    return out;
+    if (memory(raw.size(), reference.bytes.size(), level) >= kKeepBelow) {
+        // Too large to keep for the small payloads most calls code: the frame moves to a buffer of
+        // its own size, and the context goes.
+        state_->cctx.reset();
+        ByteVector frame(state_->out.begin(), state_->out.begin() + static_cast<std::ptrdiff_t>(rc));
+        state_->out = std::move(frame);
+        return Bytes(state_->out);
+    }
+    return Bytes(state_->out).first(rc);
+}
+
+size_t ZstdEncoder::memory(uint64_t raw_size, uint64_t reference_size, int level) noexcept {
+    const ZSTD_compressionParameters p = ZSTD_getCParams(level, raw_size, static_cast<size_t>(reference_size));
+    return ZSTD_estimateCCtxSize_usingCParams(p) + ZSTD_compressBound(static_cast<size_t>(raw_size));
+}
+
+Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& reference) {
+    ZstdEncoder encoder;
+    SDM_TRY_GET(frame, encoder.compress(raw, level, reference));
+    return ByteVector(frame->begin(), frame->end());
 }
 
 Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,31 @@ struct CodecReference {
     Bytes bytes{};  // the dictionary (zstd_dict) or the prefix (zstd_prefix)
 };
 
+// One thread's zstd encoder: its compression context and output buffer are reused from call to
+// call (a level-19 context is tens of MiB to set up), so a writer's memory is one context and one
+// buffer per thread however many payloads it codes.
+class ZstdEncoder {
+public:
+    ZstdEncoder();
+    ~ZstdEncoder();
+    ZstdEncoder(const ZstdEncoder&) = delete;
+    ZstdEncoder& operator=(const ZstdEncoder&) = delete;
+    ZstdEncoder(ZstdEncoder&&) noexcept;
+    ZstdEncoder& operator=(ZstdEncoder&&) noexcept;
+    // One frame of `raw`; the view lasts until the next call. A context and buffer of more than
+    // kKeepBelow bytes are freed after the call rather than kept for the next.
+    Result<Bytes> compress(Bytes raw, int level, const CodecReference& reference);
+    // The memory compress() takes for `raw_size` bytes against `reference_size` bytes of
+    // reference: the context zstd sizes for them, and the output buffer.
+    static size_t memory(uint64_t raw_size, uint64_t reference_size, int level) noexcept;
+    static constexpr size_t kKeepBelow = size_t{16} << 20;
+
+private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
+
+// One frame of `raw` in a vector of exactly its size.
 Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& reference);
 
 // Checks, without allocating or decoding, that `stored` is exactly one zstd frame that declares

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "image.hpp"
 #include "manifest.hpp"
 #include "sdm_version.h"
+#include "similarity.hpp"
 #include "text.hpp"
 
 namespace sdm::archive {
@@ -23,30 +25,77 @@ constexpr const char* kDictionaryName = "sdm.dictionary";
 // A reference must shrink an entry by this fraction of its plain zstd size to be worth the
 // second decompression it costs the reader.
 constexpr double kPrefixGain = 0.97;
-constexpr size_t kSameNameCandidates = 8;
-constexpr size_t kSameArchCandidates = 4;
+// Prefix trials per entry: the entries whose sketches it shares most (any module, any arch), then
+// the other targets of its own module nearest in size where those are not among them already.
+constexpr size_t kSimilarCandidates = 6;
+constexpr size_t kSameNameCandidates = 2;
 constexpr size_t kMinDictionarySamples = 8;
 
 auto input_key(const WriterInput& e) {
     return std::tuple(std::string_view(e.name), static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant));
 }
 
-// Runs body(i) for i in [0, n) on `threads` threads; the calling thread takes part and reports
-// progress. Each i is independent, so the result does not depend on scheduling.
+// Runs body(worker, i) for i in [0, n) on `threads` threads (worker < threads names the thread's
+// encoder); the calling thread is worker 0 and reports progress. Each i is independent, so the
+// result does not depend on scheduling.
 template <typename Body>
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& tick, Body&& body) {
     std::atomic<size_t> next{0};
-    const auto work = [&](bool report) {
+    const auto work = [&](unsigned worker) {
         for (size_t i = next++; i < n; i = next++) {
-            body(i);
-            if (report && tick) tick(i);
+            body(worker, i);
+            if (worker == 0 && tick) tick(i);
         }
     };
     std::vector<std::thread> pool;
     const unsigned extra = std::min<unsigned>(threads > 0 ? threads - 1 : 0, static_cast<unsigned>(n));
-    for (unsigned t = 0; t < extra; ++t) pool.emplace_back(work, false);
-    work(true);
+    for (unsigned t = 0; t < extra; ++t) pool.emplace_back(work, t + 1);
+    work(0);
     for (auto& t : pool) t.join();
+}
+
+// Bytes of WriterOptions::work_memory: a task takes what it needs before it allocates, and waits
+// while others hold it.
+class Budget {
+public:
+    explicit Budget(size_t total) : total_(std::max<size_t>(total, 1)), free_(total_) {}
+    class Taken {
+    public:
+        Taken(Budget& b, size_t n) : budget_(b), n_(n) {}
+        ~Taken() { budget_.give(n_); }
+        Taken(const Taken&) = delete;
+        Taken& operator=(const Taken&) = delete;
+
+    private:
+        Budget& budget_;
+        size_t n_;
+    };
+    // Waits until `want` (at most the whole budget) is free and holds it for the Taken's life.
+    [[nodiscard]] Taken take(size_t want) {
+        want = std::min(want, total_);
+        std::unique_lock lock(mutex_);
+        freed_.wait(lock, [&] { return free_ >= want; });
+        free_ -= want;
+        return Taken(*this, want);
+    }
+
+private:
+    void give(size_t n) {
+        {
+            std::lock_guard lock(mutex_);
+            free_ += n;
+        }
+        freed_.notify_all();
+    }
+    const size_t total_;
+    size_t free_;
+    std::mutex mutex_;
+    std::condition_variable freed_;
+};
+
+// A decode buffer grown past what the encoder keeps goes back after its task.
+void trim(ByteVector& scratch) {
+    if (scratch.capacity() >= ZstdEncoder::kKeepBelow) ByteVector().swap(scratch);
 }
 
 struct Choice {
@@ -57,6 +106,15 @@ struct Choice {
 
 }  // namespace
 
+Result<Bytes> WriterInput::raw(ByteVector& scratch) const {
+    if (!source) return Bytes(bytes);
+    SDM_TRY_GET(read, source->read(scratch));
+    if (read->size() != source->size())
+        return make_error(ErrorCode::io, "entry " + name + " (" + target_name(kind, sm, variant) + "): its input gave " + std::to_string(read->size()) +
+                                             " bytes, not the " + std::to_string(source->size()) + " it had (did the input file change while sdm read it?)");
+    return *read;
+}
+
 ArchiveWriter::ArchiveWriter(WriterOptions options) : options_(std::move(options)) {}
 
 Result<void> ArchiveWriter::add(WriterInput input) {
@@ -65,19 +123,23 @@ Result<void> ArchiveWriter::add(WriterInput input) {
                                                            name_problem(input.name, limits::max_long_name_length) + " (" + kNameRules + ")");
     if (!is_known(input.kind) || input.kind == Kind::dictionary)
         return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": kind cannot be added by hand");
-    if (input.bytes.size() > limits::max_raw_entry)
-        return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": " + std::to_string(input.bytes.size()) +
+    if (input.source && (!input.bytes.empty() || input.kind == Kind::manifest))
+        return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": a source stands for an image's bytes, not beside them or for a manifest");
+    if (input.raw_size() > limits::max_raw_entry)
+        return make_error(ErrorCode::invalid_argument, "entry " + input.name + ": " + std::to_string(input.raw_size()) +
                                                            " bytes exceed the per-entry limit of " + std::to_string(limits::max_raw_entry));
     const std::string what = std::string(kind_name(input.kind)) + " " + input.name +
                              (kind_has_arch(input.kind) ? ", " + target_name(input.kind, input.sm, input.variant) : std::string());
+    ByteVector scratch;
+    SDM_TRY_GET(bytes, input.raw(scratch));
     if (kind_has_arch(input.kind)) {
         if (input.sm < 10 || input.sm > 999) return make_error(ErrorCode::invalid_argument, what + ": arch out of range");
-        SDM_TRY_GET(info, check_declared_target(input.kind, input.sm, input.variant, input.bytes, what));
+        SDM_TRY_GET(info, check_declared_target(input.kind, input.sm, input.variant, *bytes, what));
     } else {
         if (input.sm != 0 || input.variant != Variant::base)
             return make_error(ErrorCode::invalid_argument, what + ": a " + kind_name(input.kind) + " entry has no arch");
         if (input.kind == Kind::fatbin) {
-            auto info = inspect_fatbin(input.bytes);
+            auto info = inspect_fatbin(*bytes);
             if (!info) return make_error(info.error().code, what + ": " + info.error().message);
         }
     }
@@ -87,20 +149,21 @@ Result<void> ArchiveWriter::add(WriterInput input) {
                                                                std::to_string(limits::max_manifest));
         auto manifest = decode_manifest(input.bytes);
         if (!manifest) return make_error(manifest.error().code, what + ": " + manifest.error().message);
-        for (const auto& other : inputs_)
-            if (other.kind == Kind::manifest) return make_error(ErrorCode::invalid_argument, "an archive holds one manifest; " + what + " is a second");
+        if (has_manifest_) return make_error(ErrorCode::invalid_argument, "an archive holds one manifest; " + what + " is a second");
         options_.kernel_abi_major = manifest->kernel_abi_major;
         options_.kernel_abi_minor = manifest->kernel_abi_minor;
     }
-    for (const auto& other : inputs_)
-        if (input_key(other) == input_key(input)) return make_error(ErrorCode::invalid_argument, "duplicate entry: " + what);
-    uint64_t total = input.bytes.size();
-    for (const auto& other : inputs_) total += other.bytes.size();
+    if (keys_.count(Key(input.name, static_cast<uint8_t>(input.kind), input.sm, static_cast<uint8_t>(input.variant))))
+        return make_error(ErrorCode::invalid_argument, "duplicate entry: " + what);
+    const uint64_t total = raw_total_ + input.raw_size();
     if (total > limits::max_raw_total)
         return make_error(ErrorCode::invalid_argument, what + ": the entries add up to " + std::to_string(total) +
                                                            " bytes, past the archive limit of " + std::to_string(limits::max_raw_total));
     if (inputs_.size() + 2 > limits::max_entries)
         return make_error(ErrorCode::invalid_argument, "more than " + std::to_string(limits::max_entries - 1) + " entries");
+    keys_.emplace(input.name, static_cast<uint8_t>(input.kind), input.sm, static_cast<uint8_t>(input.variant));
+    raw_total_ = total;
+    has_manifest_ = has_manifest_ || input.kind == Kind::manifest;
     inputs_.push_back(std::move(input));
     return {};
 }
@@ -108,16 +171,32 @@ Result<void> ArchiveWriter::add(WriterInput input) {
 Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     std::vector<WriterInput> in = std::move(inputs_);
     inputs_.clear();
+    keys_.clear();
+    raw_total_ = 0;
+    has_manifest_ = false;
     std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) { return input_key(a) < input_key(b); });
     const size_t n = in.size();
     const unsigned threads = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
     const int level = options_.level;
+    // Memory: the raw inputs, each entry's chosen payload, and one encoder per thread. A trial's
+    // output is kept only while it is its entry's best; the rest are sized and dropped.
+    std::vector<ZstdEncoder> encoders(threads);
+    std::vector<ByteVector> scratch(threads), scratch2(threads);  // each worker's decode buffers
+    std::vector<uint64_t> raw_size(n);
+    std::vector<Hash128> raw_hash(n);
+    for (size_t i = 0; i < n; ++i) raw_size[i] = in[i].raw_size();
+    Budget budget(options_.work_memory);
+    // What coding entry i against `reference` bytes holds: its encoder, and the decode buffers of
+    // the entry and of a reference that comes from sources.
+    const auto cost = [&](size_t i, uint64_t reference, bool reference_decoded) {
+        return ZstdEncoder::memory(raw_size[i], reference, level) + (in[i].source ? raw_size[i] : 0) + (reference_decoded ? reference : 0);
+    };
     std::vector<Choice> choice(n);
     std::vector<bool> pinned(n, false);   // stays plain: stored by request, or a prefix others use
     std::vector<bool> referrer(n, false); // codes against another entry: never a base itself
     const auto image_kind = [](Kind k) { return k == Kind::cubin || k == Kind::ptx || k == Kind::ltoir || k == Kind::fatbin; };
 
-    // Work units: n plain compressions, then prefix trials, then dictionary trials.
+    // Work units: n plain compressions, then the prefix trials of each entry, then dictionary trials.
     std::atomic<size_t> done{0};
     size_t total_work = n;
     const auto tick = [&](size_t) {
@@ -131,81 +210,140 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         std::lock_guard lock(error_mutex);
         if (!failed.exchange(true)) first_error = std::move(e);
     };
+    const auto copy_of = [](Bytes b) { return ByteVector(b.begin(), b.end()); };
 
     // 1. Plain zstd for everything; stored where compression does not pay or was not asked for.
-    parallel_for(n, threads, tick, [&](size_t i) {
+    // Each entry's sketch is taken in the same pass, while its bytes are in cache.
+    const bool prefix = options_.prefix && options_.compress;
+    std::vector<Sketch> sketches(prefix ? n : 0);
+    parallel_for(n, threads, tick, [&](unsigned w, size_t i) {
         // The manifest is always stored: every mount reads it, and a stored one needs no
         // decompressor at all (a warm start's cheapest path).
         const bool store = !options_.compress || (options_.store_cubins && in[i].kind == Kind::cubin) || in[i].kind == Kind::manifest;
+        const auto held = budget.take(cost(i, 0, false));
+        auto raw = in[i].raw(scratch[w]);
+        if (!raw) return record_error(std::move(raw).error());
+        raw_hash[i] = xxh3_128(*raw);
         if (!store) {
-            auto c = zstd_compress(in[i].bytes, level, {Codec::zstd, {}});
+            auto c = encoders[w].compress(*raw, level, {Codec::zstd, {}});
             if (!c) return record_error(std::move(c).error());
-            choice[i].stored = std::move(*c);
+            if (c->size() < raw->size()) choice[i].stored = copy_of(*c);
         }
-        if (store || choice[i].stored.size() >= in[i].bytes.size()) {
+        if (store || choice[i].stored.empty()) {
             choice[i].codec = Codec::stored;
-            choice[i].stored = in[i].bytes;
             pinned[i] = store;
         }
+        if (prefix && image_kind(in[i].kind) && !store) sketches[i] = sketch_of(*raw);
+        trim(scratch[w]);
         ++done;
     });
     if (failed) return first_error;
 
-    // 2. Prefix coding: each image against other images of the same kind, first those of the same
-    // module (other archs: sm_86 beside sm_80), then those of the same arch (other modules). A base
-    // stays plain (references go one step), so which images become bases matters most: the trials
-    // that save most are taken first, and an image may reference one after it in the index.
-    if (options_.prefix && options_.compress) {
-        std::vector<std::vector<size_t>> candidates(n);
+    // 2. Prefix coding: each image against the images most like it (by sketch: the same kernels
+    // for another arch, a sibling instantiation in another module) and the nearest-sized other
+    // targets of its own module. A base stays plain (references go one step), so which images
+    // become bases matters most: the trials that save most are taken first, and an image may
+    // reference one after it in the index.
+    if (prefix) {
+        std::vector<uint32_t> group(n);
         for (size_t i = 0; i < n; ++i) {
-            if (!image_kind(in[i].kind) || pinned[i] || choice[i].codec == Codec::stored) continue;
-            std::vector<size_t> same_name, same_arch;
-            for (size_t j = 0; j < n; ++j) {
-                if (j == i || in[j].kind != in[i].kind) continue;
-                if (in[j].name == in[i].name) same_name.push_back(j);
-                else if (in[j].sm == in[i].sm && in[j].variant == in[i].variant) same_arch.push_back(j);
-            }
-            const auto closer = [&](size_t a, size_t b) {
-                const auto da = std::max(in[a].bytes.size(), in[i].bytes.size()) - std::min(in[a].bytes.size(), in[i].bytes.size());
-                const auto db = std::max(in[b].bytes.size(), in[i].bytes.size()) - std::min(in[b].bytes.size(), in[i].bytes.size());
-                return std::tie(da, a) < std::tie(db, b);
-            };
-            std::sort(same_name.begin(), same_name.end(), closer);
-            std::sort(same_arch.begin(), same_arch.end(), closer);
-            same_name.resize(std::min(same_name.size(), kSameNameCandidates));
-            same_arch.resize(std::min(same_arch.size(), kSameArchCandidates));
-            candidates[i] = same_name;
-            candidates[i].insert(candidates[i].end(), same_arch.begin(), same_arch.end());
+            const bool eligible = image_kind(in[i].kind) && !pinned[i] && choice[i].codec != Codec::stored;
+            group[i] = eligible ? static_cast<uint32_t>(in[i].kind) : 0xffu;  // a group no eligible entry shares
+            if (!eligible) sketches[i].bins.fill(Sketch::kEmptyBin);
         }
-        std::vector<std::pair<size_t, size_t>> trials;  // (entry, candidate)
-        for (size_t i = 0; i < n; ++i)
-            for (size_t j : candidates[i]) trials.emplace_back(i, j);
-        std::vector<ByteVector> trial_out(trials.size());
-        total_work += trials.size();
-        parallel_for(trials.size(), threads, tick, [&](size_t t) {
-            const auto [i, j] = trials[t];
-            auto c = zstd_compress(in[i].bytes, level, {Codec::zstd_prefix, in[j].bytes});
-            if (!c) return record_error(std::move(c).error());
-            trial_out[t] = std::move(*c);
+        std::vector<std::vector<size_t>> candidates = similar_items(sketches, group, kSimilarCandidates);
+        for (size_t i = 0, first = 0; i < n; ++i) {
+            if (i > 0 && in[i].name != in[i - 1].name) first = i;
+            if (group[i] == 0xffu) {
+                candidates[i].clear();
+                continue;
+            }
+            std::vector<size_t> same_name;  // `in` is sorted by name: the module's entries are together
+            for (size_t j = first; j < n && in[j].name == in[i].name; ++j)
+                if (j != i && group[j] == group[i] && std::find(candidates[i].begin(), candidates[i].end(), j) == candidates[i].end())
+                    same_name.push_back(j);
+            const auto distance = [&](size_t a) {
+                return std::max(raw_size[a], raw_size[i]) - std::min(raw_size[a], raw_size[i]);
+            };
+            std::sort(same_name.begin(), same_name.end(), [&](size_t a, size_t b) { return std::pair(distance(a), a) < std::pair(distance(b), b); });
+            same_name.resize(std::min(same_name.size(), kSameNameCandidates));
+            candidates[i].insert(candidates[i].end(), same_name.begin(), same_name.end());
+        }
+        std::vector<std::vector<size_t>> trial_size(n);  // per candidate of each entry
+        std::vector<ByteVector> best_out(n);              // the entry's smallest trial output
+        std::vector<size_t> best_of(n, SIZE_MAX);         // its index in candidates[i]
+        total_work += n;
+        parallel_for(n, threads, tick, [&](unsigned w, size_t i) {
+            if (candidates[i].empty()) return void(++done);
+            uint64_t largest = 0;
+            bool decoded = false;
+            for (size_t j : candidates[i]) {
+                largest = std::max(largest, raw_size[j]);
+                decoded = decoded || in[j].source;
+            }
+            const auto held = budget.take(cost(i, largest, decoded));
+            auto raw = in[i].raw(scratch[w]);
+            if (!raw) return record_error(std::move(raw).error());
+            for (size_t c = 0; c < candidates[i].size(); ++c) {
+                auto base = in[candidates[i][c]].raw(scratch2[w]);
+                if (!base) return record_error(std::move(base).error());
+                auto out = encoders[w].compress(*raw, level, {Codec::zstd_prefix, *base});
+                if (!out) return record_error(std::move(out).error());
+                trial_size[i].push_back(out->size());
+                if (best_of[i] == SIZE_MAX || out->size() < trial_size[i][best_of[i]]) {
+                    best_of[i] = c;
+                    best_out[i] = copy_of(*out);
+                }
+            }
+            trim(scratch[w]);
+            trim(scratch2[w]);
             ++done;
         });
         if (failed) return first_error;
-        // Largest saving first (ties: trial order, so the result is deterministic). An image that
-        // references another can no longer be a base, and a base can no longer reference.
-        std::vector<std::pair<size_t, size_t>> order;  // (bytes saved, trial)
-        for (size_t t = 0; t < trials.size(); ++t) {
-            const size_t plain = choice[trials[t].first].stored.size();
-            if (static_cast<double>(trial_out[t].size()) < static_cast<double>(plain) * kPrefixGain)
-                order.emplace_back(plain - trial_out[t].size(), t);
-        }
-        std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-        for (const auto& [saved, t] : order) {
-            const auto [i, j] = trials[t];
+        // Largest saving first (ties: entry, then candidate order, so the result is deterministic).
+        // An image that references another can no longer be a base, and a base can no longer reference.
+        struct Trial {
+            size_t saved, entry, candidate;
+        };
+        std::vector<Trial> order;
+        for (size_t i = 0; i < n; ++i)
+            for (size_t c = 0; c < trial_size[i].size(); ++c) {
+                const size_t plain = choice[i].stored.size();
+                if (static_cast<double>(trial_size[i][c]) < static_cast<double>(plain) * kPrefixGain)
+                    order.push_back({plain - trial_size[i][c], i, c});
+            }
+        std::sort(order.begin(), order.end(), [](const Trial& a, const Trial& b) {
+            return std::tie(b.saved, a.entry, a.candidate) < std::tie(a.saved, b.entry, b.candidate);
+        });
+        std::vector<size_t> recode;  // took a trial whose output was not kept
+        for (const Trial& t : order) {
+            const size_t i = t.entry, j = candidates[i][t.candidate];
             if (referrer[i] || pinned[i] || referrer[j]) continue;
-            choice[i] = Choice{Codec::zstd_prefix, static_cast<uint32_t>(j), std::move(trial_out[t])};
+            choice[i].codec = Codec::zstd_prefix;
+            choice[i].ref = static_cast<uint32_t>(j);
+            if (t.candidate == best_of[i]) choice[i].stored = std::move(best_out[i]);
+            else recode.push_back(i);
             referrer[i] = true;
             pinned[j] = true;
         }
+        best_out.clear();
+        best_out.shrink_to_fit();
+        total_work += recode.size();
+        parallel_for(recode.size(), threads, tick, [&](unsigned w, size_t r) {
+            const size_t i = recode[r];
+            const auto held = budget.take(cost(i, raw_size[choice[i].ref], in[choice[i].ref].source != nullptr));
+            auto raw = in[i].raw(scratch[w]);
+            if (!raw) return record_error(std::move(raw).error());
+            auto base = in[choice[i].ref].raw(scratch2[w]);
+            if (!base) return record_error(std::move(base).error());
+            auto out = encoders[w].compress(*raw, level, {Codec::zstd_prefix, *base});
+            if (!out) return record_error(std::move(out).error());
+            choice[i].stored = copy_of(*out);
+            trim(scratch[w]);
+            trim(scratch2[w]);
+            ++done;
+        });
+        if (failed) return first_error;
     }
 
     // 3. A trained dictionary over the entries still coded alone, kept only if the bytes it saves
@@ -214,24 +352,37 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     std::vector<size_t> dictionary_users;
     if (options_.dictionary && options_.compress) {
         std::vector<size_t> eligible;
-        std::vector<Bytes> samples;
-        size_t sample_bytes = 0;
+        uint64_t sample_bytes = 0;
         for (size_t i = 0; i < n; ++i)
             if (image_kind(in[i].kind) && !pinned[i] && !referrer[i] && choice[i].codec == Codec::zstd) {
                 eligible.push_back(i);
-                samples.emplace_back(in[i].bytes);
-                sample_bytes += in[i].bytes.size();
+                sample_bytes += raw_size[i];
             }
         if (eligible.size() >= kMinDictionarySamples) {
-            dictionary = zstd_train_dictionary(samples, std::clamp<size_t>(sample_bytes / 50, 4096, 112 * 1024));
+            // The training sample: each eligible entry's first bytes, an equal share of
+            // kDictionarySampleBytes each (the whole entry where the entries fit).
+            const size_t share = std::max<size_t>(kDictionarySampleBytes / eligible.size(), 1024);
+            std::vector<ByteVector> sample_copies;
+            std::vector<Bytes> samples;
+            for (size_t i : eligible) {
+                auto raw = in[i].raw(scratch[0]);
+                if (!raw) return std::move(raw).error();
+                sample_copies.emplace_back(raw->begin(), raw->begin() + static_cast<std::ptrdiff_t>(std::min(raw->size(), share)));
+            }
+            for (const auto& c : sample_copies) samples.emplace_back(c);
+            dictionary = zstd_train_dictionary(samples, std::clamp<size_t>(static_cast<size_t>(sample_bytes / 50), 4096, 112 * 1024));
         }
         if (!dictionary.empty()) {
-            std::vector<ByteVector> trial_out(eligible.size());
+            std::vector<ByteVector> trial_out(eligible.size());  // kept only where smaller than the plain frame
             total_work += eligible.size();
-            parallel_for(eligible.size(), threads, tick, [&](size_t t) {
-                auto c = zstd_compress(in[eligible[t]].bytes, level, {Codec::zstd_dict, dictionary});
+            parallel_for(eligible.size(), threads, tick, [&](unsigned w, size_t t) {
+                const auto held = budget.take(cost(eligible[t], dictionary.size(), false));
+                auto raw = in[eligible[t]].raw(scratch[w]);
+                if (!raw) return record_error(std::move(raw).error());
+                auto c = encoders[w].compress(*raw, level, {Codec::zstd_dict, dictionary});
                 if (!c) return record_error(std::move(c).error());
-                trial_out[t] = std::move(*c);
+                if (c->size() < choice[eligible[t]].stored.size()) trial_out[t] = copy_of(*c);
+                trim(scratch[w]);
                 ++done;
             });
             if (failed) return first_error;
@@ -240,12 +391,12 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             dictionary_stored = packed->size() < dictionary.size() ? std::move(*packed) : dictionary;
             size_t gain = 0;
             for (size_t t = 0; t < eligible.size(); ++t)
-                if (trial_out[t].size() < choice[eligible[t]].stored.size()) gain += choice[eligible[t]].stored.size() - trial_out[t].size();
+                if (!trial_out[t].empty()) gain += choice[eligible[t]].stored.size() - trial_out[t].size();
             // The dictionary costs its stored bytes, a record, its name and its alignment (64 bytes when
             // compressed, which a dictionary of this size always is in practice).
             if (gain > dictionary_stored.size() + kRecordSize + 64 + std::strlen(kDictionaryName)) {
                 for (size_t t = 0; t < eligible.size(); ++t)
-                    if (trial_out[t].size() < choice[eligible[t]].stored.size()) {
+                    if (!trial_out[t].empty()) {
                         choice[eligible[t]].codec = Codec::zstd_dict;
                         choice[eligible[t]].stored = std::move(trial_out[t]);
                         dictionary_users.push_back(eligible[t]);
@@ -253,6 +404,8 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
             }
         }
     }
+    encoders.clear();
+    scratch2.clear();
     if (!dictionary_users.empty()) {
         WriterInput d;
         d.name = kDictionaryName;
@@ -260,7 +413,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         d.bytes = dictionary;
         Choice c;
         c.codec = dictionary_stored.size() < dictionary.size() ? Codec::zstd : Codec::stored;
-        c.stored = std::move(dictionary_stored);
+        if (c.codec == Codec::zstd) c.stored = std::move(dictionary_stored);
         // Insert in sorted position and renumber references.
         const auto pos = static_cast<size_t>(std::lower_bound(in.begin(), in.end(), d, [](const auto& a, const auto& b) {
                                                  return input_key(a) < input_key(b);
@@ -268,11 +421,18 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         for (auto& ch : choice)
             if (ch.codec == Codec::zstd_prefix && ch.ref >= pos) ++ch.ref;
         for (size_t u : dictionary_users) choice[u].ref = static_cast<uint32_t>(pos);
+        raw_size.insert(raw_size.begin() + static_cast<std::ptrdiff_t>(pos), d.bytes.size());
+        raw_hash.insert(raw_hash.begin() + static_cast<std::ptrdiff_t>(pos), xxh3_128(d.bytes));
         in.insert(in.begin() + static_cast<std::ptrdiff_t>(pos), std::move(d));
         choice.insert(choice.begin() + static_cast<std::ptrdiff_t>(pos), std::move(c));
     }
     const size_t count = in.size();
     if (options_.progress) options_.progress(total_work, total_work);
+    // What each entry's payload is: its raw bytes when stored, else its frame.
+    const auto payload = [&](size_t i) -> Result<Bytes> {
+        if (choice[i].codec == Codec::stored) return in[i].raw(scratch[0]);
+        return Bytes(choice[i].stored);
+    };
 
     // 4. Layout: header, index, strings, then payloads in index order.
     std::string strings;
@@ -303,7 +463,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     for (size_t i = 0; i < count; ++i) {
         at = align_up(at, choice[i].codec == Codec::stored ? kStoredAlignment : kZstdAlignment);
         offsets[i] = at;
-        at += choice[i].stored.size();
+        at += choice[i].codec == Codec::stored ? raw_size[i] : choice[i].stored.size();
     }
     ByteVector out;
     try {
@@ -328,8 +488,13 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     store_u16(o, header::kernel_abi_minor, options_.kernel_abi_minor);
     const std::string created_by = std::string("sdm ") + SDM_VERSION_STRING;
     std::memcpy(out.data() + header::created_by, created_by.data(), std::min<size_t>(created_by.size(), 15));
+    WriterReport tally;
+    tally.entries = count;
+    tally.archive_bytes = out.size();
     for (size_t i = 0; i < count; ++i) {
         const std::span<std::byte> r = o.subspan(index_offset + i * kRecordSize, kRecordSize);
+        SDM_TRY_GET(p, payload(i));
+        if (offsets[i] + p->size() > out.size()) return make_error(ErrorCode::internal, "entry " + in[i].name + " grew while it was written");
         store_u32(r, record::name_offset, name_offsets[i]);
         store_u16(r, record::name_length, gsl::narrow_cast<uint16_t>(in[i].name.size()));  // valid_name: <= 65535
         store_u8(r, record::kind, static_cast<uint8_t>(in[i].kind));
@@ -338,28 +503,27 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         store_u8(r, record::variant, static_cast<uint8_t>(in[i].variant));
         store_u32(r, record::ref, choice[i].ref);
         store_u64(r, record::data_offset, offsets[i]);
-        store_u64(r, record::stored_size, choice[i].stored.size());
-        store_u64(r, record::raw_size, in[i].bytes.size());
-        store_hash128(r, record::raw_hash, xxh3_128(in[i].bytes));
-        store_u64(r, record::stored_hash, xxh3_64(choice[i].stored));
-        std::copy(choice[i].stored.begin(), choice[i].stored.end(), out.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+        store_u64(r, record::stored_size, p->size());
+        store_u64(r, record::raw_size, raw_size[i]);
+        store_hash128(r, record::raw_hash, raw_hash[i]);
+        store_u64(r, record::stored_hash, xxh3_64(*p));
+        std::copy(p->begin(), p->end(), out.begin() + static_cast<std::ptrdiff_t>(offsets[i]));
+        if (in[i].kind != Kind::dictionary) tally.raw_bytes += raw_size[i];
+        tally.prefix_coded += choice[i].codec == Codec::zstd_prefix;
+        tally.dictionary_coded += choice[i].codec == Codec::zstd_dict;
+        tally.stored += choice[i].codec == Codec::stored;
+        if (in[i].kind == Kind::dictionary) tally.dictionary_bytes = p->size();
+        // Copied: its memory goes back now, so the archive and the inputs are not all held at once.
+        // No later entry needs it (references were coded above).
+        ByteVector().swap(choice[i].stored);
+        ByteVector().swap(in[i].bytes);
+        in[i].source.reset();
     }
     std::memcpy(out.data() + strings_offset, strings.data(), strings.size());
     store_u64(o, header::meta_hash, xxh3_64(Bytes(out).subspan(index_offset, strings_offset + strings.size() - index_offset)));
     store_u64(o, header::header_hash, xxh3_64(Bytes(out).first(header::header_hash)));
 
-    if (report != nullptr) {
-        *report = WriterReport{};
-        report->entries = count;
-        report->archive_bytes = out.size();
-        for (size_t i = 0; i < count; ++i) {
-            if (in[i].kind != Kind::dictionary) report->raw_bytes += in[i].bytes.size();
-            report->prefix_coded += choice[i].codec == Codec::zstd_prefix;
-            report->dictionary_coded += choice[i].codec == Codec::zstd_dict;
-            report->stored += choice[i].codec == Codec::stored;
-            if (in[i].kind == Kind::dictionary) report->dictionary_bytes = choice[i].stored.size();
-        }
-    }
+    if (report != nullptr) *report = tally;
     return out;
 }
 

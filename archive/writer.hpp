@@ -5,7 +5,10 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bytes.hpp"
@@ -22,8 +25,30 @@ struct WriterOptions {
     bool compress{true};        // false: store every entry uncompressed
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
     unsigned threads{0};        // 0: one per hardware thread
+    // What the threads' encoders and decode buffers may hold at once: a payload whose coding needs
+    // more waits for others to finish (one that needs more than all of it runs alone). The output
+    // does not depend on it.
+    size_t work_memory{size_t{1} << 30};
     // Called from the writing thread as entries finish compressing (done <= total).
     std::function<void(size_t done, size_t total)> progress;
+};
+
+// Memory: finish() holds each input's raw bytes or its source, one chosen payload per entry, a
+// trial's output only while it is its entry's best, the encoders and decode buffers of the
+// payloads being coded (WriterOptions::work_memory, and one small encoder kept per thread),
+// a dictionary's training sample (at most kDictionarySampleBytes) and the archive as it is laid out
+// (each payload's buffer goes back as it is copied in).
+constexpr size_t kDictionarySampleBytes = size_t{16} << 20;
+
+// An entry's raw bytes, read each time the writer needs them instead of held for the whole write:
+// an image decoded from the compressed form a fatbin stored it in (a library's images are several
+// times their stored size). read() must give the same size()-byte answer every time.
+class RawSource {
+public:
+    virtual ~RawSource() = default;
+    virtual uint64_t size() const noexcept = 0;
+    // The bytes: a view of memory the source keeps, or of `scratch` where it decodes them.
+    virtual Result<Bytes> read(ByteVector& scratch) const = 0;
 };
 
 struct WriterInput {
@@ -31,7 +56,12 @@ struct WriterInput {
     Kind kind{Kind::cubin};
     uint16_t sm{0};
     Variant variant{Variant::base};
-    ByteVector bytes;
+    ByteVector bytes;                          // the raw bytes, unless `source` gives them
+    std::shared_ptr<const RawSource> source{};  // images only (never the manifest)
+
+    uint64_t raw_size() const noexcept { return source ? source->size() : bytes.size(); }
+    // The raw bytes: `bytes`, or the source's answer (checked against its size()).
+    Result<Bytes> raw(ByteVector& scratch) const;
 };
 
 // Per-entry outcome, for `sdm pack` to report.
@@ -56,6 +86,12 @@ public:
 private:
     WriterOptions options_;
     std::vector<WriterInput> inputs_;
+    // What add() checks each input against, kept as it goes (a library's 20,000 images are not
+    // compared pairwise): the entries' keys, their raw total, whether a manifest came.
+    using Key = std::tuple<std::string, uint8_t, uint16_t, uint8_t>;
+    std::set<Key> keys_;
+    uint64_t raw_total_{0};
+    bool has_manifest_{false};
 };
 
 }  // namespace sdm::archive

@@ -23,6 +23,30 @@ namespace {
 using archive::elf::kEmCuda;
 
 
+// A container's image kept as the container stores it (nvcc's LZ4 or zstd, or raw) in memory of
+// its own, decoded each time the writer reads it: a library's images are several times their
+// stored size, and the library's file is unmapped once its containers are read (a file replaced
+// while sdm works cannot fault it).
+class StoredImage final : public archive::RawSource {
+public:
+    // `size`: what the payload decodes to (PTX loses the terminator the container stores).
+    StoredImage(const archive::FatbinEntry& entry, uint64_t size) : entry_(entry), stored_(entry.stored.begin(), entry.stored.end()), size_(size) {
+        entry_.stored = Bytes(stored_);
+        entry_.options = {};
+    }
+    uint64_t size() const noexcept override { return size_; }
+    Result<Bytes> read(ByteVector& scratch) const override {
+        SDM_TRY_GET(raw, archive::fatbin_entry_payload(entry_));
+        scratch = std::move(*raw);
+        return Bytes(scratch);
+    }
+
+private:
+    archive::FatbinEntry entry_;
+    ByteVector stored_;
+    uint64_t size_;
+};
+
 // The file name up to its first '.', as a valid entry name: "libcufft.so.12" -> "libcufft".
 std::string module_stem(const std::string& path) {
     std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
@@ -76,7 +100,7 @@ public:
         if (elf && load_u16(bytes, 18) == kEmCuda) return add_image(path, stem, archive::Kind::cubin, bytes);
         const bool fatbin = bytes.size() >= 4 && load_u32(bytes, 0) == archive::kFatbinMagic;
         const bool ar = as_text(bytes.subspan(0, std::min<size_t>(bytes.size(), 8))) == "!<arch>\n";
-        if (elf || fatbin || ar) return add_containers(path, stem, bytes);
+        if (elf || fatbin || ar) return add_containers(path, stem, **file);
         if (archive::inspect_ltoir(bytes)) return add_image(path, stem, archive::Kind::ltoir, bytes);
         auto ptx = archive::inspect_ptx(bytes);
         if (ptx) return add_image(path, stem, archive::Kind::ptx, bytes);
@@ -101,8 +125,8 @@ private:
         return {};
     }
 
-    Result<void> add_containers(const std::string& path, const std::string& stem, Bytes bytes) {
-        auto found = archive::find_fatbins(bytes);
+    Result<void> add_containers(const std::string& path, const std::string& stem, const archive::FileMap& file) {
+        auto found = archive::find_fatbins(file.bytes());
         if (!found) return make_error(found.error().code, path + ": " + found.error().message);
         if (found->empty())
             return make_error(ErrorCode::invalid_argument, path + ": holds no fatbin container (no device code; was it built with nvcc?)");
@@ -152,6 +176,8 @@ private:
                                                                        " bytes would take the images past the " +
                                                                        std::to_string(archive::limits::max_raw_total) +
                                                                        " bytes an archive holds; import fewer inputs, or narrow them with --arch/--ptx");
+                // Decoded once now, so a payload that does not decode is named here; then kept
+                // as stored, and decoded again whenever the writer reads it.
                 auto payload = archive::fatbin_entry_payload(entry);
                 if (!payload && payload.error().code == ErrorCode::unsupported) {
                     fmt::print(stderr, "sdm import: {}: {}: skipped\n", label, payload.error().message);
@@ -161,7 +187,10 @@ private:
                 if (!payload) return make_error(payload.error().code, label + ": " + payload.error().message);
                 tally_.kept_bytes += entry.stored.size();
                 raw_bytes_ += payload->size();
-                inputs_.push_back({{module, *entry.image_kind, entry.sm, entry.variant, std::move(*payload)}, label});
+                archive::WriterInput input{module, *entry.image_kind, entry.sm, entry.variant, {}, {}};
+                if (entry.compression == archive::FatbinCompression::none) input.bytes = std::move(*payload);
+                else input.source = std::make_shared<StoredImage>(entry, payload->size());
+                inputs_.push_back({std::move(input), label});
             }
         }
         return {};

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
         cmd->add_option("--prefix", w.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
         cmd->add_flag("--store-cubins", w.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
         cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
+        cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
         cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");
     };
     sdm::tools::PackOptions pack;

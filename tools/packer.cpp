@@ -26,12 +26,14 @@ struct ImageKernels {
 // (LTO-IR, encoded or not, says nothing: it is skipped).
 Result<std::vector<ImageKernels>> kernels_of(const PackInput& in) {
     std::vector<ImageKernels> out;
+    ByteVector scratch;
+    SDM_TRY_GET(bytes, in.input.raw(scratch));
     if (in.input.kind == archive::Kind::cubin || in.input.kind == archive::Kind::ptx) {
-        auto kernels = archive::image_kernel_params(in.input.kind, in.input.bytes);
+        auto kernels = archive::image_kernel_params(in.input.kind, *bytes);
         if (!kernels) return make_error(kernels.error().code, in.origin + ": " + kernels.error().message);
         out.push_back({in.origin, in.input.kind, std::move(*kernels)});
     } else if (in.input.kind == archive::Kind::fatbin) {
-        auto container = archive::parse_fatbin(in.input.bytes);
+        auto container = archive::parse_fatbin(*bytes);
         if (!container) return make_error(container.error().code, in.origin + ": " + container.error().message);
         for (const auto& entry : container->entries) {
             if (entry.image_kind != archive::Kind::cubin && entry.image_kind != archive::Kind::ptx) continue;
@@ -203,6 +205,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     wo.prefix = o.prefix == "auto";
     wo.store_cubins = o.store_cubins;
     wo.compress = !o.store;
+    wo.threads = o.jobs;
     wo.progress = [&](size_t done, size_t total) { progress.update(done, total); };
     archive::ArchiveWriter writer(wo);
     if (declared || !manifest.kernels.empty()) {

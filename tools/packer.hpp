@@ -21,6 +21,7 @@ struct WriteOptions {
     bool store_cubins{false};
     bool store{false};
     bool quiet{false};
+    unsigned jobs{0};                 // 0: one per core
 };
 
 struct PackInput {
