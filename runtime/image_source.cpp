@@ -32,14 +32,13 @@ public:
             return std::move(out_);
         }
         if (selected.path == SelectionPath::cubin || selected.path == SelectionPath::fatbin) {
-            // Compressed: the verified raw image is kept in the cache, so a warm start skips the decompression.
-            const Kind kind = selected.path == SelectionPath::fatbin ? Kind::fatbin : Kind::cubin;
-            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(entry_.raw_hash).field(entry_.raw_size).key(), kind,
-                           selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin, [&]() -> Result<ByteVector> {
-                               auto raw = archive_.read(selected.image.index);
-                               if (raw) SDM_TRY(from_archive(*raw));
-                               return raw;
-                           }));
+            // Compressed: decoded into memory and checked, every time. Decoding costs less than the
+            // cache's read, checksum and check would (zstd decodes at about 1 GB/s; bench/RESULTS.md,
+            // issue 17), and caching it would write a decoded copy of every image a host loads.
+            SDM_TRY_GET(raw, archive_.read(selected.image.index));
+            SDM_TRY(from_archive(*raw));
+            out_.source = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
+            out_.owned = std::move(*raw);
             return std::move(out_);
         }
         SDM_TRY(jit());

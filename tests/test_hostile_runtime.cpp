@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cache.hpp"
+#include "image.hpp"
 #include "fake_runtime.hpp"
 #include "forge/forge.hpp"
 #include "hash.hpp"
@@ -50,6 +51,18 @@ forge::Bytes archive_with(const forge::Bytes& cubin, uint8_t codec) {
     const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")}));
     a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
     return forge::write(a);
+}
+
+constexpr uint32_t kSourceNvJitLink = 3;  // sdm_kernel_info::source: built by nvJitLink, not read from the cache (2)
+
+// The key of the one entry a cache directory holds (its fan-out folder and file name are its hex).
+Hash128 only_entry_key(const std::string& cache_dir) {
+    std::vector<std::string> found;
+    for (const auto& e : fs::recursive_directory_iterator(cache_dir))
+        if (e.is_regular_file() && e.path().extension() == ".sdmc") found.push_back(e.path().parent_path().filename().string() + e.path().stem().string());
+    REQUIRE(found.size() == 1);
+    REQUIRE(found[0].size() == 32);
+    return {std::stoull(found[0].substr(0, 16), nullptr, 16), std::stoull(found[0].substr(16), nullptr, 16)};
 }
 
 // The 64-byte image the real driver (libcuda 580.159.04) crashes on: a cubin's ELF header alone,
@@ -160,61 +173,63 @@ TEST_CASE("a cubin whose ELF header points past its end never reaches the driver
 TEST_CASE("a cache entry that passes its checksum but is not a well-formed image is removed and the image built again", "[hostile][images][cache]") {
     TempDir dir;
     fake({kH200});
-    const forge::Bytes cubin = fdata("kernels.sm_90.cubin");
-    const forge::Bytes archive = archive_with(cubin, forge::codec::zstd);
-    // Plant, under the key the runtime uses for the decoded image, the hostile header with a valid
-    // entry checksum (the key is computable from the archive's index: XXH3-128 of the raw image).
-    auto opened = archive::Archive::open_memory({reinterpret_cast<const std::byte*>(archive.data()), archive.size()}, "a");
-    REQUIRE(opened);
-    const auto& e = opened->entries()[0];
-    const auto key = runtime::CacheKeyBuilder().field("raw image").field(e.raw_hash).field(e.raw_size).key();
+    const std::string cache_dir = dir.path + "/cache";
+    const auto ptx = make_archive("kernels", {"compute_90"}, {"scale"}, 1, Matrix::none);
+    {
+        RuntimePtr rt = make_runtime(cache_dir);
+        mount(rt.get(), ptx, "ptx.sdma");
+        REQUIRE(info_of(rt.get(), 0, "scale").source == kSourceNvJitLink);  // linked, and its cubin cached
+    }
+    // Plant, under the key of that link's output, the hostile header with a valid entry checksum
+    // (the cache holds JIT outputs only; a process that can write the directory can do this).
+    const Hash128 key = only_entry_key(cache_dir);
     runtime::CacheOptions o;
-    o.directory = dir.path + "/cache";
+    o.directory = cache_dir;
     auto cache = runtime::Cache::open(o).value();
     const forge::Bytes hostile = hostile_header();
     REQUIRE(cache->put(key, {reinterpret_cast<const std::byte*>(hostile.data()), hostile.size()}));
     std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
-    mount_bytes(rt.get(), archive, "good.sdma");
+    RuntimePtr rt = make_runtime(cache_dir, 0, 0, &log);
+    mount(rt.get(), ptx, "ptx.sdma");
     const auto info = info_of(rt.get(), 0, "scale");
-    CHECK(info.source == 1);  // decoded from the archive, not the planted entry
+    CHECK(info.source == kSourceNvJitLink);  // linked again, not the planted entry
     CHECK(std::any_of(log.begin(), log.end(), [](const std::string& l) {
-        return l.find("the cache entry for cubin kernels, sm_90") != std::string::npos && l.find("it was removed, and the image is built again") != std::string::npos;
+        return l.find("the cache entry for ptx kernels, compute_90") != std::string::npos && l.find("it was removed, and the image is built again") != std::string::npos;
     }));
     CHECK(stats_of(rt.get()).bad_entries == 1);
-    // What is cached now is the real image.
-    CHECK(cache->get(key).value() == test::data_file("kernels.sm_90.cubin"));
+    CHECK(fake_calls("cuModuleLoadData") == 1);  // the driver saw the linked cubin only
+    // What is cached now is a real cubin again.
+    const auto again = cache->get(key).value();
+    CHECK(archive::inspect_image(archive::Kind::cubin, again));
 }
 
-TEST_CASE("a cache level others may write is never read: the image comes from the archive, and the log says why", "[hostile][cache]") {
+TEST_CASE("a cache level others may write is never read: the image is built again, and the log says why", "[hostile][cache]") {
     TempDir dir;
     fake({kH200});
     const std::string cache_dir = dir.path + "/cache";
-    const forge::Bytes archive = archive_with(fdata("kernels.sm_90.cubin"), forge::codec::zstd);
+    const auto ptx = make_archive("kernels", {"compute_90"}, {"scale"}, 1, Matrix::none);
     {
         RuntimePtr rt = make_runtime(cache_dir);
-        mount_bytes(rt.get(), archive, "a.sdma");
-        REQUIRE(info_of(rt.get(), 0, "scale").source == 1);
+        mount(rt.get(), ptx, "ptx.sdma");
+        REQUIRE(info_of(rt.get(), 0, "scale").source == kSourceNvJitLink);
     }
     // Another user plants, in the fan-out folder made writable to them, the sm_80 cubin (which
-    // cannot run on the H200) under the same key, with a valid checksum.
-    auto opened = archive::Archive::open_memory({reinterpret_cast<const std::byte*>(archive.data()), archive.size()}, "a");
-    const auto& e = opened->entries()[0];
-    const auto key = runtime::CacheKeyBuilder().field("raw image").field(e.raw_hash).field(e.raw_size).key();
+    // cannot run on the H200) under the link output's key, with a valid checksum.
+    const Hash128 key = only_entry_key(cache_dir);
     const std::string fan = cache_dir + "/v1/" + key.hex().substr(0, 2);
     {
         runtime::CacheOptions o;
         o.directory = cache_dir;
         auto cache = runtime::Cache::open(o).value();
-        const auto sm80 = test::data_file("kernels.sm_80.cubin");
-        REQUIRE(cache->put(key, sm80));
+        REQUIRE(cache->put(key, test::data_file("kernels.sm_80.cubin")));
     }
     REQUIRE(::chmod(fan.c_str(), 0777) == 0);
     std::vector<std::string> log;
     RuntimePtr rt = make_runtime(cache_dir, 0, 0, &log);
-    mount_bytes(rt.get(), archive, "a.sdma");
+    mount(rt.get(), ptx, "ptx.sdma");
     const auto info = info_of(rt.get(), 0, "scale");
-    CHECK(info.source == 1);
+    CHECK(info.source == kSourceNvJitLink);
+    CHECK(stats_of(rt.get()).hits == 0);
     CHECK(std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.find(fan + " is group- or world-writable (mode 0777)") != std::string::npos; }));
     ::chmod(fan.c_str(), 0700);
 }

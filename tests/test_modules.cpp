@@ -18,12 +18,12 @@ using namespace sdm;
 
 using namespace sdm::test;
 
-TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed ones kept verified in the cache", "[modules]") {
+TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed ones decoded in memory and never cached", "[modules]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     const auto info = info_of(rt.get(), 0, "scale");
     CHECK(info.image_kind == 1);
     CHECK(info.image_sm == 90);  // the sm_90a cubin, chosen before sm_90
-    CHECK(info.source == 1);     // decompressed from the archive, and kept
+    CHECK(info.source == 1);     // decompressed from the archive
     CHECK(std::string(info.module) == "kernels");
     CHECK(std::string(info.signature) == "ptr,f32,i32");
     sdm_kernel* k = nullptr;
@@ -31,11 +31,15 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed o
     void* function = nullptr;
     REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
     CHECK(function != nullptr);
-    // A warm start: the raw image comes from the cache, no decompression.
+    // The cache holds JIT outputs only: nothing was written for a cubin, and a second process
+    // decodes it again (faster than reading a decoded copy back: bench/RESULTS.md, issue 17).
+    CHECK(stats_of(rt.get()).bytes_written == 0);
+    CHECK(stats_of(rt.get()).builds == 0);
     restart();
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
-    CHECK(info_of(rt.get(), 0, "axpy").source == 2);
-    CHECK(stats_of(rt.get()).hits == 1);
+    CHECK(info_of(rt.get(), 0, "axpy").source == 1);
+    CHECK(stats_of(rt.get()).hits == 0);
+    CHECK(stats_of(rt.get()).misses == 0);
 }
 
 TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {

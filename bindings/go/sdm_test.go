@@ -299,6 +299,9 @@ func TestTheKernelsOfTheGoldenArchive(t *testing.T) {
 }
 
 func TestTheCacheMakesAWarmStart(t *testing.T) {
+	// The cache holds JIT outputs only: with CUDA_FORCE_PTX_JIT=1 (read at mount) every kernel is
+	// linked from PTX, and the second runtime reads the links back. Go runs tests one at a time.
+	t.Setenv("CUDA_FORCE_PTX_JIT", "1")
 	dir := t.TempDir()
 	open := func() *sdm.Runtime {
 		rt := newRuntime(t, &sdm.Options{CUDADriver: driver, NoEmbeddedArchive: true, LogLevel: sdm.LogOff, CacheDir: dir})
