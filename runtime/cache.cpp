@@ -16,7 +16,6 @@ namespace {
 
 constexpr uint8_t kEntryMagic[8] = {'S', 'D', 'M', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, reserved 16
-constexpr double kLockWarnSeconds = 5.0;
 constexpr double kTrimTarget = 0.75;
 // An image larger than this share of the cap is not stored: one entry would evict most others.
 constexpr double kLargestShare = 1.0 - kTrimTarget;
@@ -167,6 +166,8 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     cache->read_only_ = options.read_only;
     cache->create_ = options.create && !options.read_only;
     cache->store_failed_ = options.store_failed;
+    cache->lock_warn_seconds_ = options.lock_warn_seconds;
+    cache->lock_give_up_seconds_ = options.lock_give_up_seconds;
     if (options.max_bytes != 0) {
         cache->max_bytes_ = options.max_bytes;
     } else if (const auto text = platform::env("SDM_CACHE_MAX_BYTES")) {
@@ -343,8 +344,10 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     auto folder = fanout(hex, true);
     if (!folder) return uncached(folder.error());
     const std::string lock_file = (*folder)->path() + "/" + lock_name(hex);
-    auto lock = (*folder)->lock(lock_name(hex), kLockWarnSeconds, [&] {
-        refused("waiting for the lock " + lock_file + ": another process or thread is building the image of this key");
+    auto lock = (*folder)->lock(lock_name(hex), lock_warn_seconds_, lock_give_up_seconds_, [&](const std::string& holder) {
+        refused("waiting for the lock " + lock_file + " of key " + hex + ": " + holder + " is building its image (" +
+                std::to_string(static_cast<long>(lock_warn_seconds_)) + " s so far; sdm builds it uncached after " +
+                std::to_string(static_cast<long>(lock_give_up_seconds_)) + " s)");
     });
     if (!lock) return uncached(lock.error());
     // Whoever held the lock may have built it meanwhile.

@@ -52,6 +52,10 @@ struct CacheOptions {
     std::function<void(const std::string&)> store_failed;
     // Create the directories when missing (the runtime); `sdm cache` inspects and creates nothing.
     bool create{true};
+    // A build another process or thread holds the key's lock for: after lock_warn_seconds the log
+    // says which key and who holds it; after lock_give_up_seconds the image is built uncached.
+    double lock_warn_seconds{5.0};
+    double lock_give_up_seconds{600.0};
     // Options as the environment sets them, for a host that set nothing.
     static CacheOptions from_environment();
 };
@@ -136,6 +140,7 @@ private:
     bool read_only_{false};
     bool create_{true};
     uint64_t max_bytes_{kDefaultCacheMaxBytes};
+    double lock_warn_seconds_{5.0}, lock_give_up_seconds_{600.0};
     std::unique_ptr<platform::Directory> version_;  // DIR/v1; null while it does not exist
     std::mutex fanout_mutex_;
     std::array<std::unique_ptr<platform::Directory>, 256> fanouts_;

@@ -70,14 +70,21 @@ Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
     // Under a forced row (tests only) nothing is read from or written to the memo.
     const uint64_t epoch = forced_matrix_row_epoch();
     const bool forced = forced_matrix_row_active();
+    // A plugin loaded since a plan was remembered may choose another: the memo starts again.
+    const uint64_t generation = runtime_.plugins().generation();
     if (!forced) {
         std::lock_guard lock(memo_mutex_);
+        if (memo_generation_ != generation) {
+            memo_.clear();
+            memo_generation_ = generation;
+        }
         const auto it = memo_.find(key);
         if (it != memo_.end()) return it->second;
     }
     auto selected = compute(problem);  // errors are not memoized
     if (!selected || forced || forced_matrix_row_epoch() != epoch) return selected;
     std::lock_guard lock(memo_mutex_);
+    if (memo_generation_ != generation) return selected;  // a plugin came while it was chosen
     if (memo_.size() >= kMemoLimit) memo_.clear();
     memo_[key] = *selected;
     return selected;

@@ -68,6 +68,7 @@ private:
 
     mutable std::mutex memo_mutex_;
     std::unordered_map<Key, SelectedPlan, KeyHash> memo_;
+    uint64_t memo_generation_{0};  // Plugins::generation() its plans were chosen under
     std::mutex smem_mutex_;
     std::atomic<uint32_t> smem_limit_{48 * 1024};  // the function's dynamic shared memory limit as set
 };

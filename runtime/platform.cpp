@@ -321,7 +321,23 @@ Result<std::vector<std::pair<std::string, FileStatus>>> Directory::list() const 
     return out;
 }
 
-Result<FileLock> Directory::lock(const std::string& name, double warn_after_seconds, const std::function<void()>& waiting) const {
+namespace {
+
+// Who holds a lock file, from the "pid N" its holder wrote (a few bytes, read without trusting them).
+std::string lock_holder(int fd) {
+    char text[32] = {0};
+    const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    long pid = 0;
+    if (n <= 4 || std::strncmp(text, "pid ", 4) != 0) return "another process or thread";
+    for (ssize_t i = 4; i < n && text[i] >= '0' && text[i] <= '9' && pid < 100000000; ++i) pid = pid * 10 + (text[i] - '0');
+    if (pid <= 0) return "another process or thread";
+    return pid == ::getpid() ? "another thread of this process" : "process " + std::to_string(pid);
+}
+
+}  // namespace
+
+Result<FileLock> Directory::lock(const std::string& name, double warn_after_seconds, double give_up_seconds,
+                                 const std::function<void(const std::string& holder)>& waiting) const {
     const std::string path = path_ + "/" + name;
     const int fd = ::openat(fd_, name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
     if (fd < 0) {
@@ -338,15 +354,29 @@ Result<FileLock> Directory::lock(const std::string& name, double warn_after_seco
     const auto started = std::chrono::steady_clock::now();
     bool warned = false;
     for (;;) {
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return FileLock(fd);
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            // Who holds it, for whoever waits: best effort (a full disk leaves it empty).
+            const std::string mark = "pid " + std::to_string(::getpid()) + "\n";
+            if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, mark.data(), mark.size(), 0) < 0) {
+                // nothing to do: a waiter then says "another process or thread"
+            }
+            return FileLock(fd);
+        }
         if (errno != EWOULDBLOCK && errno != EINTR) {
             const int err = errno;
             ::close(fd);
             return os_error("cannot lock " + path, err);
         }
-        if (!warned && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() > warn_after_seconds) {
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (!warned && waited > warn_after_seconds) {
             warned = true;
-            if (waiting) waiting();
+            if (waiting) waiting(lock_holder(fd));
+        }
+        if (waited > give_up_seconds) {
+            const std::string holder = lock_holder(fd);
+            ::close(fd);
+            return make_error(ErrorCode::io, "gave up after " + std::to_string(static_cast<long>(waited)) + " s waiting for the lock " + path + ", which " +
+                                                 holder + " holds");
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }

@@ -113,9 +113,12 @@ public:
     std::optional<FileStatus> status_of(const std::string& name) const;
     // The names in the directory (without "." and ".."), with their status, links not followed.
     Result<std::vector<std::pair<std::string, FileStatus>>> list() const;
-    // An exclusive lock on the regular file `name` (created 0600 when missing). Waits; after
-    // `warn_after_seconds` calls `waiting` once. The kernel drops it when the holder dies.
-    Result<FileLock> lock(const std::string& name, double warn_after_seconds, const std::function<void()>& waiting) const;
+    // An exclusive lock on the regular file `name` (created 0600 when missing), into which the
+    // holder writes "pid N". Waits; after `warn_after_seconds` calls `waiting` once with who holds
+    // it ("process 4242", "another thread of this process"); after `give_up_seconds` stops waiting
+    // (ErrorCode::io, naming the holder). The kernel drops it when the holder dies.
+    Result<FileLock> lock(const std::string& name, double warn_after_seconds, double give_up_seconds,
+                          const std::function<void(const std::string& holder)>& waiting) const;
     // The lock without waiting or creating: nullopt when someone holds it or the file is absent.
     std::optional<FileLock> try_lock(const std::string& name) const;
 

@@ -118,6 +118,7 @@ Result<void> Plugins::load(const std::string& path) {
     log_.info("loaded plugin " + p->name + " (" + path + ", plugin ABI " + std::to_string(kPluginAbiMajor) + "." + std::to_string(minor) + ")");
     std::lock_guard lock(mutex_);
     loaded_.push_back(std::move(p));
+    generation_.fetch_add(1, std::memory_order_acq_rel);
     return {};
 }
 

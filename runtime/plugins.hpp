@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -69,6 +70,9 @@ public:
     // Loads and negotiates; an error (naming the file and why) leaves nothing loaded.
     Result<void> load(const std::string& path);
     size_t count() const;
+    // Counts the plugins loaded so far: a plan remembered at another count was chosen without
+    // some plugin and is chosen again (Launcher's memo).
+    uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
     // The first valid plan a plugin offers (in load order), or nullopt.
     std::optional<Plan> select_plan(const PlanRequest& request) const;
     // The first refusal a plugin gives (ErrorCode::image_refused), or success.
@@ -83,6 +87,7 @@ private:
     const Logger& log_;
     mutable std::mutex mutex_;
     std::vector<std::unique_ptr<Loaded>> loaded_;
+    std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace sdm::runtime

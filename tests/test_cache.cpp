@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include <fcntl.h>
@@ -203,6 +204,69 @@ TEST_CASE("8 processes asking for one key run one build", "[cache][concurrency]"
     int lines = 0;
     for (std::string line; std::getline(in, line);) ++lines;
     CHECK(lines == 1);
+}
+
+TEST_CASE("a wait for another process's build says which key and which process, and is bounded", "[cache][concurrency]") {
+    test::TempDir dir;
+    const auto key = key_of("slow.ptx");
+    int ready[2];
+    REQUIRE(::pipe(ready) == 0);
+    // The child builds slowly, inside the key's lock; it says when it is in.
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        CacheOptions o;
+        o.directory = dir.path + "/cache";
+        auto cache = Cache::open(o);
+        if (!cache) ::_exit(2);
+        auto r = (*cache)->get_or_build(key, [&]() -> Result<ByteVector> {
+            (void)!::write(ready[1], "x", 1);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            return payload(1000, 7);
+        });
+        ::_exit(r ? 0 : 1);
+    }
+    char c = 0;
+    REQUIRE(::read(ready[0], &c, 1) == 1);
+    std::vector<std::string> told;
+    std::mutex told_mutex;
+    CacheOptions o;
+    o.directory = dir.path + "/cache";
+    o.lock_warn_seconds = 0.1;
+    o.lock_give_up_seconds = 0.4;
+    o.store_failed = [&](const std::string& m) {
+        std::lock_guard lock(told_mutex);
+        told.push_back(m);
+    };
+    auto cache = Cache::open(o).value();
+    int builds = 0;
+    auto got = cache->get_or_build(key, [&]() -> Result<ByteVector> {
+        ++builds;
+        return payload(1000, 7);
+    });
+    REQUIRE(got);  // built here, uncached, once the wait passed its bound
+    CHECK(builds == 1);
+    const std::string pid = "process " + std::to_string(child);
+    CHECK(std::any_of(told.begin(), told.end(), [&](const std::string& m) {
+        return m.find("waiting for the lock") != std::string::npos && m.find("of key " + key.hex()) != std::string::npos &&
+               m.find(pid + " is building its image") != std::string::npos;
+    }));
+    CHECK(std::any_of(told.begin(), told.end(), [&](const std::string& m) {
+        return m.find("gave up after 0 s waiting for the lock") != std::string::npos && m.find("which " + pid + " holds") != std::string::npos &&
+               m.find("it is used uncached") != std::string::npos;
+    }));
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    // The child's build landed: the next ask is a hit.
+    builds = 0;
+    CHECK(cache->get_or_build(key, [&]() -> Result<ByteVector> {
+        ++builds;
+        return payload(1000, 7);
+    }).value() == payload(1000, 7));
+    CHECK(builds == 0);
+    ::close(ready[0]);
+    ::close(ready[1]);
 }
 
 TEST_CASE("a process killed while building or writing leaves nothing that reads back wrong", "[cache][kill]") {
@@ -518,7 +582,7 @@ TEST_CASE("temporary files count against the cap; those no writer holds are remo
     const auto busy_key = key_of("busy.ptx");
     const std::string busy_hex = busy_key.hex();
     auto busy_fan = platform::Directory::open(dir.path + "/v1", false, 0700).value().child(busy_hex.substr(0, 2), true, 0700).value();
-    auto held = busy_fan.lock(busy_hex.substr(2) + ".lock", 5, {});
+    auto held = busy_fan.lock(busy_hex.substr(2) + ".lock", 5, 600, {});
     REQUIRE(held);
     const std::string busy = busy_fan.path() + "/" + busy_hex.substr(2) + ".tmp.fedcba9876543210";
     std::ofstream(busy, std::ios::binary) << std::string(200000, 'y');

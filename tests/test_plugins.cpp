@@ -50,10 +50,26 @@ TEST_CASE_METHOD(FakeRuntime, "a current plugin's plans win over the table, for 
     CHECK_THAT(message, Catch::Contains("plugin test-current refused module forbidden of archive forbidden.sdma") &&
                             Catch::Contains("not allowed on 9.0 (ptxVersion 90)"));
     CHECK(fake_calls("@modules") == 1);  // the refused module was unloaded
+    // A refusal holds: the second fetch is refused too, and loads nothing.
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_IMAGE_REFUSED, &message);
+    CHECK_THAT(message, Catch::Contains("plugin test-current refused module forbidden"));
+    CHECK(fake_calls("@modules") == 1);
     CHECK_FALSE(std::filesystem::exists(marker));
     rt.reset();
     CHECK(std::filesystem::exists(marker));
     unsetenv("SDM_TEST_PLUGIN_MARKER");
+}
+
+TEST_CASE_METHOD(FakeRuntime, "a plugin loaded after a plan was remembered is asked: the memo starts again", "[plugins]") {
+    REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
+    const sdm_kernel* scale = kernel_of(rt.get(), "scale");
+    const sdm_plan table = select(scale, 1 << 20);
+    CHECK(table.rule >= 0);                                // from the manifest's rules
+    CHECK(select(scale, 1 << 20).rule == table.rule);     // remembered
+    load(rt.get(), SDM_TEST_PLUGIN_CURRENT);
+    const sdm_plan plugin = select(scale, 1 << 20);
+    CHECK(plugin.rule == -1);  // the plugin's, not the remembered table plan
+    CHECK(plugin.block == 128);
 }
 
 TEST_CASE("an older minor's table is read only as far as it goes; a newer minor settles on the host's", "[plugins]") {
