@@ -27,4 +27,10 @@
     X(cuFuncSetAttribute)                     \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     X(cuOccupancyMaxActiveClusters)           \
-    X(cuLaunchKernelEx)
+    X(cuLaunchKernelEx)                       \
+    X(cuEventCreate)                          \
+    X(cuEventRecord)                          \
+    X(cuEventQuery)                           \
+    X(cuEventSynchronize)                     \
+    X(cuEventDestroy)                         \
+    X(cuCtxSynchronize)

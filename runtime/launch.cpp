@@ -46,7 +46,7 @@ size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
 }
 
 Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::string kernel, std::string module, std::string archive,
-                   std::vector<archive::ParamType> signature, PlanTable table)
+                   std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams)
     : runtime_(runtime),
       ordinal_(ordinal),
       function_(function),
@@ -54,7 +54,8 @@ Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::
       module_(std::move(module)),
       archive_(std::move(archive)),
       signature_(std::move(signature)),
-      table_(std::move(table)) {}
+      table_(std::move(table)),
+      streams_(streams) {}
 
 size_t Launcher::memo_size() const {
     std::lock_guard lock(memo_mutex_);
@@ -180,6 +181,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
         ++n;
     }
     const CUlaunchConfig config = launch_config(plan, stream, n > 0 ? attrs : nullptr, n);
+    if (streams_ != nullptr) streams_->note(stream);  // before: a retire racing the launch must see its stream
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
     if (rc != CUDA_SUCCESS) {
         SDM_TRY_GET(d, runtime_.driver());

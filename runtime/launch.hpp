@@ -18,6 +18,7 @@
 
 #include <cuda.h>
 
+#include "launch_streams.hpp"
 #include "manifest.hpp"
 #include "plan.hpp"
 #include "result.hpp"
@@ -33,8 +34,9 @@ struct SelectedPlan {
 
 class Launcher {
 public:
+    // `streams` (the module's; it outlives the launcher) learns every stream launched on.
     Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::string kernel, std::string module, std::string archive,
-             std::vector<archive::ParamType> signature, PlanTable table);
+             std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams = nullptr);
 
     Result<SelectedPlan> select(std::span<const int64_t> problem);
     Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count);
@@ -63,6 +65,7 @@ private:
     std::string kernel_, module_, archive_;
     std::vector<archive::ParamType> signature_;
     PlanTable table_;
+    LaunchStreams* streams_;
     using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
     std::atomic<LaunchEx> launch_ex_{nullptr};  // resolved once: the launch path makes no lookups
 

@@ -35,7 +35,7 @@ Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodu
         h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
         h->source = source;
         SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
-        h->launcher = std::make_unique<Launcher>(runtime, ordinal, function, spec.name, served.module, a.label(), spec.signature, std::move(*table));
+        h->launcher = std::make_unique<Launcher>(runtime, ordinal, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
         out.handles.push_back(std::move(h));
     }
     return out;

@@ -40,6 +40,7 @@ Result<void> check_live(const KernelHandle& k, std::string_view api) {
 }
 
 Modules::~Modules() {
+    drain_locked(true);  // retired modules' queued work finishes first (no other thread is left)
     // Nothing loaded: no driver is loaded just to unload nothing.
     for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
         Slot& s = **it;
@@ -54,15 +55,91 @@ Modules::~Modules() {
     }
 }
 
-void Modules::unload_locked(std::shared_ptr<Slot> s) {
-    // `s` is registered: loaded, its module written before it was registered under mutex_.
-    auto scope = DeviceScope::enter(runtime_, s->context);
-    auto r = scope ? SDM_DRIVER_CALL(scope->driver(), cuModuleUnload, "unloading module " + std::get<2>(s->key) + " of a replaced archive", s->module)
-                   : Result<void>(std::move(scope).error());
+Modules::Draining Modules::fence(const Slot& s) {
+    Draining d{s.module, s.context, std::get<2>(s.key), {}};
+    const LaunchStreams::Seen seen = s.streams.seen();
+    if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
+    auto scope = DeviceScope::enter(runtime_, s.context);
+    if (!scope) {
+        runtime_.log().error("retiring module " + d.name + ": " + scope.error().message);
+        return d;
+    }
+    Driver& driver = scope->driver();
+    bool fenced = !seen.everywhere;
+    for (CUstream stream : seen.everywhere ? std::vector<CUstream>{} : seen.streams) {
+        CUevent event = nullptr;
+        auto made = SDM_DRIVER_CALL(driver, cuEventCreate, "creating an event to retire module " + d.name, &event, CU_EVENT_DISABLE_TIMING);
+        if (made) d.events.push_back(event);
+        auto recorded = made ? SDM_DRIVER_CALL(driver, cuEventRecord, "recording the end of module " + d.name + "'s work", event, stream) : Result<void>(made);
+        if (!recorded) {
+            runtime_.log().warn(recorded.error().message + "; waiting for the whole context instead");
+            fenced = false;
+            break;
+        }
+    }
+    if (!fenced) {
+        // Launched where sdm cannot see (the host took its CUfunction), or on more streams than
+        // it remembers: everything queued in the context finishes first.
+        runtime_.log().debug("retiring module " + d.name + ": synchronizing its context (" +
+                             (seen.everywhere ? std::string("its kernels may run on streams sdm did not see") : std::string("an event failed")) + ")");
+        if (auto synced = driver.call<decltype(&::cuCtxSynchronize)>(EntryPoint::cuCtxSynchronize, "waiting for module " + d.name + "'s work before unloading it");
+            !synced)
+            runtime_.log().error(synced.error().message);
+    }
+    return d;
+}
+
+bool Modules::finished(Draining& d, bool wait) {
+    auto scope = DeviceScope::enter(runtime_, d.context);
+    if (!scope) {
+        runtime_.log().error("unloading module " + d.name + ": " + scope.error().message);
+        return true;
+    }
+    Driver& driver = scope->driver();
+    for (CUevent event : d.events) {
+        if (wait) {
+            if (auto r = SDM_DRIVER_CALL(driver, cuEventSynchronize, "waiting for module " + d.name + "'s work", event); !r)
+                runtime_.log().error(r.error().message);
+            continue;
+        }
+        auto query = driver.resolve(EntryPoint::cuEventQuery);  // CUDA_ERROR_NOT_READY is an answer, not a failure
+        if (!query) {
+            runtime_.log().error(query.error().message);
+            break;
+        }
+        const CUresult rc = reinterpret_cast<decltype(&::cuEventQuery)>(*query)(event);
+        if (rc == CUDA_ERROR_NOT_READY) return false;
+        if (rc != CUDA_SUCCESS) {  // no answer: wait for it instead
+            runtime_.log().warn(driver.error(rc, EntryPoint::cuEventQuery, "asking whether module " + d.name + "'s work finished").message +
+                                "; waiting for it");
+            if (auto r = SDM_DRIVER_CALL(driver, cuEventSynchronize, "waiting for module " + d.name + "'s work", event); !r)
+                runtime_.log().error(r.error().message + "; the module is unloaded anyway");
+        }
+    }
+    for (CUevent event : d.events)
+        if (auto r = SDM_DRIVER_CALL(driver, cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) runtime_.log().error(r.error().message);
+    auto r = SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + d.name + " of a replaced archive", d.module);
     if (!r) runtime_.log().error(r.error().message);
+    runtime_.log().info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
+                        (d.events.empty() ? std::string() : ", and the work launched with it has finished"));
+    return true;
+}
+
+void Modules::drain_locked(bool wait) {
+    for (auto it = draining_.begin(); it != draining_.end();) it = finished(*it, wait) ? draining_.erase(it) : std::next(it);
+    // A host reloading faster than its GPU finishes: the oldest is waited for, so the list stays bounded.
+    while (draining_.size() > kDrainingMax) {
+        finished(draining_.front(), true);
+        draining_.pop_front();
+    }
+}
+
+void Modules::unload_locked(std::shared_ptr<Slot> s) {
+    // `s` is registered: loaded, its module written before it was registered under mutex_. Its
+    // handles are dead from now on; the module goes once the work launched with it has finished.
+    draining_.push_back(fence(*s));
     s->module = nullptr;
     s->unloaded.store(true, std::memory_order_release);
-    runtime_.log().info("unloaded module " + std::get<2>(s->key) + " of a replaced archive: no kernel of it is held any more");
     if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
     // Kept a while, so that a handle used after its release is reported, not a crash; the oldest
@@ -72,6 +149,7 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
     for (auto it = served_.begin(); it != served_.end();) it = it->second.second == s ? served_.erase(it) : std::next(it);
     const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == std::get<1>(s->key); });
     if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per loaded slot
+    drain_locked(false);
 }
 
 void Modules::retire(const MountedArchive* old) {
@@ -84,6 +162,7 @@ void Modules::retire(const MountedArchive* old) {
         if (s->references == 0) idle.push_back(s);
     }
     for (const auto& s : idle) unload_locked(s);
+    drain_locked(false);
 }
 
 Result<void> Modules::release(const KernelHandle& kernel) {
@@ -96,6 +175,7 @@ Result<void> Modules::release(const KernelHandle& kernel) {
         const auto it = std::find_if(load_order_.begin(), load_order_.end(), [&](const auto& p) { return p.get() == raw; });
         if (it != load_order_.end()) unload_locked(*it);
     }
+    if (!draining_.empty()) drain_locked(false);
     return {};
 }
 

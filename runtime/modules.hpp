@@ -68,6 +68,7 @@ struct ModuleSlot {
     bool retired{false};    // its archive was replaced by a reload
     std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
     std::tuple<int32_t, const MountedArchive*, std::string> key;
+    LaunchStreams streams;  // where its kernels were launched, for its retirement
 };
 
 class Modules {
@@ -108,6 +109,20 @@ private:
     // is reported as dead rather than read from freed memory; older ones are freed.
     static constexpr size_t kUnloadedKept = 64;
     std::deque<std::shared_ptr<Slot>> unloaded_;
+    // Retired modules whose queued work may still run: unloaded once every event has completed
+    // (checked at each retire and release), at most kDrainingMax at once (past that, the oldest is
+    // waited for), and waited for at the runtime's end.
+    struct Draining {
+        CUmodule module{nullptr};
+        CUcontext context{nullptr};
+        std::string name;
+        std::vector<CUevent> events;
+    };
+    static constexpr size_t kDrainingMax = 16;
+    std::deque<Draining> draining_;
+    Draining fence(const Slot& slot);     // records an event on every stream its kernels were launched on
+    void drain_locked(bool wait);         // with mutex_ held: unloads what finished (wait: everything)
+    bool finished(Draining& d, bool wait);
 };
 
 }  // namespace sdm::runtime

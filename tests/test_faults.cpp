@@ -111,11 +111,13 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         rt.reset();  // unloads and releases; a failing unload or release is logged, not lost
         const bool teardown_entry = std::string(entry) == "cuModuleUnload" || std::string(entry) == "cuDevicePrimaryCtxRelease" ||
                                     std::string(entry) == "cuCtxPopCurrent";
+        // Called only when a reload retires a module: test_reload.cpp fails each of them there.
+        const bool retire_entry = std::string_view(entry).starts_with("cuEvent") || std::string(entry) == "cuCtxSynchronize";
         // A failed unload or release at teardown is logged (nothing can retry it): a primary
         // context whose release failed stays retained; its modules go with the context, as the
         // driver unloads them when its last retain goes. Anything else leaves nothing behind.
         CHECK(fake_calls("@modules") == 0);
         CHECK(fake_calls("@contexts") == (std::string(entry) == "cuDevicePrimaryCtxRelease" ? 1 : 0));
-        if (!teardown_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
+        if (!teardown_entry && !retire_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
     }
 }

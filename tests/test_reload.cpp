@@ -201,6 +201,159 @@ TEST_CASE("a host that reloads every frame does not grow: what is kept of unload
     CHECK(cost.ok);
 }
 
+namespace {
+
+// sdm_launch of scale (1 block of 128) on `stream`; make_archive's manifest declares it (ptr).
+sdm_status launch_on(const sdm_kernel* k, CUstream stream) {
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    plan.block = 128;
+    plan.grid = 1;
+    plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
+    void* y = nullptr;
+    void* args[] = {&y};
+    sdm_error* e = nullptr;
+    const sdm_status status = sdm_launch(k, &plan, stream, args, 1, &e);
+    if (status != SDM_OK) UNSCOPED_INFO(sdm_error_message(e));
+    sdm_error_destroy(e);
+    return status;
+}
+
+CUstream stream_at(uintptr_t n) { return reinterpret_cast<CUstream>(n); }  // the fake takes any stream value
+
+}  // namespace
+
+TEST_CASE("a retired module is unloaded only once the work launched with it has finished", "[reload][retire]") {
+    TempDir dir;
+    FakeConfig config;
+    config.devices = {kH200};
+    config.hold_work = true;  // launches stay queued until the test finishes them
+    fake_configure(config);
+    const std::string file = dir.path + "/kernels.sdma";
+    drop(file, make_archive("kernels", {"sm_90"}));
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    sdm_kernel* old = kernel_of(rt.get(), "scale");
+    REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
+    REQUIRE(launch_on(old, stream_at(0x2000)) == SDM_OK);
+    REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
+    CHECK(fake_calls("@queued") == 3);
+    drop(file, make_archive("kernels", {"sm_90a"}));
+    uint32_t reloaded = 0;
+    REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);  // the host lets go right after launching
+    // Released and retired, but its kernels are still queued: it stays loaded, one event per stream.
+    CHECK(fake_calls("@modules") == 1);
+    CHECK(fake_calls("@events") == 2);
+    CHECK(fake_calls("cuEventRecord") == 2);
+    CHECK(count_containing(log, "unloaded module kernels") == 0);
+    sdm_error* e = nullptr;
+    CHECK(launch_on(old, stream_at(0x1000)) == SDM_ERROR_INVALID_ARGUMENT);  // its handle is dead at once all the same
+    sdm_error_destroy(e);
+    // The fresh one serves; asking again finds the old one's work still running.
+    sdm_kernel* fresh = kernel_of(rt.get(), "scale");
+    REQUIRE(sdm_kernel_release(rt.get(), fresh, nullptr) == SDM_OK);
+    CHECK(fake_calls("@modules") == 2);
+    fake_finish_work();
+    fresh = kernel_of(rt.get(), "scale");
+    REQUIRE(sdm_kernel_release(rt.get(), fresh, nullptr) == SDM_OK);  // a release looks at what drains
+    CHECK(fake_calls("@modules") == 1);
+    CHECK(fake_calls("@events") == 0);
+    CHECK(fake_calls("@unloaded_busy") == 0);  // no module ever went under queued work
+    CHECK(count_containing(log, "unloaded module kernels of a replaced archive: no kernel of it is held any more, and the work launched with it has finished") == 1);
+    rt.reset();
+    CHECK(fake_calls("@unloaded_busy") == 0);
+}
+
+TEST_CASE("a kernel whose CUfunction the host took retires after its context synchronizes", "[reload][retire]") {
+    TempDir dir;
+    FakeConfig config;
+    config.devices = {kH200};
+    config.hold_work = true;
+    fake_configure(config);
+    const std::string file = dir.path + "/kernels.sdma";
+    drop(file, make_archive("kernels", {"sm_90"}));
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    sdm_kernel* old = kernel_of(rt.get(), "scale");
+    REQUIRE(launch(fake_launch(), old) == CUDA_SUCCESS);  // the host's own cuLaunchKernel: sdm never sees the stream
+    CHECK(fake_calls("@queued") == 1);
+    drop(file, make_archive("kernels", {"sm_90a"}));
+    uint32_t reloaded = 0;
+    REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuCtxSynchronize") == 1);
+    CHECK(fake_calls("@modules") == 0);
+    CHECK(fake_calls("@unloaded_busy") == 0);
+}
+
+TEST_CASE("a host reloading faster than its GPU finishes: at most 16 retired modules wait, the oldest is waited for", "[reload][retire]") {
+    TempDir dir;
+    FakeConfig config;
+    config.devices = {kH200};
+    config.hold_work = true;
+    fake_configure(config);
+    const std::string file = dir.path + "/kernels.sdma";
+    const auto v1 = make_archive("kernels", {"sm_90"});
+    const auto v2 = make_archive("kernels", {"sm_90a"});
+    drop(file, v1);
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    int64_t most = 0;
+    for (int i = 0; i < 60; ++i) {
+        sdm_kernel* k = kernel_of(rt.get(), "scale");
+        REQUIRE(launch_on(k, stream_at(0x1000)) == SDM_OK);
+        drop(file, i % 2 == 0 ? v2 : v1);
+        uint32_t reloaded = 0;
+        REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+        REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
+        most = std::max(most, fake_calls("@modules"));
+    }
+    CHECK(most <= 17);  // 16 waiting, the one serving
+    CHECK(fake_calls("@events") <= 16);
+    CHECK(fake_calls("@unloaded_busy") == 0);
+    rt.reset();  // waits for the rest
+    CHECK(fake_calls("@modules") == 0);
+    CHECK(fake_calls("@events") == 0);
+    CHECK(fake_calls("@unloaded_busy") == 0);
+}
+
+TEST_CASE("an event call failing while a module retires: the module still goes, after its work, and the log says why", "[reload][retire][faults]") {
+    for (const char* entry : {"cuEventCreate", "cuEventRecord", "cuEventQuery", "cuEventSynchronize", "cuEventDestroy", "cuCtxSynchronize"}) {
+        INFO(entry);
+        TempDir dir;
+        fake_reset();
+        FakeConfig config;
+        config.devices = {kH200};
+        config.hold_work = true;
+        config.failures = {{entry, CUDA_ERROR_UNKNOWN, 1}};  // its first call, which retiring makes
+        fake_configure(config);
+        const std::string file = dir.path + "/kernels.sdma";
+        drop(file, make_archive("kernels", {"sm_90"}));
+        std::vector<std::string> log;
+        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+        REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+        sdm_kernel* old = kernel_of(rt.get(), "scale");
+        REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
+        drop(file, make_archive("kernels", {"sm_90a"}));
+        uint32_t reloaded = 0;
+        REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+        REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
+        fake_finish_work();
+        sdm_kernel* fresh = kernel_of(rt.get(), "scale");
+        REQUIRE(sdm_kernel_release(rt.get(), fresh, nullptr) == SDM_OK);
+        fake_clear_failures();
+        rt.reset();
+        CHECK(fake_calls("@modules") == 0);
+        // A failed record falls back to synchronizing the context, a failed query to waiting: no
+        // module went under queued work. (A failed cuCtxSynchronize is the one case left: logged.)
+        if (std::string(entry) != "cuCtxSynchronize") CHECK(fake_calls("@unloaded_busy") == 0);
+        if (std::string(entry) != "cuCtxSynchronize" && std::string(entry) != "cuEventSynchronize")
+            CHECK(count_containing(log, entry) >= 1);
+    }
+}
+
 TEST_CASE("16 threads fetching and launching while another reloads: no launch hits an unloaded module", "[reload][concurrency]") {
     TempDir dir;
     fake({kH200});

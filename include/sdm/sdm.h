@@ -272,9 +272,11 @@ SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const c
 SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
                                           sdm_kernel** kernel, sdm_error** error);
 /* Drops the reference a successful sdm_kernel_get took (ABI 1.1). Only matters across a reload:
- * a module of a replaced archive unloads when its last reference goes; current modules stay
- * loaded until the runtime is destroyed. Releasing more often than fetched is
- * SDM_ERROR_INVALID_ARGUMENT. Hosts that never reload may ignore it. */
+ * a module of a replaced archive unloads when its last reference goes, once the work sdm_launch
+ * queued with it has finished (an event on each stream it used; after sdm_kernel_function, a
+ * synchronize of its context); current modules stay loaded until the runtime is destroyed.
+ * Releasing more often than fetched is SDM_ERROR_INVALID_ARGUMENT. Hosts that never reload may
+ * ignore it. */
 SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* kernel, sdm_error** error);
 /* The kernel's CUfunction, for hosts that launch it themselves. */
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);

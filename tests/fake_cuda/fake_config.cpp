@@ -29,6 +29,7 @@ CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configu
     c.force_occupancy = config.occupancy.has_value() ? 1 : 0;
     c.occupancy = config.occupancy.value_or(0);
     c.image_log = config.image_log.c_str();
+    c.hold_work = config.hold_work ? 1 : 0;
     return static_cast<CUresult>(configure(&c));
 }
 
@@ -91,7 +92,14 @@ void fake_set_occupancy(std::optional<int> blocks) {
     apply_again();
 }
 
+void fake_set_hold_work(bool hold) {
+    applied().hold_work = hold;
+    apply_again();
+}
+
 int64_t fake_calls(const char* what) { return reinterpret_cast<sdm_fake_cuda_calls_fn>(fake_symbol("sdm_fake_cuda_calls"))(what); }
+
+void fake_finish_work() { reinterpret_cast<sdm_fake_cuda_finish_work_fn>(fake_symbol("sdm_fake_cuda_finish_work"))(); }
 
 void fake_reset() { reinterpret_cast<sdm_fake_cuda_reset_fn>(fake_symbol("sdm_fake_cuda_reset"))(); }
 

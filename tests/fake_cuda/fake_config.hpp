@@ -50,6 +50,7 @@ struct FakeConfig {
     bool capturing{false};             // cuStreamIsCapturing reports CU_STREAM_CAPTURE_STATUS_ACTIVE
     std::optional<int> occupancy{};    // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
     std::string image_log{};           // a file that gets a line per cubin loaded; "": none
+    bool hold_work{false};             // launches stay queued until fake_finish_work or a synchronize waits for them
 };
 
 // Hands `config` to `configure` (the sdm_fake_cuda_configure of a fake driver the caller loaded);
@@ -72,11 +73,14 @@ void fake_clear_failures();
 void fake_set_disable_jit(bool disable);
 void fake_set_capturing(bool capturing);
 void fake_set_occupancy(std::optional<int> blocks);
+void fake_set_hold_work(bool hold);
+// With hold_work: every queued launch finishes now.
+void fake_finish_work();
 
 // Symbol `name` of the fake driver (its exports: cuGetProcAddress_v2, the sdm_fake_cuda_ helpers).
 void* fake_symbol(const char* name);
 // How many times the fake driver ran entry point `what` since its last cuInit ("@modules": loaded
-// now, "@contexts": primary context retains held now).
+// now, "@contexts": primary context retains held now; the others sdm_fake_cuda.h lists).
 int64_t fake_calls(const char* what);
 // Back to a freshly loaded fake driver, its configuration kept: uninitialized, every module
 // unloaded, every context released, the counters zeroed.

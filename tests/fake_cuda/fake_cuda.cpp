@@ -51,6 +51,13 @@ struct CUmod_st {
     int ptx_version{0};     // cubin: its SM; PTX: its .target arch
     std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
 };
+// An event: the launches queued on its stream (every stream, for the legacy stream) when it was
+// recorded are what it waits for.
+struct CUevent_st {
+    bool recorded{false};
+    CUstream stream{nullptr};
+    uint64_t seq{0};
+};
 struct CUfunc_st {
     CUmod_st* module{nullptr};
     std::string name;
@@ -65,7 +72,7 @@ namespace {
 // and tests call beside sdm (the bootstrap, contexts of their own, memory, plain launches).
 #define SDM_FAKE_EXTRA_ENTRIES(X)                                                                      \
     X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)      \
-    X(cuCtxSynchronize) X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
+    X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
     X(cuMemsetD32)
 #define SDM_FAKE_ENTRIES(X) SDM_DRIVER_ENTRY_POINTS(X) SDM_FAKE_EXTRA_ENTRIES(X)
 
@@ -188,6 +195,7 @@ struct Config {
     bool capturing{false};
     std::optional<int> occupancy;  // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
     std::string image_log;         // "": none
+    bool hold_work{false};         // launches stay queued until finished (sdm_fake_cuda_finish_work, a synchronize)
 };
 
 // sdm_fake_cuda_configure's argument as a Config; on an invalid one, an empty optional and
@@ -246,6 +254,7 @@ std::optional<Config> from_struct(const sdm_fake_cuda_config& in, std::string& e
         c.occupancy = in.occupancy;
     }
     c.image_log = in.image_log ? in.image_log : "";
+    c.hold_work = in.hold_work != 0;
     return c;
 }
 
@@ -400,6 +409,7 @@ Config read_environment(std::string& error) {
         }
     }
     c.image_log = env("SDM_FAKE_CUDA_IMAGE_LOG");
+    c.hold_work = env_flag("SDM_FAKE_CUDA_HOLD_WORK");
     return c;
 }
 
@@ -432,6 +442,16 @@ struct State {
     std::vector<std::unique_ptr<CUctx_st>> contexts;  // the primary context of ordinal i, once retained
     std::map<const CUmod_st*, std::unique_ptr<CUmod_st>> modules;
     std::set<const CUfunc_st*> functions;
+    // The work model (Config::hold_work): launches queued on their stream, in order, until finished.
+    struct Queued {
+        uint64_t seq;
+        CUstream stream;
+        const CUmod_st* module;
+    };
+    std::vector<Queued> queued;
+    uint64_t next_seq{1};
+    std::map<const CUevent_st*, std::unique_ptr<CUevent_st>> events;
+    int64_t unloaded_busy{0};
 };
 
 // Leaked on purpose: no destructor runs while another thread may still call in at exit.
@@ -500,6 +520,9 @@ const Device* device(const State& s, CUdevice dev) {
 void unload(State& s, const CUmod_st* m) {
     const auto it = s.modules.find(m);
     if (it == s.modules.end()) return;
+    // Unloading a module whose kernel is still queued or running is the bug: counted, and that work dropped.
+    const auto busy = std::erase_if(s.queued, [&](const State::Queued& q) { return q.module == m; });
+    if (busy > 0) ++s.unloaded_busy;
     for (const auto& [name, f] : it->second->functions) s.functions.erase(f.get());
     s.modules.erase(it);
 }
@@ -707,11 +730,6 @@ CUresult CUDAAPI impl_cuCtxGetDevice(CUdevice* dev) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI impl_cuCtxSynchronize(void) {
-    SDM_FAKE_ENTER(e_cuCtxSynchronize);
-    CUctx_st* ctx = nullptr;
-    return usable_current(s, ctx);
-}
 
 // ---- device memory ----------------------------------------------------------------------------
 // Host memory standing in for device memory, for hosts that allocate their kernels' buffers (the
@@ -961,13 +979,14 @@ CUresult CUDAAPI impl_cuModuleUnload(CUmodule module) {
     return CUDA_SUCCESS;
 }
 
-// Nothing runs; a launch checks that the function's module is still loaded (a launch through a
+// Nothing runs (with hold_work, the launch is queued until finished); a launch checks that the function's module is still loaded (a launch through a
 // function of an unloaded module is the bug hot-reload tests look for) and counts.
 CUresult CUDAAPI impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
-                                     CUstream, void**, void**) {
+                                     CUstream stream, void**, void**) {
     SDM_FAKE_ENTER(e_cuLaunchKernel);
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+    if (s.config.hold_work) s.queued.push_back({s.next_seq++, stream, f->module});
     return CUDA_SUCCESS;
 }
 
@@ -1036,6 +1055,66 @@ CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, vo
         if (dim.x == 0 || dim.y == 0 || dim.z == 0 || dim.x * dim.y * dim.z > 8 || c->gridDimX % dim.x != 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
     if (find_attribute(c, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) && d.major < 9) return CUDA_ERROR_NOT_SUPPORTED;
+    if (s.config.hold_work) s.queued.push_back({s.next_seq++, c->hStream, f->module});
+    return CUDA_SUCCESS;
+}
+
+// ---- events -----------------------------------------------------------------------------------
+
+bool legacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
+
+// Whether queued launch q is one the event waits for.
+bool waits_for(const CUevent_st& e, const State::Queued& q) { return q.seq <= e.seq && (legacy(e.stream) || q.stream == e.stream); }
+
+CUresult CUDAAPI impl_cuEventCreate(CUevent* event, unsigned int) {
+    SDM_FAKE_ENTER(e_cuEventCreate);
+    if (!event) return CUDA_ERROR_INVALID_VALUE;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    auto e = std::make_unique<CUevent_st>();
+    *event = e.get();
+    s.events.emplace(e.get(), std::move(e));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuEventRecord(CUevent event, CUstream stream) {
+    SDM_FAKE_ENTER(e_cuEventRecord);
+    const auto it = s.events.find(event);
+    if (it == s.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+    it->second->recorded = true;
+    it->second->stream = stream;
+    it->second->seq = s.next_seq - 1;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuEventQuery(CUevent event) {
+    SDM_FAKE_ENTER(e_cuEventQuery);
+    const auto it = s.events.find(event);
+    if (it == s.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+    const CUevent_st& e = *it->second;
+    if (!e.recorded) return CUDA_SUCCESS;
+    return std::any_of(s.queued.begin(), s.queued.end(), [&](const auto& q) { return waits_for(e, q); }) ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuEventSynchronize(CUevent event) {
+    SDM_FAKE_ENTER(e_cuEventSynchronize);
+    const auto it = s.events.find(event);
+    if (it == s.events.end()) return CUDA_ERROR_INVALID_HANDLE;
+    const CUevent_st& e = *it->second;
+    if (e.recorded) std::erase_if(s.queued, [&](const auto& q) { return waits_for(e, q); });  // waited: that work is done
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuEventDestroy(CUevent event) {
+    SDM_FAKE_ENTER(e_cuEventDestroy);
+    return s.events.erase(event) == 1 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult CUDAAPI impl_cuCtxSynchronize(void) {
+    SDM_FAKE_ENTER(e_cuCtxSynchronize);
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    std::erase_if(s.queued, [&](const auto& q) { return q.module->context == ctx; });
     return CUDA_SUCCESS;
 }
 
@@ -1177,6 +1256,9 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     Lock lock(s.mu);
     const std::string_view name(entry_point);
     if (name == "@modules") return static_cast<int64_t>(s.modules.size());
+    if (name == "@queued") return static_cast<int64_t>(s.queued.size());
+    if (name == "@events") return static_cast<int64_t>(s.events.size());
+    if (name == "@unloaded_busy") return s.unloaded_busy;
     if (name == "@contexts") {
         int64_t retained = 0;
         for (const auto& c : s.contexts)
@@ -1187,6 +1269,12 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     return entry ? s.calls[static_cast<size_t>(*entry)] : -1;
 }
 
+SDM_FAKE_EXPORT void sdm_fake_cuda_finish_work(void) {
+    State& s = state();
+    Lock lock(s.mu);
+    s.queued.clear();
+}
+
 SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     State& s = state();
     Lock lock(s.mu);
@@ -1194,6 +1282,9 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     s.calls.fill(0);
     s.modules.clear();
     s.functions.clear();
+    s.queued.clear();
+    s.events.clear();
+    s.unloaded_busy = 0;
     for (const auto& c : s.contexts)
         if (c) c->refcount = 0;
     tls_depth = 0;

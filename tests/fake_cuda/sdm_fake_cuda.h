@@ -74,6 +74,8 @@ typedef struct sdm_fake_cuda_config {
     int32_t force_occupancy;             /* nonzero: cuOccupancyMaxActiveBlocksPerMultiprocessor reports `occupancy` */
     int32_t occupancy;
     const char* image_log;               /* NULL or "": none; else a file that gets a line per cubin loaded */
+    int32_t hold_work;                   /* nonzero: a launch stays queued on its stream until sdm_fake_cuda_finish_work,
+                                            or a cuEventSynchronize / cuCtxSynchronize that waits for it */
 } sdm_fake_cuda_config;
 
 /* Makes `config` the fake's configuration in place of the environment, until the next call; NULL
@@ -85,18 +87,23 @@ typedef struct sdm_fake_cuda_config {
 int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config);
 /* Calls of `entry_point` (a base name: "cuModuleLoadData") since the last cuInit or
  * sdm_fake_cuda_reset, failed calls included; -1 for a name the fake does not implement.
- * Two pseudo-names report live state instead: "@modules" (modules loaded and not unloaded) and
- * "@contexts" (the sum of the primary contexts' retain counts). */
+ * Pseudo-names report live state instead: "@modules" (modules loaded and not unloaded),
+ * "@contexts" (the sum of the primary contexts' retain counts), "@queued" (launches not finished,
+ * with hold_work), "@events" (events created and not destroyed) and "@unloaded_busy" (modules
+ * unloaded while a launch of theirs was queued: on a GPU, a kernel losing its code). */
 int64_t sdm_fake_cuda_calls(const char* entry_point);
 /* Back to the state of a freshly loaded library, but for the configuration, which stays:
  * uninitialized (until the next cuInit), every module unloaded, every primary context released,
  * the calling thread's context stack emptied, counters zeroed. Handles stay memory-safe: a stale
  * one is reported invalid. */
 void sdm_fake_cuda_reset(void);
+/* With hold_work: every queued launch finishes now. */
+void sdm_fake_cuda_finish_work(void);
 
 typedef int32_t (*sdm_fake_cuda_configure_fn)(const sdm_fake_cuda_config*);
 typedef int64_t (*sdm_fake_cuda_calls_fn)(const char*);
 typedef void (*sdm_fake_cuda_reset_fn)(void);
+typedef void (*sdm_fake_cuda_finish_work_fn)(void);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
 // compiled from compute_80 (the image policy, from the driver's own ptxVersion); CUDA_FORCE_PTX_JIT
 // takes the PTX path; a load that would JIT while a stream captures a graph is refused; an archive
 // file replaced on disk is reloaded while kernels fetched before keep running, and a broken one is
-// refused; each device gets its own module. Exits 77 without a GPU.
+// refused; a kernel still running when its module retires keeps its module until it finishes;
+// each device gets its own module. Exits 77 without a GPU.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -328,6 +329,87 @@ int main() {
               std::string("a broken file is refused: ") + sdm_error_message(e));
         sdm_error_destroy(e);
         run_checked(rt, 0, "scale", "reload: v2 keeps serving after the broken drop");
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
+    // A kernel still running while its archive is reloaded and the kernel released: the old module
+    // stays loaded until the work launched with it has finished (an event on its stream), then goes.
+    {
+        const std::string cache = cache_dir();
+        const std::string file = cache + "/kernels.sdma";
+        // scale with its signature, for sdm_launch (ptx_archive's manifest declares none).
+        const auto retire_archive = [&](const char* target, uint16_t sm, sdm::archive::Variant variant) {
+            sdm::archive::ArchiveWriter writer;
+            (void)writer.add({"retire", sdm::archive::Kind::cubin, sm, variant, data_file(std::string("kernels.") + target + ".cubin")});
+            sdm::archive::Manifest m;
+            m.kernel_abi_major = 1;
+            m.kernels.push_back({"scale", "retire", sdm::archive::parse_signature("ptr,f32,i32").value(), {}, {}});
+            (void)writer.add({"manifest", sdm::archive::Kind::manifest, 0, sdm::archive::Variant::base, sdm::archive::encode_manifest(m).value()});
+            return writer.finish().value();
+        };
+        (void)sdm::archive::write_file_atomic(file, retire_archive("sm_90", 90, sdm::archive::Variant::base));
+        std::vector<std::string> log;
+        sdm_runtime_params p{};
+        p.struct_size = sizeof p;
+        p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+        p.cache_dir = cache.c_str();
+        p.log_level = SDM_LOG_INFO;
+        p.log_user_data = &log;
+        p.log_fn = [](void* user, sdm_log_level, const char* message, size_t length) {
+            static_cast<std::vector<std::string>*>(user)->emplace_back(message, length);
+        };
+        sdm_runtime* rt = nullptr;
+        check(sdm_runtime_create(&p, &rt, nullptr) == SDM_OK && sdm_archive_mount_file(rt, file.c_str(), nullptr) == SDM_OK, "retire: mount v1");
+        sdm_kernel* k = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &k, nullptr);
+        CUcontext ctx = nullptr;
+        retain(&ctx, 0);
+        push(ctx);
+        CUstream stream = nullptr;
+        stream_create(&stream, CU_STREAM_NON_BLOCKING);
+        const int n = 1 << 26;  // 64 Mi floats, one block of 32 threads: a grid-stride loop of ~2 M steps each
+        CUdeviceptr dy = 0;
+        alloc(&dy, size_t{n} * sizeof(float));
+        std::vector<float> ones(n, 1.f);
+        htod(dy, ones.data(), size_t{n} * sizeof(float));
+        float factor = 2.f;
+        int count = n;
+        void* args[] = {&dy, &factor, &count};
+        sdm_plan plan{};
+        plan.struct_size = sizeof plan;
+        plan.grid = 1;
+        plan.block = 32;
+        plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
+        const auto query = cuda.get<decltype(&cuStreamQuery)>("cuStreamQuery");
+        const auto stream_sync = cuda.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+        const sdm_status launched = sdm_launch(k, &plan, stream, args, 3, nullptr);
+        (void)sdm::archive::write_file_atomic(file, retire_archive("sm_90a", 90, sdm::archive::Variant::a));
+        uint32_t reloaded = 0;
+        sdm_runtime_poll_archives(rt, &reloaded, nullptr);
+        sdm_kernel_release(rt, k, nullptr);
+        const bool running = query(stream) == CUDA_ERROR_NOT_READY;
+        const auto unloaded = [&] {
+            for (const auto& line : log)
+                if (line.find("unloaded module retire") != std::string::npos) return true;
+            return false;
+        };
+        const bool kept_while_running = !unloaded();
+        const CUresult finished = stream_sync(stream);
+        std::vector<float> out(n);
+        dtoh(out.data(), dy, size_t{n} * sizeof(float));
+        int bad = 0;
+        for (int i = 0; i < n; i += 4099) bad += out[i] != 2.f;
+        sdm_kernel* fresh = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &fresh, nullptr);
+        sdm_kernel_release(rt, fresh, nullptr);  // a release looks at what drains
+        check(launched == SDM_OK && reloaded == 1 && running, "retire: the kernel was still running when its module retired");
+        check(kept_while_running, "retire: the module stayed loaded while its kernel ran");
+        check(finished == CUDA_SUCCESS && bad == 0, "retire: the kernel finished with the right result (" + std::to_string(bad) + " wrong)");
+        check(unloaded(), "retire: then the module was unloaded");
+        mfree(dy);
+        CUcontext popped = nullptr;
+        pop(&popped);
         sdm_runtime_destroy(rt);
         std::filesystem::remove_all(cache);
     }
