@@ -219,16 +219,22 @@ sdm_status launch_on(const sdm_kernel* k, CUstream stream) {
     return status;
 }
 
+// One H200 whose launches stay queued until the test finishes them; `failures` too.
+void hold_work_fake(std::vector<FakeFailure> failures = {}) {
+    FakeConfig config;
+    config.devices = {kH200};
+    config.hold_work = true;
+    config.failures = std::move(failures);
+    fake_configure(config);
+}
+
 CUstream stream_at(uintptr_t n) { return reinterpret_cast<CUstream>(n); }  // the fake takes any stream value
 
 }  // namespace
 
 TEST_CASE("a retired module is unloaded only once the work launched with it has finished", "[reload][retire]") {
     TempDir dir;
-    FakeConfig config;
-    config.devices = {kH200};
-    config.hold_work = true;  // launches stay queued until the test finishes them
-    fake_configure(config);
+    hold_work_fake();
     const std::string file = dir.path + "/kernels.sdma";
     drop(file, make_archive("kernels", {"sm_90"}));
     std::vector<std::string> log;
@@ -268,10 +274,7 @@ TEST_CASE("a retired module is unloaded only once the work launched with it has 
 
 TEST_CASE("a kernel whose CUfunction the host took retires after its context synchronizes", "[reload][retire]") {
     TempDir dir;
-    FakeConfig config;
-    config.devices = {kH200};
-    config.hold_work = true;
-    fake_configure(config);
+    hold_work_fake();
     const std::string file = dir.path + "/kernels.sdma";
     drop(file, make_archive("kernels", {"sm_90"}));
     RuntimePtr rt = make_runtime(dir.path + "/cache");
@@ -290,10 +293,7 @@ TEST_CASE("a kernel whose CUfunction the host took retires after its context syn
 
 TEST_CASE("a host reloading faster than its GPU finishes: at most 16 retired modules wait, the oldest is waited for", "[reload][retire]") {
     TempDir dir;
-    FakeConfig config;
-    config.devices = {kH200};
-    config.hold_work = true;
-    fake_configure(config);
+    hold_work_fake();
     const std::string file = dir.path + "/kernels.sdma";
     const auto v1 = make_archive("kernels", {"sm_90"});
     const auto v2 = make_archive("kernels", {"sm_90a"});
@@ -324,11 +324,7 @@ TEST_CASE("an event call failing while a module retires: the module still goes, 
         INFO(entry);
         TempDir dir;
         fake_reset();
-        FakeConfig config;
-        config.devices = {kH200};
-        config.hold_work = true;
-        config.failures = {{entry, CUDA_ERROR_UNKNOWN, 1}};  // its first call, which retiring makes
-        fake_configure(config);
+        hold_work_fake({{entry, CUDA_ERROR_UNKNOWN, 1}});  // its first call, which retiring makes
         const std::string file = dir.path + "/kernels.sdma";
         drop(file, make_archive("kernels", {"sm_90"}));
         std::vector<std::string> log;
