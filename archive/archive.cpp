@@ -344,6 +344,16 @@ Result<ByteVector> Archive::read(size_t index) const {
     return decode(index, *reference);
 }
 
+Result<ByteVector> Archive::read_against(size_t index, Bytes reference) const {
+    if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
+    const Entry& e = entries_[index];
+    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {});
+    if (reference.size() != entries_[e.ref].raw_size)
+        return make_error(ErrorCode::internal, describe(index) + ": its reference was given as " + std::to_string(reference.size()) + " bytes, not " +
+                                                   std::to_string(entries_[e.ref].raw_size));
+    return decode(index, reference);
+}
+
 Result<Bytes> Archive::view(size_t index) const {
     if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
     if (entries_[index].codec != Codec::stored) return make_error(ErrorCode::invalid_argument, describe(index) + " is compressed; read it instead");

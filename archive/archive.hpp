@@ -74,6 +74,9 @@ public:
     // reference first). Nothing is allocated before the stored checksum and the zstd frame header
     // have passed their checks.
     Result<ByteVector> read(size_t index) const;
+    // read(), for an entry whose reference's raw bytes the caller already holds (decoded before
+    // with read(ref)): bytes that are not the reference's fail the entry's checksum.
+    Result<ByteVector> read_against(size_t index, Bytes reference) const;
     // Stored entries only: the verified raw bytes inside the archive, without a copy.
     Result<Bytes> view(size_t index) const;
     // Calls `visit` with every entry's verified raw bytes, each entry decoded exactly once: an

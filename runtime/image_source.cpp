@@ -32,10 +32,10 @@ public:
             return std::move(out_);
         }
         if (selected.path == SelectionPath::cubin || selected.path == SelectionPath::fatbin) {
-            // Compressed: decoded into memory and checked, every time. Decoding costs less than the
-            // cache's read, checksum and check would (zstd decodes at about 1 GB/s; bench/RESULTS.md,
-            // issue 17), and caching it would write a decoded copy of every image a host loads.
-            SDM_TRY_GET(raw, archive_.read(selected.image.index));
+            // Compressed: decoded into memory and checked, every time (a prefix base once for all
+            // that reference it: ReferenceMemo). Caching it would write a decoded copy of every
+            // image a host loads (bench/RESULTS.md, issue 17).
+            SDM_TRY_GET(raw, served_.archive->references->read(archive_, selected.image.index));
             SDM_TRY(from_archive(*raw));
             out_.source = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
             out_.owned = std::move(*raw);
@@ -96,7 +96,7 @@ private:
     // PTX or LTO-IR: the first backend that may run builds it; the others say why they do not.
     Result<void> jit() {
         const Selection& selected = served_.selection;
-        SDM_TRY_GET(input, archive_.read(selected.image.index));
+        SDM_TRY_GET(input, served_.archive->references->read(archive_, selected.image.index));
         SDM_TRY(from_archive(*input));
         JitJob job;
         job.kind = entry_.kind;

@@ -20,6 +20,7 @@
 #include "log.hpp"
 #include "manifest.hpp"
 #include "modules.hpp"
+#include "reference_memo.hpp"
 #include "plugins.hpp"
 #include "archive.hpp"
 #include "result.hpp"
@@ -50,6 +51,7 @@ struct MountedArchive {
     bool embedded{false};
     std::shared_ptr<const ByteVector> owned;  // bytes copied from the host, when mounted from memory
     ByteVector manifest_bytes;                // a compressed manifest, decoded (a stored one is viewed in place)
+    std::shared_ptr<ReferenceMemo> references{std::make_shared<ReferenceMemo>()};  // decoded prefix bases, for the loads
     // Whether the archive's kernels follow the SDM hardware matrix (its manifest says so).
     bool follows_matrix() const noexcept { return manifest && manifest->hardware_matrix; }
 };

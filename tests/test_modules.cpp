@@ -10,6 +10,7 @@
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
 #include "manifest.hpp"
+#include "reference_memo.hpp"
 #include "writer.hpp"
 #include "support.hpp"
 
@@ -302,3 +303,26 @@ TEST_CASE("a runtime that loaded nothing goes without calling the driver", "[mod
     CHECK(fake_calls("cuInit") == 0);
     CHECK(fake_calls("cuModuleUnload") == 0);
 }
+
+TEST_CASE("a prefix base is decoded once for every entry that references it, within a bound", "[modules][memo]") {
+    const auto bytes = test::build_archive();  // sm_80 coded against sm_86, sm_90 against sm_90a, ...
+    const auto a = archive::Archive::open_memory(bytes, "memo.sdma").value();
+    std::vector<size_t> referrers;
+    for (size_t i = 0; i < a.entries().size(); ++i)
+        if (a.entries()[i].codec == archive::Codec::zstd_prefix && a.entries()[a.entries()[i].ref].codec != archive::Codec::stored) referrers.push_back(i);
+    REQUIRE_FALSE(referrers.empty());
+    sdm::runtime::ReferenceMemo memo;
+    for (size_t i : referrers) CHECK(memo.read(a, i).value() == a.read(i).value());
+    const size_t base = a.entries()[referrers.front()].ref;
+    CHECK(memo.get(a, base).value() == memo.get(a, base).value());  // the same decoded bytes, kept
+    sdm::runtime::ReferenceMemo tiny(1);
+    CHECK(tiny.get(a, base).value() != tiny.get(a, base).value());  // past the bound: decoded each time, not kept
+    CHECK(tiny.read(a, referrers.front()).value() == a.read(referrers.front()).value());
+    // Bytes that are not the reference's fail the entry's checksum.
+    ByteVector wrong = a.read(base).value();
+    wrong[wrong.size() / 2] ^= std::byte{1};
+    const auto refused = a.read_against(referrers.front(), wrong);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == ErrorCode::archive_corrupt);
+}
+
