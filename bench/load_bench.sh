@@ -22,11 +22,7 @@ median() {  # median NAME RUNS COMMAND...: the median of RUNS fresh processes, e
   python3 -c "import statistics,sys; v=[float(x) for x in open('$out/$name.txt') if x.strip()!='nan']; print(statistics.median(v) if v else float('nan'))"
 }
 entries() { grep -o '\.entry [A-Za-z0-9_$]*' "$1" | awk '{print $2}'; }
-manifest() {  # manifest MODULE KERNEL... > toml
-  local module=$1; shift
-  printf '[archive]\nkernel_abi = "1.0"\ncontent_version = "bench"\n'
-  for k in "$@"; do printf '[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,ptr,i32"\n' "$k" "$module"; done
-}
+# The archives have no manifest source: every kernel gets the signature derived from its image.
 
 cp tests/data/kernels.sm_90.cubin "$work/small.sm_90.cubin"
 cp tests/data/kernels.compute_90.ptx "$work/small.compute_90.ptx"
@@ -39,9 +35,8 @@ for size in small medium large; do
   else  # the large module's first kernel, as nvcc mangles it
     kernel=_Z5chainILi1024ELi1EEvPfPKfi
   fi
-  manifest "$size" "$kernel" >"$work/$size.toml"
-  "$sdm" pack -q -m "$work/$size.toml" -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
-  [ -f "$work/$size.compute_90.ptx" ] && "$sdm" pack -q -m "$work/$size.toml" -o "$work/$size-ptx.sdma" "$size:compute_90=$work/$size.compute_90.ptx"
+  "$sdm" pack -q -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
+  [ -f "$work/$size.compute_90.ptx" ] && "$sdm" pack -q -o "$work/$size-ptx.sdma" "$size:compute_90=$work/$size.compute_90.ptx"
   eval "kernel_$size=$kernel"
 done
 # Sixteen PTX modules with their own kernel names (renamed copies of the medium module).
@@ -52,9 +47,7 @@ for i in $(seq 0 15); do
   names+=($(entries "$work/m$i.ptx" | head -1 | sed "s/^/m$i:/"))
   images+=("m$i:compute_90=$work/m$i.ptx")
 done
-{ printf '[archive]\nkernel_abi = "1.0"\n'
-  for n in "${names[@]}"; do printf '[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,ptr,i32"\n' "${n#*:}" "${n%%:*}"; done; } >"$work/sixteen.toml"
-"$sdm" pack -q --prefix off -m "$work/sixteen.toml" -o "$work/sixteen.sdma" "${images[@]}"
+"$sdm" pack -q --prefix off -o "$work/sixteen.sdma" "${images[@]}"
 
 declare -A r
 for size in small medium large; do

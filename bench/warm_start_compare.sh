@@ -21,8 +21,8 @@ cp "$after/bench/large.sm_90.cubin" "$work/large.sm_90.cubin"
 declare -A kernel=([small]=scale [medium]=$(grep -o '\.entry [A-Za-z0-9_$]*' "$after/bench/gemm.compute_90.ptx" | head -1 | awk '{print $2}')
                    [large]=_Z5chainILi1024ELi1EEvPfPKfi)
 for size in small medium large; do
-  printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "%s"\nmodule = "%s"\nsignature = "ptr,ptr,i32"\n' "${kernel[$size]}" "$size" >"$work/$size.toml"
-  "$sdm" pack -q -m "$work/$size.toml" -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
+  # No manifest source: every kernel with the signature derived from the cubin.
+  "$sdm" pack -q -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
 done
 median() { python3 -c "import statistics,sys; v=[float(x) for x in sys.argv[1:] if x!='nan']; print(f'{statistics.median(v):.0f}' if v else 'nan')" "$@"; }
 ratio() { python3 -c "a,b=float('$1'),float('$2'); print(f'{a/b:.2f}x' if a==a and b==b and b>0 else 'n/a')"; }

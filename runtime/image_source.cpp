@@ -11,6 +11,11 @@ namespace {
 
 using archive::Kind;
 
+// Compressed images of at least this many raw bytes are cached decoded; smaller ones are decoded
+// at each load (a cache read's open, checks and, the first time, its write cost more than zstd
+// takes for them).
+constexpr uint64_t kCacheDecodedFrom = 256 * 1024;
+
 class ImageFetch {
 public:
     ImageFetch(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream)
@@ -32,13 +37,24 @@ public:
             return std::move(out_);
         }
         if (selected.path == SelectionPath::cubin || selected.path == SelectionPath::fatbin) {
-            // Compressed: decoded into memory and checked, every time (a prefix base once for all
-            // that reference it: ReferenceMemo). Caching it would write a decoded copy of every
-            // image a host loads (bench/RESULTS.md, issue 17).
-            SDM_TRY_GET(raw, served_.archive->references->read(archive_, selected.image.index));
-            SDM_TRY(from_archive(*raw));
-            out_.source = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
-            out_.owned = std::move(*raw);
+            // Compressed. Small images are decoded into memory every time (a prefix base once for
+            // all that reference it: ReferenceMemo); from kCacheDecodedFrom bytes on, the verified
+            // raw image is kept in the cache, since reading it back costs less than decoding it
+            // again (measured on the H200: bench/RESULTS.md, issue 17).
+            const Kind kind = selected.path == SelectionPath::fatbin ? Kind::fatbin : Kind::cubin;
+            const ImageSource built_by = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
+            const auto decode = [&]() -> Result<ByteVector> {
+                auto raw = served_.archive->references->read(archive_, selected.image.index);
+                if (raw) SDM_TRY(from_archive(*raw));
+                return raw;
+            };
+            if (entry_.raw_size < kCacheDecodedFrom) {
+                SDM_TRY_GET(raw, decode());
+                out_.source = built_by;
+                out_.owned = std::move(*raw);
+                return std::move(out_);
+            }
+            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(entry_.raw_hash).field(entry_.raw_size).key(), kind, built_by, decode));
             return std::move(out_);
         }
         SDM_TRY(jit());

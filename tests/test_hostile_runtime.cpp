@@ -181,7 +181,7 @@ TEST_CASE("a cache entry that passes its checksum but is not a well-formed image
         REQUIRE(info_of(rt.get(), 0, "scale").source == kSourceNvJitLink);  // linked, and its cubin cached
     }
     // Plant, under the key of that link's output, the hostile header with a valid entry checksum
-    // (the cache holds JIT outputs only; a process that can write the directory can do this).
+    // (a process that can write the directory can do this).
     const Hash128 key = only_entry_key(cache_dir);
     runtime::CacheOptions o;
     o.directory = cache_dir;

@@ -19,7 +19,7 @@ using namespace sdm;
 
 using namespace sdm::test;
 
-TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed ones decoded in memory and never cached", "[modules]") {
+TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, small compressed ones decoded in memory and never cached", "[modules]") {
     REQUIRE(sdm_archive_mount_file(rt.get(), SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     const auto info = info_of(rt.get(), 0, "scale");
     CHECK(info.image_kind == 1);
@@ -32,8 +32,8 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed o
     void* function = nullptr;
     REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
     CHECK(function != nullptr);
-    // The cache holds JIT outputs only: nothing was written for a cubin, and a second process
-    // decodes it again (faster than reading a decoded copy back: bench/RESULTS.md, issue 17).
+    // A cubin under 256 KiB is not cached: nothing was written, and a second process decodes it
+    // again (cheaper for it than a cache entry: docs/CACHE.md).
     CHECK(stats_of(rt.get()).bytes_written == 0);
     CHECK(stats_of(rt.get()).builds == 0);
     restart();
@@ -41,6 +41,17 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, compressed o
     CHECK(info_of(rt.get(), 0, "axpy").source == 1);
     CHECK(stats_of(rt.get()).hits == 0);
     CHECK(stats_of(rt.get()).misses == 0);
+}
+
+TEST_CASE_METHOD(FakeRuntime, "a compressed cubin of 256 KiB or more is kept decoded in the cache: a warm start reads it back", "[modules][cache]") {
+    // tests/data/chains.sm_90.cubin: 320 KiB of real nvcc output.
+    mount(rt.get(), make_archive("chains", {"chains.sm_90.cubin=sm_90"}, {"chain1", "chain2"}, 1, Matrix::none), "chains.sdma");
+    CHECK(info_of(rt.get(), 0, "chain1").source == 1);  // decoded from the archive
+    CHECK(stats_of(rt.get()).bytes_written > 320000);
+    restart();
+    mount(rt.get(), make_archive("chains", {"chains.sm_90.cubin=sm_90"}, {"chain1", "chain2"}, 1, Matrix::none), "chains.sdma");
+    CHECK(info_of(rt.get(), 0, "chain2").source == 2);  // read back from the cache, not decoded
+    CHECK(stats_of(rt.get()).hits == 1);
 }
 
 TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {

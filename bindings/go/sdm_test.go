@@ -299,7 +299,7 @@ func TestTheKernelsOfTheGoldenArchive(t *testing.T) {
 }
 
 func TestTheCacheMakesAWarmStart(t *testing.T) {
-	// The cache holds JIT outputs only: with CUDA_FORCE_PTX_JIT=1 (read at mount) every kernel is
+	// The golden cubins are too small to be cached decoded: with CUDA_FORCE_PTX_JIT=1 (read at mount) every kernel is
 	// linked from PTX, and the second runtime reads the links back. Go runs tests one at a time.
 	t.Setenv("CUDA_FORCE_PTX_JIT", "1")
 	dir := t.TempDir()
