@@ -22,6 +22,41 @@ Error zstd_error(const std::string& what, size_t code) {
     return make_error(ErrorCode::archive_corrupt, what + ": zstd: " + ZSTD_getErrorName(code));
 }
 
+
+// Frames of at most this many raw bytes decode in one call into a buffer of their size, with the
+// calling thread's context: the streaming path's first buffer is this large anyway, and a context
+// (about 160 KiB) and stream buffers allocated and freed per payload cost a small image's load
+// more than its decoding (measured on the H200: bench/RESULTS.md, issue 17).
+constexpr uint64_t kOneShotBytes = uint64_t{1} << 20;
+
+Result<ByteVector> decompress_one_shot(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what) {
+    thread_local std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx;
+    if (!dctx) dctx.reset(ZSTD_createDCtx());
+    if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
+    ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_and_parameters);  // and the last call's prefix or dictionary
+    ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));
+    size_t rc = 0;
+    if (reference.codec == Codec::zstd_dict)
+        rc = ZSTD_DCtx_loadDictionary(dctx.get(), reference.bytes.data(), reference.bytes.size());
+    else if (reference.codec == Codec::zstd_prefix)
+        rc = ZSTD_DCtx_refPrefix(dctx.get(), reference.bytes.data(), reference.bytes.size());
+    if (ZSTD_isError(rc)) return zstd_error(what, rc);
+    ByteVector out;
+    try {
+        out.resize(static_cast<size_t>(raw_size));
+    } catch (const std::bad_alloc&) {
+        return make_error(ErrorCode::out_of_memory, what + ": cannot allocate " + std::to_string(raw_size) + " bytes");
+    }
+    ZSTD_outBuffer o{out.data(), out.size(), 0};
+    ZSTD_inBuffer in{stored.data(), stored.size(), 0};
+    // One streaming call with room for the whole output: zstd writes straight into it.
+    rc = ZSTD_decompressStream(dctx.get(), &o, &in);
+    if (ZSTD_isError(rc)) return zstd_error(what, rc);
+    if (rc != 0 || o.pos != raw_size || in.pos != stored.size())
+        return make_error(ErrorCode::archive_corrupt, what + ": the zstd frame does not decode to the " + std::to_string(raw_size) + " bytes it declares");
+    return out;
+}
+
 }  // namespace
 
 struct ZstdEncoder::State {
@@ -109,6 +144,7 @@ Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecRefere
 
 Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what) {
     SDM_TRY(zstd_check_frame(stored, raw_size, reference, what));
+    if (raw_size <= kOneShotBytes) return decompress_one_shot(stored, raw_size, reference, what);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
     ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));

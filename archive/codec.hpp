@@ -51,8 +51,9 @@ Result<ByteVector> zstd_compress(Bytes raw, int level, const CodecReference& ref
 // `raw_size` bytes of content, a window within limits::max_window_log and the dictionary ID of
 // `reference`. `what` names the payload in messages.
 Result<void> zstd_check_frame(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what);
-// zstd_check_frame, then decompresses the frame's `raw_size` bytes. Memory grows with the output
-// the frame yields, not with the size it declares.
+// zstd_check_frame, then decompresses the frame's `raw_size` bytes. Up to 1 MiB, into one buffer
+// of that size with the thread's reused context; past it, memory grows with the output the frame
+// yields, not with the size it declares.
 Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecReference& reference, const std::string& what);
 
 // The dictionary ID a zstd dictionary declares (0: a raw-content dictionary).
