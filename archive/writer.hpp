@@ -28,7 +28,7 @@ struct WriterOptions {
     // What the threads' encoders and decode buffers may hold at once: a payload whose coding needs
     // more waits for others to finish (one that needs more than all of it runs alone). The output
     // does not depend on it.
-    size_t work_memory{size_t{1} << 30};
+    size_t work_memory{size_t{512} << 20};
     // Called from the writing thread as entries finish compressing (done <= total).
     std::function<void(size_t done, size_t total)> progress;
 };

@@ -14,7 +14,7 @@ using archive::Kind;
 // Compressed images of at least this many raw bytes are cached decoded; smaller ones are decoded
 // at each load (a cache read's open, checks and, the first time, its write cost more than zstd
 // takes for them).
-constexpr uint64_t kCacheDecodedFrom = 256 * 1024;
+constexpr uint64_t kCacheDecodedFrom = 64 * 1024;
 
 class ImageFetch {
 public:

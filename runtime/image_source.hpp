@@ -1,6 +1,6 @@
 // Where the bytes of a selected image come from (docs/LOADING.md, "Which image" and "When no cubin
 // fits"): a stored cubin straight from the archive's mapping; a compressed cubin or a fatbin
-// decoded into memory, through the cache from 256 KiB on (reading back costs less than decoding);
+// decoded into memory, through the cache from 64 KiB on (reading back costs less than decoding);
 // PTX or LTO-IR built by the first JIT backend that may run (jit_backend.hpp), through the cache
 // when the backend's output is cached.
 // The driver trusts an image's headers (the real one crashes on an ELF header that points past the

@@ -32,7 +32,7 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, small compre
     void* function = nullptr;
     REQUIRE(sdm_kernel_function(k, &function, nullptr) == SDM_OK);
     CHECK(function != nullptr);
-    // A cubin under 256 KiB is not cached: nothing was written, and a second process decodes it
+    // A cubin under 64 KiB is not cached: nothing was written, and a second process decodes it
     // again (cheaper for it than a cache entry: docs/CACHE.md).
     CHECK(stats_of(rt.get()).bytes_written == 0);
     CHECK(stats_of(rt.get()).builds == 0);
@@ -43,7 +43,7 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, small compre
     CHECK(stats_of(rt.get()).misses == 0);
 }
 
-TEST_CASE_METHOD(FakeRuntime, "a compressed cubin of 256 KiB or more is kept decoded in the cache: a warm start reads it back", "[modules][cache]") {
+TEST_CASE_METHOD(FakeRuntime, "a compressed cubin of 64 KiB or more is kept decoded in the cache: a warm start reads it back", "[modules][cache]") {
     // tests/data/chains.sm_90.cubin: 320 KiB of real nvcc output.
     mount(rt.get(), make_archive("chains", {"chains.sm_90.cubin=sm_90"}, {"chain1", "chain2"}, 1, Matrix::none), "chains.sdma");
     CHECK(info_of(rt.get(), 0, "chain1").source == 1);  // decoded from the archive

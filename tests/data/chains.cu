@@ -1,4 +1,4 @@
-// Two unrolled FMA chains: a module of about 310 KiB of sm_90 SASS (compressed images from 256
+// Two unrolled FMA chains: a module of about 310 KiB of sm_90 SASS (compressed images from 64
 // KiB on are cached decoded). Its arithmetic is beside the point; its size is the point.
 template <int S>
 __device__ float chain(const float* in, int i, int n) {

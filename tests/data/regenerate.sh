@@ -52,5 +52,5 @@ ar rcs fatbin/libparams.a "$tmp/params.o"
 rm -r "$tmp"
 # A C++ kernel template's instantiations: mangled names (sdm ls --demangle).
 nvcc -cubin -arch=sm_90 -o templates.sm_90.cubin templates.cu
-# A module of about 310 KiB (tests/test_modules.cpp: compressed images from 256 KiB on are cached decoded).
+# A module of about 310 KiB (tests/test_modules.cpp: compressed images from 64 KiB on are cached decoded).
 nvcc -cubin -arch=sm_90 -O3 -o chains.sm_90.cubin chains.cu

@@ -198,7 +198,7 @@ fn the_kernels_of_the_golden_archive() {
 
 #[test]
 fn compressed_cubins_are_decoded_not_cached() {
-    // Cubins under 256 KiB are decoded at each load, not cached (tests/cache.rs shows it serving a warm start).
+    // Cubins under 64 KiB are decoded at each load, not cached (tests/cache.rs shows it serving a warm start).
     let cache = TempDir::new();
     let rt = mounted(&cache);
     rt.preload(0, &[]).unwrap();
