@@ -329,8 +329,9 @@ std::string lock_holder(int fd) {
     const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
     long pid = 0;
     if (n <= 4 || std::strncmp(text, "pid ", 4) != 0) return "another process or thread";
-    for (ssize_t i = 4; i < n && text[i] >= '0' && text[i] <= '9' && pid < 100000000; ++i) pid = pid * 10 + (text[i] - '0');
-    if (pid <= 0) return "another process or thread";
+    constexpr long kPidMax = 4194304;  // Linux's largest pid_max (2^22)
+    for (ssize_t i = 4; i < n && text[i] >= '0' && text[i] <= '9' && pid <= kPidMax; ++i) pid = pid * 10 + (text[i] - '0');
+    if (pid <= 0 || pid > kPidMax) return "another process or thread";
     return pid == ::getpid() ? "another thread of this process" : "process " + std::to_string(pid);
 }
 

@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -267,6 +268,33 @@ TEST_CASE("a wait for another process's build says which key and which process, 
     CHECK(builds == 0);
     ::close(ready[0]);
     ::close(ready[1]);
+}
+
+TEST_CASE("a lock file's contents are only a hint: junk in it, or a pid no system has, names nobody", "[cache][hostile]") {
+    test::TempDir dir;
+    auto folder = platform::Directory::open(dir.path, false, 0700).value();
+    for (const auto& [planted, expect] : std::vector<std::pair<std::string, std::string>>{
+             {"\x7f\x45LF garbage", "another process or thread"},
+             {"pid ", "another process or thread"},
+             {"pid 0\n", "another process or thread"},
+             {"pid 99999999999999999999999999", "another process or thread"},
+             {"pid 4242\n", "process 4242"},
+             {std::string(4096, 'p'), "another process or thread"}}) {
+        INFO(planted.substr(0, 32));
+        {
+            std::ofstream(dir.path + "/k.lock", std::ios::binary | std::ios::trunc) << planted;
+        }
+        // Held by another descriptor (as another process would), its contents planted.
+        const int held = ::open((dir.path + "/k.lock").c_str(), O_RDWR);
+        REQUIRE(held >= 0);
+        REQUIRE(::flock(held, LOCK_EX) == 0);
+        std::string holder;
+        auto lock = folder.lock("k.lock", 0.01, 0.05, [&](const std::string& h) { holder = h; });
+        REQUIRE_FALSE(lock);  // gave up: the other holds it
+        CHECK(holder.rfind(expect, 0) == 0);
+        CHECK_THAT(lock.error().message, Catch::Contains("which " + holder + " holds"));
+        ::close(held);
+    }
 }
 
 TEST_CASE("a process killed while building or writing leaves nothing that reads back wrong", "[cache][kill]") {
