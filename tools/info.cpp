@@ -64,9 +64,13 @@ int run_info(const InfoOptions& o) {
                 d["smem_per_sm_bytes"] = class_smem_per_sm(*c);
                 d["pdl"] = class_allows_pdl(*c);
                 d["clusters"] = class_allows_clusters(*c);
+            } else if (c.error().code == ErrorCode::unsupported_device) {
+                // Outside the SDM kernels' matrix: a user's archive is still served here, by capability.
+                d["class"] = "unclassified";
+                d["matrix"] = c.error().message;
             } else {
-                d["class"] = "unsupported";
-                d["unsupported"] = c.error().message;
+                d["class"] = "unknown";
+                d["error_class"] = c.error().message;
             }
             out["devices"].push_back(std::move(d));
         }
@@ -132,8 +136,12 @@ int run_info(const InfoOptions& o) {
         if (d.contains("smem_cap_bytes"))
             fmt::print(", plans assume {} B (per SM {} B), PDL {}, clusters {}\n", d["smem_cap_bytes"].get<int>(), d["smem_per_sm_bytes"].get<int>(),
                        d["pdl"].get<bool>() ? "yes" : "no", d["clusters"].get<bool>() ? "yes" : "no");
+        else if (d.contains("matrix"))
+            fmt::print("\n  unclassified: outside the SDM kernels' hardware matrix, which archives declaring it follow ({}); any other "
+                       "archive is served here by compute capability\n",
+                       d["matrix"].get<std::string>());
         else
-            fmt::print("\n  {}\n", d["unsupported"].get<std::string>());
+            fmt::print("\n  class unknown: {}\n", d["error_class"].get<std::string>());
         for (const auto& k : d["kernels"]) {
             if (k.contains("error")) {
                 fmt::print("  kernel {}: not served: {}\n", k["name"].get<std::string>(), k["error"].get<std::string>());
