@@ -23,6 +23,18 @@ Error zstd_error(const std::string& what, size_t code) {
 }
 
 
+// The window limit and the reference of the next frame `dctx` decodes.
+Result<void> prepare(ZSTD_DCtx* dctx, const CodecReference& reference, const std::string& what) {
+    ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));
+    size_t rc = 0;
+    if (reference.codec == Codec::zstd_dict)
+        rc = ZSTD_DCtx_loadDictionary(dctx, reference.bytes.data(), reference.bytes.size());
+    else if (reference.codec == Codec::zstd_prefix)
+        rc = ZSTD_DCtx_refPrefix(dctx, reference.bytes.data(), reference.bytes.size());
+    if (ZSTD_isError(rc)) return zstd_error(what, rc);
+    return {};
+}
+
 // Frames of at most this many raw bytes decode in one call into a buffer of their size, with the
 // calling thread's context: the streaming path's first buffer is this large anyway, and a context
 // (about 160 KiB) and stream buffers allocated and freed per payload cost a small image's load
@@ -34,13 +46,7 @@ Result<ByteVector> decompress_one_shot(Bytes stored, uint64_t raw_size, const Co
     if (!dctx) dctx.reset(ZSTD_createDCtx());
     if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
     ZSTD_DCtx_reset(dctx.get(), ZSTD_reset_session_and_parameters);  // and the last call's prefix or dictionary
-    ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));
-    size_t rc = 0;
-    if (reference.codec == Codec::zstd_dict)
-        rc = ZSTD_DCtx_loadDictionary(dctx.get(), reference.bytes.data(), reference.bytes.size());
-    else if (reference.codec == Codec::zstd_prefix)
-        rc = ZSTD_DCtx_refPrefix(dctx.get(), reference.bytes.data(), reference.bytes.size());
-    if (ZSTD_isError(rc)) return zstd_error(what, rc);
+    SDM_TRY(prepare(dctx.get(), reference, what));
     ByteVector out;
     try {
         out.resize(static_cast<size_t>(raw_size));
@@ -50,7 +56,7 @@ Result<ByteVector> decompress_one_shot(Bytes stored, uint64_t raw_size, const Co
     ZSTD_outBuffer o{out.data(), out.size(), 0};
     ZSTD_inBuffer in{stored.data(), stored.size(), 0};
     // One streaming call with room for the whole output: zstd writes straight into it.
-    rc = ZSTD_decompressStream(dctx.get(), &o, &in);
+    const size_t rc = ZSTD_decompressStream(dctx.get(), &o, &in);
     if (ZSTD_isError(rc)) return zstd_error(what, rc);
     if (rc != 0 || o.pos != raw_size || in.pos != stored.size())
         return make_error(ErrorCode::archive_corrupt, what + ": the zstd frame does not decode to the " + std::to_string(raw_size) + " bytes it declares");
@@ -147,13 +153,7 @@ Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecR
     if (raw_size <= kOneShotBytes) return decompress_one_shot(stored, raw_size, reference, what);
     std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
     if (!dctx) return make_error(ErrorCode::out_of_memory, what + ": cannot create a zstd decompression context");
-    ZSTD_DCtx_setParameter(dctx.get(), ZSTD_d_windowLogMax, static_cast<int>(limits::max_window_log));
-    size_t rc = 0;
-    if (reference.codec == Codec::zstd_dict)
-        rc = ZSTD_DCtx_loadDictionary(dctx.get(), reference.bytes.data(), reference.bytes.size());
-    else if (reference.codec == Codec::zstd_prefix)
-        rc = ZSTD_DCtx_refPrefix(dctx.get(), reference.bytes.data(), reference.bytes.size());
-    if (ZSTD_isError(rc)) return zstd_error(what, rc);
+    SDM_TRY(prepare(dctx.get(), reference, what));
     // The output grows as the frame decodes, its capacity four times at a time, each chunk touched
     // just before zstd writes it: memory follows the bytes the frame really yields. A frame that
     // only claims a large size fails at its first bad block having cost a few times its own size,
@@ -176,7 +176,7 @@ Result<ByteVector> zstd_decompress(Bytes stored, uint64_t raw_size, const CodecR
         const size_t at = out.size(), consumed = in.pos;
         out.resize(static_cast<size_t>(std::min<uint64_t>({raw_size, at + chunk, out.capacity()})));
         ZSTD_outBuffer o{out.data(), out.size(), at};
-        rc = ZSTD_decompressStream(dctx.get(), &o, &in);
+        const size_t rc = ZSTD_decompressStream(dctx.get(), &o, &in);
         if (ZSTD_isError(rc)) return zstd_error(what, rc);
         out.resize(o.pos);
         if (rc == 0) break;  // the frame is complete

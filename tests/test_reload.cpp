@@ -230,24 +230,34 @@ void hold_work_fake(std::vector<FakeFailure> failures = {}) {
 
 CUstream stream_at(uintptr_t n) { return reinterpret_cast<CUstream>(n); }  // the fake takes any stream value
 
+// A runtime (its log in `log`) with dir/kernels.sdma mounted: module kernels, an sm_90 cubin.
+RuntimePtr mounted_sm90(const TempDir& dir, std::vector<std::string>* log = nullptr) {
+    drop(dir.path + "/kernels.sdma", make_archive("kernels", {"sm_90"}));
+    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, log);
+    REQUIRE(sdm_archive_mount_file(rt.get(), (dir.path + "/kernels.sdma").c_str(), nullptr) == SDM_OK);
+    return rt;
+}
+
+// dir/kernels.sdma replaced by an sm_90a version, and reloaded.
+void reload_sm90a(sdm_runtime* rt, const TempDir& dir) {
+    drop(dir.path + "/kernels.sdma", make_archive("kernels", {"sm_90a"}));
+    uint32_t reloaded = 0;
+    REQUIRE(sdm_runtime_reload(rt, &reloaded, nullptr) == SDM_OK);
+}
+
 }  // namespace
 
 TEST_CASE("a retired module is unloaded only once the work launched with it has finished", "[reload][retire]") {
     TempDir dir;
     hold_work_fake();
-    const std::string file = dir.path + "/kernels.sdma";
-    drop(file, make_archive("kernels", {"sm_90"}));
     std::vector<std::string> log;
-    RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
-    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    RuntimePtr rt = mounted_sm90(dir, &log);
     sdm_kernel* old = kernel_of(rt.get(), "scale");
     REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
     REQUIRE(launch_on(old, stream_at(0x2000)) == SDM_OK);
     REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
     CHECK(fake_calls("@queued") == 3);
-    drop(file, make_archive("kernels", {"sm_90a"}));
-    uint32_t reloaded = 0;
-    REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    reload_sm90a(rt.get(), dir);
     REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);  // the host lets go right after launching
     // Released and retired, but its kernels are still queued: it stays loaded, one event per stream.
     CHECK(fake_calls("@modules") == 1);
@@ -275,16 +285,11 @@ TEST_CASE("a retired module is unloaded only once the work launched with it has 
 TEST_CASE("a kernel whose CUfunction the host took retires after its context synchronizes", "[reload][retire]") {
     TempDir dir;
     hold_work_fake();
-    const std::string file = dir.path + "/kernels.sdma";
-    drop(file, make_archive("kernels", {"sm_90"}));
-    RuntimePtr rt = make_runtime(dir.path + "/cache");
-    REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+    RuntimePtr rt = mounted_sm90(dir);
     sdm_kernel* old = kernel_of(rt.get(), "scale");
     REQUIRE(launch(fake_launch(), old) == CUDA_SUCCESS);  // the host's own cuLaunchKernel: sdm never sees the stream
     CHECK(fake_calls("@queued") == 1);
-    drop(file, make_archive("kernels", {"sm_90a"}));
-    uint32_t reloaded = 0;
-    REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    reload_sm90a(rt.get(), dir);
     REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
     CHECK(fake_calls("cuCtxSynchronize") == 1);
     CHECK(fake_calls("@modules") == 0);
@@ -325,16 +330,11 @@ TEST_CASE("an event call failing while a module retires: the module still goes, 
         TempDir dir;
         fake_reset();
         hold_work_fake({{entry, CUDA_ERROR_UNKNOWN, 1}});  // its first call, which retiring makes
-        const std::string file = dir.path + "/kernels.sdma";
-        drop(file, make_archive("kernels", {"sm_90"}));
         std::vector<std::string> log;
-        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
-        REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+        RuntimePtr rt = mounted_sm90(dir, &log);
         sdm_kernel* old = kernel_of(rt.get(), "scale");
         REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
-        drop(file, make_archive("kernels", {"sm_90a"}));
-        uint32_t reloaded = 0;
-        REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+        reload_sm90a(rt.get(), dir);
         REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
         fake_finish_work();
         sdm_kernel* fresh = kernel_of(rt.get(), "scale");
