@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <type_traits>
 #include <new>
@@ -159,6 +160,25 @@ SDM_API int32_t sdm_error_native(const sdm_error* error) { return error != nullp
 SDM_API const char* sdm_error_log(const sdm_error* error) { return error != nullptr ? error->log.c_str() : ""; }
 SDM_API void sdm_error_destroy(sdm_error* error) { delete error; }
 
+namespace {
+
+// sdm_runtime_params.device_contexts: ordinal -> the host's context, for the non-NULL ones.
+Result<std::map<int32_t, CUcontext>> device_contexts(void* const* contexts, uint32_t count) {
+    constexpr uint32_t kMaxDeviceContexts = 1024;
+    std::map<int32_t, CUcontext> out;
+    if (count == 0) return out;
+    if (contexts == nullptr)
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: device_context_count is " + std::to_string(count) + " but device_contexts is NULL");
+    if (count > kMaxDeviceContexts)
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: device_context_count is " + std::to_string(count) + ", more than the " +
+                                                                std::to_string(kMaxDeviceContexts) + " devices sdm accepts");
+    for (uint32_t i = 0; i < count; ++i)
+        if (contexts[i] != nullptr) out.emplace(static_cast<int32_t>(i), static_cast<CUcontext>(contexts[i]));
+    return out;
+}
+
+}  // namespace
+
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
@@ -172,9 +192,10 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             if (params->log_level < SDM_LOG_OFF || params->log_level > SDM_LOG_DEBUG)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
                             "sdm_runtime_create: log_level " + std::to_string(params->log_level) + " is not SDM_LOG_OFF..SDM_LOG_DEBUG");
-            if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE}) != 0)
+            if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE | SDM_RUNTIME_CURRENT_CONTEXT}) != 0)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
-                            "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI " + std::to_string(SDM_ABI_VERSION_MAJOR) + "." + std::to_string(SDM_ABI_VERSION_MINOR) + " knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)");
+                            "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI " + std::to_string(SDM_ABI_VERSION_MAJOR) + "." +
+                                std::to_string(SDM_ABI_VERSION_MINOR) + " knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE and SDM_RUNTIME_CURRENT_CONTEXT)");
             options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
             if (params->log_level == SDM_LOG_OFF) options.log_level = sdm::runtime::LogLevel::off;
             else if (params->log_level != SDM_LOG_DEFAULT) options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
@@ -199,7 +220,17 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             options.jit.nvjitlink = (params->jit_flags & SDM_JIT_NO_NVJITLINK) == 0;
             options.jit.driver = (params->jit_flags & SDM_JIT_NO_DRIVER) == 0;
             options.jit.ptx_compiler = (params->jit_flags & SDM_JIT_NO_PTX_COMPILER) == 0;
-            options.host_context = static_cast<CUcontext>(params->cuda_context);
+            options.contexts.host = static_cast<CUcontext>(params->cuda_context);
+            options.contexts.current = (params->flags & SDM_RUNTIME_CURRENT_CONTEXT) != 0;
+            if (params->struct_size >= offsetof(sdm_runtime_params, reserved2)) {  // ABI 1.2
+                auto given = device_contexts(params->device_contexts, params->device_context_count);
+                if (!given) return fail(nullptr, error, std::move(given).error());
+                options.contexts.given = std::move(*given);
+            }
+            const int ways = (options.contexts.host != nullptr) + options.contexts.current + !options.contexts.given.empty();
+            if (ways > 1)
+                return fail(nullptr, error, ErrorCode::invalid_argument,
+                            "sdm_runtime_create: cuda_context, device_contexts and SDM_RUNTIME_CURRENT_CONTEXT each choose the contexts; set one of them");
             if (params->struct_size >= offsetof(sdm_runtime_params, reserved1)) {  // ABI 1.1
                 if (params->kernel_abi_major > 0xffff)
                     return fail(nullptr, error, ErrorCode::invalid_argument,

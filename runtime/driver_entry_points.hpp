@@ -18,10 +18,16 @@
     X(cuDevicePrimaryCtxRelease)              \
     X(cuCtxPushCurrent)                       \
     X(cuCtxPopCurrent)                        \
+    X(cuCtxGetCurrent)                        \
+    X(cuCtxGetDevice)                         \
     X(cuModuleLoadData)                       \
     X(cuModuleLoadDataEx)                     \
     X(cuModuleUnload)                         \
     X(cuModuleGetFunction)                    \
+    X(cuLibraryLoadData)                      \
+    X(cuLibraryUnload)                        \
+    X(cuLibraryGetKernel)                     \
+    X(cuKernelGetFunction)                    \
     X(cuFuncGetAttribute)                     \
     X(cuStreamIsCapturing)                    \
     X(cuFuncSetAttribute)                     \

@@ -45,10 +45,11 @@ size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
     return static_cast<size_t>(h ^ (h >> 29));
 }
 
-Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::string kernel, std::string module, std::string archive,
+Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
                    std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams)
     : runtime_(runtime),
       ordinal_(ordinal),
+      context_(context),
       function_(function),
       kernel_(std::move(kernel)),
       module_(std::move(module)),
@@ -117,7 +118,7 @@ Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
 }
 
 Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& device) {
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, ordinal_));
+    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
     Driver& driver = scope->driver();
     SDM_TRY(ensure_smem(plan.smem));
     const std::string what = "the occupancy of kernel " + kernel_ + " with " + plan_text(plan);
@@ -150,6 +151,28 @@ Result<void> Launcher::ensure_smem(uint32_t bytes) {
     return {};
 }
 
+// A runtime following the thread's context: the kernel's function belongs to the context it was
+// fetched in, and launching it while another is current would run it in the wrong one.
+Result<void> Launcher::check_current() {
+    GetCurrent get = get_current_.load(std::memory_order_acquire);
+    if (get == nullptr) {
+        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuCtxGetCurrent));
+        get = reinterpret_cast<GetCurrent>(*fn);
+        get_current_.store(get, std::memory_order_release);
+    }
+    CUcontext current = nullptr;
+    if (const CUresult rc = get(&current); rc != CUDA_SUCCESS) {
+        SDM_TRY_GET(d, runtime_.driver());
+        return (*d)->error(rc, EntryPoint::cuCtxGetCurrent, "reading the calling thread's CUDA context to launch kernel " + kernel_);
+    }
+    if (current != context_)
+        return make_error(ErrorCode::mismatch, "kernel " + kernel_ + " was fetched in another CUDA context than the one current on this thread "
+                                               "(the runtime follows the current context, SDM_RUNTIME_CURRENT_CONTEXT): fetch it again with "
+                                               "sdm_kernel_get while this context is current, and launch that handle here");
+    return {};
+}
+
 Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count) {
     if (arg_count != signature_.size())
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
@@ -164,6 +187,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
                                                                archive::param_type_name(signature_[i]) + " argument) is NULL; it must point to the value");
     if (auto shape = check_cluster_shape(plan); !shape)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot launch with " + plan_text(plan) + ": " + shape.error().message);
+    if (runtime_.follows_current_context()) SDM_TRY(check_current());
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
     LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     if (launch_ex == nullptr) {  // once; racing threads store the same pointer

@@ -34,8 +34,9 @@ struct SelectedPlan {
 
 class Launcher {
 public:
-    // `streams` (the module's; it outlives the launcher) learns every stream launched on.
-    Launcher(Runtime& runtime, int32_t ordinal, CUfunction function, std::string kernel, std::string module, std::string archive,
+    // `function` belongs to `context`. `streams` (the module's; it outlives the launcher) learns
+    // every stream launched on.
+    Launcher(Runtime& runtime, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
              std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams = nullptr);
 
     Result<SelectedPlan> select(std::span<const int64_t> problem);
@@ -61,6 +62,7 @@ private:
 
     Runtime& runtime_;
     int32_t ordinal_;
+    CUcontext context_;
     CUfunction function_;
     std::string kernel_, module_, archive_;
     std::vector<archive::ParamType> signature_;
@@ -68,6 +70,9 @@ private:
     LaunchStreams* streams_;
     using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
     std::atomic<LaunchEx> launch_ex_{nullptr};  // resolved once: the launch path makes no lookups
+    using GetCurrent = CUresult (*)(CUcontext*);
+    std::atomic<GetCurrent> get_current_{nullptr};  // when fetches follow the thread's context
+    Result<void> check_current();
 
     mutable std::mutex memo_mutex_;
     std::unordered_map<Key, SelectedPlan, KeyHash> memo_;

@@ -5,7 +5,7 @@
 
 namespace sdm::runtime {
 
-Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodule module, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
+Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
                                         ImageSource source) {
     const archive::Archive& a = served.archive->archive;
     const Selection& selected = served.selection;
@@ -17,8 +17,17 @@ Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodu
         SDM_TRY_GET(decoded, manifest.spec(listed));
         const archive::KernelSpec& spec = *decoded;
         CUfunction function = nullptr;
-        auto got = SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, module, spec.name.c_str());
-        if (!got) {
+        if (code.library != nullptr) {
+            SDM_TRY_GET(get_kernel, driver.resolve(EntryPoint::cuLibraryGetKernel));
+            CUkernel kernel = nullptr;
+            const CUresult rc = reinterpret_cast<decltype(&::cuLibraryGetKernel)>(*get_kernel)(&kernel, code.library, spec.name.c_str());
+            if (rc == CUDA_ERROR_NOT_FOUND) {
+                out.missing += (out.missing.empty() ? "" : ", ") + spec.name;
+                continue;
+            }
+            if (rc != CUDA_SUCCESS) return driver.error(rc, EntryPoint::cuLibraryGetKernel, "resolving kernel " + spec.name);
+            SDM_TRY(SDM_DRIVER_CALL(driver, cuKernelGetFunction, "loading kernel " + spec.name + " into the context of " + served.device, &function, kernel));
+        } else if (!SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, code.module, spec.name.c_str())) {
             out.missing += (out.missing.empty() ? "" : ", ") + spec.name;
             continue;
         }
@@ -35,7 +44,7 @@ Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodu
         h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
         h->source = source;
         SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
-        h->launcher = std::make_unique<Launcher>(runtime, ordinal, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
+        h->launcher = std::make_unique<Launcher>(runtime, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
         out.handles.push_back(std::move(h));
     }
     return out;

@@ -24,8 +24,18 @@ struct ResolvedKernels {
     std::string missing;  // "a, b": kernels the manifest lists that the module does not define
 };
 
-// The handles of `served`'s module, loaded as `module` from an image of `source`, for `slot`.
-Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, CUmodule module, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
+// Where a loaded image's kernels come from: its library (a CUkernel each, then the function in
+// `context`, which is current), or its module in `context`.
+struct LoadedCode {
+    CUmodule module{nullptr};
+    CUlibrary library{nullptr};
+    CUcontext context{nullptr};
+};
+
+// The handles of `served`'s module, loaded as `code` from an image of `source`, for `slot`. A
+// kernel the image lacks is listed in `missing`; a function the driver fails to make in the
+// context (the library's load into it) is an error.
+Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
                                         ImageSource source);
 
 // The verdicts on the loaded module, read through one of its kernels (`any`).

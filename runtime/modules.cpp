@@ -44,6 +44,7 @@ Modules::~Modules() {
     // Nothing loaded: no driver is loaded just to unload nothing.
     for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
         Slot& s = **it;
+        s.library.reset();  // unloaded with the last slot using it
         if (s.module == nullptr) continue;
         auto scope = DeviceScope::enter(runtime_, s.context);
         if (!scope) {
@@ -56,7 +57,7 @@ Modules::~Modules() {
 }
 
 Modules::Draining Modules::fence(const Slot& s) {
-    Draining d{s.module, s.context, std::get<2>(s.key), {}};
+    Draining d{s.module, s.library, s.context, std::get<2>(s.key), {}};
     const LaunchStreams::Seen seen = s.streams.seen();
     if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
     auto scope = DeviceScope::enter(runtime_, s.context);
@@ -118,8 +119,10 @@ bool Modules::finished(Draining& d, bool wait) {
     }
     for (CUevent event : d.events)
         if (auto r = SDM_DRIVER_CALL(driver, cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) runtime_.log().error(r.error().message);
-    auto r = SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + d.name + " of a replaced archive", d.module);
-    if (!r) runtime_.log().error(r.error().message);
+    if (d.module != nullptr)
+        if (auto r = SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + d.name + " of a replaced archive", d.module); !r)
+            runtime_.log().error(r.error().message);
+    d.library.reset();  // its library goes with the last slot that used it
     runtime_.log().info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
                         (d.events.empty() ? std::string() : ", and the work launched with it has finished"));
     return true;
@@ -139,6 +142,7 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
     // handles are dead from now on; the module goes once the work launched with it has finished.
     draining_.push_back(fence(*s));
     s->module = nullptr;
+    s->library.reset();
     s->unloaded.store(true, std::memory_order_release);
     if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
@@ -189,11 +193,19 @@ std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
     return s;
 }
 
-Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected) {
+Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected,
+                                            CUcontext context) {
     const uint64_t generation = runtime_.mount_generation();
+    if (runtime_.follows_current_context() && context == nullptr) {  // the calling thread's, checked against the ordinal
+        SDM_TRY_GET(contexts, runtime_.contexts());
+        SDM_TRY_GET(current, (*contexts)->current(ordinal));
+        context = *current;
+    } else if (!runtime_.follows_current_context()) {
+        context = nullptr;  // the ordinal's: the key needs no context
+    }
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
-        const auto it = served_.find(std::pair(ordinal, name));
+        const auto it = served_.find(std::tuple<int32_t, CUcontext, std::string_view>(ordinal, context, name));
         if (it != served_.end() && it->second.first == generation && !it->second.second->retired) {
             const auto k = it->second.second->kernels.find(name);
             if (k != it->second.second->kernels.end()) {
@@ -210,7 +222,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             SDM_TRY_GET(spec, serve->archive->manifest->spec(*serve->archive->manifest->find(name)));
             SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
         }
-        auto s = slot({ordinal, serve->archive.get(), serve->module});
+        auto s = slot({ordinal, serve->archive.get(), serve->module, context});
         std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
         if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
         const auto it = s->kernels.find(name);
@@ -229,7 +241,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
         if (!current) s->retired = true;
         ++s->references;  // retired or not: the reference keeps it loaded until released
-        if (!s->retired) served_[std::pair(ordinal, name)] = {generation, s};
+        if (!s->retired) served_[std::tuple(ordinal, context, name)] = {generation, s};
         return it->second.get();
     }
 }
@@ -257,57 +269,108 @@ private:
 
 }  // namespace
 
+namespace {
+
+// What a load hands out the kernels' handles from: a library (shared, or loaded now), or a module
+// of the current context.
+struct Code {
+    CUmodule module{nullptr};
+    std::shared_ptr<LoadedLibrary> library;
+    ImageSource source{ImageSource::archive_cubin};
+    std::optional<Hash128> cache_key;
+};
+
+Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
+    const archive::Archive& a = served.archive->archive;
+    const std::string image = a.describe(served.selection.image.index);
+    const bool jit = served.selection.path == SelectionPath::jit;
+    std::shared_ptr<Libraries::Entry> entry;
+    std::unique_lock<std::mutex> entry_lock;  // one load per image, whichever device or context asks first
+    if (libraries.available(driver, runtime.log())) {
+        entry = libraries.entry({served.archive.get(), served.module, served.selection.image.index, jit ? served.selection.target_sm : uint16_t{0},
+                                 jit ? served.selection.target_variant : archive::Variant::base});
+        entry_lock = std::unique_lock(entry->mutex);
+        if (auto shared = entry->library.lock()) {
+            trace.mark("library (loaded before)");
+            return Code{nullptr, shared, shared->source, shared->cache_key};
+        }
+    }
+    SDM_TRY_GET(bytes, load_image_bytes(runtime, driver, served, stream));
+    trace.mark("image");
+    const auto evict = [&] {
+        if (bytes->source == ImageSource::cache) runtime.cache()->evict(*bytes->cache_key);
+    };
+    if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key};  // the driver's JIT loaded it
+    if (entry) {
+        SDM_TRY_GET(shared_driver, runtime.driver());
+        auto library = LoadedLibrary::load(*shared_driver, runtime.log(), bytes->view, std::move(bytes->owned), served.archive, image);
+        if (!library) {
+            evict();
+            return std::move(library).error();
+        }
+        (*library)->source = bytes->source;
+        (*library)->cache_key = bytes->cache_key;
+        entry->library = *library;
+        trace.mark("cuLibraryLoadData");
+        return Code{nullptr, *library, bytes->source, bytes->cache_key};
+    }
+    CUmodule module = nullptr;
+    if (auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + served.device, &module, bytes->bytes().data()); !loaded) {
+        evict();
+        return std::move(loaded).error();
+    }
+    trace.mark("cuModuleLoadData");
+    return Code{module, nullptr, bytes->source, bytes->cache_key};
+}
+
+}  // namespace
+
 Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream) {
     PhaseTrace trace(runtime_.log().enabled(LogLevel::debug));
     const std::string& module = served.module;
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, ordinal));
+    CUcontext const given = std::get<3>(slot.key);  // the calling thread's, when fetches follow it
+    SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(runtime_, given) : DeviceScope::enter(runtime_, ordinal));
     Driver& driver = scope->driver();
     trace.mark("context");
-    SDM_TRY_GET(bytes, load_image_bytes(runtime_, driver, served, stream));
-    trace.mark("image");
-    CUmodule cu_module = bytes->module;
-    if (cu_module == nullptr) {
-        auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + served.device, &cu_module, bytes->bytes().data());
-        if (!loaded) {
-            if (bytes->source == ImageSource::cache) runtime_.cache()->evict(*bytes->cache_key);
-            return std::move(loaded).error();
-        }
-    }
-    trace.mark("cuModuleLoad");
-    // From here every way out but success unloads the module again, an exception's included.
+    SDM_TRY_GET(code, load_code(runtime_, libraries_, driver, served, stream, trace));
+    CUmodule cu_module = code->module;
+    // From here every way out but success unloads a module again, an exception's included (a
+    // library goes with its last reference).
     bool kept = false;
     const auto unload_unless_kept = gsl::finally([&]() noexcept {
-        if (kept) return;
+        if (kept || cu_module == nullptr) return;
         try {
             (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + module + ", whose load did not complete", cu_module);
         } catch (...) {  // no memory for the message: the module stays loaded until the context goes
         }
     });
-    SDM_TRY_GET(resolved, resolve_kernels(runtime_, driver, cu_module, served, slot, ordinal, bytes->source));
+    SDM_TRY_GET(resolved, resolve_kernels(runtime_, driver, LoadedCode{cu_module, code->library ? code->library->handle() : nullptr, scope->context()},
+                                          served, slot, ordinal, code->source));
     if (!resolved->missing.empty()) {
         std::string evicted;
         Cache* cache = runtime_.cache();
-        if (cache != nullptr && bytes->cache_key && bytes->source != ImageSource::archive_cubin && bytes->source != ImageSource::fatbin) {
-            cache->evict(*bytes->cache_key);
+        if (cache != nullptr && code->cache_key && code->source != ImageSource::archive_cubin && code->source != ImageSource::fatbin) {
+            cache->evict(*code->cache_key);
             evicted = "; its cache entry was removed";
         }
         return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + served.device +
                                                     ") lacks kernel(s) " + resolved->missing + " that the manifest lists" + evicted +
                                                     ". Rebuild the archive so its images define them");
     }
+    trace.mark("functions");
     if (!resolved->handles.empty()) SDM_TRY(validate_module(runtime_, driver, served, *resolved->handles.front(), ordinal));
     trace.mark("validate");
     decltype(slot.kernels) kernels;  // filled aside: a throw here leaves the slot as it was
     for (auto& h : resolved->handles) kernels.emplace(h->name, std::move(h));
     slot.kernels = std::move(kernels);
     slot.module = cu_module;
+    slot.library = std::move(code->library);
     slot.context = scope->context();
     slot.loaded = true;
     kept = true;
-    trace.mark("functions");
-    runtime_.log().info("loaded module " + module + " from " + image + " on " + served.device);
+    runtime_.log().info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
     if (!trace.text().empty()) runtime_.log().debug("load of module " + module + ": " + trace.text());
     return {};
 }

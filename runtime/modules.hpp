@@ -1,9 +1,11 @@
 // The module registry: a kernel's module is loaded on first use, once per (device, archive, module)
-// however many threads ask at once (double-checked: a map lookup, then a per-module lock re-checked
+// -- per (context, archive, module) when fetches follow the calling thread's context -- however
+// many threads ask at once (double-checked: a map lookup, then a per-module lock re-checked
 // under it); each fetch takes a reference on its module, and a module of a replaced archive is
 // unloaded when its last reference goes. A load enters the device (device_scope.hpp), asks the
 // layering rule which archive and image serve the kernel (layering.hpp), gets the image's bytes
-// (image_source.hpp), has the driver load them, and checks the module (module_check.hpp).
+// (image_source.hpp), has the driver load them as a library shared by every context selecting the
+// same image (library.hpp), or as a module of the context, and checks it (module_check.hpp).
 // Destroying the registry unloads the modules in reverse load order, logging any failure.
 #pragma once
 
@@ -24,6 +26,7 @@
 #include "launch.hpp"
 #include "jit_backend.hpp"
 #include "layering.hpp"
+#include "library.hpp"
 
 namespace sdm::runtime {
 
@@ -60,14 +63,15 @@ Result<void> check_live(const KernelHandle& kernel, std::string_view api);
 struct ModuleSlot {
     std::mutex mutex;  // held while loading
     bool loaded{false};
-    CUmodule module{nullptr};
+    CUmodule module{nullptr};                // the module path (no library entry points, the driver's JIT)
+    std::shared_ptr<LoadedLibrary> library;  // or the library it uses, shared with other contexts
     CUcontext context{nullptr};
     std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels;
     // Guarded by the registry's mutex:
     int64_t references{0};  // kernel() successes not yet released
     bool retired{false};    // its archive was replaced by a reload
     std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
-    std::tuple<int32_t, const MountedArchive*, std::string> key;
+    std::tuple<int32_t, const MountedArchive*, std::string, CUcontext> key;
     LaunchStreams streams;  // where its kernels were launched, for its retirement
 };
 
@@ -78,11 +82,12 @@ public:
     Modules(const Modules&) = delete;
     Modules& operator=(const Modules&) = delete;
 
-    // The kernel `name` on device `ordinal`; `stream` is checked for graph capture before any JIT.
+    // The kernel `name` on device `ordinal` (in `context`, when fetches follow the calling thread's
+    // context: null asks the thread); `stream` is checked for graph capture before any JIT.
     // With `expected`, its signature must match (check_signature) before anything is loaded. Each
     // success takes a reference on the kernel's module, which release() drops; a failure takes none.
     Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream,
-                                       std::optional<std::string_view> expected = std::nullopt);
+                                       std::optional<std::string_view> expected = std::nullopt, CUcontext context = nullptr);
     // Drops a reference kernel() took. A module of a replaced (reloaded) archive is unloaded when
     // its last reference goes; a current one stays loaded until the runtime is destroyed.
     Result<void> release(const KernelHandle& kernel);
@@ -92,7 +97,8 @@ public:
 
 private:
     using Slot = ModuleSlot;
-    using Key = std::tuple<int32_t, const MountedArchive*, std::string>;
+    // The context is null but when fetches follow the calling thread's (it is then the ordinal's).
+    using Key = std::tuple<int32_t, const MountedArchive*, std::string, CUcontext>;
 
     std::shared_ptr<Slot> slot(const Key& key);
     void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
@@ -103,8 +109,10 @@ private:
     std::map<Key, std::shared_ptr<Slot>> slots_;
     std::vector<std::shared_ptr<Slot>> load_order_;
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
-    // (ordinal, kernel) -> the loaded slot serving it, valid while the mounts are those of `generation`.
-    std::map<std::pair<int32_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
+    // (ordinal, context as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
+    // those of `generation`.
+    std::map<std::tuple<int32_t, CUcontext, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
+    Libraries libraries_;
     // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
     // is reported as dead rather than read from freed memory; older ones are freed.
     static constexpr size_t kUnloadedKept = 64;
@@ -114,6 +122,7 @@ private:
     // waited for), and waited for at the runtime's end.
     struct Draining {
         CUmodule module{nullptr};
+        std::shared_ptr<LoadedLibrary> library;  // dropped once the work finished
         CUcontext context{nullptr};
         std::string name;
         std::vector<CUevent> events;

@@ -15,6 +15,13 @@
 namespace sdm::runtime {
 
 Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::string>& names) {
+    // Following the calling thread's context: the workers load into it (they have none current).
+    CUcontext context = nullptr;
+    if (runtime.follows_current_context()) {
+        SDM_TRY_GET(contexts, runtime.contexts());
+        SDM_TRY_GET(current, (*contexts)->current(ordinal));
+        context = *current;
+    }
     std::vector<std::string> wanted = names;
     if (wanted.empty())
         for (const auto& a : runtime.archives())
@@ -46,7 +53,7 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
     const auto worker = [&]() noexcept {
         for (size_t i = next++; i < work.size(); i = next++) {
             try {
-                auto k = runtime.modules().kernel(ordinal, work[i], nullptr);
+                auto k = runtime.modules().kernel(ordinal, work[i], nullptr, std::nullopt, context);
                 if (k) (void)runtime.modules().release(**k);  // loaded is all preload wants: it keeps no reference
                 else record(work[i], std::move(k).error());
             } catch (const std::bad_alloc&) {

@@ -126,7 +126,7 @@ std::string Runtime::nvjitlink_error() {
 Result<Contexts*> Runtime::contexts() {
     SDM_TRY_GET(d, driver());
     std::lock_guard lock(mutex_);
-    if (!contexts_) contexts_ = std::make_unique<Contexts>(*d, options_.host_context);
+    if (!contexts_) contexts_ = std::make_unique<Contexts>(*d, options_.contexts, log_);
     return contexts_.get();
 }
 

@@ -38,7 +38,7 @@ struct RuntimeOptions {
     Logger::Sink log_sink;
     std::optional<LogLevel> log_level;  // unset: $SDM_LOG, else warn
     std::string cuda_driver;            // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
-    CUcontext host_context{nullptr};    // the host's own context; null: primary contexts
+    ContextChoice contexts;             // default: each device's primary context
     CacheOptions cache;
     JitPolicy jit;
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
@@ -69,7 +69,8 @@ public:
     Devices& devices() noexcept { return devices_; }
     // The contexts device work runs in (loads the driver on first need).
     Result<Contexts*> contexts();
-    CUcontext host_context() const noexcept { return options_.host_context; }
+    // Whether fetches use the calling thread's current context (SDM_RUNTIME_CURRENT_CONTEXT).
+    bool follows_current_context() const noexcept { return options_.contexts.current; }
 
     // The cache, opened on first need; null when it cannot be used (the reason is logged once as a
     // warning, and images are then built every time).

@@ -14,10 +14,10 @@ namespace {
 void append_log(void* user, sdm_log_level, const char* message, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(message); }
 }  // namespace
 
-RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32_t cache_flags, std::vector<std::string>* log) {
+RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32_t cache_flags, std::vector<std::string>* log, uint32_t flags) {
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE | flags;
     p.cuda_driver = SDM_FAKE_CUDA_PATH;
     p.cache_dir = cache_dir.c_str();
     p.jit_flags = jit_flags;

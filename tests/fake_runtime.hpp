@@ -26,7 +26,9 @@ inline constexpr uint32_t kDriverJitOnly = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX
 
 // A runtime on the fake driver with its cache in `cache_dir`; no embedded archive, log off unless
 // `log` (then every message is appended to it).
-RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0, std::vector<std::string>* log = nullptr);
+// `flags`: SDM_RUNTIME_* beside SDM_RUNTIME_NO_EMBEDDED_ARCHIVE.
+RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0, std::vector<std::string>* log = nullptr,
+                        uint32_t flags = 0);
 // An archive of the test kernels: `targets` of module `module` (tests/data/kernels.TARGET.cubin or
 // .ptx, or "FILE=TARGET" for another file of tests/data), a manifest listing `kernels` there.
 // By default the archive declares that its kernels follow the SDM hardware matrix, as the SDM

@@ -78,12 +78,15 @@ TEST_CASE("a host's own context is used as is and never released", "[context]") 
     CUcontext host = nullptr;
     REQUIRE(reinterpret_cast<Retain>(fn)(&host, 0) == CUDA_SUCCESS);
     {
-        o.host_context = host;
+        o.contexts.host = host;
         Runtime rt(o);
         auto contexts = rt.contexts();
         REQUIRE(contexts);
-        CHECK((*contexts)->get(0).value() == host);
-        CHECK((*contexts)->get(1).value() == host);  // the engine's context serves its work
+        CHECK((*contexts)->get(0).value() == host);  // the engine's context serves its device's work
+        auto other = (*contexts)->get(1);             // and only its device's: device 1 keeps its primary context
+        REQUIRE(other);
+        CHECK(*other != host);
+        CHECK(fake_calls("@contexts") == 2);
     }
     CHECK(fake_calls("@contexts") == 1);  // still the host's
 }

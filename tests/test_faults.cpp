@@ -1,6 +1,7 @@
 // Fault injection through the fake driver: every driver entry point sdm resolves (the one list,
 // runtime/driver_entry_points.hpp) fails once in turn (fake_fail(entry, CUDA_ERROR_UNKNOWN, 1))
-// during a whole workflow that calls each of them: create, mount, fetch a kernel from a cubin and
+// during a whole workflow that calls each of them (the context queries with the runtime following
+// the thread's context, cuModuleLoadData on a driver without the library entry points): create, mount, fetch a kernel from a cubin and
 // one through the driver's JIT, select plans (one with clusters), launch (one needing the
 // shared-memory attribute, one the driver refuses, whose message needs the error's name and
 // text), destroy. Each failure must surface as a status with a message naming the call (never
@@ -38,9 +39,13 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         INFO(entry);
         TempDir cache;
         fake_reset();  // what an earlier round's failed teardown left behind goes
-        fake({kH200});
+        const std::string_view name(entry);
+        const bool follows_current = name == "cuCtxGetCurrent" || name == "cuCtxGetDevice";
+        if (name == "cuModuleLoadData") fake_configure({.devices = {kH200}, .missing = {"cuLibraryLoadData"}});
+        else fake({kH200});
+        if (follows_current) (void)fake_host_context(0, true);  // the host's context, current on this thread
         fake_fail(entry, CUDA_ERROR_UNKNOWN, 1);
-        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly);
+        RuntimePtr rt = make_runtime(cache.path, kDriverJitOnly, 0, nullptr, follows_current ? SDM_RUNTIME_CURRENT_CONTEXT : 0);
         int failed = 0;
         // Runs `step`; when it fails, checks the error and runs it again, which must succeed.
         const auto step = [&](const char* what, const std::function<sdm_status(sdm_error**)>& call) {
@@ -109,15 +114,16 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         }
         fake_clear_failures();
         rt.reset();  // unloads and releases; a failing unload or release is logged, not lost
-        const bool teardown_entry = std::string(entry) == "cuModuleUnload" || std::string(entry) == "cuDevicePrimaryCtxRelease" ||
-                                    std::string(entry) == "cuCtxPopCurrent";
+        const bool teardown_entry = name == "cuModuleUnload" || name == "cuLibraryUnload" || name == "cuDevicePrimaryCtxRelease" ||
+                                    name == "cuCtxPopCurrent";
         // Called only when a reload retires a module: test_reload.cpp fails each of them there.
         const bool retire_entry = std::string_view(entry).starts_with("cuEvent") || std::string(entry) == "cuCtxSynchronize";
         // A failed unload or release at teardown is logged (nothing can retry it): a primary
         // context whose release failed stays retained; its modules go with the context, as the
         // driver unloads them when its last retain goes. Anything else leaves nothing behind.
         CHECK(fake_calls("@modules") == 0);
-        CHECK(fake_calls("@contexts") == (std::string(entry) == "cuDevicePrimaryCtxRelease" ? 1 : 0));
+        CHECK(fake_calls("@contexts") == (name == "cuDevicePrimaryCtxRelease" || follows_current ? 1 : 0));  // or the host's own
+        if (follows_current) fake_pop_context();
         if (!teardown_entry && !retire_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
     }
 }

@@ -166,7 +166,7 @@ TEST_CASE("a cubin whose ELF header points past its end never reaches the driver
         CHECK(status == SDM_ERROR_ARCHIVE_CORRUPT);
         CHECK_THAT(message, Catch::Contains("cubin kernels, sm_90 (entry 0) of archive hostile.sdma") &&
                                 Catch::Contains("the program header table [536870912, +") && Catch::Contains("lies outside the image of 64 bytes") && Catch::Contains("it is not loaded"));
-        CHECK(fake_calls("cuModuleLoadData") == 0);
+        CHECK(fake_image_loads() == 0);
     }
 }
 
@@ -197,7 +197,7 @@ TEST_CASE("a cache entry that passes its checksum but is not a well-formed image
         return l.find("the cache entry for ptx kernels, compute_90") != std::string::npos && l.find("it was removed, and the image is built again") != std::string::npos;
     }));
     CHECK(stats_of(rt.get()).bad_entries == 1);
-    CHECK(fake_calls("cuModuleLoadData") == 1);  // the driver saw the linked cubin only
+    CHECK(fake_image_loads() == 1);  // the driver saw the linked cubin only
     // What is cached now is a real cubin again.
     const auto again = cache->get(key).value();
     CHECK(archive::inspect_image(archive::Kind::cubin, again));

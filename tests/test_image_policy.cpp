@@ -50,10 +50,10 @@ TEST_CASE("an image compiled from compute_80 is refused on a modern device, ever
                             Catch::Contains("cubin") && Catch::Contains("sm_90") && Catch::Contains("NVIDIA H200") &&
                             Catch::Contains("class modern") && Catch::Contains("Rebuild the archive with a cubin for sm_90"));
     CHECK(fake_calls("@modules") == 0);  // the refused module was unloaded
-    CHECK(fake_calls("cuModuleLoadData") == 1);
+    CHECK(fake_image_loads() == 1);
     // Not memoized: the next call loads and refuses again; the PTX is never linked.
     info_of(f.rt.get(), 0, "axpy", SDM_ERROR_IMAGE_REFUSED);
-    CHECK(fake_calls("cuModuleLoadData") == 2);
+    CHECK(fake_image_loads() == 2);
     CHECK(fake_calls("cuFuncGetAttribute") == 2);
     CHECK(count_containing(f.log, "nvJitLink") == 0);
     CHECK(count_containing(f.log, "refused") >= 2);
@@ -99,7 +99,7 @@ TEST_CASE("an accepted image is memoized per device and image: the driver is ask
     // The same image again (a remount of the same bytes serves the kernel now): no new check.
     mount(f.rt.get(), bytes, "again.sdma");
     CHECK(std::string(info_of(f.rt.get(), 0, "scale").archive) == "again.sdma");
-    CHECK(fake_calls("cuModuleLoadData") == 2);
+    CHECK(fake_image_loads() == 2);
     CHECK(fake_calls("cuFuncGetAttribute") == 1);
     // Another device is checked for itself.
     info_of(f.rt.get(), 1, "scale");

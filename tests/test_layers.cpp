@@ -160,7 +160,7 @@ TEST_CASE_METHOD(FakeRuntime, "a kernel's expected signature: checked at sdm_ker
     uint32_t minor = 1;
     const sdm_api* api = nullptr;
     REQUIRE(sdm_get_api(1, &minor, &api) == SDM_OK);
-    CHECK(minor == 1);
+    CHECK(minor == SDM_ABI_VERSION_MINOR);
     REQUIRE(api->struct_size >= offsetof(sdm_api, kernel_get_checked) + sizeof(void*));
     CHECK(api->kernel_get_checked(rt.get(), 0, "axpy", "ptr,ptr,f32,i32", nullptr, &k, nullptr) == SDM_OK);
 }

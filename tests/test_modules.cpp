@@ -60,7 +60,7 @@ TEST_CASE("16 threads asking at once cause one load; each device gets its own mo
     REQUIRE(sdm_archive_mount_file(rt, SDM_TEST_ARCHIVE, nullptr) == SDM_OK);
     int32_t version = 0;
     REQUIRE(sdm_driver_version(rt, &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
-    const int64_t before = fake_calls("cuModuleLoadData");
+    const int64_t before = fake_image_loads();
     std::vector<std::thread> threads;
     std::atomic<int> ok{0};
     std::atomic<sdm_kernel*> first{nullptr};
@@ -71,11 +71,11 @@ TEST_CASE("16 threads asking at once cause one load; each device gets its own mo
         });
     for (auto& t : threads) t.join();
     CHECK(ok == 16);
-    CHECK(fake_calls("cuModuleLoadData") - before == 1);
+    CHECK(fake_image_loads() - before == 1);
     const auto a100 = info_of(rt, 1, "scale");
     CHECK(a100.image_sm == 80);
     CHECK(a100.ordinal == 1);
-    CHECK(fake_calls("cuModuleLoadData") - before == 2);
+    CHECK(fake_image_loads() - before == 2);
     CHECK(fake_calls("@modules") == 2);
 }
 
@@ -249,12 +249,12 @@ TEST_CASE_METHOD(FakeRuntime, "preload loads every module, linking in parallel; 
     mount(rt.get(), make_archive("three", {"sm_90a"}, {"axpy"}), "three.sdma");
     int32_t version = 0;
     REQUIRE(sdm_driver_version(rt.get(), &version, nullptr) == SDM_OK);  // cuInit restarts the fake's counters
-    const int64_t before = fake_calls("cuModuleLoadData");
+    const int64_t before = fake_image_loads();
     REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
-    CHECK(fake_calls("cuModuleLoadData") - before == 2);  // modules one and three (three serves axpy: newer mount)
+    CHECK(fake_image_loads() - before == 2);  // modules one and three (three serves axpy: newer mount)
     CHECK(info_of(rt.get(), 0, "axpy").image_sm == 90);
     CHECK(std::string(info_of(rt.get(), 0, "axpy").module) == "three");
-    CHECK(fake_calls("cuModuleLoadData") - before == 2);  // already loaded
+    CHECK(fake_image_loads() - before == 2);  // already loaded
     const char* names[] = {"scale"};
     CHECK(sdm_preload(rt.get(), 0, names, 1, nullptr) == SDM_OK);
     const char* missing[] = {"nope"};
@@ -275,9 +275,9 @@ TEST_CASE_METHOD(FakeRuntime, "preload loads every name it can and reports the o
                                          Catch::Contains("3 kernels did not preload (axpy, missing, nope); the others did"));
     sdm_error_destroy(e);
     CHECK(fake_calls("@modules") == 1);  // scale's module loaded all the same
-    const int64_t loads = fake_calls("cuModuleLoadData");
+    const int64_t loads = fake_image_loads();
     (void)info_of(rt.get(), 0, "scale");
-    CHECK(fake_calls("cuModuleLoadData") == loads);
+    CHECK(fake_image_loads() == loads);
 }
 
 TEST_CASE("a device outside the matrix gets no module of an archive that follows it", "[modules]") {
@@ -286,11 +286,11 @@ TEST_CASE("a device outside the matrix gets no module of an archive that follows
     std::string message;
     (void)info_of(f.rt.get(), 0, "scale", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
     CHECK_THAT(message, Catch::Contains("Tesla T4"));
-    CHECK(fake_calls("cuModuleLoadData") == 0);
+    CHECK(fake_image_loads() == 0);
 }
 
 TEST_CASE_METHOD(FakeRuntime, "an exception inside a load, in preload's workers, is the call's error; nothing stays loaded", "[modules][preload]") {
-    fake_throw("cuModuleGetFunction", 1);  // read at the runtime's cuInit (its first driver call, below)
+    fake_throw("cuKernelGetFunction", 1);  // read at the runtime's cuInit (its first driver call, below)
     mount(rt.get(), make_archive("one", {"sm_90"}), "one.sdma");
     mount(rt.get(), make_archive("two", {"sm_90"}, {"axpy"}), "two.sdma");
     sdm_error* e = nullptr;

@@ -87,7 +87,7 @@ TEST_CASE("T4, V100 and Orin: a user's kernel is served, the SDM kernels are ref
             std::string message;
             (void)info_of(f.rt.get(), 0, "axpy", SDM_ERROR_UNSUPPORTED_DEVICE, &message);
             CHECK_THAT(message, Catch::Contains("sparse_delta_memory supports NVIDIA H100") && Catch::Contains(device.name));
-            CHECK(fake_calls("cuModuleLoadData") == 0);
+            CHECK(fake_image_loads() == 0);
 
             // The user's archive: its cubin for this device.
             const sdm_kernel_info info = info_of(f.rt.get(), 0, "scale");

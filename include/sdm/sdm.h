@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define SDM_ABI_VERSION_MAJOR 1
-#define SDM_ABI_VERSION_MINOR 1
+#define SDM_ABI_VERSION_MINOR 2
 
 /* ---- statuses ------------------------------------------------------------------------------ */
 
@@ -124,7 +124,16 @@ typedef struct sdm_chain {
 
 enum {
     /* Do not mount the archive embedded in libsdm (only the ones the host mounts). */
-    SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = 1u << 0
+    SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = 1u << 0,
+    /* ABI 1.2: use the CUDA context current on the calling thread (a cuCtxCreate context, a green
+     * context made current through cuCtxFromGreenCtx, any context an engine switches to) instead of
+     * the device's primary context. sdm_kernel_get, sdm_kernel_get_checked and sdm_preload load
+     * into the current context, which must belong to the device named (else SDM_ERROR_MISMATCH);
+     * none current is SDM_ERROR_INVALID_ARGUMENT. A kernel handle belongs to the context it was
+     * fetched in: sdm_launch with another context current is SDM_ERROR_MISMATCH (fetch the kernel
+     * again in that context; the image itself is loaded once per process and shared). Excludes
+     * cuda_context and device_contexts. */
+    SDM_RUNTIME_CURRENT_CONTEXT = 1u << 1
 };
 
 typedef struct sdm_runtime_params {
@@ -135,8 +144,9 @@ typedef struct sdm_runtime_params {
     sdm_log_level log_level;   /* SDM_LOG_DEFAULT (0), SDM_LOG_OFF, or a level */
     int32_t reserved0;         /* zero */
     const char* cuda_driver;   /* path of libcuda to load; NULL: $SDM_CUDA_DRIVER, else libcuda.so.1 */
-    void* cuda_context;        /* a CUcontext the host owns, used for every device operation of its
-                                  device; NULL: each device's primary context */
+    void* cuda_context;        /* a CUcontext the host owns, used for every device operation of the
+                                  device it belongs to (other devices use their primary contexts);
+                                  NULL: each device's primary context */
     const sdm_chain* next;     /* extensions (none are defined in 1.0; unknown types are skipped) */
     const char* cache_dir;     /* NULL: $SDM_CACHE_DIR, else $XDG_CACHE_HOME/sdm, else ~/.cache/sdm */
     uint64_t cache_max_bytes;  /* 0: $SDM_CACHE_MAX_BYTES, else 1 GiB */
@@ -147,6 +157,14 @@ typedef struct sdm_runtime_params {
                                   another is refused (SDM_ERROR_MISMATCH, both versions named);
                                   0: any */
     uint32_t reserved1;        /* zero */
+    /* ABI 1.2 (a 1.1-sized struct reads as zero here; a 1.1 library ignores these members, so a
+       host that needs them checks sdm_abi_version() >= 1.2): */
+    void* const* device_contexts; /* device_contexts[i]: a CUcontext the host owns for device i,
+                                  or NULL for its primary context (devices past the count too). A
+                                  context of another device is SDM_ERROR_MISMATCH at first use;
+                                  sdm never destroys one. The array is copied. Excludes cuda_context. */
+    uint32_t device_context_count; /* at most 1024 */
+    uint32_t reserved2;        /* zero */
 } sdm_runtime_params;
 
 enum {

@@ -28,7 +28,7 @@
 /* ---- values: the same on every platform ------------------------------------------------------ */
 
 PIN_VALUE(SDM_ABI_VERSION_MAJOR, 1);
-PIN_VALUE(SDM_ABI_VERSION_MINOR, 1);
+PIN_VALUE(SDM_ABI_VERSION_MINOR, 2); /* unreleased */
 PIN_VALUE(SDM_OK, 0);
 PIN_VALUE(SDM_ERROR_INVALID_ARGUMENT, 1);
 PIN_VALUE(SDM_ERROR_OUT_OF_MEMORY, 2);
@@ -55,6 +55,7 @@ PIN_VALUE(SDM_LOG_WARN, 2);
 PIN_VALUE(SDM_LOG_INFO, 3);
 PIN_VALUE(SDM_LOG_DEBUG, 4);
 PIN_VALUE(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
+PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2); /* unreleased */
 PIN_VALUE(SDM_CACHE_DISABLED, 1);
 PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
 PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
@@ -95,7 +96,11 @@ PIN_FIELD(sdm_runtime_params, jit_flags, 76, 4);
 /* ABI 1.1 */
 PIN_FIELD(sdm_runtime_params, kernel_abi_major, 80, 4);
 PIN_FIELD(sdm_runtime_params, reserved1, 84, 4);
-PIN_SIZE(sdm_runtime_params, 88, 8);
+/* ABI 1.2 */
+PIN_FIELD(sdm_runtime_params, device_contexts, 88, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, device_context_count, 96, 4); /* unreleased */
+PIN_FIELD(sdm_runtime_params, reserved2, 100, 4); /* unreleased */
+PIN_SIZE(sdm_runtime_params, 104, 8); /* unreleased */
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);

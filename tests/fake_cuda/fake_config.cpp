@@ -99,7 +99,37 @@ void fake_set_hold_work(bool hold) {
 
 int64_t fake_calls(const char* what) { return reinterpret_cast<sdm_fake_cuda_calls_fn>(fake_symbol("sdm_fake_cuda_calls"))(what); }
 
+int64_t fake_image_loads() { return fake_calls("cuLibraryLoadData") + fake_calls("cuModuleLoadData"); }
+
 void fake_finish_work() { reinterpret_cast<sdm_fake_cuda_finish_work_fn>(fake_symbol("sdm_fake_cuda_finish_work"))(); }
+
+namespace {
+
+template <typename Fn>
+Fn fake_entry(const char* name) {
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t, CUdriverProcAddressQueryResult*);
+    void* fn = nullptr;
+    REQUIRE(reinterpret_cast<GetProc>(fake_symbol("cuGetProcAddress_v2"))(name, &fn, 12000, 0, nullptr) == CUDA_SUCCESS);
+    return reinterpret_cast<Fn>(fn);
+}
+
+}  // namespace
+
+CUcontext fake_host_context(int ordinal, bool push) {
+    CUcontext context = nullptr;
+    if (fake_entry<decltype(&::cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&context, ordinal) == CUDA_ERROR_NOT_INITIALIZED) {
+        REQUIRE(reinterpret_cast<decltype(&::cuInit)>(fake_symbol("cuInit"))(0) == CUDA_SUCCESS);
+        REQUIRE(fake_entry<decltype(&::cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain")(&context, ordinal) == CUDA_SUCCESS);
+    }
+    REQUIRE(context != nullptr);
+    if (push) REQUIRE(fake_entry<decltype(&::cuCtxPushCurrent)>("cuCtxPushCurrent")(context) == CUDA_SUCCESS);
+    return context;
+}
+
+void fake_pop_context() {
+    CUcontext popped = nullptr;
+    REQUIRE(fake_entry<decltype(&::cuCtxPopCurrent)>("cuCtxPopCurrent")(&popped) == CUDA_SUCCESS);
+}
 
 void fake_reset() { reinterpret_cast<sdm_fake_cuda_reset_fn>(fake_symbol("sdm_fake_cuda_reset"))(); }
 

@@ -82,6 +82,14 @@ void* fake_symbol(const char* name);
 // How many times the fake driver ran entry point `what` since its last cuInit ("@modules": loaded
 // now, "@contexts": primary context retains held now; the others sdm_fake_cuda.h lists).
 int64_t fake_calls(const char* what);
+// Images handed to the driver to load as they are (no JIT): cuLibraryLoadData, or
+// cuModuleLoadData where sdm loads modules.
+int64_t fake_image_loads();
+// A context of the host's own, for tests of the context choices: the primary context of device
+// `ordinal` (the fake has no other kind; cuInit is run first if nothing ran it), retained outside
+// sdm. With `push`, it is made current on the calling thread (fake_pop_context undoes that).
+CUcontext fake_host_context(int ordinal, bool push = false);
+void fake_pop_context();
 // Back to a freshly loaded fake driver, its configuration kept: uninitialized, every module
 // unloaded, every context released, the counters zeroed.
 void fake_reset();

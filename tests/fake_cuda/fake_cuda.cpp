@@ -58,6 +58,22 @@ struct CUevent_st {
     CUstream stream{nullptr};
     uint64_t seq{0};
 };
+// A context-independent library: its image (a copy, or the caller's bytes when it said they stay
+// alive: CU_LIBRARY_BINARY_IS_PRESERVED, read again at each context's load), loaded into a context
+// on first use, as the real driver does.
+struct CUkern_st;
+struct CUlib_st {
+    std::vector<unsigned char> copy;
+    const void* image{nullptr};
+    bool preserved{false};
+    std::vector<std::string> kernels;  // from the first load
+    std::map<std::string, std::unique_ptr<CUkern_st>, std::less<>> handles;
+    std::map<const CUctx_st*, CUmod_st*> loaded;  // its module in each context
+};
+struct CUkern_st {
+    CUlib_st* library{nullptr};
+    std::string name;
+};
 struct CUfunc_st {
     CUmod_st* module{nullptr};
     std::string name;
@@ -71,7 +87,7 @@ namespace {
 // Every entry point sdm calls (runtime/driver_entry_points.hpp: the one list), then what hosts
 // and tests call beside sdm (the bootstrap, contexts of their own, memory, plain launches).
 #define SDM_FAKE_EXTRA_ENTRIES(X)                                                                      \
-    X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)      \
+    X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxSetCurrent)                                         \
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
     X(cuMemsetD32)
 #define SDM_FAKE_ENTRIES(X) SDM_DRIVER_ENTRY_POINTS(X) SDM_FAKE_EXTRA_ENTRIES(X)
@@ -452,6 +468,8 @@ struct State {
     uint64_t next_seq{1};
     std::map<const CUevent_st*, std::unique_ptr<CUevent_st>> events;
     int64_t unloaded_busy{0};
+    std::map<const CUlib_st*, std::unique_ptr<CUlib_st>> libraries;
+    std::set<const CUkern_st*> kernels;
 };
 
 // Leaked on purpose: no destructor runs while another thread may still call in at exit.
@@ -979,6 +997,109 @@ CUresult CUDAAPI impl_cuModuleUnload(CUmodule module) {
     return CUDA_SUCCESS;
 }
 
+// ---- libraries --------------------------------------------------------------------------------
+
+// Library `lib`'s module in context `ctx`, loaded there on first use from the image it holds.
+CUresult library_module(State& s, CUlib_st& lib, CUctx_st* ctx, CUmod_st*& out) {
+    if (const auto it = lib.loaded.find(ctx); it != lib.loaded.end() && s.modules.contains(it->second)) {
+        out = it->second;
+        return CUDA_SUCCESS;
+    }
+    const Device* d = device(s, ctx->device);
+    if (!d) return CUDA_ERROR_INVALID_CONTEXT;
+    auto result = load_image(s, live_config(s), ctx->device, *d, lib.image);
+    if (auto* failure = std::get_if<LoadFailure>(&result)) return failure->code;
+    auto m = std::move(std::get<std::unique_ptr<CUmod_st>>(result));
+    m->context = ctx;
+    if (lib.kernels.empty()) lib.kernels = m->kernels;
+    out = m.get();
+    lib.loaded[ctx] = m.get();
+    s.modules.emplace(m.get(), std::move(m));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jit_options, void** jit_values, unsigned int jit_count,
+                                        CUlibraryOption* options, void** values, unsigned int count) {
+    SDM_FAKE_ENTER(e_cuLibraryLoadData);
+    if (!library || !code || (jit_count > 0 && (!jit_options || !jit_values)) || (count > 0 && (!options || !values))) return CUDA_ERROR_INVALID_VALUE;
+    auto lib = std::make_unique<CUlib_st>();
+    for (unsigned int i = 0; i < count; ++i) {
+        if (options[i] == CU_LIBRARY_BINARY_IS_PRESERVED) lib->preserved = reinterpret_cast<uintptr_t>(values[i]) != 0;
+        else if (options[i] != CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE) return CUDA_ERROR_INVALID_VALUE;
+    }
+    const auto* p = static_cast<const unsigned char*>(code);
+    std::optional<uint64_t> size;
+    if (p[0] == 0x7f && p[1] == 'E' && p[2] == 'L' && p[3] == 'F') size = elf_extent(p);
+    else if (const auto text = text_length(p)) size = *text + 1;
+    if (!size) return CUDA_ERROR_INVALID_IMAGE;
+    if (lib->preserved) {
+        lib->image = code;
+    } else {
+        lib->copy.assign(p, p + *size);
+        lib->image = lib->copy.data();
+    }
+    // Loaded into the current context now (a real driver without lazy loading does the same), or,
+    // without one, checked against device 0 for its kernels.
+    CUctx_st* ctx = current();
+    if (ctx && valid_context(s, ctx) && ctx->refcount > 0) {
+        CUmod_st* m = nullptr;
+        if (const CUresult r = library_module(s, *lib, ctx, m); r != CUDA_SUCCESS) return r;
+    } else {
+        const Device* d = device(s, 0);
+        if (!d) return CUDA_ERROR_NO_DEVICE;
+        auto result = load_image(s, live_config(s), 0, *d, lib->image);
+        if (auto* failure = std::get_if<LoadFailure>(&result)) return failure->code;
+        lib->kernels = std::get<std::unique_ptr<CUmod_st>>(result)->kernels;
+    }
+    *library = lib.get();
+    s.libraries.emplace(lib.get(), std::move(lib));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuLibraryUnload(CUlibrary library) {
+    SDM_FAKE_ENTER(e_cuLibraryUnload);
+    const auto it = s.libraries.find(library);
+    if (it == s.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+    for (const auto& [ctx, m] : it->second->loaded) unload(s, m);
+    for (const auto& [name, k] : it->second->handles) s.kernels.erase(k.get());
+    s.libraries.erase(it);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuLibraryGetKernel(CUkernel* kernel, CUlibrary library, const char* name) {
+    SDM_FAKE_ENTER(e_cuLibraryGetKernel);
+    if (!kernel || !name) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.libraries.find(library);
+    if (it == s.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+    CUlib_st& lib = *it->second;
+    if (const auto k = lib.handles.find(std::string_view(name)); k != lib.handles.end()) {
+        *kernel = k->second.get();
+        return CUDA_SUCCESS;
+    }
+    if (std::find(lib.kernels.begin(), lib.kernels.end(), name) == lib.kernels.end()) return CUDA_ERROR_NOT_FOUND;
+    auto k = std::make_unique<CUkern_st>();
+    k->library = &lib;
+    k->name = name;
+    *kernel = k.get();
+    s.kernels.insert(k.get());
+    lib.handles.emplace(name, std::move(k));
+    return CUDA_SUCCESS;
+}
+
+CUresult function_of(State& s, CUmod_st& m, const char* name, CUfunction* function);
+
+// The kernel's function in the current context, its library loaded there on first use.
+CUresult CUDAAPI impl_cuKernelGetFunction(CUfunction* function, CUkernel kernel) {
+    SDM_FAKE_ENTER(e_cuKernelGetFunction);
+    if (!function) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.kernels.contains(kernel)) return CUDA_ERROR_INVALID_HANDLE;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    CUmod_st* m = nullptr;
+    if (const CUresult r = library_module(s, *kernel->library, ctx, m); r != CUDA_SUCCESS) return r;
+    return function_of(s, *m, kernel->name.c_str(), function);
+}
+
 // Nothing runs (with hold_work, the launch is queued until finished); a launch checks that the function's module is still loaded (a launch through a
 // function of an unloaded module is the bug hot-reload tests look for) and counts.
 CUresult CUDAAPI impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned,
@@ -1118,12 +1239,7 @@ CUresult CUDAAPI impl_cuCtxSynchronize(void) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
-    SDM_FAKE_ENTER(e_cuModuleGetFunction);
-    if (!function || !name) return CUDA_ERROR_INVALID_VALUE;
-    const auto it = s.modules.find(module);
-    if (it == s.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
-    CUmod_st& m = *it->second;
+CUresult function_of(State& s, CUmod_st& m, const char* name, CUfunction* function) {
     if (const auto f = m.functions.find(std::string_view(name)); f != m.functions.end()) {
         *function = f->second.get();
         return CUDA_SUCCESS;
@@ -1136,6 +1252,14 @@ CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module,
     s.functions.insert(f.get());
     m.functions.emplace(name, std::move(f));
     return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+    SDM_FAKE_ENTER(e_cuModuleGetFunction);
+    if (!function || !name) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.modules.find(module);
+    if (it == s.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+    return function_of(s, *it->second, name, function);
 }
 
 CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction function) {
@@ -1258,6 +1382,7 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     if (name == "@modules") return static_cast<int64_t>(s.modules.size());
     if (name == "@queued") return static_cast<int64_t>(s.queued.size());
     if (name == "@events") return static_cast<int64_t>(s.events.size());
+    if (name == "@libraries") return static_cast<int64_t>(s.libraries.size());
     if (name == "@unloaded_busy") return s.unloaded_busy;
     if (name == "@contexts") {
         int64_t retained = 0;
@@ -1284,6 +1409,8 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     s.functions.clear();
     s.queued.clear();
     s.events.clear();
+    s.libraries.clear();
+    s.kernels.clear();
     s.unloaded_busy = 0;
     for (const auto& c : s.contexts)
         if (c) c->refcount = 0;

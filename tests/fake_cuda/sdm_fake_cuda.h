@@ -89,7 +89,8 @@ int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config);
  * sdm_fake_cuda_reset, failed calls included; -1 for a name the fake does not implement.
  * Pseudo-names report live state instead: "@modules" (modules loaded and not unloaded),
  * "@contexts" (the sum of the primary contexts' retain counts), "@queued" (launches not finished,
- * with hold_work), "@events" (events created and not destroyed) and "@unloaded_busy" (modules
+ * with hold_work), "@events" (events created and not destroyed), "@libraries" (cuLibraryLoadData
+ * libraries not unloaded; each context's load of one counts in "@modules") and "@unloaded_busy" (modules
  * unloaded while a launch of theirs was queued: on a GPU, a kernel losing its code). */
 int64_t sdm_fake_cuda_calls(const char* entry_point);
 /* Back to the state of a freshly loaded library, but for the configuration, which stays:

@@ -6,7 +6,7 @@
 # function of the same name around one `ccall`.
 
 const SDM_ABI_VERSION_MAJOR = 1
-const SDM_ABI_VERSION_MINOR = 1
+const SDM_ABI_VERSION_MINOR = 2
 
 # ---- statuses ------------------------------------------------------------------------------------
 
@@ -61,6 +61,7 @@ struct sdm_chain
 end
 
 const SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = UInt32(1)
+const SDM_RUNTIME_CURRENT_CONTEXT = UInt32(2)
 
 struct sdm_runtime_params
     struct_size::UInt32
@@ -78,6 +79,9 @@ struct sdm_runtime_params
     jit_flags::UInt32
     kernel_abi_major::UInt32
     reserved1::UInt32
+    device_contexts::Ptr{Ptr{Cvoid}}
+    device_context_count::UInt32
+    reserved2::UInt32
 end
 
 const SDM_CACHE_DISABLED = UInt32(1)

@@ -23,7 +23,7 @@ class Sized(Structure):
 
 
 SDM_ABI_VERSION_MAJOR = 1
-SDM_ABI_VERSION_MINOR = 1
+SDM_ABI_VERSION_MINOR = 2
 
 
 # ---- statuses ------------------------------------------------------------------------------------
@@ -94,6 +94,7 @@ sdm_chain._fields_ = [
 
 
 SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = 1 << 0
+SDM_RUNTIME_CURRENT_CONTEXT = 1 << 1
 
 
 class sdm_runtime_params(Sized):
@@ -114,6 +115,10 @@ class sdm_runtime_params(Sized):
         # ABI 1.1
         ("kernel_abi_major", c_uint32),
         ("reserved1", c_uint32),
+        # ABI 1.2
+        ("device_contexts", P(c_void_p)),
+        ("device_context_count", c_uint32),
+        ("reserved2", c_uint32),
     ]
 
 

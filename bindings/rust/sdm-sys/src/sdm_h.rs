@@ -8,7 +8,7 @@
 use core::ffi::{c_char, c_void};
 
 pub const SDM_ABI_VERSION_MAJOR: u32 = 1;
-pub const SDM_ABI_VERSION_MINOR: u32 = 1;
+pub const SDM_ABI_VERSION_MINOR: u32 = 2;
 
 // ---- statuses -----------------------------------------------------------------------------------
 
@@ -72,6 +72,7 @@ pub struct sdm_chain {
 }
 
 pub const SDM_RUNTIME_NO_EMBEDDED_ARCHIVE: u32 = 1 << 0;
+pub const SDM_RUNTIME_CURRENT_CONTEXT: u32 = 1 << 1;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +93,10 @@ pub struct sdm_runtime_params {
     // ABI 1.1
     pub kernel_abi_major: u32,
     pub reserved1: u32,
+    // ABI 1.2
+    pub device_contexts: *const *mut c_void,
+    pub device_context_count: u32,
+    pub reserved2: u32,
 }
 
 pub const SDM_CACHE_DISABLED: u32 = 1 << 0;
@@ -442,7 +447,7 @@ mod layout {
     #[test]
     fn values() {
         assert_eq!(SDM_ABI_VERSION_MAJOR, 1);
-        assert_eq!(SDM_ABI_VERSION_MINOR, 1);
+        assert_eq!(SDM_ABI_VERSION_MINOR, 2);
         assert_eq!(SDM_OK, 0);
         assert_eq!(SDM_ERROR_INVALID_ARGUMENT, 1);
         assert_eq!(SDM_ERROR_OUT_OF_MEMORY, 2);
@@ -469,6 +474,7 @@ mod layout {
         assert_eq!(SDM_LOG_INFO, 3);
         assert_eq!(SDM_LOG_DEBUG, 4);
         assert_eq!(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
+        assert_eq!(SDM_RUNTIME_CURRENT_CONTEXT, 2);
         assert_eq!(SDM_CACHE_DISABLED, 1);
         assert_eq!(SDM_CACHE_READ_ONLY, 2);
         assert_eq!(SDM_JIT_NO_NVJITLINK, 1);
@@ -509,7 +515,10 @@ mod layout {
         pin_field!(sdm_runtime_params, jit_flags, 76, 4);
         pin_field!(sdm_runtime_params, kernel_abi_major, 80, 4);
         pin_field!(sdm_runtime_params, reserved1, 84, 4);
-        pin_size!(sdm_runtime_params, 88, 8);
+        pin_field!(sdm_runtime_params, device_contexts, 88, 8);
+        pin_field!(sdm_runtime_params, device_context_count, 96, 4);
+        pin_field!(sdm_runtime_params, reserved2, 100, 4);
+        pin_size!(sdm_runtime_params, 104, 8);
     }
 
     #[test]
