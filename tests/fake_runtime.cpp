@@ -1,5 +1,8 @@
 #include "fake_runtime.hpp"
 
+#include <cstdio>
+#include <fstream>
+
 #include <catch2/catch.hpp>
 
 #include "format.hpp"
@@ -84,6 +87,12 @@ sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal) {
     sdm_error* e = nullptr;
     if (sdm_kernel_get(rt, ordinal, name, nullptr, &k, &e) != SDM_OK) FAIL(sdm_error_message(e));
     return k;
+}
+
+void drop(const std::string& path, const ByteVector& bytes) {
+    const std::string tmp = path + ".incoming";
+    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
 }
 
 int count_containing(const std::vector<std::string>& log, const std::string& text) {

@@ -39,6 +39,8 @@ ByteVector make_archive(const std::string& module, std::initializer_list<const c
                         std::vector<std::string> kernels = {"axpy", "scale"}, uint16_t kernel_abi_major = 1,
                         Matrix matrix = Matrix::follows);
 void mount(sdm_runtime* rt, const ByteVector& bytes, const char* label);
+// Replaces the file `path` the way a deployment does: a temporary file beside it, then rename.
+void drop(const std::string& path, const ByteVector& bytes);
 // sdm_kernel_get, requiring status `expect`; the info on success, the message in `message`.
 sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_status expect = SDM_OK, std::string* message = nullptr);
 sdm_cache_stats stats_of(sdm_runtime* rt);

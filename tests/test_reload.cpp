@@ -28,13 +28,6 @@ using namespace sdm::test;
 
 namespace {
 
-// Replaces `path` the way a deployment does: a temporary file beside it, then rename.
-void drop(const std::string& path, const sdm::ByteVector& bytes) {
-    const std::string tmp = path + ".incoming";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
-}
-
 using LaunchFn = decltype(&cuLaunchKernel);
 
 // The fake driver's cuLaunchKernel: it fails for a function whose module was unloaded.
