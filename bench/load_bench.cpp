@@ -6,6 +6,9 @@
 //                                             with KERNEL also cuModuleGetFunction, which a host needs
 //                                             before a launch (the driver loads lazily: part of the load
 //                                             happens there)
+//   load_bench raw-library FILE KERNEL        the floor of the library path: cuLibraryLoadData of a cubin read
+//                                             before the clock (CU_LIBRARY_BINARY_IS_PRESERVED, as sdm passes),
+//                                             cuLibraryGetKernel, cuKernelGetFunction in the current context
 //   load_bench hand-rolled FILE KERNEL        what a hand-rolled cubin loader pays in a fresh process: read
 //                                             the file, cuModuleLoadData, cuModuleGetFunction
 //   load_bench driver-ptx FILE                cuModuleLoadData of PTX (the driver's JIT)
@@ -57,7 +60,25 @@ int main(int argc, char** argv) {
     Clock::time_point start, stop;
 
     const auto get_function = cu.get<decltype(&cuModuleGetFunction)>("cuModuleGetFunction");
-    if (mode == "raw-cubin" || mode == "driver-ptx" || mode == "hand-rolled") {
+    if (mode == "raw-library") {
+        if (argc < 4) return fail("raw-library FILE KERNEL");
+        const auto lib_load = cu.get<decltype(&cuLibraryLoadData)>("cuLibraryLoadData");
+        const auto get_kernel = cu.get<decltype(&cuLibraryGetKernel)>("cuLibraryGetKernel");
+        const auto kernel_function = cu.get<decltype(&cuKernelGetFunction)>("cuKernelGetFunction");
+        if (lib_load == nullptr || get_kernel == nullptr || kernel_function == nullptr) return fail("the driver lacks the library entry points");
+        const std::vector<char> bytes = slurp(argv[2], false);
+        CUlibraryOption option = CU_LIBRARY_BINARY_IS_PRESERVED;
+        void* value = reinterpret_cast<void*>(uintptr_t{1});
+        CUlibrary library = nullptr;
+        CUkernel kernel = nullptr;
+        CUfunction function = nullptr;
+        start = Clock::now();
+        CUresult rc = lib_load(&library, bytes.data(), nullptr, nullptr, 0, &option, &value, 1);
+        if (rc == CUDA_SUCCESS) rc = get_kernel(&kernel, library, argv[3]);
+        if (rc == CUDA_SUCCESS) rc = kernel_function(&function, kernel);
+        stop = Clock::now();
+        if (rc != CUDA_SUCCESS) return fail("cuLibraryLoadData, cuLibraryGetKernel or cuKernelGetFunction failed");
+    } else if (mode == "raw-cubin" || mode == "driver-ptx" || mode == "hand-rolled") {
         const bool timed_read = mode == "hand-rolled";
         std::vector<char> bytes;
         if (!timed_read) bytes = slurp(argv[2], mode == "driver-ptx");

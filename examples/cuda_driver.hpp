@@ -28,11 +28,13 @@ public:
         gpa_ = reinterpret_cast<GetProc>(dlsym(lib_, "cuGetProcAddress_v2"));
         return gpa_ != nullptr;
     }
-    // Entry point `name` (a base name), as the function type F of cuda.h; nullptr when absent.
+    // Entry point `name` (a base name), as the function type F of cuda.h for CUDA `version`
+    // (12000: the ABI every call here was written for; newer calls need their version); nullptr
+    // when absent.
     template <typename F>
-    F get(const char* name) const {
+    F get(const char* name, int version = 12000) const {
         void* fn = nullptr;
-        if (gpa_ == nullptr || gpa_(name, &fn, 12000, 0, nullptr) != CUDA_SUCCESS) return nullptr;
+        if (gpa_ == nullptr || gpa_(name, &fn, version, 0, nullptr) != CUDA_SUCCESS) return nullptr;
         return reinterpret_cast<F>(fn);
     }
     // Retains device `ordinal`'s primary context and makes it current on this thread.

@@ -25,8 +25,7 @@ public:
           stream_(stream),
           archive_(served.archive->archive),
           entry_(archive_.entries()[served.selection.image.index]),
-          image_(archive_.describe(served.selection.image.index)),
-          cache_(runtime.cache()) {}
+          image_(archive_.describe(served.selection.image.index)) {}
 
     Result<LoadableImage> run() {
         const Selection& selected = served_.selection;
@@ -87,6 +86,7 @@ private:
     // Through the cache (when there is one): a hit that fails the checks is evicted and built again.
     Result<void> cached(const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) {
         out_.cache_key = key;
+        cache_ = runtime_.cache();  // opened here, on first need: a load that decodes in memory never touches it
         bool ran = false;
         const auto run = [&]() -> Result<ByteVector> {
             ran = true;
@@ -173,7 +173,7 @@ private:
     const archive::Archive& archive_;
     const archive::Entry& entry_;
     const std::string image_;
-    Cache* cache_;  // null: no usable cache (logged once); images are built every time
+    Cache* cache_{nullptr};  // once cached() ran; null: no usable cache (logged once), images are built every time
     LoadableImage out_;
 };
 

@@ -24,6 +24,8 @@ run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
+run gpu-load-forced-ptx env CUDA_FORCE_PTX_JIT=1 "$build/tests/test_gpu_load" --forced-ptx
+run gpu-contexts "$build/tests/test_gpu_contexts"
 run gpu-launch "$build/tests/test_gpu_launch"
 run gpu-hostile "$build/tests/test_gpu_hostile"
 # Why sdm checks images first: the same 64-byte header handed to the real driver by hand, in a

@@ -84,7 +84,10 @@ sdm::ByteVector ptx_archive(const std::string& module, std::initializer_list<con
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    // --forced-ptx: run by tests/gpu/run.sh with CUDA_FORCE_PTX_JIT=1 set before the process (and
+    // so before cuInit) started; only the forced PTX path is checked.
+    const bool forced_ptx = argc > 1 && std::strcmp(argv[1], "--forced-ptx") == 0;
     Cuda cuda;
     if (!cuda.open()) {
         std::printf("skipped: no CUDA driver, or cuInit failed (no device?)\n");
@@ -163,6 +166,21 @@ int main() {
         return launch_checked(k, ordinal, name, what);
     };
 
+    if (forced_ptx) {
+        const char* forced = std::getenv("CUDA_FORCE_PTX_JIT");
+        check(forced != nullptr && std::string(forced) == "1", "CUDA_FORCE_PTX_JIT=1 was set before cuInit");
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        const auto both = ptx_archive("forced", {"sm_90", "compute_90"});
+        sdm_archive_mount_memory(rt, both.data(), both.size(), "both.sdma", nullptr);
+        for (int d = 0; d < devices; ++d)
+            check(run_checked(rt, d, "scale", "CUDA_FORCE_PTX_JIT=1 from the start") == 3,
+                  "CUDA_FORCE_PTX_JIT=1 set before cuInit: the PTX path (nvJitLink) though a cubin fits, on device " + std::to_string(d));
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+        std::printf("%d failure(s)\n", failures);
+        return failures == 0 ? 0 : 1;
+    }
     const auto ptx = ptx_archive("gpuptx", {"compute_80", "compute_90"});
     for (int d = 0; d < devices; ++d) {
         const std::string cache = cache_dir();
