@@ -150,6 +150,23 @@ TEST_CASE_METHOD(FakeRuntime, "plugins are called outside sdm's locks: two plan 
     CHECK(blocks[1] == 96);
 }
 
+TEST_CASE_METHOD(FakeRuntime, "preload loads modules at the same time: two loads meet inside the plugin's image check", "[plugins][preload][threads]") {
+    if (std::thread::hardware_concurrency() < 2) {
+        WARN("one core: preload runs one worker, and nothing can overlap");
+        return;
+    }
+    load(rt.get(), SDM_TEST_PLUGIN_RENDEZVOUS);
+    mount(rt.get(), make_archive("meet_a", {"sm_90"}, {"scale"}), "a.sdma");
+    mount(rt.get(), make_archive("meet_b", {"sm_90"}, {"axpy"}), "b.sdma");
+    // Each module's check waits (at most 5 s) for another load to be inside it too, and refuses
+    // its module if none came: loads one after another would both be refused.
+    sdm_error* e = nullptr;
+    CHECK(sdm_preload(rt.get(), 0, nullptr, 0, &e) == SDM_OK);
+    INFO(sdm_error_message(e));
+    sdm_error_destroy(e);
+    CHECK(fake_image_loads() == 2);
+}
+
 TEST_CASE("a plugin that throws is a refusal, named, on the caller's thread and in preload's workers", "[plugins]") {
     FakeRuntime f({.log = true});
     load(f.rt.get(), SDM_TEST_PLUGIN_THROW);

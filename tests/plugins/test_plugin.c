@@ -12,7 +12,10 @@
  *   SDM_TEST_PLUGIN_RAISE    negotiation raises the minor above the host's
  *   SDM_TEST_PLUGIN_RENDEZVOUS  select_plan waits (at most 5 s) until two callers are inside it at
  *                            once, then plans 96 threads; alone all that time, it plans nothing:
- *                            only a host that calls plugins outside its locks gets 96 on both */
+ *                            only a host that calls plugins outside its locks gets 96 on both.
+ *                            Its validate_image does the same for modules named "meet_*": it
+ *                            accepts one only if another load was inside it at the same time
+ *                            (two loads overlapping), else refuses it after 5 s */
 #define _POSIX_C_SOURCE 199309L /* nanosleep */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,13 +140,12 @@ EXPORT int32_t sdm_plugin_negotiate(uint32_t major, uint32_t* minor, sdm_plugin_
     return 0;
 }
 #elif defined(SDM_TEST_PLUGIN_RENDEZVOUS)
-static int inside; /* through the __atomic builtins */
-static int32_t select_plan(void* user, const sdm_plugin_plan_request* r, sdm_plan* plan) {
-    (void)user;
-    __atomic_add_fetch(&inside, 1, __ATOMIC_SEQ_CST);
+/* Whether another caller arrives at `*inside` within 5 s of this one. */
+static int meet(int* inside) {
+    __atomic_add_fetch(inside, 1, __ATOMIC_SEQ_CST);
     int met = 0;
     for (int waited = 0; waited < 5000 && !met; ++waited) {
-        met = __atomic_load_n(&inside, __ATOMIC_SEQ_CST) >= 2;
+        met = __atomic_load_n(inside, __ATOMIC_SEQ_CST) >= 2;
         if (!met) {
             const struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
@@ -153,14 +155,27 @@ static int32_t select_plan(void* user, const sdm_plugin_plan_request* r, sdm_pla
         const struct timespec ms = {0, 20000000}; /* let the other one see the rendezvous too */
         nanosleep(&ms, NULL);
     }
-    __atomic_sub_fetch(&inside, 1, __ATOMIC_SEQ_CST);
-    return met ? plan_of(96, r, plan) : 0;
+    __atomic_sub_fetch(inside, 1, __ATOMIC_SEQ_CST);
+    return met;
+}
+static int loading; /* through the __atomic builtins */
+static int32_t validate_meeting(void* user, const sdm_plugin_image* image, char* reason, size_t size) {
+    (void)user;
+    if (strncmp(image->module, "meet_", 5) != 0 || meet(&loading)) return 0;
+    snprintf(reason, size, "module %s was loaded alone: no other load overlapped it", image->module);
+    return 1;
+}
+static int inside; /* through the __atomic builtins */
+static int32_t select_plan(void* user, const sdm_plugin_plan_request* r, sdm_plan* plan) {
+    (void)user;
+    return meet(&inside) ? plan_of(96, r, plan) : 0;
 }
 EXPORT int32_t sdm_plugin_negotiate(uint32_t major, uint32_t* minor, sdm_plugin_table* table) {
     if (major != 1) return 1;
     if (*minor > 1) *minor = 1;
     table->name = "test-rendezvous";
     table->select_plan = select_plan;
+    table->validate_image = validate_meeting;
     return 0;
 }
 #else
