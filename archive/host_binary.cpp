@@ -98,13 +98,16 @@ void scan_section(Bytes file, uint64_t offset, uint64_t size, const std::string&
 }
 
 struct Section {
-    uint64_t offset{0}, size{0};
+    uint64_t offset{0}, size{0}, flags{0};
     std::string name;
+    uint64_t index{0};  // in the section table
     bool fatbin{false}, relocatable{false};
 };
 
-Result<void> search_elf(Bytes elf, const FatbinSearch& search, const Origin& origin) {
-    const std::string& where = origin.where;
+// The PROGBITS sections of an ELF64 little-endian file, named, in table order: the headers, the
+// section table and the name table checked against the bytes; each section's own extent is left
+// to the caller (one it does not read may lie anywhere).
+Result<std::vector<Section>> progbits_sections(Bytes elf, const std::string& where, std::string_view purpose) {
     if (elf.size() < kElfHeaderSize) return corrupt(where, "shorter than an ELF64 header (" + std::to_string(elf.size()) + " bytes)");
     if (load_u8(elf, 4) != 2)
         return make_error(ErrorCode::unsupported, where + "an ELF32 file; device code is found in ELF64 (x86-64, AArch64) binaries only");
@@ -114,7 +117,7 @@ Result<void> search_elf(Bytes elf, const FatbinSearch& search, const Origin& ori
     const uint16_t shentsize = load_u16(elf, 58);
     uint64_t shnum = load_u16(elf, 60);
     uint32_t shstrndx = load_u16(elf, 62);
-    if (shoff == 0) return make_error(ErrorCode::invalid_argument, where + "an ELF file without a section header table; fatbins are found by section");
+    if (shoff == 0) return make_error(ErrorCode::invalid_argument, where + "an ELF file without a section header table; " + std::string(purpose) + " found by section");
     if (shentsize != kSectionHeaderSize) return corrupt(where, "section header size " + std::to_string(shentsize) + ", not 64");
     if (!in_bounds(shoff, kSectionHeaderSize, elf.size()))
         return corrupt(where, "the section header table at " + std::to_string(shoff) + " lies outside the file of " + std::to_string(elf.size()) + " bytes");
@@ -133,27 +136,34 @@ Result<void> search_elf(Bytes elf, const FatbinSearch& search, const Origin& ori
     if (!in_bounds(names_offset, names_size, elf.size()))
         return corrupt(where, "the section-name table [" + std::to_string(names_offset) + ", +" + std::to_string(names_size) + ") lies outside the file");
     const auto names = as_text(elf.subspan(static_cast<size_t>(names_offset), static_cast<size_t>(names_size)));
-
     std::vector<Section> sections;
     for (uint64_t s = 1; s < shnum; ++s) {
         const size_t h = header(s);
         if (load_u32(elf, h + 4) != kShtProgbits) continue;
-        const uint64_t flags = load_u64(elf, h + 8), offset = load_u64(elf, h + 24), size = load_u64(elf, h + 32);
         const uint32_t name = load_u32(elf, h);
         if (name >= names.size()) return corrupt(where, "section " + std::to_string(s) + "'s name lies outside the section-name table");
         const auto text = names.substr(name, kMaxSectionName);
         const size_t nul = text.find('\0');
         if (nul == std::string_view::npos)
             return corrupt(where, "section " + std::to_string(s) + "'s name is not terminated within " + std::to_string(kMaxSectionName) + " bytes");
-        Section section{offset, size, std::string(text.substr(0, nul))};
+        sections.push_back(Section{load_u64(elf, h + 24), load_u64(elf, h + 32), load_u64(elf, h + 8), std::string(text.substr(0, nul)), s});
+    }
+    return sections;
+}
+
+Result<void> search_elf(Bytes elf, const FatbinSearch& search, const Origin& origin) {
+    const std::string& where = origin.where;
+    SDM_TRY_GET(all, progbits_sections(elf, where, "fatbins are"));
+    std::vector<Section> sections;
+    for (Section& section : *all) {
         section.fatbin = section.name == kFatbinSection || section.name == kRelocatableFatbinSection;
         section.relocatable = section.name == kRelocatableFatbinSection;
-        const bool data = (flags & kShfAlloc) != 0 && (flags & kShfExecinstr) == 0;
+        const bool data = (section.flags & kShfAlloc) != 0 && (section.flags & kShfExecinstr) == 0;
         if (!section.fatbin && !(search.scan_data_sections && data)) continue;
-        if (!in_bounds(offset, size, elf.size()))
-            return corrupt(where, "section " + std::to_string(s) + " (" + printable(section.name) + ") [" + std::to_string(offset) + ", +" +
-                                      std::to_string(size) + ") lies outside the file of " + std::to_string(elf.size()) + " bytes");
-        if (size > 0) sections.push_back(std::move(section));
+        if (!in_bounds(section.offset, section.size, elf.size()))
+            return corrupt(where, "section " + std::to_string(section.index) + " (" + printable(section.name) + ") [" + std::to_string(section.offset) + ", +" +
+                                      std::to_string(section.size) + ") lies outside the file of " + std::to_string(elf.size()) + " bytes");
+        if (section.size > 0) sections.push_back(std::move(section));
     }
     // Each byte is searched once: the sections searched may not overlap.
     std::sort(sections.begin(), sections.end(), [](const Section& x, const Section& y) { return x.offset < y.offset; });
@@ -278,6 +288,21 @@ Result<std::vector<EmbeddedFatbin>> find_fatbins(Bytes input, const FatbinSearch
         return make_error(ErrorCode::invalid_argument, "neither an ELF file, a static archive (ar) nor a fatbin");
     }
     return out;
+}
+
+Result<std::optional<Bytes>> elf_section(Bytes elf, std::string_view name, const std::string& where) {
+    if (!is_elf(elf)) return make_error(ErrorCode::invalid_argument, where + ": not an ELF file");
+    SDM_TRY_GET(sections, progbits_sections(elf, where + ": ", "sections are"));
+    std::optional<Bytes> found;
+    for (const Section& s : *sections) {
+        if (s.name != name) continue;
+        if (found) return corrupt(where + ": ", "two sections named " + printable(s.name));
+        if (!in_bounds(s.offset, s.size, elf.size()))
+            return corrupt(where + ": ", "section " + std::to_string(s.index) + " (" + printable(s.name) + ") [" + std::to_string(s.offset) + ", +" + std::to_string(s.size) +
+                                             ") lies outside the file of " + std::to_string(elf.size()) + " bytes");
+        found = elf.subspan(static_cast<size_t>(s.offset), static_cast<size_t>(s.size));
+    }
+    return found;
 }
 
 }  // namespace sdm::archive

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,10 @@ struct FatbinSearch {
 // the container, for tables, sizes or names that lie outside the input, overlapping sections, and
 // a fatbin section that holds anything but containers and zero padding.
 Result<std::vector<EmbeddedFatbin>> find_fatbins(Bytes input, const FatbinSearch& search = {});
+
+// The bytes of the PROGBITS section `name` of the ELF64 file `elf` (libsdm's embedded archive is
+// one: `sdm info` reads it), nullopt when there is none; the same checks as above, and two
+// sections of the name are refused. `where` names the file in messages.
+Result<std::optional<Bytes>> elf_section(Bytes elf, std::string_view name, const std::string& where);
 
 }  // namespace sdm::archive

@@ -1,7 +1,10 @@
 /* The archive of the SDM kernels (kernels/kernels.sdma), embedded in libsdm. Meson writes its
  * quoted path over the token after .incbin; runtime/embedded_archive.cpp finds the bytes through
- * these two hidden symbols (weak there, so a libsdm built without kernels has none). */
-    .section .rodata.sdm_embedded_archive, "a"
+ * these two hidden symbols (weak there, so a libsdm built without kernels has none). The section
+ * keeps its own name in libsdm (a .rodata.* one would merge into .rodata): `sdm info` reads the
+ * archive out of the libsdm a host loads by it (kEmbeddedArchiveSection), so the section holds
+ * the archive's bytes and nothing else. */
+    .section .sdm_archive, "a"
     .balign 64
     .globl sdm_embedded_archive_begin
     .hidden sdm_embedded_archive_begin
@@ -10,5 +13,4 @@ sdm_embedded_archive_begin:
     .globl sdm_embedded_archive_end
     .hidden sdm_embedded_archive_end
 sdm_embedded_archive_end:
-    .byte 0
     .section .note.GNU-stack, "", @progbits

@@ -10,4 +10,7 @@ namespace sdm::runtime {
 
 std::optional<Bytes> embedded_archive() noexcept;
 
+// The ELF section of libsdm that holds it (capi/embedded.S), for tools that read another libsdm.
+inline constexpr const char* kEmbeddedArchiveSection = ".sdm_archive";
+
 }  // namespace sdm::runtime

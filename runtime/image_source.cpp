@@ -7,6 +7,38 @@
 #include "runtime.hpp"
 
 namespace sdm::runtime {
+
+JitJob jit_job(const ServedBy& served, Bytes input) {
+    const archive::Archive& a = served.archive->archive;
+    const archive::Entry& entry = a.entries()[served.selection.image.index];
+    JitJob job;
+    job.kind = entry.kind;
+    job.input = input;
+    job.input_hash = entry.raw_hash;
+    job.input_name = served.module + "." + entry.target();
+    job.target_sm = served.selection.target_sm;
+    job.target_variant = served.selection.target_variant;
+    job.target = archive::target_name(archive::Kind::cubin, served.selection.target_sm, served.selection.target_variant);
+    job.image = a.describe(served.selection.image.index);
+    job.device = served.device;
+    return job;
+}
+
+Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served) {
+    SDM_TRY_GET(input, served.archive->references->read(served.archive->archive, served.selection.image.index));
+    const JitJob job = jit_job(served, *input);
+    JitPlan plan;
+    for (const auto& backend : jit_backends(runtime, driver, served.switches)) {
+        std::string reason = backend->unavailable(job);
+        if (reason.empty()) {
+            plan.backend = backend->name();
+            return plan;
+        }
+        plan.passed_over.push_back(std::move(reason));
+    }
+    return plan;
+}
+
 namespace {
 
 using archive::Kind;
@@ -114,16 +146,7 @@ private:
         const Selection& selected = served_.selection;
         SDM_TRY_GET(input, served_.archive->references->read(archive_, selected.image.index));
         SDM_TRY(from_archive(*input));
-        JitJob job;
-        job.kind = entry_.kind;
-        job.input = *input;
-        job.input_hash = entry_.raw_hash;
-        job.input_name = served_.module + "." + entry_.target();
-        job.target_sm = selected.target_sm;
-        job.target_variant = selected.target_variant;
-        job.target = archive::target_name(Kind::cubin, selected.target_sm, selected.target_variant);
-        job.image = image_;
-        job.device = served_.device;
+        const JitJob job = jit_job(served_, *input);
         std::string why_not, failures;
         for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
             const std::string reason = backend->unavailable(job);

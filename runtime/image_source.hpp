@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "bytes.hpp"
 #include "driver.hpp"
@@ -35,5 +37,17 @@ struct LoadableImage {
 // The image `served` selected, ready for cuModuleLoadData (or loaded, by the driver's JIT), with
 // `driver` current in the device's context. `stream` is checked for graph capture before any JIT.
 Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream);
+
+// The JIT job of `served` (its selection's path is jit), from the entry's raw `input`.
+JitJob jit_job(const ServedBy& served, Bytes input);
+
+// Which backend would build `served`'s image now, loading and building nothing but what asking
+// needs (sdm info): the first that may run, and why each before it may not; no backend: every
+// reason. One that may run can still fail on the input, which only a build shows.
+struct JitPlan {
+    std::string backend;                  // "nvJitLink"; empty: none may run
+    std::vector<std::string> passed_over;
+};
+Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served);
 
 }  // namespace sdm::runtime

@@ -39,8 +39,8 @@ Runtime::Runtime(RuntimeOptions options)
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
     if (options_.mount_embedded) {
-        if (const auto bytes = embedded_archive()) {
-            auto a = archive::Archive::open_memory(*bytes, "embedded kernels.sdma");
+        if (const auto bytes = options_.embedded_bytes ? options_.embedded_bytes : embedded_archive()) {
+            auto a = archive::Archive::open_memory(*bytes, options_.embedded_label);
             auto mounted = a ? mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, true, nullptr, {}}))
                              : Result<void>(std::move(a).error());
             if (!mounted) log_.error("the archive embedded in this libsdm does not mount: " + mounted.error().message);

@@ -35,6 +35,10 @@ struct JitPolicy {
 
 struct RuntimeOptions {
     bool mount_embedded{true};
+    // The embedded archive's bytes when they are not this binary's (sdm info mounts those of the
+    // libsdm a host loads); they must outlive the runtime. Unset: embedded_archive().
+    std::optional<Bytes> embedded_bytes;
+    std::string embedded_label{"embedded kernels.sdma"};
     Logger::Sink log_sink;
     std::optional<LogLevel> log_level;  // unset: $SDM_LOG, else warn
     std::string cuda_driver;            // empty: $SDM_CUDA_DRIVER, else libcuda.so.1

@@ -40,6 +40,7 @@ struct InfoOptions {
     std::vector<std::string> archives;  // mounted in order
     std::string driver;                 // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
+    std::string libsdm;                 // whose embedded archive to mount; empty: the libsdm.so.1 the loader finds
 };
 int run_info(const InfoOptions& options);
 

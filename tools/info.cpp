@@ -1,12 +1,21 @@
 // sdm info: the driver, every visible GPU with its class, nvJitLink, the mounted archives, and
 // which archive serves each kernel on each device and why.
 // A machine without a driver still gets the archive part and a clear line saying why not the rest.
+// It mounts what a host's libsdm mounts: the archive embedded in that libsdm (read out of its ELF
+// section, since the tool is built before the kernels it packs), then $SDM_ARCHIVE_PATH.
 #include <set>
+
+#include <dlfcn.h>
+#include <link.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "embedded_archive.hpp"
+#include "file_map.hpp"
+#include "host_binary.hpp"
+#include "image_source.hpp"
 #include "hardware_matrix.hpp"
 #include "jit_nvjitlink.hpp"
 #include "jit_ptxcompiler.hpp"
@@ -15,8 +24,59 @@
 
 namespace sdm::tools {
 
+namespace {
+
+// The libsdm a host would load: `given`, else the libsdm.so.1 the dynamic loader finds. Empty with
+// `why` set when there is none.
+std::string locate_libsdm(const std::string& given, std::string& why) {
+    if (!given.empty()) return given;
+    void* handle = dlopen("libsdm.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (handle == nullptr) {
+        const char* e = dlerror();
+        why = std::string("the dynamic loader finds no libsdm.so.1 (") + (e != nullptr ? e : "no reason given") + "); pass --libsdm PATH";
+        return {};
+    }
+    std::string path;
+    link_map* map = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) path = map->l_name;
+    dlclose(handle);
+    if (path.empty()) why = "the dynamic loader found libsdm.so.1 but not its path; pass --libsdm PATH";
+    return path;
+}
+
+struct EmbeddedSource {
+    std::string libsdm;                          // the file read
+    std::shared_ptr<const archive::FileMap> map;  // alive as long as the runtime mounting it
+    std::optional<Bytes> bytes;                  // its archive section
+    std::string note;                            // what was found or why not, naming the file
+};
+
+EmbeddedSource embedded_source(const std::string& given) {
+    EmbeddedSource out;
+    out.libsdm = locate_libsdm(given, out.note);
+    if (out.libsdm.empty()) return out;
+    auto map = archive::FileMap::open(out.libsdm);
+    if (!map) {
+        out.note = map.error().message;
+        return out;
+    }
+    auto section = archive::elf_section((*map)->bytes(), runtime::kEmbeddedArchiveSection, "libsdm " + out.libsdm);
+    if (!section) out.note = section.error().message;
+    else if (!*section) out.note = out.libsdm + " embeds no archive (built without nvcc, or with -Dkernels=disabled)";
+    else {
+        out.map = std::move(*map);
+        out.bytes = *section;
+        out.note = out.libsdm + " embeds " + std::to_string((*section)->size()) + " bytes of archive";
+    }
+    return out;
+}
+
+}  // namespace
+
 int run_info(const InfoOptions& o) {
+    const EmbeddedSource embedded = embedded_source(o.libsdm);
     runtime::RuntimeOptions options;
+    options.embedded_bytes = embedded.bytes;
     options.cuda_driver = o.driver;
     options.log_level = runtime::LogLevel::error;
     runtime::Runtime rt(std::move(options));
@@ -96,15 +156,22 @@ int run_info(const InfoOptions& o) {
                 continue;
             }
             const auto& e = served->archive->archive.entries()[served->selection.image.index];
-            d["kernels"].push_back({{"name", name},
-                                    {"archive", served->archive->archive.label()},
-                                    {"module", served->module},
-                                    {"image", e.target()},
-                                    {"why", served->selection.reason},
-                                    {"passed_over", served->passed_over}});
+            nlohmann::json k{{"name", name},
+                             {"archive", served->archive->archive.label()},
+                             {"module", served->module},
+                             {"image", e.target()},
+                             {"why", served->selection.reason},
+                             {"passed_over", served->passed_over}};
+            if (served->selection.path == runtime::SelectionPath::jit) {  // which backend would build it, asked, not built
+                auto plan = runtime::jit_plan(rt, **driver, *served);
+                if (!plan) k["jit_error"] = plan.error().message;
+                else k["jit"] = {{"backend", plan->backend}, {"passed_over", plan->passed_over}};
+            }
+            d["kernels"].push_back(std::move(k));
         }
     }
     out["skipped_archives"] = rt.skipped_archives();
+    out["libsdm"] = {{"path", embedded.libsdm}, {"embedded", embedded.note}};
     out["archives"] = nlohmann::json::array();
     for (const auto& m : rt.archives()) {
         const auto& h = m->archive.header();
@@ -150,14 +217,23 @@ int run_info(const InfoOptions& o) {
             fmt::print("  kernel {}: archive {}, module {}, {} ({})\n", k["name"].get<std::string>(), k["archive"].get<std::string>(),
                        k["module"].get<std::string>(), k["image"].get<std::string>(), k["why"].get<std::string>());
             for (const auto& p : k["passed_over"]) fmt::print("    passed over {}\n", p.get<std::string>());
+            if (k.contains("jit")) {
+                const auto& j = k["jit"];
+                if (j["backend"].get<std::string>().empty()) fmt::print("    JIT: no backend may build it now\n");
+                else fmt::print("    JIT: {} would build it\n", j["backend"].get<std::string>());
+                for (const auto& p : j["passed_over"]) fmt::print("      passed over: {}\n", p.get<std::string>());
+            } else if (k.contains("jit_error")) {
+                fmt::print("    JIT: {}\n", k["jit_error"].get<std::string>());
+            }
         }
     }
     if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
-    else fmt::print("nvJitLink: not found ({})\n", jit.error().message.substr(0, jit.error().message.find('\n')));
+    else fmt::print("nvJitLink: not found ({})\n", jit.error().message);  // with every file tried, one per line
     if (ptxc) fmt::print("nvPTXCompiler: linked in (version {})\n", *ptxc);
     else fmt::print("nvPTXCompiler: not built into this libsdm\n");
+    fmt::print("libsdm: {}\n", embedded.note);
     for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
-    if (out["archives"].empty()) fmt::print("archives: none mounted (this build embeds none; pass --archive FILE)\n");
+    if (out["archives"].empty()) fmt::print("archives: none mounted (pass --archive FILE, or --libsdm a libsdm that embeds the SDM kernels)\n");
     for (const auto& a : out["archives"])
         fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}\n", a["label"].get<std::string>(),
                    a["embedded"].get<bool>() ? " (embedded)" : "", a["entries"].get<size_t>(), a["kernels"].get<size_t>(),

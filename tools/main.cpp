@@ -76,6 +76,8 @@ int main(int argc, char** argv) {
     info_cmd->add_option("-a,--archive", info.archives, "Mount these archive files");
     info_cmd->add_option("--driver", info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
     info_cmd->add_option("--nvjitlink", info.nvjitlink, "libnvJitLink to probe (default: $SDM_NVJITLINK, then the usual places)");
+    info_cmd->add_option("--libsdm", info.libsdm,
+                         "The libsdm whose embedded archive to mount, as a host using it would (default: the libsdm.so.1 the dynamic loader finds)");
 
     sdm::tools::CacheCommand cache;
     auto* cache_cmd = app.add_subcommand("cache", "The kernel cache: stats, prune, clear");

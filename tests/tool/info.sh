@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # sdm info over the fake driver: a device of the SDM hardware matrix with its class, and T4, V100
 # and Orin as unclassified (outside the matrix, which only archives declaring it follow), each with
-# what serves the golden archive's kernels there; the same in --json.
-# Usage: info.sh SDM FAKE_LIBCUDA GOLDEN_DIR
+# what serves the golden archive's kernels there; the same in --json. What a host's libsdm mounts
+# (its embedded archive, read out of the libsdm given, and a damaged or foreign file refused
+# with the reason); which JIT backend would build a PTX module, and why the ones before it may
+# not (every nvJitLink file tried).
+# Usage: info.sh SDM FAKE_LIBCUDA GOLDEN_DIR LIBSDM DATA_DIR
 set -euo pipefail
-sdm=$1 fake=$2 golden=$3
+sdm=$1 fake=$2 golden=$3 libsdm=$4 data=$5
 source "$(dirname "$0")/lib.sh"
 export SDM_CUDA_DRIVER=$fake
 export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560;Tesla T4,7.5,65536,40,4194304;Tesla V100-SXM2-16GB,7.0,98304,80,6291456;NVIDIA Jetson AGX Orin,8.7,166912,16,4194304"
@@ -25,4 +28,51 @@ classes = [x['class'] for x in d['devices']]
 assert classes == ['modern', 'unclassified', 'unclassified', 'unclassified'], classes
 assert 'sparse_delta_memory supports' in d['devices'][1]['matrix']
 " || fail "sdm info --json"
+
+# The libsdm a host loads: its embedded archive mounts first, as libsdm mounts it.
+if readelf -S "$libsdm" 2>/dev/null | grep -q '\.sdm_archive'; then
+  "$sdm" info --libsdm "$libsdm" >"$work/info" 2>&1 || { cat "$work/info"; fail "sdm info --libsdm"; }
+  expect "libsdm: $libsdm embeds"
+  expect "archive: embedded kernels.sdma (embedded)"
+  expect "kernel sdm_scatter_delta_atomic_bf16_i64: archive embedded kernels.sdma"
+else
+  echo "note: $libsdm embeds no archive (built without nvcc): its mount is not checked"
+fi
+# Hostile libsdm files: not an ELF, a truncated one, a section table past the end. Each is named
+# with why, and sdm info still reports the rest.
+printf 'not an elf at all' >"$work/junk.so"
+head -c 40 "$libsdm" >"$work/short.so"
+python3 - "$libsdm" "$work/far.so" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read(4096))
+b[40:48] = struct.pack('<Q', 1 << 40)  # e_shoff far past the end
+open(sys.argv[2], 'wb').write(b)
+PY
+for bad in junk short far; do
+  "$sdm" info --libsdm "$work/$bad.so" >"$work/info" 2>&1 || { cat "$work/info"; fail "sdm info --libsdm $bad.so failed"; }
+  expect "device 0: NVIDIA H200"
+done
+"$sdm" info --libsdm "$work/junk.so" >"$work/info" 2>&1; expect "$work/junk.so: not an ELF file"
+"$sdm" info --libsdm "$work/short.so" >"$work/info" 2>&1; expect "shorter than an ELF64 header"
+"$sdm" info --libsdm "$work/far.so" >"$work/info" 2>&1; expect "the section header table at 1099511627776 lies outside the file"
+"$sdm" info --libsdm "$work/missing.so" >"$work/info" 2>&1; expect "$work/missing.so"
+
+# A PTX module: which backend would build it, and why not the ones before.
+printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "scale"\nmodule = "k"\nsignature = "ptr,f32,i32"\n' >"$work/m.toml"
+"$sdm" pack -q -m "$work/m.toml" -o "$work/ptx.sdma" "k:compute_90=$data/kernels.compute_90.ptx"
+if "$sdm" info -a "$work/ptx.sdma" | grep -q '^nvJitLink: /'; then
+  "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
+  expect "JIT: nvJitLink would build it"
+fi
+SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
+expect "JIT: the driver's JIT would build it"
+expect "passed over: nvJitLink was not found"
+expect "$work/no-nvjitlink.so: cannot open"
+SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info --json -a "$work/ptx.sdma" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+k = [k for k in d['devices'][0]['kernels'] if k['name'] == 'scale'][0]
+assert k['jit']['backend'] == \"the driver's JIT\", k
+assert any('nvJitLink was not found' in p for p in k['jit']['passed_over']), k
+" || fail "sdm info --json: the JIT backend"
 echo "ok"
