@@ -59,6 +59,7 @@ struct JitOptions {
     std::string nvjitlink;
     unsigned threads{0};
     bool quiet{false};
+    bool full{false};  // the original's entries too (an archive that replaces it), not an overlay
 };
 int run_jit(const JitOptions& options);
 

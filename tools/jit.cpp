@@ -1,6 +1,9 @@
 // sdm jit: the fleet pre-build. Links every PTX (and LTO-IR) module of an archive for the given
-// SMs, in parallel, and writes an archive holding the original entries plus those cubins: mounted
-// over (or instead of) the original, production machines never JIT.
+// SMs, in parallel, and writes an overlay: the linked cubins and the original's manifest (so that
+// its kernels are listed where the cubins are, with the same kernel ABI), its content version
+// naming the nvJitLink that built them. Mounted over the original, production machines never JIT;
+// whatever the overlay has no image for, the original still serves. --full writes the original's
+// entries too, an archive that replaces it.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -12,6 +15,7 @@
 #include "commands.hpp"
 #include "file_map.hpp"
 #include "jit_nvjitlink.hpp"
+#include "manifest.hpp"
 #include "archive.hpp"
 #include "image_selection.hpp"
 #include "writer.hpp"
@@ -54,6 +58,7 @@ int run_jit(const JitOptions& o) {
     for (const auto& e : entries)
         if (e.kind == archive::Kind::ptx || e.kind == archive::Kind::ltoir) modules.emplace(e.name);
     std::vector<Job> jobs;
+    std::vector<std::string> skipped;
     for (const auto& module : modules) {
         const auto [first, last] = input->find_name(module);
         std::vector<runtime::ImageCandidate> virtuals;
@@ -65,21 +70,39 @@ int run_jit(const JitOptions& o) {
             const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of_capability(t.sm), "sm_" + std::to_string(t.sm)};
             auto s = runtime::select_image(virtuals, device, module, o.input);
             if (!s) {
-                fmt::print(stderr, "sdm jit: skipping {} for {}: no PTX of it can be linked for that SM\n", module,
-                           archive::target_name(archive::Kind::cubin, t.sm, t.variant));
+                const std::string why = fmt::format("{} for {}: no PTX or LTO-IR of it can be linked for that SM", module,
+                                                    archive::target_name(archive::Kind::cubin, t.sm, t.variant));
+                if (!o.quiet) fmt::print(stderr, "sdm jit: skipping {}\n", why);
+                skipped.push_back(why);
                 continue;
             }
             jobs.push_back({module, s->image.index, t.sm, t.variant == archive::Variant::a ? archive::Variant::a : s->target_variant});
         }
     }
-    // One walk over the archive (each entry decoded once, a shared reference once): the output
-    // gets every entry but the dictionary (the writer trains its own), the jobs their inputs.
+    if (jobs.empty()) {  // an empty output would mount and serve nothing: say so, write nothing
+        fmt::print(stderr, "sdm jit: nothing to link in {}: {}; no output written\n", o.input,
+                   skipped.empty() ? std::string("every module already has a cubin for every SM asked for, or the archive has no PTX or LTO-IR")
+                                   : fmt::format("{}", fmt::join(skipped, "; ")));
+        return 1;
+    }
+    // One walk over the archive (each entry decoded once, a shared reference once): the jobs get
+    // their inputs; the output the manifest (its content version naming the linker), and with
+    // --full every other entry but the dictionary (the writer trains its own).
     archive::ArchiveWriter writer;
     std::map<size_t, ByteVector> inputs;
     for (const Job& j : jobs) inputs[j.entry];
+    const std::string built_by = fmt::format("nvJitLink {}", jit->version());
     auto copied = input->for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
         if (const auto it = inputs.find(i); it != inputs.end()) it->second.assign(raw.begin(), raw.end());
         if (entries[i].kind == archive::Kind::dictionary) return {};
+        if (entries[i].kind == archive::Kind::manifest && !o.full) {
+            SDM_TRY_GET(manifest, archive::decode_manifest(raw));
+            std::string version = manifest->content_version.empty() ? "jit by " + built_by : manifest->content_version + " + jit by " + built_by;
+            manifest->content_version = version.size() <= 64 ? version : version.substr(version.size() - 64);
+            SDM_TRY_GET(encoded, archive::encode_manifest(*manifest));
+            return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, std::move(*encoded)});
+        }
+        if (!o.full) return {};
         return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, ByteVector(raw.begin(), raw.end())});
     });
     if (!copied) {
@@ -130,8 +153,9 @@ int run_jit(const JitOptions& o) {
         return 1;
     }
     if (!o.quiet)
-        fmt::print("{}: linked {} cubins ({} modules x {} SMs) with nvJitLink {} on {} threads; {} entries, {} bytes\n", o.output, jobs.size(),
-                   modules.size(), targets.size(), jit->version(), threads, report.entries, *written);
+        fmt::print("{}: {} of {} cubins ({} modules x {} SMs) linked with {} on {} threads; {} entries, {} bytes\n", o.output,
+                   o.full ? "the original's entries and" : "an overlay", jobs.size(), modules.size(), targets.size(), built_by, threads,
+                   report.entries, *written);
     return 0;
 }
 

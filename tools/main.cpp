@@ -93,13 +93,14 @@ int main(int argc, char** argv) {
     }
 
     sdm::tools::JitOptions jit;
-    auto* jit_cmd = app.add_subcommand("jit", "Link every PTX module of an archive for given SMs into an archive of cubins that mounts over it");
+    auto* jit_cmd = app.add_subcommand("jit", "Link every PTX module of an archive for given SMs into an overlay of cubins that mounts over it");
     jit_cmd->add_option("archive", jit.input, "Archive with PTX")->required()->check(CLI::ExistingFile);
     jit_cmd->add_option("-o,--output", jit.output, "Archive of cubins to write")->required();
     jit_cmd->add_option("--arch", jit.archs, "SMs to link for, comma-separated: 90,100,120 (a variant: 90a)")->required()->delimiter(',');
     jit_cmd->add_option("--nvjitlink", jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
     jit_cmd->add_option("-j,--jobs", jit.threads, "Parallel links (default: one per core)");
     jit_cmd->add_flag("-q,--quiet", jit.quiet, "No progress bar, no summary");
+    jit_cmd->add_flag("--full", jit.full, "Write the original's entries too: an archive that replaces it (default: an overlay of the cubins, mounted over it)");
     sdm::tools::PlanOptions plan;
     auto* plan_cmd = app.add_subcommand("plan", "A kernel's launch plan for a problem on every row of the hardware matrix");
     plan_cmd->add_option("archive", plan.archive, "Archive whose manifest has the plan table")->required()->check(CLI::ExistingFile);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The sdm command line end to end: pack the test kernels, list, verify, extract, repack, diff,
-# and refuse bad input with a message naming it. Usage: cli.sh SDM DATA_DIR
+# and refuse bad input with a message naming it. Usage: cli.sh SDM DATA_DIR FAKE_LIBCUDA
 set -euo pipefail
-sdm=$1 data=$2
+sdm=$1 data=$2 fake=$3
 source "$(dirname "$0")/lib.sh"
 images=(kernels:sm_80="$data/kernels.sm_80.cubin" kernels:sm_86="$data/kernels.sm_86.cubin"
         kernels:sm_90a="$data/kernels.sm_90a.cubin" kernels:sm_100f="$data/kernels.sm_100f.cubin"
@@ -43,14 +43,32 @@ printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "nope"\nmodule = "kern
 expect_fail "does not define kernel(s) nope" "$sdm" pack -q -m "$work/m3.toml" -o "$work/bad.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
 expect_fail "cannot open" "$sdm" verify "$work/missing.sdma"
 [ ! -e "$work/bad.sdma" ] || fail "a refused pack left an output file"
-# sdm jit: PTX linked for several SMs into an archive of cubins that verifies and parses as those SMs.
+# sdm jit: PTX linked for several SMs into an overlay of cubins (and the manifest, its content
+# version naming the nvJitLink) that verifies; --full keeps the original's entries too.
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/ptx.sdma" kernels:compute_80="$data/kernels.compute_80.ptx" kernels:compute_90="$data/kernels.compute_90.ptx"
 "$sdm" jit -q "$work/ptx.sdma" -o "$work/cubins.sdma" --arch 80,90a,100,120
 "$sdm" verify -q "$work/cubins.sdma"
-for t in sm_80 sm_90a sm_100 sm_120 compute_80 compute_90; do
-  "$sdm" ls --json "$work/cubins.sdma" | python3 -c "import json,sys; j=json.load(sys.stdin); assert any(e['target']=='$t' for e in j['entries']), '$t'"
+"$sdm" ls --json "$work/cubins.sdma" | python3 -c "
+import json,sys
+j = json.load(sys.stdin)
+targets = sorted(e['target'] for e in j['entries'] if e['kind'] != 'manifest')
+assert targets == ['sm_100', 'sm_120', 'sm_80', 'sm_90a'], targets
+assert 'jit by nvJitLink' in j['content_version'], j['content_version']
+" || fail "sdm jit overlay contents"
+"$sdm" jit -q --full "$work/ptx.sdma" -o "$work/full.sdma" --arch 90a
+"$sdm" jit -q "$work/ptx.sdma" -o "$work/only90.sdma" --arch 90a
+for t in sm_90a compute_80 compute_90; do
+  "$sdm" ls --json "$work/full.sdma" | python3 -c "import json,sys; j=json.load(sys.stdin); assert any(e['target']=='$t' for e in j['entries']), '$t'"
 done
+# Mounted over the original, the overlay's cubin serves (the runtime's layering, on the fake H200);
+# a device it has no cubin for (an sm_86 beside an overlay of sm_90a only) still gets the original's PTX.
+SDM_CUDA_DRIVER=$fake SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560;NVIDIA RTX A6000,8.6,101376,84,6291456" \
+  "$sdm" info -a "$work/ptx.sdma" -a "$work/only90.sdma" >"$work/info"
+grep -F "kernel scale: archive $work/only90.sdma, module kernels, sm_90a" "$work/info" >/dev/null || { cat "$work/info"; fail "the overlay's cubin does not serve"; }
+grep -F "kernel scale: archive $work/ptx.sdma, module kernels, compute_80" "$work/info" >/dev/null || { cat "$work/info"; fail "the original no longer serves the rest"; }
 expect_fail "--arch 9x is not an SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 9x
+expect_fail "nothing to link in" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 75
+[ ! -e "$work/bad.sdma" ] || fail "sdm jit with nothing to link left an output file"
 # sdm cache: stats, clear, refusal of a group-writable directory.
 mkdir -p "$work/cache" && chmod 700 "$work/cache"
 "$sdm" cache stats --dir "$work/cache" | grep "0 entries" >/dev/null
