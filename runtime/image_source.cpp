@@ -25,8 +25,7 @@ JitJob jit_job(const ServedBy& served, Bytes input) {
 }
 
 Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served) {
-    SDM_TRY_GET(input, served.archive->references->read(served.archive->archive, served.selection.image.index));
-    const JitJob job = jit_job(served, *input);
+    const JitJob job = jit_job(served, {});  // asking needs no input
     JitPlan plan;
     for (const auto& backend : jit_backends(runtime, driver, served.switches)) {
         std::string reason = backend->unavailable(job);
@@ -142,11 +141,11 @@ private:
     }
 
     // PTX or LTO-IR: the first backend that may run builds it; the others say why they do not.
+    // The input is decoded and checked only when a backend builds: a cache hit, keyed by the
+    // entry's raw hash from the index, reads nothing of it.
     Result<void> jit() {
-        const Selection& selected = served_.selection;
-        SDM_TRY_GET(input, served_.archive->references->read(archive_, selected.image.index));
-        SDM_TRY(from_archive(*input));
-        const JitJob job = jit_job(served_, *input);
+        JitJob job = jit_job(served_, {});
+        std::optional<ByteVector> input;
         std::string why_not, failures;
         for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
             const std::string reason = backend->unavailable(job);
@@ -157,7 +156,7 @@ private:
             if (!why_not.empty() || !failures.empty())
                 runtime_.log().info("building " + image_ + " with " + backend->name() + ": " + why_not + (why_not.empty() || failures.empty() ? "" : "; ") +
                                     failures);
-            auto built = build_with(*backend, job);
+            auto built = build_with(*backend, job, input);
             if (built) return {};
             // A backend that ran and failed (it refused the input, or broke) is not the end: the
             // next may take it (a driver's JIT newer than nvJitLink). Anything else is the load's.
@@ -171,16 +170,28 @@ private:
         return make_error(ErrorCode::jit, "loading " + image_ + " on " + served_.device + " needs a JIT, and no backend may run: " + why_not);
     }
 
-    Result<void> build_with(JitBackend& backend, const JitJob& job) {
+    // `job`'s input, decoded from the archive and checked, on the first build that needs it.
+    Result<void> read_input(JitJob& job, std::optional<ByteVector>& input) {
+        if (input) return {};
+        SDM_TRY_GET(raw, served_.archive->references->read(archive_, served_.selection.image.index));
+        SDM_TRY(from_archive(*raw));
+        input = std::move(*raw);
+        job.input = *input;
+        return {};
+    }
+
+    Result<void> build_with(JitBackend& backend, JitJob& job, std::optional<ByteVector>& input) {
         SDM_TRY_GET(key, backend.cache_key(job));
         if (*key) {
             return cached(**key, Kind::cubin, backend.source(), [&]() -> Result<ByteVector> {
                 SDM_TRY(not_capturing());
+                SDM_TRY(read_input(job, input));
                 SDM_TRY_GET(product, backend.build(job));
                 return std::move(product->cubin);
             });
         }
         SDM_TRY(not_capturing());
+        SDM_TRY(read_input(job, input));
         SDM_TRY_GET(product, backend.build(job));
         out_.source = backend.source();
         out_.module = product->module;

@@ -38,7 +38,8 @@ struct LoadableImage {
 // `driver` current in the device's context. `stream` is checked for graph capture before any JIT.
 Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream);
 
-// The JIT job of `served` (its selection's path is jit), from the entry's raw `input`.
+// The JIT job of `served` (its selection's path is jit), with the entry's raw `input` (empty until
+// a build needs it: which backend may run, and its cache key, read none of it).
 JitJob jit_job(const ServedBy& served, Bytes input);
 
 // Which backend would build `served`'s image now, loading and building nothing but what asking

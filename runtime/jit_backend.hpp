@@ -30,7 +30,7 @@ enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3,
 // One image to build: checked bytes of an archive entry, and what to build them for.
 struct JitJob {
     archive::Kind kind{archive::Kind::ptx};  // ptx or ltoir
-    Bytes input;                             // passed archive::check_declared_target
+    Bytes input;                             // passed archive::check_declared_target; empty until a build reads it
     Hash128 input_hash;                      // the entry's raw hash (what the bytes are)
     std::string input_name;                  // "module.compute_90", for the backend's own log
     uint16_t target_sm{0};
