@@ -19,7 +19,7 @@ run() {  # run NAME COMMAND...: log to $out/NAME.log, record the exit status
 }
 { nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; } >"$out/nvidia-smi.log" 2>&1
 cat "$out/nvidia-smi.log"
-run sdm-info "$build/tools/sdm" info -a tests/golden/kernels.sdma
+run sdm-info "$build/tools/sdm" info --libsdm "$build/capi/libsdm.so.1" -a tests/golden/kernels.sdma
 run sdm-info-json "$build/tools/sdm" info --json -a tests/golden/kernels.sdma
 run gpu-device "$build/tests/test_gpu_device"
 run gpu-context "$build/tests/test_gpu_context"
