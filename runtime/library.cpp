@@ -33,9 +33,16 @@ std::shared_ptr<Libraries::Entry> Libraries::entry(const Key& key) {
     auto& e = entries_[key];
     if (!e) {
         // Entries whose library is gone and that nobody holds go as new ones come: the map stays
-        // as large as what is loaded, however many reloads passed.
-        for (auto it = entries_.begin(); it != entries_.end();)
-            it = it->second && it->second.use_count() == 1 && it->second->library.expired() ? entries_.erase(it) : std::next(it);
+        // as large as what is loaded, however many reloads passed. Nobody can take one meanwhile
+        // (that needs mutex_); its own mutex, tried, orders this read after the last load's write.
+        for (auto it = entries_.begin(); it != entries_.end();) {
+            bool idle = false;
+            if (it->second && it->second.use_count() == 1) {
+                std::unique_lock entry_lock(it->second->mutex, std::try_to_lock);
+                idle = entry_lock.owns_lock() && it->second->library.expired();
+            }  // unlocked before the erase destroys the mutex
+            it = idle ? entries_.erase(it) : std::next(it);
+        }
         e = std::make_shared<Entry>();
     }
     return e;

@@ -267,10 +267,6 @@ private:
     std::string text_;
 };
 
-}  // namespace
-
-namespace {
-
 // What a load hands out the kernels' handles from: a library (shared, or loaded now), or a module
 // of the current context.
 struct Code {
