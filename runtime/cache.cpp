@@ -350,11 +350,11 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
                 std::to_string(static_cast<long>(lock_give_up_seconds_)) + " s)");
     });
     if (!lock) return uncached(lock.error());
-    // Whoever held the lock may have built it meanwhile.
-    if (auto hit = get(key)) {
-        --misses_;  // the first look was not a real miss: someone else paid for the build
-        return std::move(*hit);
-    }
+    // Whoever held the lock may have built it meanwhile. This second look is the same lookup as
+    // the first: one of the two counts goes (a hit: the first was no real miss; a miss: counted once).
+    auto again = get(key);
+    --misses_;
+    if (again) return std::move(*again);
     auto built = timed_build();
     if (!built) return built;
     if (auto stored = store(key, *built); !stored) tell(stored.error());

@@ -458,7 +458,31 @@ class ArchiveTest(FakeDriverTest):
             rt.preload(0, ["nonexistent"])
         stats = rt.cache_stats()
         self.assertIsInstance(stats, sdm.CacheStats)
-        self.assertGreaterEqual(stats.misses + stats.hits, 0)
+        # ARCHIVE's cubins are small: decoded in memory each load, the cache untouched.
+        self.assertEqual((stats.hits, stats.misses, stats.builds, stats.bytes_written), (0, 0, 0, 0))
+
+    def test_cache_stats_count_a_link_then_a_hit(self):
+        # PTX (CUDA_FORCE_PTX_JIT=1 passes the cubins over) linked by nvJitLink goes through the
+        # cache: a miss and a build in the first runtime, a hit and no build in the next.
+        only_nvjitlink = sdm.JitFlag.NO_DRIVER | sdm.JitFlag.NO_PTX_COMPILER
+        with mock.patch.dict(os.environ, {"CUDA_FORCE_PTX_JIT": "1"}):
+            first = self.runtime(jit_flags=only_nvjitlink)
+            first.mount_file(ARCHIVE)
+            try:
+                first.preload(0, ["scale"])
+            except sdm.SdmError as e:
+                if "nvJitLink was not found" in str(e):
+                    self.skipTest("no nvJitLink on this machine: " + str(e).splitlines()[0])
+                raise
+            cold = first.cache_stats()
+            self.assertEqual((cold.hits, cold.misses, cold.builds), (0, 1, 1))
+            self.assertGreater(cold.bytes_written, 0)
+            self.assertGreater(cold.build_milliseconds, 0)
+            second = self.runtime(jit_flags=only_nvjitlink)
+            second.mount_file(ARCHIVE)
+            second.preload(0, ["scale"])
+            warm = second.cache_stats()
+            self.assertEqual((warm.hits, warm.misses, warm.builds, warm.bytes_written), (1, 0, 0, 0))
 
 
 class KernelTest(FakeDriverTest):
