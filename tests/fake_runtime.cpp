@@ -95,6 +95,22 @@ void drop(const std::string& path, const ByteVector& bytes) {
     REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
 }
 
+sdm_status launch_scale(const sdm_kernel* k, CUstream stream, std::string* message) {
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    plan.block = 128;
+    plan.grid = 1;
+    plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
+    void* y = nullptr;
+    void* args[] = {&y};
+    sdm_error* e = nullptr;
+    const sdm_status status = sdm_launch(k, &plan, stream, args, 1, &e);
+    if (status != SDM_OK) UNSCOPED_INFO(sdm_error_message(e));
+    if (message != nullptr) *message = sdm_error_message(e);
+    sdm_error_destroy(e);
+    return status;
+}
+
 int count_containing(const std::vector<std::string>& log, const std::string& text) {
     int n = 0;
     for (const auto& line : log) n += line.find(text) != std::string::npos;

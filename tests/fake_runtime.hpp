@@ -46,6 +46,9 @@ sdm_kernel_info info_of(sdm_runtime* rt, int32_t ordinal, const char* name, sdm_
 sdm_cache_stats stats_of(sdm_runtime* rt);
 // sdm_kernel_get of `name` on device `ordinal`; FAILs with the error's message.
 sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal = 0);
+// sdm_launch of make_archive's scale (one ptr; 1 block of 128) on `stream`; the error's message
+// goes to `message` when given (and to the test's log on a failure).
+sdm_status launch_scale(const sdm_kernel* k, CUstream stream = nullptr, std::string* message = nullptr);
 // How many lines of `log` contain `text`.
 int count_containing(const std::vector<std::string>& log, const std::string& text);
 

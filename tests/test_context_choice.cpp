@@ -60,21 +60,6 @@ sdm_status fetch(sdm_runtime* rt, int32_t ordinal, sdm_kernel** k, std::string* 
     return s;
 }
 
-sdm_status launch(const sdm_kernel* k, std::string* message = nullptr) {
-    sdm_plan plan{};
-    plan.struct_size = sizeof plan;
-    plan.block = 128;
-    plan.grid = 1;
-    plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
-    void* y = nullptr;
-    void* args[] = {&y};
-    sdm_error* e = nullptr;
-    const sdm_status s = sdm_launch(k, &plan, nullptr, args, 1, &e);
-    if (message != nullptr) *message = sdm_error_message(e);
-    sdm_error_destroy(e);
-    return s;
-}
-
 }  // namespace
 
 TEST_CASE("1.0's cuda_context serves the device it belongs to; other devices keep their primary contexts", "[context]") {
@@ -109,8 +94,8 @@ TEST_CASE("device_contexts: each device works in the host's context for it, chec
         REQUIRE(fetch(rt.get(), 1, &k1) == SDM_OK);
         CHECK(fake_calls("@contexts") == host_retains);  // no primary context retained by sdm
         CHECK(fake_calls("@libraries") == 1);  // one image, loaded into both contexts
-        CHECK(launch(k0) == SDM_OK);
-        CHECK(launch(k1) == SDM_OK);
+        CHECK(launch_scale(k0) == SDM_OK);
+        CHECK(launch_scale(k1) == SDM_OK);
         REQUIRE(fetch(rt.get(), 2, &k2) == SDM_OK);
         CHECK(fake_calls("@contexts") == host_retains + 1);
     }
@@ -158,15 +143,15 @@ TEST_CASE("SDM_RUNTIME_CURRENT_CONTEXT: fetches, preloads and launches follow th
     CHECK_THAT(message, Catch::Contains("belongs to device 1, not device 0"));
     sdm_kernel* in1 = nullptr;
     REQUIRE(fetch(rt.get(), 1, &in1) == SDM_OK);
-    CHECK(launch(in1) == SDM_OK);
+    CHECK(launch_scale(in1) == SDM_OK);
     fake_pop_context();
     (void)fake_host_context(0, true);  // now device 0's
-    CHECK(launch(in1, &message) == SDM_ERROR_MISMATCH);  // fetched in device 1's context
+    CHECK(launch_scale(in1, nullptr, &message) == SDM_ERROR_MISMATCH);  // fetched in device 1's context
     CHECK_THAT(message, Catch::Contains("fetched in another CUDA context than the one current on this thread"));
     sdm_kernel* in0 = nullptr;
     REQUIRE(fetch(rt.get(), 0, &in0) == SDM_OK);
     CHECK(in0 != in1);
-    CHECK(launch(in0) == SDM_OK);
+    CHECK(launch_scale(in0) == SDM_OK);
     CHECK(fake_calls("@libraries") == 1);  // one image, shared by the two contexts
     CHECK(fake_calls("@contexts") == host_retains + 2);  // the test's two: sdm retained no primary context
     // Preload's workers load into the caller's context.

@@ -196,22 +196,6 @@ TEST_CASE("a host that reloads every frame does not grow: what is kept of unload
 
 namespace {
 
-// sdm_launch of scale (1 block of 128) on `stream`; make_archive's manifest declares it (ptr).
-sdm_status launch_on(const sdm_kernel* k, CUstream stream) {
-    sdm_plan plan{};
-    plan.struct_size = sizeof plan;
-    plan.block = 128;
-    plan.grid = 1;
-    plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
-    void* y = nullptr;
-    void* args[] = {&y};
-    sdm_error* e = nullptr;
-    const sdm_status status = sdm_launch(k, &plan, stream, args, 1, &e);
-    if (status != SDM_OK) UNSCOPED_INFO(sdm_error_message(e));
-    sdm_error_destroy(e);
-    return status;
-}
-
 // One H200 whose launches stay queued until the test finishes them; `failures` too.
 void hold_work_fake(std::vector<FakeFailure> failures = {}) {
     FakeConfig config;
@@ -246,9 +230,9 @@ TEST_CASE("a retired module is unloaded only once the work launched with it has 
     std::vector<std::string> log;
     RuntimePtr rt = mounted_sm90(dir, &log);
     sdm_kernel* old = kernel_of(rt.get(), "scale");
-    REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
-    REQUIRE(launch_on(old, stream_at(0x2000)) == SDM_OK);
-    REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
+    REQUIRE(launch_scale(old, stream_at(0x1000)) == SDM_OK);
+    REQUIRE(launch_scale(old, stream_at(0x2000)) == SDM_OK);
+    REQUIRE(launch_scale(old, stream_at(0x1000)) == SDM_OK);
     CHECK(fake_calls("@queued") == 3);
     reload_sm90a(rt.get(), dir);
     REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);  // the host lets go right after launching
@@ -258,7 +242,7 @@ TEST_CASE("a retired module is unloaded only once the work launched with it has 
     CHECK(fake_calls("cuEventRecord") == 2);
     CHECK(count_containing(log, "unloaded module kernels") == 0);
     sdm_error* e = nullptr;
-    CHECK(launch_on(old, stream_at(0x1000)) == SDM_ERROR_INVALID_ARGUMENT);  // its handle is dead at once all the same
+    CHECK(launch_scale(old, stream_at(0x1000)) == SDM_ERROR_INVALID_ARGUMENT);  // its handle is dead at once all the same
     sdm_error_destroy(e);
     // The fresh one serves; asking again finds the old one's work still running.
     sdm_kernel* fresh = kernel_of(rt.get(), "scale");
@@ -301,7 +285,7 @@ TEST_CASE("a host reloading faster than its GPU finishes: at most 16 retired mod
     int64_t most = 0;
     for (int i = 0; i < 60; ++i) {
         sdm_kernel* k = kernel_of(rt.get(), "scale");
-        REQUIRE(launch_on(k, stream_at(0x1000)) == SDM_OK);
+        REQUIRE(launch_scale(k, stream_at(0x1000)) == SDM_OK);
         drop(file, i % 2 == 0 ? v2 : v1);
         uint32_t reloaded = 0;
         REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
@@ -326,7 +310,7 @@ TEST_CASE("an event call failing while a module retires: the module still goes, 
         std::vector<std::string> log;
         RuntimePtr rt = mounted_sm90(dir, &log);
         sdm_kernel* old = kernel_of(rt.get(), "scale");
-        REQUIRE(launch_on(old, stream_at(0x1000)) == SDM_OK);
+        REQUIRE(launch_scale(old, stream_at(0x1000)) == SDM_OK);
         reload_sm90a(rt.get(), dir);
         REQUIRE(sdm_kernel_release(rt.get(), old, nullptr) == SDM_OK);
         fake_finish_work();
