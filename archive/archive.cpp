@@ -1,6 +1,7 @@
 #include "archive.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <tuple>
 
@@ -28,15 +29,13 @@ std::string quoted_name(std::string_view name) {
 auto entry_key(const Entry& e) { return std::tuple(e.name, static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 auto tail_key(const Entry& e) { return std::tuple(static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 
-uint64_t header_hash(Bytes b, uint32_t header_size) {
-    if (header_size == kHeaderSize) return xxh3_64(b.first(header::header_hash));
-    ByteVector joined(header::header_hash + (header_size - kHeaderSize));
-    std::memcpy(joined.data(), b.data(), header::header_hash);
-    std::memcpy(joined.data() + header::header_hash, b.data() + kHeaderSize, header_size - kHeaderSize);
-    return xxh3_64(joined);
-}
-
 }  // namespace
+
+// One flag per entry: its digest was checked (shared by the copies of an Archive).
+struct Archive::DigestChecks {
+    explicit DigestChecks(size_t n) : checked(std::make_unique<std::atomic<bool>[]>(n)) {}
+    std::unique_ptr<std::atomic<bool>[]> checked;
+};
 
 Result<Archive> Archive::open_memory(Bytes bytes, std::string label, std::shared_ptr<const void> keep_alive) {
     Archive archive;
@@ -80,7 +79,7 @@ Result<void> Archive::validate() {
     if (h.header_size < kHeaderSize || h.header_size > limits::max_header_size || h.header_size % 8 != 0)
         return fail("header size " + std::to_string(h.header_size) + " is not a multiple of 8 between 128 and 4096");
     if (h.header_size > b.size()) return fail("truncated inside the header");
-    if (kCheckHashes && header_hash(b, h.header_size) != load_u64(b, header::header_hash))
+    if (kCheckHashes && header_hash_of(b, h.header_size) != load_u64(b, header::header_hash))
         return fail("header checksum mismatch (the first " + std::to_string(h.header_size) + " bytes are damaged)");
 
     h.archive_size = load_u64(b, header::archive_size);
@@ -139,6 +138,7 @@ Result<void> Archive::validate() {
     size_t manifests = 0;
     uint32_t prev_name_offset = 0;
     uint16_t prev_name_length = 0;
+    uint64_t payload_end = h.payload_offset;
     for (uint32_t i = 0; i < count; ++i) {
         const Bytes r = b.subspan(index_offset + uint64_t{i} * h.record_size, h.record_size);
         const auto entry_fail = [&](const std::string& why) { return fail("entry " + std::to_string(i) + ": " + why); };
@@ -198,6 +198,7 @@ Result<void> Archive::validate() {
         if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
             return fail(who() + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
                         ") lies outside the payload region");
+        payload_end = std::max(payload_end, e.data_offset + e.stored_size);
         if (e.kind == Kind::manifest) {
             if (++manifests > 1) return fail("more than one manifest entry");
             if (e.raw_size > limits::max_manifest)
@@ -229,6 +230,13 @@ Result<void> Archive::validate() {
         } else if (e.ref != kNoRef) {
             return fail(who() + ": codec " + codec_name(e.codec) + " with a reference");
         }
+    }
+    // The signature block (optional_features bit 0) follows every payload; its structure is
+    // checked here, what it says only when a policy asks (signature.hpp).
+    if ((h.optional_features & kFeatureSigned) != 0) {
+        auto block = parse_signature_block(b, count, payload_end);
+        if (!block) return make_error(block.error().code, "archive " + label_ + ": " + block.error().message);
+        signature_block_ = std::move(*block);
     }
     // Payload ranges must not overlap. The writer lays payloads out in index order: check that in
     // one pass, and sort only an archive laid out otherwise.
@@ -291,10 +299,26 @@ std::string Archive::describe(size_t index) const {
            (kind_has_arch(e.kind) ? ", " + e.target() : std::string()) + " (entry " + std::to_string(index) + ") of archive " + label_;
 }
 
+Result<void> Archive::enforce_digests() {
+    if (!signature_block_) return make_error(ErrorCode::invalid_argument, "archive " + label_ + " is not signed: no digests to check its payloads against");
+    if (!crypto::available()) return crypto::unsupported("checking the payloads of archive " + label_);
+    if (!digest_checks_) digest_checks_ = std::make_shared<DigestChecks>(entries_.size());
+    return {};
+}
+
 Result<void> Archive::check_stored(size_t index) const {
     const Entry& e = entries_[index];
-    if (kCheckHashes && xxh3_64(bytes_.subspan(e.data_offset, e.stored_size)) != e.stored_hash)
+    const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
+    if (kCheckHashes && xxh3_64(stored) != e.stored_hash)
         return make_error(ErrorCode::archive_corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
+    if (digest_checks_ && !digest_checks_->checked[index].load(std::memory_order_acquire)) {
+        SDM_TRY_GET(digest, crypto::blake2b(stored));
+        const Bytes signed_digest = signature_block_->digest(index);
+        if (!crypto::equal(*digest, std::span(reinterpret_cast<const uint8_t*>(signed_digest.data()), signed_digest.size())))
+            return make_error(ErrorCode::archive_corrupt, describe(index) + ": stored bytes do not match the BLAKE2b digest its signature covers "
+                                                                            "(the payload was changed after the archive was signed); it is not loaded");
+        digest_checks_->checked[index].store(true, std::memory_order_release);
+    }
     return {};
 }
 
@@ -402,6 +426,7 @@ Result<void> Archive::verify(const Visitor& visit) const {
     std::vector<std::pair<uint64_t, uint64_t>> covered;
     covered.emplace_back(0, load_u64(bytes_, header::strings_offset) + load_u64(bytes_, header::strings_size));
     for (const Entry& e : entries_) covered.emplace_back(e.data_offset, e.stored_size);
+    if (signature_block_) covered.emplace_back(signature_block_->offset, signature_block_->size);
     std::sort(covered.begin(), covered.end());
     uint64_t at = 0;
     covered.emplace_back(header_.archive_size, 0);

@@ -16,6 +16,7 @@
 #include "hash.hpp"
 #include "manifest.hpp"
 #include "result.hpp"
+#include "signature.hpp"
 
 namespace sdm::archive {
 
@@ -90,6 +91,15 @@ public:
     // every byte outside header, index, strings and payloads is zero padding. The first failure
     // is returned, naming the entry.
     Result<void> verify(const Visitor& visit = {}) const;
+    // The signature block, when the header says there is one (its structure checked at open; what
+    // it says is checked by check_signatures, signature.hpp).
+    const std::optional<SignatureBlock>& signature_block() const noexcept { return signature_block_; }
+    // From now on, every entry's stored bytes are checked against the digest the signature block
+    // holds for them the first time they are read (decoded, copied or viewed), once per entry and
+    // for every copy of this Archive; a mismatch is ErrorCode::archive_corrupt naming the entry.
+    // For an archive whose signature was verified (the runtime's policy); needs a block.
+    Result<void> enforce_digests();
+    bool enforces_digests() const noexcept { return digest_checks_ != nullptr; }
     // "module gather, sm_90a (entry 3) of archive kernels.sdma" for messages.
     std::string describe(size_t index) const;
 
@@ -108,6 +118,9 @@ private:
     std::shared_ptr<const FileMap> file_;
     HeaderInfo header_;
     std::vector<Entry> entries_;
+    std::optional<SignatureBlock> signature_block_;
+    struct DigestChecks;
+    std::shared_ptr<DigestChecks> digest_checks_;
 };
 
 }  // namespace sdm::archive

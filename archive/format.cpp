@@ -2,7 +2,10 @@
 
 #include <array>
 #include <charconv>
+#include <cstring>
 
+#include "bytes.hpp"
+#include "hash.hpp"
 #include "text.hpp"
 
 namespace sdm::archive {
@@ -126,6 +129,14 @@ std::string name_problem(std::string_view name, size_t max_length) {
         if (kNameForbidden.find(c) != std::string_view::npos) return std::string("contains '") + c + "'";
     }
     return {};
+}
+
+uint64_t header_hash_of(std::span<const std::byte> b, uint32_t header_size) {
+    if (header_size == kHeaderSize) return xxh3_64(b.first(header::header_hash));
+    ByteVector joined(header::header_hash + (header_size - kHeaderSize));
+    std::memcpy(joined.data(), b.data(), header::header_hash);
+    std::memcpy(joined.data() + header::header_hash, b.data() + kHeaderSize, header_size - kHeaderSize);
+    return xxh3_64(joined);
 }
 
 }  // namespace sdm::archive

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -125,6 +126,10 @@ inline constexpr uint64_t kFeatureFormat11 = 1;
 inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11;
 // The release that first reads each bit, for the message that refuses an archive.
 inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"}};
+
+// The header_hash of the archive starting at `archive`: XXH3-64 of header bytes [0,120) followed by
+// [128, header_size) (the caller checked that header_size bytes are there).
+uint64_t header_hash_of(std::span<const std::byte> archive, uint32_t header_size);
 
 const char* kind_name(Kind kind) noexcept;      // "cubin", "ptx", ..., "kind-7" is never returned: see is_known
 const char* codec_name(Codec codec) noexcept;

@@ -49,7 +49,8 @@ SDM_SAME_STATUS(jit, SDM_ERROR_JIT);
 SDM_SAME_STATUS(mismatch, SDM_ERROR_MISMATCH);
 SDM_SAME_STATUS(graph_capture, SDM_ERROR_GRAPH_CAPTURE);
 SDM_SAME_STATUS(internal, SDM_ERROR_INTERNAL);
-static_assert(kLastErrorCode == SDM_ERROR_INTERNAL, "an ErrorCode without an sdm_status, or the other way round");
+SDM_SAME_STATUS(untrusted, SDM_ERROR_UNTRUSTED);
+static_assert(kLastErrorCode == SDM_ERROR_UNTRUSTED, "an ErrorCode without an sdm_status, or the other way round");
 #undef SDM_SAME_STATUS
 
 sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
@@ -179,6 +180,39 @@ Result<std::map<int32_t, CUcontext>> device_contexts(void* const* contexts, uint
 
 }  // namespace
 
+namespace {
+
+// sdm_runtime_params.signature_policy and trusted_keys (ABI 1.2).
+Result<sdm::runtime::SignatureOptions> signature_options(uint32_t policy, const uint8_t* keys, uint32_t count) {
+    using sdm::runtime::SignaturePolicy;
+    constexpr uint32_t kMaxKeys = 256;
+    sdm::runtime::SignatureOptions out;
+    switch (policy) {
+    case SDM_SIGNATURES_DEFAULT: break;
+    case SDM_SIGNATURES_OFF: out.policy = SignaturePolicy::off; break;
+    case SDM_SIGNATURES_WARN: out.policy = SignaturePolicy::warn; break;
+    case SDM_SIGNATURES_REQUIRE: out.policy = SignaturePolicy::require; break;
+    default:
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: signature_policy " + std::to_string(policy) +
+                                                                " is not SDM_SIGNATURES_DEFAULT, _OFF, _WARN or _REQUIRE");
+    }
+    if (out.policy && *out.policy != SignaturePolicy::off && !sdm::crypto::available())
+        return sdm::crypto::unsupported("sdm_runtime_create: signature_policy " + std::string(sdm::runtime::policy_name(*out.policy)));
+    if (count > kMaxKeys)
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: trusted_key_count is " + std::to_string(count) + ", more than the " +
+                                                                std::to_string(kMaxKeys) + " allowed");
+    if (count > 0 && keys == nullptr)
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: trusted_key_count is " + std::to_string(count) + " but trusted_keys is NULL");
+    if (keys != nullptr) {
+        std::vector<sdm::crypto::PublicKey> trusted(count);
+        for (uint32_t i = 0; i < count; ++i) std::memcpy(trusted[i].data(), keys + size_t{i} * 32, 32);
+        out.trusted = std::move(trusted);
+    }
+    return out;
+}
+
+}  // namespace
+
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
@@ -226,6 +260,9 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 auto given = device_contexts(params->device_contexts, params->device_context_count);
                 if (!given) return fail(nullptr, error, std::move(given).error());
                 options.contexts.given = std::move(*given);
+                auto signatures = signature_options(params->signature_policy, params->trusted_keys, params->trusted_key_count);
+                if (!signatures) return fail(nullptr, error, std::move(signatures).error());
+                options.signatures = std::move(*signatures);
             }
             const int ways = (options.contexts.host != nullptr) + options.contexts.current + !options.contexts.given.empty();
             if (ways > 1)

@@ -13,4 +13,14 @@ sdm_embedded_archive_begin:
     .globl sdm_embedded_archive_end
     .hidden sdm_embedded_archive_end
 sdm_embedded_archive_end:
+/* SDM_KEY_BEGIN: the public key that signed it (a .pub file's text), when the build signs. */
+    .section .sdm_archive_key, "a"
+    .globl sdm_embedded_key_begin
+    .hidden sdm_embedded_key_begin
+sdm_embedded_key_begin:
+    .incbin SDM_EMBEDDED_KEY
+    .globl sdm_embedded_key_end
+    .hidden sdm_embedded_key_end
+sdm_embedded_key_end:
+/* SDM_KEY_END */
     .section .note.GNU-stack, "", @progbits

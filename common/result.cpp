@@ -22,6 +22,7 @@ const char* status_name(ErrorCode code) noexcept {
     case ErrorCode::mismatch: return "SDM_ERROR_MISMATCH";
     case ErrorCode::graph_capture: return "SDM_ERROR_GRAPH_CAPTURE";
     case ErrorCode::internal: return "SDM_ERROR_INTERNAL";
+    case ErrorCode::untrusted: return "SDM_ERROR_UNTRUSTED";
     }
     return "SDM_ERROR_UNKNOWN";
 }

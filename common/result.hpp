@@ -33,8 +33,9 @@ enum class ErrorCode : int32_t {
     mismatch = 16,            // declared metadata disagrees with the bytes (arch, kind, ABI, signature)
     graph_capture = 17,       // the work would JIT while a stream captures a graph
     internal = 18,            // a broken invariant inside sdm: report it
+    untrusted = 19,           // the signature policy refused an archive (unsigned, unknown key, bad signature)
 };
-inline constexpr int32_t kLastErrorCode = 18;
+inline constexpr int32_t kLastErrorCode = 19;
 
 // The sdm_status name of a code ("SDM_ERROR_NO_DRIVER"), as sdm_status_string gives it.
 const char* status_name(ErrorCode code) noexcept;

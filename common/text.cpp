@@ -33,4 +33,32 @@ std::string printable(std::string_view text) {
     return out;
 }
 
+std::string hex_text(std::span<const uint8_t> bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (const uint8_t b : bytes) {
+        out.push_back(kHex[b >> 4]);
+        out.push_back(kHex[b & 15]);
+    }
+    return out;
+}
+
+std::optional<std::vector<uint8_t>> parse_hex(std::string_view text, size_t size) {
+    if (text.size() != size * 2) return std::nullopt;
+    const auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    std::vector<uint8_t> out(size);
+    for (size_t i = 0; i < size; ++i) {
+        const int hi = digit(text[2 * i]), lo = digit(text[2 * i + 1]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out[i] = static_cast<uint8_t>(hi << 4 | lo);
+    }
+    return out;
+}
+
 }  // namespace sdm

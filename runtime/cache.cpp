@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <random>
 
@@ -15,7 +16,9 @@ namespace {
 
 
 constexpr uint8_t kEntryMagic[8] = {'S', 'D', 'M', 'C', 'A', 'C', 'H', 'E'};
-constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, reserved 16
+constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, MAC 16
+constexpr size_t kMacOffset = 48;    // keyed BLAKE2b-128 of the payload then header bytes [0,48); zero without libsodium
+constexpr const char* kMacKeyName = "mac.key";
 constexpr double kTrimTarget = 0.75;
 // An image larger than this share of the cap is not stored: one entry would evict most others.
 constexpr double kLargestShare = 1.0 - kTrimTarget;
@@ -168,6 +171,7 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     cache->store_failed_ = options.store_failed;
     cache->lock_warn_seconds_ = options.lock_warn_seconds;
     cache->lock_give_up_seconds_ = options.lock_give_up_seconds;
+    cache->authenticate_ = options.authenticate;
     if (options.max_bytes != 0) {
         cache->max_bytes_ = options.max_bytes;
     } else if (const auto text = platform::env("SDM_CACHE_MAX_BYTES")) {
@@ -250,6 +254,59 @@ Result<const platform::Directory*> Cache::fanout(const std::string& hex, bool cr
     return fanouts_[slot].get();
 }
 
+const crypto::MacKey* Cache::mac_key(bool create) {
+    if (!crypto::available()) return nullptr;
+    std::lock_guard lock(mac_mutex_);
+    if (mac_key_) return &*mac_key_;
+    if (mac_loaded_ && !create) return nullptr;
+    if (!version_) return nullptr;
+    const auto load = [&]() -> Result<void> {
+        auto read = version_->read_file(kMacKeyName, 4096, [&](const platform::FileStatus& st) -> Result<void> {
+            const std::string path = version_->path() + "/" + kMacKeyName;
+            if (st.owner != platform::effective_user() || (st.mode & 077) != 0)
+                return make_error(ErrorCode::invalid_argument, "the cache's MAC key " + path + " is not this user's alone (uid " + std::to_string(st.owner) +
+                                                                   ", mode " + mode_text(st.mode) + "); entries are not authenticated. Remove it (sdm makes a new one)");
+            return {};
+        });
+        if (!read) return std::move(read).error();
+        if (read->second.size() != std::tuple_size_v<crypto::MacKey>)
+            return make_error(ErrorCode::invalid_argument, "the cache's MAC key " + version_->path() + "/" + kMacKeyName + " is " +
+                                                               std::to_string(read->second.size()) + " bytes, not 32; remove it (sdm makes a new one)");
+        crypto::MacKey key{};
+        std::memcpy(key.data(), read->second.data(), key.size());
+        mac_key_ = key;
+        return {};
+    };
+    auto loaded = load();
+    mac_loaded_ = true;
+    if (loaded) return &*mac_key_;
+    if (loaded.error().code != ErrorCode::not_found) {
+        refused(loaded.error().message);
+        return nullptr;
+    }
+    if (!create || !create_) return nullptr;
+    // Made under a lock, so that two processes creating it at once end up with one key.
+    auto held = version_->lock(std::string(kMacKeyName) + kLockSuffix, lock_warn_seconds_, lock_give_up_seconds_, {});
+    if (!held) {
+        refused("the cache's MAC key cannot be made: " + held.error().message);
+        return nullptr;
+    }
+    loaded = load();
+    if (loaded) return &*mac_key_;
+    if (loaded.error().code != ErrorCode::not_found) {
+        refused(loaded.error().message);
+        return nullptr;
+    }
+    crypto::MacKey key{};
+    if (!crypto::random_bytes(key)) return nullptr;
+    if (auto written = version_->write_file_atomic(kMacKeyName, temporary_name("00" + std::string(kMacKeyName)), {std::as_bytes(std::span(key))}); !written) {
+        refused("the cache's MAC key cannot be written: " + written.error().message);
+        return nullptr;
+    }
+    mac_key_ = key;
+    return &*mac_key_;
+}
+
 std::optional<ByteVector> Cache::get(const Hash128& key) {
     if (disabled_) return std::nullopt;
     const std::string hex = key.hex();
@@ -260,11 +317,23 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
         return std::nullopt;
     }
     const std::string name = entry_name(hex);
+    const crypto::MacKey* mac_key_in_use = authenticate_ ? mac_key(false) : nullptr;
+    if (authenticate_ && mac_key_in_use == nullptr) {
+        ++misses_;
+        if (!mac_told_.exchange(true))
+            refused("the kernel cache " + directory_ + " has no MAC key yet: no entry is served until sdm wrote it (signature policy require)");
+        return std::nullopt;
+    }
+    std::optional<crypto::Blake2b> mac;
+    if (mac_key_in_use != nullptr) mac.emplace(*mac_key_in_use);
     std::array<std::byte, kEntryHeader> header{};
     Hasher64 hasher;  // over the payload as it is read
     auto read = (*folder)->read_file(
         name, kMaxEntryFile, [&](const platform::FileStatus& st) { return check_entry_file((*folder)->path() + "/" + name, st); }, header,
-        [&](Bytes piece) { hasher.update(piece); });
+        [&](Bytes piece) {
+            hasher.update(piece);
+            if (mac) mac->update(piece);
+        });
     if (!read) {
         ++misses_;
         if (read.error().code == ErrorCode::not_found) return std::nullopt;
@@ -284,6 +353,19 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
         ++misses_;
         if (!read_only_) (*folder)->remove(name, status.inode);
         return std::nullopt;
+    }
+    if (mac) {
+        mac->update(Bytes(header).first(kMacOffset));
+        const crypto::Mac expected = mac->mac();
+        if (!crypto::equal(expected, std::span(reinterpret_cast<const uint8_t*>(header.data()) + kMacOffset, expected.size()))) {
+            // Not written through sdm with this cache's key: never served; built again (and the
+            // store replaces it). Said once per cache.
+            ++misses_;
+            if (!mac_told_.exchange(true))
+                refused("cache entries without a valid MAC under the key of " + directory_ + " are not served (signature policy require); the first was " +
+                        (*folder)->path() + "/" + name + ". They are built again");
+            return std::nullopt;
+        }
     }
     ++hits_;
     if (!read_only_) {
@@ -310,7 +392,14 @@ Result<void> Cache::store(const Hash128& key, Bytes payload) {
                                                            std::to_string(max_bytes_) + " bytes; raise SDM_CACHE_MAX_BYTES to cache it");
     const std::string hex = key.hex();
     SDM_TRY_GET(folder, fanout(hex, true));
-    const auto header = entry_header(key, payload);
+    auto header = entry_header(key, payload);
+    if (const crypto::MacKey* mk = mac_key(true)) {
+        crypto::Blake2b mac(*mk);
+        mac.update(payload);
+        mac.update(Bytes(header).first(kMacOffset));
+        const crypto::Mac m = mac.mac();
+        std::memcpy(header.data() + kMacOffset, m.data(), m.size());
+    }
     SDM_TRY((*folder)->write_file_atomic(entry_name(hex), temporary_name(hex), {Bytes(header), payload}));
     written_ += kEntryHeader + payload.size();
     return {};

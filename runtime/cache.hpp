@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "bytes.hpp"
+#include "crypto.hpp"
 #include "hash.hpp"
 #include "platform.hpp"
 #include "result.hpp"
@@ -56,6 +57,11 @@ struct CacheOptions {
     // says which key and who holds it; after lock_give_up_seconds the image is built uncached.
     double lock_warn_seconds{5.0};
     double lock_give_up_seconds{600.0};
+    // Serve only entries whose MAC holds under the cache's own key (the signature policy
+    // require): DIR/v1/mac.key, 32 random bytes sdm creates 0600 on first store. Every entry
+    // written by an sdm with libsodium carries the MAC; one without it (or with a wrong one) is a
+    // miss, said once, and is built again.
+    bool authenticate{false};
     // Options as the environment sets them, for a host that set nothing.
     static CacheOptions from_environment();
 };
@@ -100,6 +106,7 @@ public:
     bool disabled() const noexcept { return disabled_; }
     bool read_only() const noexcept { return read_only_; }
     bool exists() const noexcept { return version_ != nullptr; }
+    bool authenticates() const noexcept { return authenticate_; }
     uint64_t max_bytes() const noexcept { return max_bytes_; }
 
     // The checked payload of `key` in private memory, or nullopt (absent, refused, or bad and now
@@ -134,7 +141,15 @@ private:
     Result<void> store(const Hash128& key, Bytes payload);
     Result<void> trim_if_needed();
     void refused(const std::string& why);
+    // The MAC key of DIR/v1/mac.key, read (or with `create`, made under a lock) once; null when
+    // there is none or it cannot be used (said once through store_failed).
+    const crypto::MacKey* mac_key(bool create);
     std::string directory_;
+    bool authenticate_{false};
+    std::mutex mac_mutex_;
+    bool mac_loaded_{false};
+    std::optional<crypto::MacKey> mac_key_;
+    std::atomic<bool> mac_told_{false};
     std::function<void(const std::string&)> store_failed_;
     bool disabled_{false};
     bool read_only_{false};

@@ -5,6 +5,8 @@
 extern "C" {
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_archive_begin[];
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_archive_end[];
+__attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_key_begin[];
+__attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_key_end[];
 }
 
 namespace sdm::runtime {
@@ -14,6 +16,15 @@ std::optional<Bytes> embedded_archive() noexcept {
     const unsigned char* end = sdm_embedded_archive_end;
     if (begin == nullptr || end == nullptr || end <= begin) return std::nullopt;
     return Bytes(reinterpret_cast<const std::byte*>(begin), static_cast<size_t>(end - begin));
+}
+
+std::optional<std::string_view> embedded_archive_key() noexcept {
+    const unsigned char* begin = sdm_embedded_key_begin;
+    const unsigned char* end = sdm_embedded_key_end;
+    if (begin == nullptr || end == nullptr || end <= begin) return std::nullopt;
+    std::string_view text(reinterpret_cast<const char*>(begin), static_cast<size_t>(end - begin));
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.remove_suffix(1);
+    return text;
 }
 
 }  // namespace sdm::runtime

@@ -35,6 +35,7 @@ void for_each_path_in(const char* name, Use&& use) {
 Runtime::Runtime(RuntimeOptions options)
     : options_(std::move(options)),
       log_(options_.log_sink, options_.log_level),
+      provenance_(options_.signatures, options_.embedded_key ? std::optional<std::string_view>(*options_.embedded_key) : embedded_archive_key(), log_),
       devices_([this] { return driver(); }),
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
@@ -95,6 +96,7 @@ Cache* Runtime::cache() {
         }
         CacheOptions options = options_.cache;
         options.store_failed = [this](const std::string& why) { log_.warn(why); };
+        options.authenticate = provenance_.authenticate_cache();
         auto opened = Cache::open(options);
         if (opened) cache_ = std::move(*opened);
         else log_.warn("the kernel cache is off: " + opened.error().message);
@@ -195,6 +197,7 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
             // A new version replaces one that works only when all of it is sound: every checksum,
             // every image against its declared target, the manifest.
             SDM_TRY(archive::verify_archive(*a));
+            SDM_TRY(provenance_.admit(*a, false));
             SDM_TRY(check_compatible(*a));
             auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
             SDM_TRY(decode_manifest_of(*m));
@@ -229,6 +232,7 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
 }
 
 Result<void> Runtime::mount(std::shared_ptr<MountedArchive> mounted) {
+    SDM_TRY(provenance_.admit(mounted->archive, mounted->embedded));
     SDM_TRY(check_compatible(mounted->archive));
     SDM_TRY(decode_manifest_of(*mounted));
     log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");

@@ -22,6 +22,7 @@
 #include "modules.hpp"
 #include "reference_memo.hpp"
 #include "plugins.hpp"
+#include "provenance.hpp"
 #include "archive.hpp"
 #include "result.hpp"
 
@@ -47,6 +48,10 @@ struct RuntimeOptions {
     JitPolicy jit;
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
     uint16_t kernel_abi_major{0};       // the kernel ABI major the host was built for; 0: any
+    SignatureOptions signatures;        // which archives may mount (provenance.hpp)
+    // The public key (a .pub file's text) that signed the embedded archive; unset: the one this
+    // libsdm's build embedded beside it (embedded_archive_key()).
+    std::optional<std::string> embedded_key;
 };
 
 struct MountedArchive {
@@ -90,6 +95,7 @@ public:
     ImagePolicy& image_policy() noexcept { return image_policy_; }
     Plugins& plugins() noexcept { return plugins_; }
     uint16_t kernel_abi_major() const noexcept { return options_.kernel_abi_major; }
+    const Provenance& provenance() const noexcept { return provenance_; }
 
     Result<void> mount_file(const std::string& path);
     Result<void> mount_memory(Bytes bytes, const std::string& label);
@@ -118,6 +124,7 @@ private:
 
     RuntimeOptions options_;
     Logger log_;
+    Provenance provenance_;
     ImagePolicy image_policy_{log_};
     Plugins plugins_{log_};  // after log_; destroyed after modules_ (declared before it)
     Devices devices_;

@@ -28,7 +28,26 @@ int run_import(const ImportOptions& options);
 
 // demangle: the kernels column shows C++ names demangled (the JSON has both).
 int run_ls(const std::string& archive, bool json, bool demangle);
-int run_verify(const std::vector<std::string>& archives, bool quiet);
+// trusted: public key files; given, each archive must also carry a valid signature by one of them
+// and every payload must match its signed digest.
+int run_verify(const std::vector<std::string>& archives, bool quiet, const std::vector<std::string>& trusted);
+
+struct KeygenOptions {
+    std::string output;     // NAME: writes NAME.key and NAME.pub; with public_of, the .pub file itself
+    std::string public_of;  // a secret key whose public half to write
+    bool force{false};
+    bool quiet{false};
+};
+int run_keygen(const KeygenOptions& options);
+struct SignOptions {
+    std::string archive;
+    std::string key;     // secret key file
+    std::string output;  // empty: the archive itself, replaced atomically
+    bool quiet{false};
+};
+int run_sign(const SignOptions& options);
+// `bytes` (an archive) with a signature by the secret key in `secret_path` added.
+Result<ByteVector> sign_bytes(Bytes bytes, const std::string& label, const std::string& secret_path);
 // Writes files only inside `directory`, never following a link and never replacing a file it did
 // not create, unless `force` (then regular files only).
 int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest,
@@ -60,6 +79,7 @@ struct JitOptions {
     unsigned threads{0};
     bool quiet{false};
     bool full{false};  // the original's entries too (an archive that replaces it), not an overlay
+    std::string sign;  // a secret key: sign the output
 };
 int run_jit(const JitOptions& options);
 
@@ -73,7 +93,9 @@ int run_plan(const PlanOptions& options);
 
 // Finishes `writer`, reads the bytes back through the full verification, and only then replaces
 // `output` atomically. Returns the archive's size; errors name the file.
-Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report);
+// With `sign_key` (a secret key file), the archive is signed before it is written.
+Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
+                                      const std::string& sign_key = {});
 
 // The candidate nearest to `given` by edit distance, when it is near enough to be a typo of it
 // (at most a third of its letters off); empty otherwise. For "did you mean" messages.

@@ -147,7 +147,7 @@ int run_jit(const JitOptions& o) {
         }
     }
     archive::WriterReport report;
-    auto written = write_verified_archive(writer, o.output, &report);
+    auto written = write_verified_archive(writer, o.output, &report, o.sign);
     if (!written) {
         fmt::print(stderr, "sdm jit: {}\n", written.error().message);
         return 1;

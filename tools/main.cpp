@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
         cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
         cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
         cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");
+        cmd->add_option("--sign", w.sign, "Sign the archive with this secret key (from sdm keygen) before it is written")->check(CLI::ExistingFile);
     };
     sdm::tools::PackOptions pack;
     auto* pack_cmd = app.add_subcommand("pack", "Pack compiled images (and a manifest) into an archive");
@@ -47,11 +48,28 @@ int main(int argc, char** argv) {
     bool ls_demangle = false;
     ls_cmd->add_flag("--demangle,-C", ls_demangle, "Show kernel names as C++ declarations (demangled)");
 
-    std::vector<std::string> verify_paths;
+    std::vector<std::string> verify_paths, verify_trust;
     bool verify_quiet = false;
-    auto* verify_cmd = app.add_subcommand("verify", "Check every checksum and parse; exit 1 naming the first bad entry");
+    auto* verify_cmd = app.add_subcommand("verify", "Check every checksum and parse (and with --trust, the signature and every payload's signed digest); "
+                                                    "exit 1 naming the first bad entry");
     verify_cmd->add_option("archives", verify_paths, "Archive files")->required();
     verify_cmd->add_flag("-q,--quiet", verify_quiet, "Print only failures");
+    verify_cmd->add_option("--trust", verify_trust, "Public key files (.pub): the archive must carry a valid signature by one of them")
+        ->check(CLI::ExistingFile);
+
+    sdm::tools::KeygenOptions keygen;
+    auto* keygen_cmd = app.add_subcommand("keygen", "Make an Ed25519 signing key: NAME.key (secret, mode 0600) and NAME.pub");
+    keygen_cmd->add_option("-o,--output", keygen.output, "NAME (with --public: the .pub file to write)")->required();
+    keygen_cmd->add_option("--public", keygen.public_of, "Write only the public half of this secret key")->check(CLI::ExistingFile);
+    keygen_cmd->add_flag("--force", keygen.force, "Replace key files that exist");
+    keygen_cmd->add_flag("-q,--quiet", keygen.quiet, "Print nothing");
+
+    sdm::tools::SignOptions sign;
+    auto* sign_cmd = app.add_subcommand("sign", "Add a signature to an archive (the payloads do not move; other signatures are kept)");
+    sign_cmd->add_option("archive", sign.archive, "Archive file")->required()->check(CLI::ExistingFile);
+    sign_cmd->add_option("--key", sign.key, "Secret key file (from sdm keygen)")->required()->check(CLI::ExistingFile);
+    sign_cmd->add_option("-o,--output", sign.output, "Write the signed archive here (default: replace the archive atomically)");
+    sign_cmd->add_flag("-q,--quiet", sign.quiet, "Print nothing");
 
     std::string extract_path, extract_dir = ".";
     std::vector<std::string> extract_entries;
@@ -100,6 +118,7 @@ int main(int argc, char** argv) {
     jit_cmd->add_option("--nvjitlink", jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
     jit_cmd->add_option("-j,--jobs", jit.threads, "Parallel links (default: one per core)");
     jit_cmd->add_flag("-q,--quiet", jit.quiet, "No progress bar, no summary");
+    jit_cmd->add_option("--sign", jit.sign, "Sign the output with this secret key (from sdm keygen)")->check(CLI::ExistingFile);
     jit_cmd->add_flag("--full", jit.full, "Write the original's entries too: an archive that replaces it (default: an overlay of the cubins, mounted over it)");
     sdm::tools::PlanOptions plan;
     auto* plan_cmd = app.add_subcommand("plan", "A kernel's launch plan for a problem on every row of the hardware matrix");
@@ -131,7 +150,9 @@ int main(int argc, char** argv) {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
         if (import_cmd->parsed()) return sdm::tools::run_import(import);
         if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json, ls_demangle);
-        if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet);
+        if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet, verify_trust);
+        if (keygen_cmd->parsed()) return sdm::tools::run_keygen(keygen);
+        if (sign_cmd->parsed()) return sdm::tools::run_sign(sign);
         if (extract_cmd->parsed()) return sdm::tools::run_extract(extract_path, extract_dir, extract_entries, extract_raw, extract_force);
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
         if (info_cmd->parsed()) return sdm::tools::run_info(info);

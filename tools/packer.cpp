@@ -223,7 +223,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     inputs.clear();
 
     archive::WriterReport report;
-    auto written = write_verified_archive(writer, o.output, &report);
+    auto written = write_verified_archive(writer, o.output, &report, o.sign);
     progress.finish();
     if (!written) return fail(written.error().message);
     if (!o.quiet)

@@ -22,6 +22,7 @@ struct WriteOptions {
     bool store{false};
     bool quiet{false};
     unsigned jobs{0};                 // 0: one per core
+    std::string sign;                 // a secret key file: the archive is signed before it is written
 };
 
 struct PackInput {

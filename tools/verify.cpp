@@ -3,28 +3,55 @@
 
 #include "commands.hpp"
 #include "archive.hpp"
+#include "signature.hpp"
 #include "verify.hpp"
 
 namespace sdm::tools {
 namespace {
 
-Result<size_t> verify_one(const std::string& path) {
+// The entry count, and with trusted keys the signature that holds ("signed by trusted key ...").
+Result<std::pair<size_t, std::string>> verify_one(const std::string& path, const std::vector<crypto::PublicKey>& trusted,
+                                                  const std::vector<archive::KeyId>& ids, bool check_signature) {
     SDM_TRY_GET(a, archive::Archive::open_file(path));
+    std::string signer;
+    if (check_signature) {
+        SDM_TRY_GET(check, archive::check_signatures(*a, trusted));
+        if (check->outcome != archive::SignatureCheck::Outcome::verified)
+            return make_error(ErrorCode::untrusted, "archive " + path + " " + check->why(ids));
+        signer = ", " + check->why(ids);
+        SDM_TRY(a->enforce_digests());  // every payload against its signed digest, as verify reads it
+    }
     SDM_TRY(archive::verify_archive(*a));
-    return a->entries().size();
+    return std::pair(a->entries().size(), signer);
 }
 
 }  // namespace
 
-int run_verify(const std::vector<std::string>& archives, bool quiet) {
+int run_verify(const std::vector<std::string>& archives, bool quiet, const std::vector<std::string>& trusted_files) {
+    std::vector<crypto::PublicKey> trusted;
+    std::vector<archive::KeyId> ids;
+    for (const auto& file : trusted_files) {
+        auto key = archive::read_public_key(file);
+        auto id = key ? archive::key_id(*key) : Result<archive::KeyId>(key.error());
+        if (!id) {
+            fmt::print(stderr, "sdm verify: {}\n", id.error().message);
+            return 2;
+        }
+        trusted.push_back(*key);
+        ids.push_back(*id);
+    }
+    if (!trusted_files.empty() && !crypto::available()) {
+        fmt::print(stderr, "sdm verify: {}\n", crypto::unsupported("--trust").message);
+        return 1;
+    }
     int status = 0;
     for (const auto& path : archives) {
-        auto r = verify_one(path);
+        auto r = verify_one(path, trusted, ids, !trusted_files.empty());
         if (!r) {
             fmt::print(stderr, "sdm verify: FAILED: {}\n", r.error().message);
             status = 1;
         } else if (!quiet) {
-            fmt::print("{}: ok, {} entries, every checksum and parse verified\n", path, *r);
+            fmt::print("{}: ok, {} entries, every checksum and parse verified{}\n", path, r->first, r->second);
         }
     }
     return status;

@@ -5,8 +5,13 @@
 
 namespace sdm::tools {
 
-Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report) {
+Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
+                                      const std::string& sign_key) {
     SDM_TRY_GET(bytes, writer.finish(report));
+    if (!sign_key.empty()) {
+        SDM_TRY_GET(signed_bytes, sign_bytes(*bytes, output, sign_key));
+        *bytes = std::move(*signed_bytes);
+    }
     // Read back what was written before it replaces anything.
     auto check = archive::Archive::open_memory(*bytes, output);
     const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());

@@ -63,7 +63,10 @@ enum {
     SDM_ERROR_JIT = 15,               /* a JIT backend failed: sdm_error_log has its log */
     SDM_ERROR_MISMATCH = 16,          /* declared metadata disagrees (arch, ABI version, signature) */
     SDM_ERROR_GRAPH_CAPTURE = 17,     /* the work would JIT while a stream is capturing a graph */
-    SDM_ERROR_INTERNAL = 18           /* a broken invariant inside sdm: please report it */
+    SDM_ERROR_INTERNAL = 18,          /* a broken invariant inside sdm: please report it */
+    SDM_ERROR_UNTRUSTED = 19          /* ABI 1.2: the signature policy refused an archive (unsigned, an
+                                         unknown key, a bad signature); the message names the archive,
+                                         the key ids it carries and the ones the host trusts */
 };
 
 /* The name of a status ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for values this library does
@@ -164,9 +167,29 @@ typedef struct sdm_runtime_params {
                                   context of another device is SDM_ERROR_MISMATCH at first use;
                                   sdm never destroys one. The array is copied. Excludes cuda_context. */
     uint32_t device_context_count; /* at most 1024 */
+    uint32_t signature_policy; /* SDM_SIGNATURES_*: which archives may mount (docs/SIGNING.md);
+                                  SDM_SIGNATURES_DEFAULT: $SDM_REQUIRE_SIGNED decides */
+    const uint8_t* trusted_keys; /* trusted_key_count Ed25519 public keys, 32 bytes each, back to
+                                  back (the key of a .pub file from sdm keygen); copied. Given, it
+                                  replaces $SDM_TRUSTED_KEYS. NULL with a count of 0: the environment's */
+    uint32_t trusted_key_count; /* at most 256 */
     uint32_t reserved2;        /* zero */
 } sdm_runtime_params;
 
+/* sdm_runtime_params.signature_policy (ABI 1.2). A host that sets a policy cannot be weakened by
+ * the environment: $SDM_REQUIRE_SIGNED then changes nothing, and trusted keys the host gives
+ * replace $SDM_TRUSTED_KEYS. Without libsodium in this build, WARN and REQUIRE are
+ * SDM_ERROR_UNSUPPORTED at sdm_runtime_create. */
+enum {
+    SDM_SIGNATURES_DEFAULT = 0u, /* $SDM_REQUIRE_SIGNED=1: REQUIRE, =warn: WARN; unset: OFF */
+    SDM_SIGNATURES_OFF = 1u,     /* signatures are not looked at (the behaviour before 1.2) */
+    SDM_SIGNATURES_WARN = 2u,    /* an archive without a valid signature by a trusted key mounts,
+                                    and the log says why once per archive */
+    SDM_SIGNATURES_REQUIRE = 3u  /* such an archive is refused at mount (SDM_ERROR_UNTRUSTED), a
+                                    layer of $SDM_ARCHIVE_PATH skipped, a reload keeps the old
+                                    version; every payload is checked against its signed digest
+                                    before use, and the cache serves only entries it authenticated */
+};
 enum {
     SDM_CACHE_DISABLED = 1u << 0,  /* read and write nothing (also $SDM_CACHE_DISABLE=1) */
     SDM_CACHE_READ_ONLY = 1u << 1  /* read, never write */

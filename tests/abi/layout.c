@@ -48,6 +48,7 @@ PIN_VALUE(SDM_ERROR_JIT, 15);
 PIN_VALUE(SDM_ERROR_MISMATCH, 16);
 PIN_VALUE(SDM_ERROR_GRAPH_CAPTURE, 17);
 PIN_VALUE(SDM_ERROR_INTERNAL, 18);
+PIN_VALUE(SDM_ERROR_UNTRUSTED, 19); /* unreleased */
 PIN_VALUE(SDM_LOG_OFF, -1);
 PIN_VALUE(SDM_LOG_DEFAULT, 0);
 PIN_VALUE(SDM_LOG_ERROR, 1);
@@ -56,6 +57,10 @@ PIN_VALUE(SDM_LOG_INFO, 3);
 PIN_VALUE(SDM_LOG_DEBUG, 4);
 PIN_VALUE(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
 PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2); /* unreleased */
+PIN_VALUE(SDM_SIGNATURES_DEFAULT, 0); /* unreleased */
+PIN_VALUE(SDM_SIGNATURES_OFF, 1); /* unreleased */
+PIN_VALUE(SDM_SIGNATURES_WARN, 2); /* unreleased */
+PIN_VALUE(SDM_SIGNATURES_REQUIRE, 3); /* unreleased */
 PIN_VALUE(SDM_CACHE_DISABLED, 1);
 PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
 PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
@@ -99,8 +104,11 @@ PIN_FIELD(sdm_runtime_params, reserved1, 84, 4);
 /* ABI 1.2 */
 PIN_FIELD(sdm_runtime_params, device_contexts, 88, 8); /* unreleased */
 PIN_FIELD(sdm_runtime_params, device_context_count, 96, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, reserved2, 100, 4); /* unreleased */
-PIN_SIZE(sdm_runtime_params, 104, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, signature_policy, 100, 4); /* unreleased */
+PIN_FIELD(sdm_runtime_params, trusted_keys, 104, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, trusted_key_count, 112, 4); /* unreleased */
+PIN_FIELD(sdm_runtime_params, reserved2, 116, 4); /* unreleased */
+PIN_SIZE(sdm_runtime_params, 120, 8); /* unreleased */
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);

@@ -30,6 +30,7 @@ const SDM_ERROR_JIT = Int32(15)
 const SDM_ERROR_MISMATCH = Int32(16)
 const SDM_ERROR_GRAPH_CAPTURE = Int32(17)
 const SDM_ERROR_INTERNAL = Int32(18)
+const SDM_ERROR_UNTRUSTED = Int32(19)
 
 # ---- errors --------------------------------------------------------------------------------------
 
@@ -81,9 +82,16 @@ struct sdm_runtime_params
     reserved1::UInt32
     device_contexts::Ptr{Ptr{Cvoid}}
     device_context_count::UInt32
+    signature_policy::UInt32
+    trusted_keys::Ptr{UInt8}
+    trusted_key_count::UInt32
     reserved2::UInt32
 end
 
+const SDM_SIGNATURES_DEFAULT = UInt32(0)
+const SDM_SIGNATURES_OFF = UInt32(1)
+const SDM_SIGNATURES_WARN = UInt32(2)
+const SDM_SIGNATURES_REQUIRE = UInt32(3)
 const SDM_CACHE_DISABLED = UInt32(1)
 const SDM_CACHE_READ_ONLY = UInt32(2)
 const SDM_JIT_NO_NVJITLINK = UInt32(1)

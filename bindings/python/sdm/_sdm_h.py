@@ -6,7 +6,7 @@ loads the library with them; nothing here allocates or frees."""
 
 import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int32, c_int64, c_size_t, c_uint16,
-                    c_uint32, c_uint64, c_void_p)
+                    c_uint32, c_uint64, c_uint8, c_void_p)
 
 P = POINTER
 
@@ -48,6 +48,7 @@ SDM_ERROR_JIT = 15
 SDM_ERROR_MISMATCH = 16
 SDM_ERROR_GRAPH_CAPTURE = 17
 SDM_ERROR_INTERNAL = 18
+SDM_ERROR_UNTRUSTED = 19
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -118,10 +119,17 @@ class sdm_runtime_params(Sized):
         # ABI 1.2
         ("device_contexts", P(c_void_p)),
         ("device_context_count", c_uint32),
+        ("signature_policy", c_uint32),
+        ("trusted_keys", P(c_uint8)),
+        ("trusted_key_count", c_uint32),
         ("reserved2", c_uint32),
     ]
 
 
+SDM_SIGNATURES_DEFAULT = 0
+SDM_SIGNATURES_OFF = 1
+SDM_SIGNATURES_WARN = 2
+SDM_SIGNATURES_REQUIRE = 3
 SDM_CACHE_DISABLED = 1 << 0
 SDM_CACHE_READ_ONLY = 1 << 1
 SDM_JIT_NO_NVJITLINK = 1 << 0

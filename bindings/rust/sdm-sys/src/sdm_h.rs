@@ -32,6 +32,7 @@ pub const SDM_ERROR_JIT: sdm_status = 15;
 pub const SDM_ERROR_MISMATCH: sdm_status = 16;
 pub const SDM_ERROR_GRAPH_CAPTURE: sdm_status = 17;
 pub const SDM_ERROR_INTERNAL: sdm_status = 18;
+pub const SDM_ERROR_UNTRUSTED: sdm_status = 19;
 
 // ---- errors -------------------------------------------------------------------------------------
 
@@ -96,9 +97,16 @@ pub struct sdm_runtime_params {
     // ABI 1.2
     pub device_contexts: *const *mut c_void,
     pub device_context_count: u32,
+    pub signature_policy: u32,
+    pub trusted_keys: *const u8,
+    pub trusted_key_count: u32,
     pub reserved2: u32,
 }
 
+pub const SDM_SIGNATURES_DEFAULT: u32 = 0;
+pub const SDM_SIGNATURES_OFF: u32 = 1;
+pub const SDM_SIGNATURES_WARN: u32 = 2;
+pub const SDM_SIGNATURES_REQUIRE: u32 = 3;
 pub const SDM_CACHE_DISABLED: u32 = 1 << 0;
 pub const SDM_CACHE_READ_ONLY: u32 = 1 << 1;
 pub const SDM_JIT_NO_NVJITLINK: u32 = 1 << 0;
@@ -467,6 +475,7 @@ mod layout {
         assert_eq!(SDM_ERROR_MISMATCH, 16);
         assert_eq!(SDM_ERROR_GRAPH_CAPTURE, 17);
         assert_eq!(SDM_ERROR_INTERNAL, 18);
+        assert_eq!(SDM_ERROR_UNTRUSTED, 19);
         assert_eq!(SDM_LOG_OFF, -1);
         assert_eq!(SDM_LOG_DEFAULT, 0);
         assert_eq!(SDM_LOG_ERROR, 1);
@@ -475,6 +484,10 @@ mod layout {
         assert_eq!(SDM_LOG_DEBUG, 4);
         assert_eq!(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
         assert_eq!(SDM_RUNTIME_CURRENT_CONTEXT, 2);
+        assert_eq!(SDM_SIGNATURES_DEFAULT, 0);
+        assert_eq!(SDM_SIGNATURES_OFF, 1);
+        assert_eq!(SDM_SIGNATURES_WARN, 2);
+        assert_eq!(SDM_SIGNATURES_REQUIRE, 3);
         assert_eq!(SDM_CACHE_DISABLED, 1);
         assert_eq!(SDM_CACHE_READ_ONLY, 2);
         assert_eq!(SDM_JIT_NO_NVJITLINK, 1);
@@ -517,8 +530,11 @@ mod layout {
         pin_field!(sdm_runtime_params, reserved1, 84, 4);
         pin_field!(sdm_runtime_params, device_contexts, 88, 8);
         pin_field!(sdm_runtime_params, device_context_count, 96, 4);
-        pin_field!(sdm_runtime_params, reserved2, 100, 4);
-        pin_size!(sdm_runtime_params, 104, 8);
+        pin_field!(sdm_runtime_params, signature_policy, 100, 4);
+        pin_field!(sdm_runtime_params, trusted_keys, 104, 8);
+        pin_field!(sdm_runtime_params, trusted_key_count, 112, 4);
+        pin_field!(sdm_runtime_params, reserved2, 116, 4);
+        pin_size!(sdm_runtime_params, 120, 8);
     }
 
     #[test]

@@ -1,0 +1,592 @@
+// Signed archives (docs/SIGNING.md, docs/FORMAT.md section 19): signing and checking, the block
+// against hostile bytes, the runtime's policy through the C ABI and the fake driver, the cache's
+// MACs. A second signer written here from FORMAT.md alone, over libsodium directly (sign_by_hand),
+// checks that the document describes what sdm reads, and forges what sdm's own signer never
+// writes: a valid signature over a digest table that disagrees with a payload.
+// Built without libsodium (the TSan build: -Dsigning=disabled), only the last test case runs: every
+// signing path answers SDM_ERROR_UNSUPPORTED.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if SDM_TEST_SIGNING
+#include <sodium.h>
+#endif
+
+#include "archive.hpp"
+#include "cache.hpp"
+#include "crypto.hpp"
+#include "fake_runtime.hpp"
+#include "format.hpp"
+#include "sdm/sdm.h"
+#include "signature.hpp"
+#include "support.hpp"
+
+using namespace sdm;
+using namespace sdm::test;
+using archive::SignatureCheck;
+
+namespace {
+
+struct Key {
+    crypto::PublicKey pub{};
+    crypto::SecretKey secret{};
+};
+
+Key new_key() {
+    auto pair = crypto::generate_key_pair();
+    REQUIRE(pair);
+    return {pair->public_key, pair->secret_key};
+}
+
+ByteVector signed_by(const ByteVector& bytes, const Key& key) {
+    auto out = archive::sign_archive(bytes, "test.sdma", key.secret);
+    if (!out) FAIL(out.error().message);
+    return std::move(*out);
+}
+
+SignatureCheck::Outcome outcome(const ByteVector& bytes, std::vector<crypto::PublicKey> trusted) {
+    auto a = archive::Archive::open_memory(bytes, "test.sdma");
+    if (!a) FAIL(a.error().message);
+    auto check = archive::check_signatures(*a, trusted);
+    REQUIRE(check);
+    return check->outcome;
+}
+
+// Sets archive_size to the byte count and re-seals the header hash (what a hostile writer does
+// after reshaping the end of a file).
+void refit(ByteVector& b) {
+    store_u64(b, archive::header::archive_size, b.size());
+    store_u64(b, archive::header::header_hash, archive::header_hash_of(b, load_u32(b, archive::header::header_size)));
+}
+
+// A runtime on the fake driver with a signature policy and trusted keys; log into `log`.
+RuntimePtr policy_runtime(const std::string& cache, uint32_t policy, const std::vector<crypto::PublicKey>& keys, std::vector<std::string>* log,
+                          sdm_status expect = SDM_OK) {
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cuda_driver = SDM_FAKE_CUDA_PATH;
+    p.cache_dir = cache.c_str();
+    p.log_level = log != nullptr ? SDM_LOG_DEBUG : SDM_LOG_OFF;
+    if (log != nullptr) {
+        p.log_fn = [](void* user, sdm_log_level, const char* message, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(message); };
+        p.log_user_data = log;
+    }
+    p.signature_policy = policy;
+    std::vector<uint8_t> flat;
+    for (const auto& k : keys) flat.insert(flat.end(), k.begin(), k.end());
+    p.trusted_keys = keys.empty() ? nullptr : flat.data();
+    p.trusted_key_count = static_cast<uint32_t>(keys.size());
+    sdm_runtime* r = nullptr;
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_runtime_create(&p, &r, &e);
+    if (s != expect) FAIL(sdm_status_string(s) << ": " << sdm_error_message(e));
+    sdm_error_destroy(e);
+    return RuntimePtr(r);
+}
+
+sdm_status mount_status(sdm_runtime* rt, const ByteVector& bytes, const char* label, std::string* message = nullptr) {
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_archive_mount_memory(rt, bytes.data(), bytes.size(), label, &e);
+    if (message != nullptr) *message = sdm_error_message(e);
+    sdm_error_destroy(e);
+    return s;
+}
+
+void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
+    std::ofstream(path, std::ios::binary) << text;
+    REQUIRE(::chmod(path.c_str(), mode) == 0);
+}
+
+struct EnvVar {  // set for the scope of a test, then unset
+    const char* name;
+    EnvVar(const char* n, const std::string& value) : name(n) { ::setenv(n, value.c_str(), 1); }
+    ~EnvVar() { ::unsetenv(name); }
+};
+
+#if SDM_TEST_SIGNING
+// FORMAT.md section 19, written from the document and libsodium alone: the block for `bytes` (an
+// unsigned archive) signed by `secret`, with entry `wrong`'s digest replaced by another (when set).
+ByteVector sign_by_hand(const ByteVector& bytes, const Key& key, std::optional<size_t> wrong = std::nullopt) {
+    const auto u8 = [](const ByteVector& b) { return reinterpret_cast<const unsigned char*>(b.data()); };
+    const uint32_t header_size = load_u32(bytes, 12), count = load_u32(bytes, 32), record_size = load_u32(bytes, 36);
+    const uint64_t index_offset = load_u64(bytes, 24), meta_end = load_u64(bytes, 40) + load_u64(bytes, 48);
+    const uint64_t offset = (bytes.size() + 7) / 8 * 8;
+    ByteVector table(size_t{count} * 32);
+    for (uint32_t i = 0; i < count; ++i) {
+        const size_t r = index_offset + size_t{i} * record_size;
+        crypto_generichash(reinterpret_cast<unsigned char*>(table.data()) + i * 32, 32, u8(bytes) + load_u64(bytes, r + 16), load_u64(bytes, r + 24), nullptr, 0);
+    }
+    if (wrong) table[*wrong * 32] ^= std::byte{1};
+    const size_t block_size = 64 + table.size() + 80 + 16;
+    ByteVector out(bytes);
+    out.resize(offset + block_size, std::byte{0});
+    store_u64(out, 72, load_u64(out, 72) | 1);  // optional_features: signed
+    store_u64(out, 16, out.size());
+    ByteVector header(out.begin(), out.begin() + header_size);
+    store_u64(header, 16, 0);
+    store_u64(header, 120, 0);
+    unsigned char digest[32];
+    crypto_generichash_state h;
+    crypto_generichash_init(&h, nullptr, 0, 32);
+    crypto_generichash_update(&h, reinterpret_cast<const unsigned char*>("sdm archive signature 1"), 24);  // with its NUL
+    crypto_generichash_update(&h, u8(header), header.size());
+    crypto_generichash_update(&h, u8(out) + header_size, meta_end - header_size);
+    unsigned char le[8];
+    for (int i = 0; i < 8; ++i) le[i] = static_cast<unsigned char>(offset >> (8 * i));
+    crypto_generichash_update(&h, le, 8);
+    crypto_generichash_update(&h, u8(table), table.size());
+    crypto_generichash_final(&h, digest, 32);
+    const std::span<std::byte> blk = std::span(out).subspan(offset);
+    const uint8_t magic[8] = {0x89, 'S', 'I', 'G', '\r', '\n', 0x1a, '\n'};
+    std::memcpy(blk.data(), magic, 8);
+    store_u16(blk, 8, 1);
+    store_u16(blk, 10, 1);
+    store_u32(blk, 12, count);
+    store_u32(blk, 16, 1);
+    store_u64(blk, 24, offset);
+    std::memcpy(blk.data() + 32, digest, 32);
+    std::memcpy(blk.data() + 64, table.data(), table.size());
+    const std::span<std::byte> rec = blk.subspan(64 + table.size(), 80);
+    store_u8(rec, 0, 1);
+    unsigned char id[32];
+    crypto_generichash_state k;
+    crypto_generichash_init(&k, nullptr, 0, 32);
+    crypto_generichash_update(&k, reinterpret_cast<const unsigned char*>("sdm key id 1"), 12);
+    crypto_generichash_update(&k, key.pub.data(), 32);
+    crypto_generichash_final(&k, id, 32);
+    std::memcpy(rec.data() + 8, id, 8);
+    crypto_sign_detached(reinterpret_cast<unsigned char*>(rec.data()) + 16, nullptr, digest, 32, key.secret.data());
+    store_u64(blk, block_size - 16, block_size);
+    std::memcpy(blk.data() + block_size - 8, magic, 8);
+    uint64_t hh = archive::header_hash_of(out, header_size);
+    store_u64(out, 120, hh);
+    return out;
+}
+#endif
+
+}  // namespace
+
+#if SDM_TEST_SIGNING
+
+TEST_CASE("sign and check: the payloads do not move, the archive reads the same, the trusted key verifies it", "[signing]") {
+    const ByteVector plain = build_archive();
+    const Key a = new_key(), b = new_key();
+    const ByteVector s = signed_by(plain, a);
+    const uint64_t payload_offset = load_u64(plain, archive::header::payload_offset);
+    REQUIRE(std::equal(plain.begin() + static_cast<std::ptrdiff_t>(payload_offset), plain.end(), s.begin() + static_cast<std::ptrdiff_t>(payload_offset)));
+    auto opened = archive::Archive::open_memory(s, "signed.sdma");
+    REQUIRE(opened);
+    REQUIRE(opened->signature_block());
+    CHECK(opened->signature_block()->signatures.size() == 1);
+    CHECK(opened->verify());  // the block is not padding
+    CHECK(outcome(s, {a.pub}) == SignatureCheck::Outcome::verified);
+    CHECK(outcome(s, {b.pub}) == SignatureCheck::Outcome::unknown_key);
+    CHECK(outcome(s, {b.pub, a.pub}) == SignatureCheck::Outcome::verified);
+    CHECK(outcome(s, {}) == SignatureCheck::Outcome::unknown_key);
+    CHECK(outcome(plain, {a.pub}) == SignatureCheck::Outcome::unsigned_archive);
+    // Every entry reads the same, with its digest checked.
+    REQUIRE(opened->enforce_digests());
+    auto unsigned_archive = archive::Archive::open_memory(plain, "plain.sdma");
+    REQUIRE(unsigned_archive);
+    for (size_t i = 0; i < opened->entries().size(); ++i) CHECK(opened->read(i).value() == unsigned_archive->read(i).value());
+    // Written by FORMAT.md alone, the same signature checks out.
+    CHECK(outcome(sign_by_hand(plain, a), {a.pub}) == SignatureCheck::Outcome::verified);
+}
+
+TEST_CASE("two signatures: either key verifies; signing again with a key replaces its signature", "[signing]") {
+    const Key a = new_key(), b = new_key(), c = new_key();
+    const ByteVector both = signed_by(signed_by(build_archive(), a), b);
+    CHECK(outcome(both, {a.pub}) == SignatureCheck::Outcome::verified);
+    CHECK(outcome(both, {b.pub}) == SignatureCheck::Outcome::verified);
+    CHECK(outcome(both, {c.pub}) == SignatureCheck::Outcome::unknown_key);
+    const ByteVector again = signed_by(both, a);
+    CHECK(archive::Archive::open_memory(again, "x")->signature_block()->signatures.size() == 2);
+    CHECK(outcome(again, {a.pub}) == SignatureCheck::Outcome::verified);
+}
+
+TEST_CASE("a payload changed with its XXH3 checksums recomputed: the signature no longer holds", "[signing][hostile]") {
+    const Key a = new_key();
+    ByteVector s = signed_by(build_archive(), a);
+    auto opened = archive::Archive::open_memory(s, "x");
+    REQUIRE(opened);
+    // The first stored cubin: flip a byte inside it, then recompute what an attacker can.
+    size_t victim = 0;
+    for (; victim < opened->entries().size(); ++victim)
+        if (opened->entries()[victim].codec == archive::Codec::stored && opened->entries()[victim].stored_size > 64) break;
+    REQUIRE(victim < opened->entries().size());
+    const auto& e = opened->entries()[victim];
+    s[e.data_offset + 40] ^= std::byte{0x40};
+    rehash_stored(s, victim);
+    store_hash128(s, record_field(s, victim, archive::record::raw_hash), xxh3_128(Bytes(s).subspan(e.data_offset, e.stored_size)));
+    reseal(s);
+    refit(s);  // reseal hashes a 128-byte header with the archive_size it had
+    REQUIRE(open_error(s).empty());
+    CHECK(outcome(s, {a.pub}) == SignatureCheck::Outcome::bad_signature);
+    // Through the runtime under require: refused at mount, naming the archive and the fault.
+    fake({kH200});
+    TempDir dir;
+    std::vector<std::string> log;
+    auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, &log);
+    std::string message;
+    CHECK(mount_status(rt.get(), s, "tampered.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("tampered.sdma") && Catch::Contains("does not verify") && Catch::Contains("changed after it was signed"));
+}
+
+TEST_CASE("a valid signature over a digest that disagrees with a payload: that module is never loaded", "[signing][hostile]") {
+    const Key a = new_key();
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    auto opened = archive::Archive::open_memory(plain, "x");
+    REQUIRE(opened);
+    const size_t cubin = opened->find("m", archive::Kind::cubin, 90, archive::Variant::base).value();
+    const ByteVector forged = sign_by_hand(plain, a, cubin);
+    CHECK(outcome(forged, {a.pub}) == SignatureCheck::Outcome::verified);  // the signer signed it: mount admits it
+    fake({kH200});
+    TempDir dir;
+    auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, nullptr);
+    REQUIRE(mount_status(rt.get(), forged, "forged.sdma") == SDM_OK);
+    std::string message;
+    info_of(rt.get(), 0, "scale", SDM_ERROR_ARCHIVE_CORRUPT, &message);
+    CHECK_THAT(message, Catch::Contains("entry " + std::to_string(cubin)) && Catch::Contains("BLAKE2b digest") && Catch::Contains("not loaded"));
+    CHECK(fake_calls("@modules") + fake_calls("@libraries") == 0);
+    // And the archive alone says the same on every read path.
+    auto a2 = archive::Archive::open_memory(forged, "forged.sdma");
+    REQUIRE(a2->enforce_digests());
+    CHECK(a2->read(cubin).error().code == ErrorCode::archive_corrupt);
+    CHECK(!a2->verify());
+    // Without the policy, the forged digest table is not looked at: the archive reads as before.
+    auto off = policy_runtime(dir.path + "/cache2", SDM_SIGNATURES_OFF, {}, nullptr);
+    REQUIRE(mount_status(off.get(), forged, "forged.sdma") == SDM_OK);
+    info_of(off.get(), 0, "scale");
+}
+
+TEST_CASE("a flipped bit anywhere in the signature block is refused or fails the check, never verified", "[signing][hostile]") {
+    const Key a = new_key();
+    const ByteVector s = signed_by(build_archive(), a);
+    const auto block = archive::Archive::open_memory(s, "x")->signature_block().value();
+    size_t refused = 0, failed = 0;
+    for (uint64_t at = block.offset; at < s.size(); ++at) {
+        ByteVector b = s;
+        b[at] ^= std::byte(1u << (at % 8));
+        auto opened = archive::Archive::open_memory(b, "x");
+        if (!opened) {
+            ++refused;
+            continue;
+        }
+        auto check = archive::check_signatures(*opened, std::vector<crypto::PublicKey>{a.pub});
+        REQUIRE(check);
+        INFO("byte " << at - block.offset << " of the block");
+        CHECK(check->outcome != SignatureCheck::Outcome::verified);
+        ++failed;
+    }
+    CHECK(refused > 0);
+    CHECK(failed > 0);
+    // And in the header fields the signature covers (the header hash re-sealed, as an attacker would).
+    for (size_t at : {archive::header::payload_offset, archive::header::kernel_abi_major, archive::header::created_by}) {
+        ByteVector b = s;
+        b[at] ^= std::byte{1};
+        refit(b);
+        auto opened = archive::Archive::open_memory(b, "x");
+        if (opened) CHECK(archive::check_signatures(*opened, std::vector<crypto::PublicKey>{a.pub})->outcome != SignatureCheck::Outcome::verified);
+    }
+}
+
+TEST_CASE("truncated, oversized and reshaped signature blocks are refused with the reason", "[signing][hostile]") {
+    const Key a = new_key();
+    const ByteVector s = signed_by(build_archive(), a);
+    const auto block = archive::Archive::open_memory(s, "x")->signature_block().value();
+    const auto refused = [](ByteVector b, const char* why) {
+        refit(b);
+        INFO(why);
+        CHECK_THAT(open_error(b), Catch::Contains(why));
+    };
+    {  // cut short: the footer is gone
+        ByteVector b(s.begin(), s.end() - 16);
+        refused(b, "is missing");
+    }
+    {  // the footer claims more than the file holds
+        ByteVector b = s;
+        store_u64(b, b.size() - 16, b.size() + 4096);
+        refused(b, "does not fit");
+    }
+    {  // the footer claims less than a block header
+        ByteVector b = s;
+        store_u64(b, b.size() - 16, 24);
+        refused(b, "does not fit");
+    }
+    {  // 65 signatures claimed
+        ByteVector b = s;
+        store_u32(b, block.offset + archive::signature_block::signature_count, 65);
+        refused(b, "signatures (1 to 64 allowed)");
+    }
+    {  // a count that does not match the block's size
+        ByteVector b = s;
+        store_u32(b, block.offset + archive::signature_block::signature_count, 2);
+        refused(b, "make");
+    }
+    {  // bytes slipped in before the footer: the size no longer adds up
+        ByteVector b(s.begin(), s.end() - 16);
+        b.insert(b.end(), 80, std::byte{0});
+        const ByteVector footer(s.end() - 16, s.end());
+        b.insert(b.end(), footer.begin(), footer.end());
+        store_u64(b, b.size() - 16, block.size + 80);
+        refused(b, "signatures make");
+    }
+    {  // the digest count disagrees with the index
+        ByteVector b = s;
+        store_u32(b, block.offset + archive::signature_block::entry_count, 1);
+        refused(b, "digests for 1 entries");
+    }
+    {  // the feature bit without a block
+        ByteVector b = build_archive();
+        store_u64(b, archive::header::optional_features, archive::kFeatureSigned);
+        refused(b, "signature");
+    }
+}
+
+TEST_CASE("require: unsigned and unknown keys are refused naming the keys; a trusted signature mounts and serves", "[signing][policy]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key(), b = new_key();
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, nullptr);
+    std::string message;
+    CHECK(mount_status(rt.get(), plain, "plain.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    const std::string a_id = archive::key_id_text(archive::key_id(a.pub).value()), b_id = archive::key_id_text(archive::key_id(b.pub).value());
+    CHECK_THAT(message, Catch::Contains("plain.sdma") && Catch::Contains("is not signed") && Catch::Contains(a_id));
+    CHECK(mount_status(rt.get(), signed_by(plain, b), "by-b.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("signed by " + b_id) && Catch::Contains("trusts " + a_id));
+    CHECK(mount_status(rt.get(), signed_by(plain, a), "by-a.sdma", &message) == SDM_OK);
+    info_of(rt.get(), 0, "scale");
+    // Malformed policy arguments are refused at creation.
+    policy_runtime(dir.path + "/c", 7, {}, nullptr, SDM_ERROR_INVALID_ARGUMENT);
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.trusted_key_count = 2;  // and no keys
+    sdm_runtime* r = nullptr;
+    CHECK(sdm_runtime_create(&p, &r, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+    p.trusted_key_count = 257;
+    std::vector<uint8_t> many(257 * 32);
+    p.trusted_keys = many.data();
+    CHECK(sdm_runtime_create(&p, &r, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("warn: an archive without a trusted signature mounts, and the log says so once per archive", "[signing][policy]") {
+    fake({kH200});
+    TempDir dir;
+    std::vector<std::string> log;
+    auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_WARN, {new_key().pub}, &log);
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    CHECK(mount_status(rt.get(), plain, "one.sdma") == SDM_OK);
+    CHECK(mount_status(rt.get(), plain, "one.sdma") == SDM_OK);
+    CHECK(count_containing(log, "archive one.sdma is not signed") == 1);
+    CHECK(mount_status(rt.get(), plain, "two.sdma") == SDM_OK);
+    CHECK(count_containing(log, "archive two.sdma is not signed") == 1);
+    CHECK(count_containing(log, "mounted anyway (signature policy warn)") == 2);
+    info_of(rt.get(), 0, "scale");
+}
+
+TEST_CASE("the environment sets a policy for a host that set none, and cannot weaken one that did", "[signing][policy]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key(), b = new_key();
+    write_file(dir.path + "/a.pub", archive::public_key_text(a.pub));
+    write_file(dir.path + "/b.pub", archive::public_key_text(b.pub));
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    const ByteVector by_b = signed_by(plain, b);
+    {  // a host that set nothing: SDM_REQUIRE_SIGNED=1 and SDM_TRUSTED_KEYS decide
+        EnvVar require("SDM_REQUIRE_SIGNED", "1");
+        EnvVar keys("SDM_TRUSTED_KEYS", dir.path + "/missing.pub:" + dir.path + "/b.pub");
+        std::vector<std::string> log;
+        auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_DEFAULT, {}, &log);
+        CHECK(mount_status(rt.get(), plain, "plain.sdma") == SDM_ERROR_UNTRUSTED);
+        CHECK(mount_status(rt.get(), by_b, "by-b.sdma") == SDM_OK);
+        CHECK(count_containing(log, "skipped trusted key " + dir.path + "/missing.pub") == 1);
+    }
+    {  // a host that requires, with key a: the environment's off and its key b change nothing
+        EnvVar require("SDM_REQUIRE_SIGNED", "0");
+        EnvVar keys("SDM_TRUSTED_KEYS", dir.path + "/b.pub");
+        std::vector<std::string> log;
+        auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, &log);
+        CHECK(mount_status(rt.get(), plain, "plain.sdma") == SDM_ERROR_UNTRUSTED);
+        CHECK(mount_status(rt.get(), by_b, "by-b.sdma") == SDM_ERROR_UNTRUSTED);
+        CHECK(count_containing(log, "SDM_TRUSTED_KEYS is ignored") == 1);
+    }
+    {  // a typo in the variable is read as require, never as off
+        EnvVar require("SDM_REQUIRE_SIGNED", "yes");
+        auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_DEFAULT, {}, nullptr);
+        CHECK(mount_status(rt.get(), plain, "plain.sdma") == SDM_ERROR_UNTRUSTED);
+    }
+    {  // hostile key files are skipped with the reason: a secret key, a FIFO, a directory, junk
+        const Key c = new_key();
+        write_file(dir.path + "/c.key", archive::secret_key_text(c.secret), 0600);
+        write_file(dir.path + "/junk.pub", std::string(5000, 'x'));
+        REQUIRE(::mkfifo((dir.path + "/fifo.pub").c_str(), 0600) == 0);
+        EnvVar require("SDM_REQUIRE_SIGNED", "1");
+        EnvVar keys("SDM_TRUSTED_KEYS", dir.path + "/c.key:" + dir.path + "/fifo.pub:" + dir.path + ":" + dir.path + "/junk.pub");
+        std::vector<std::string> log;
+        auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_DEFAULT, {}, &log);
+        CHECK(count_containing(log, "is a secret key") == 1);
+        CHECK(count_containing(log, "skipped trusted key") == 4);
+        CHECK(mount_status(rt.get(), signed_by(plain, c), "by-c.sdma") == SDM_ERROR_UNTRUSTED);
+    }
+}
+
+TEST_CASE("require: an unsigned layer of SDM_ARCHIVE_PATH is skipped; a reload to an unsigned file keeps the old one", "[signing][policy]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key();
+    const std::string signed_file = dir.path + "/signed.sdma", plain_file = dir.path + "/plain.sdma";
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    drop(signed_file, signed_by(plain, a));
+    drop(plain_file, make_archive("n", {"sm_90"}, {"axpy"}, 1, Matrix::none));
+    std::vector<std::string> log;
+    RuntimePtr rt;
+    {
+        EnvVar path("SDM_ARCHIVE_PATH", signed_file + ":" + plain_file);
+        rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, &log);
+    }
+    CHECK(count_containing(log, "skipped archive " + plain_file + " of SDM_ARCHIVE_PATH") == 1);
+    info_of(rt.get(), 0, "scale");
+    info_of(rt.get(), 0, "axpy", SDM_ERROR_NOT_FOUND);
+    // The signed file is replaced by an unsigned one: the reload refuses it, the old one serves.
+    drop(signed_file, make_archive("m", {"sm_90"}, {"scale", "axpy"}, 1, Matrix::none));
+    uint32_t reloaded = 9;
+    sdm_error* e = nullptr;
+    CHECK(sdm_runtime_reload(rt.get(), &reloaded, &e) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("keeps serving") && Catch::Contains("is not signed"));
+    sdm_error_destroy(e);
+    CHECK(reloaded == 0);
+    info_of(rt.get(), 0, "scale");
+    info_of(rt.get(), 0, "axpy", SDM_ERROR_NOT_FOUND);
+    // Signed again: it reloads.
+    drop(signed_file, signed_by(make_archive("m", {"sm_90"}, {"scale", "axpy"}, 1, Matrix::none), a));
+    CHECK(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    info_of(rt.get(), 0, "axpy");
+}
+
+TEST_CASE("the cache under require: an entry with a valid checksum but no valid MAC is never served", "[signing][cache]") {
+    TempDir dir;
+    std::vector<std::string> told;
+    runtime::CacheOptions o;
+    o.directory = dir.path + "/cache";
+    o.store_failed = [&](const std::string& why) { told.push_back(why); };
+    const Hash128 k1{1, 2}, k2{3, 4};
+    const ByteVector payload(1000, std::byte{7});
+    {  // written through sdm: MAC'd with the cache's key, made 0600 on first store
+        auto writer = runtime::Cache::open(o).value();
+        REQUIRE(writer->put(k1, payload));
+        REQUIRE(writer->put(k2, payload));
+    }
+    struct stat st {};
+    REQUIRE(::stat((dir.path + "/cache/v1/mac.key").c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    o.authenticate = true;
+    CHECK(runtime::Cache::open(o).value()->get(k1) == payload);
+    // Planted: the same bytes with the MAC field zeroed (every checksum still valid), then
+    // another with a MAC under another key.
+    const auto plant = [&](const Hash128& key, std::byte fill) {
+        const std::string path = runtime::Cache::open(o).value()->entry_path(key);
+        std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(48);
+        const std::string mac(16, static_cast<char>(fill));
+        f.write(mac.data(), 16);
+    };
+    plant(k1, std::byte{0});
+    plant(k2, std::byte{0x5a});
+    auto reader = runtime::Cache::open(o).value();
+    CHECK(!reader->get(k1));
+    CHECK(!reader->get(k2));
+    CHECK(!reader->get(k1));
+    CHECK(reader->stats().misses == 3);
+    CHECK(count_containing(told, "without a valid MAC") == 1);
+    // Outside require the planted entry still reads (its checksums hold): the MAC is what require adds.
+    o.authenticate = false;
+    CHECK(runtime::Cache::open(o).value()->get(k1) == payload);
+    // get_or_build under require builds again and stores a MAC'd entry, served from then on.
+    o.authenticate = true;
+    auto again = runtime::Cache::open(o).value();
+    int builds = 0;
+    const auto build = [&]() -> Result<ByteVector> {
+        ++builds;
+        return payload;
+    };
+    CHECK(again->get_or_build(k1, build).value() == payload);
+    CHECK(again->get_or_build(k1, build).value() == payload);
+    CHECK(builds == 1);
+    // A key file others may read, or a link in its place, is refused: nothing is served.
+    REQUIRE(::chmod((dir.path + "/cache/v1/mac.key").c_str(), 0644) == 0);
+    told.clear();
+    CHECK(!runtime::Cache::open(o).value()->get(k1));
+    CHECK(count_containing(told, "is not this user's alone") == 1);
+    REQUIRE(::unlink((dir.path + "/cache/v1/mac.key").c_str()) == 0);
+    REQUIRE(::symlink("/dev/zero", (dir.path + "/cache/v1/mac.key").c_str()) == 0);
+    told.clear();
+    CHECK(!runtime::Cache::open(o).value()->get(k1));
+    CHECK(count_containing(told, "symbolic link") == 1);
+}
+
+TEST_CASE("key files: written by the tool's format, read back; hostile ones refused with the reason", "[signing][keys]") {
+    TempDir dir;
+    const Key a = new_key();
+    write_file(dir.path + "/a.pub", archive::public_key_text(a.pub));
+    write_file(dir.path + "/a.key", archive::secret_key_text(a.secret), 0600);
+    CHECK(archive::read_public_key(dir.path + "/a.pub").value() == a.pub);
+    CHECK(archive::read_secret_key(dir.path + "/a.key").value() == a.secret);
+    write_file(dir.path + "/open.key", archive::secret_key_text(a.secret), 0640);
+    CHECK_THAT(archive::read_secret_key(dir.path + "/open.key").error().message, Catch::Contains("may be read by others"));
+    auto damaged = archive::secret_key_text(a.secret);
+    damaged[30] = damaged[30] == '0' ? '1' : '0';  // in the seed: the halves disagree
+    write_file(dir.path + "/damaged.key", damaged, 0600);
+    CHECK_THAT(archive::read_secret_key(dir.path + "/damaged.key").error().message, Catch::Contains("damaged"));
+    write_file(dir.path + "/short.pub", "sdm-ed25519-public 0011");
+    CHECK_THAT(archive::read_public_key(dir.path + "/short.pub").error().message, Catch::Contains("not an sdm public key"));
+    REQUIRE(::mkfifo((dir.path + "/fifo.pub").c_str(), 0600) == 0);
+    CHECK_THAT(archive::read_public_key(dir.path + "/fifo.pub").error().message, Catch::Contains("FIFO"));
+    write_file(dir.path + "/big.pub", std::string(1 << 20, 'a'));
+    CHECK(!archive::read_public_key(dir.path + "/big.pub"));
+}
+
+#endif  // SDM_TEST_SIGNING
+
+TEST_CASE("without libsodium every signing path answers SDM_ERROR_UNSUPPORTED", "[signing][absent]") {
+    if (crypto::available()) {
+        SUCCEED("this build has libsodium: the TSan build (-Dsigning=disabled) runs this case");
+        return;
+    }
+    fake({kH200});
+    TempDir dir;
+    for (uint32_t policy : {SDM_SIGNATURES_WARN, SDM_SIGNATURES_REQUIRE}) {
+        sdm_runtime_params p{};
+        p.struct_size = sizeof p;
+        p.signature_policy = policy;
+        sdm_runtime* r = nullptr;
+        sdm_error* e = nullptr;
+        CHECK(sdm_runtime_create(&p, &r, &e) == SDM_ERROR_UNSUPPORTED);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("without libsodium"));
+        sdm_error_destroy(e);
+    }
+    // Off (and the default) work as before; the environment's require fails closed at mount.
+    auto off = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_OFF, {}, nullptr);
+    const ByteVector plain = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none);
+    CHECK(mount_status(off.get(), plain, "plain.sdma") == SDM_OK);
+    {
+        EnvVar require("SDM_REQUIRE_SIGNED", "1");
+        auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_DEFAULT, {}, nullptr);
+        std::string message;
+        CHECK(mount_status(rt.get(), plain, "plain.sdma", &message) == SDM_ERROR_UNSUPPORTED);
+    }
+    CHECK(archive::sign_archive(plain, "plain.sdma", crypto::SecretKey{}).error().code == ErrorCode::unsupported);
+    CHECK(crypto::generate_key_pair().error().code == ErrorCode::unsupported);
+}
