@@ -65,9 +65,11 @@ case "${1:-}" in
     meson test -C build --print-errorlogs --num-processes 2 || status=$?
     # The concurrent tests again under ThreadSanitizer (a race fails them: TSan exits 66).
     # (-Dwerror=false: GCC 12 reports false stringop-overflow warnings under -fsanitize=thread;
-    # the main build above enforces warnings.)
-    configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Db_sanitize=thread -Db_lundef=false
-    tsan_exes=(modules image_policy layers reload launch plugins cache)  # tests/test_NAME
+    # the main build above enforces warnings.) This build is also the one without libsodium
+    # (-Dsigning=disabled): test_signing checks there that every signing path is unsupported.
+    configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
+      -Db_sanitize=thread -Db_lundef=false
+    tsan_exes=(modules image_policy layers reload launch plugins cache signing)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
     plugins=(current older newer nulls bad refuse raise rendezvous throw)  # tests/plugins/, for the plugins suite
     ninja -C build-tsan tests/fake_cuda/libcuda_fake.so "${tsan_exes[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")

@@ -244,6 +244,13 @@ Result<SignatureCheck> check_signatures(const Archive& a, std::span<const crypto
     return check;
 }
 
+std::vector<std::string> signer_ids(const Archive& a) {
+    std::vector<std::string> ids;
+    if (a.signature_block())
+        for (const auto& s : a.signature_block()->signatures) ids.push_back(key_id_text(s.key_id));
+    return ids;
+}
+
 Result<crypto::PublicKey> parse_public_key(std::string_view text, const std::string& what) {
     if (text.substr(0, kSecretPrefix.size()) == kSecretPrefix)
         return make_error(ErrorCode::invalid_argument, what + " is a secret key; trust its public half (the .pub file sdm keygen wrote beside it)");

@@ -103,6 +103,8 @@ struct SignatureCheck {
     std::string why(const std::vector<KeyId>& trusted) const;
 };
 Result<SignatureCheck> check_signatures(const Archive& archive, std::span<const crypto::PublicKey> trusted);
+// The key ids an archive's block names, as text (empty: not signed), for listings; unchecked.
+std::vector<std::string> signer_ids(const Archive& archive);
 
 // Key files (docs/SIGNING.md): one line of text each, "sdm-ed25519-public <64 hex digits>" and
 // "sdm-ed25519-secret <128 hex digits>". Read as regular files of at most 4 KiB; the error names

@@ -114,8 +114,21 @@ private:
         return {};
     }
 
+    // An archive whose signature holds (the policy's require or warn) keys its cache entries by
+    // the signed digests of the input and of its reference too: XXH3 alone is not collision
+    // resistant, and an entry is then served only for the very bytes the signer signed.
+    Hash128 bound_to_signature(const Hash128& key) const {
+        if (!archive_.enforces_digests()) return key;
+        const auto& block = *archive_.signature_block();
+        CacheKeyBuilder b;
+        b.field("signed input").field(key).field(as_text(block.digest(served_.selection.image.index)));
+        if (entry_.ref != archive::kNoRef) b.field(as_text(block.digest(entry_.ref)));
+        return b.key();
+    }
+
     // Through the cache (when there is one): a hit that fails the checks is evicted and built again.
-    Result<void> cached(const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) {
+    Result<void> cached(const Hash128& unbound_key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) {
+        const Hash128 key = bound_to_signature(unbound_key);
         out_.cache_key = key;
         cache_ = runtime_.cache();  // opened here, on first need: a load that decodes in memory never touches it
         bool ran = false;

@@ -242,6 +242,90 @@ TEST_CASE("a failed create returns the error", "[cpp]") {
     CHECK_THAT(std::string(runtime.error().message()), Contains("log_level"));
 }
 
+TEST_CASE("parse_public_key reads the text of a .pub file and nothing else", "[cpp][signing]") {
+    const std::string hex = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+    const std::string upper = "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F";
+    sdm::PublicKey expected{};
+    for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<uint8_t>(i);
+    for (const std::string& text : {"sdm-ed25519-public " + hex, "sdm-ed25519-public " + hex + "\n", "sdm-ed25519-public " + upper + "\r\n"}) {
+        INFO(text);
+        const auto key = sdm::parse_public_key(text);
+        if (!key) FAIL(key.error().describe());
+        CHECK(*key == expected);
+    }
+    for (const std::string& text : {std::string(), hex, "sdm-ed25519-public " + hex.substr(2), "sdm-ed25519-public " + hex + "00",
+                                    "sdm-ed25519-public " + hex.substr(0, 62) + "zz", "sdm-ed25519-public " + hex + " # a comment",
+                                    "sdm-ed25519-public " + hex + "\nsdm-ed25519-public " + hex}) {
+        INFO(text);
+        const auto key = sdm::parse_public_key(text);
+        CHECK(key.code() == SDM_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(std::string(key.error().message()), Contains("'sdm-ed25519-public' and 64 hex digits"));
+    }
+    const auto secret = sdm::parse_public_key("sdm-ed25519-secret " + hex + hex + "\n");
+    CHECK(secret.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(secret.error().message()), Contains("secret key") && Contains("public half"));
+}
+
+TEST_CASE("the signature policy: REQUIRE refuses an unsigned archive, WARN and OFF mount it", "[cpp][signing]") {
+    sdm::Runtime::Options options = offline_options();
+    options.signature_policy = SDM_SIGNATURES_REQUIRE;
+    options.trusted_keys = std::vector<sdm::PublicKey>{};  // none, whatever $SDM_TRUSTED_KEYS says
+    auto created = sdm::Runtime::create(options);
+    if (created.code() == SDM_ERROR_UNSUPPORTED) {  // a libsdm built without libsodium checks no signatures
+        CHECK_THAT(std::string(created.error().message()), Contains("libsodium"));
+        return;
+    }
+    if (!created) FAIL(created.error().describe());
+    sdm::Runtime runtime = std::move(created).value();
+
+    // The golden archive is not signed.
+    const sdm::Status from_file = runtime.mount_file(SDM_TEST_ARCHIVE);
+    REQUIRE_FALSE(from_file);
+    CHECK(from_file.code() == SDM_ERROR_UNTRUSTED);
+    CHECK(std::string(from_file.error().code_name()) == "SDM_ERROR_UNTRUSTED");
+    CHECK_THAT(std::string(from_file.error().message()), Contains(SDM_TEST_ARCHIVE) && Contains("is not signed") && Contains("it trusts no key"));
+    const std::vector<char> bytes = file_bytes(SDM_TEST_ARCHIVE);
+    CHECK(runtime.mount_memory(bytes.data(), bytes.size(), "golden copy").code() == SDM_ERROR_UNTRUSTED);
+    CHECK(runtime.archive_count().value_or(99) == 0);
+
+    // The keys given are the ones trusted: the refusal names each by its id (the first 8 bytes of
+    // BLAKE2b-256 of "sdm key id 1" and the key, docs/SIGNING.md).
+    sdm::PublicKey key{};
+    key.fill(1);
+    options.trusted_keys = std::vector<sdm::PublicKey>{key};
+    const sdm::Status refused = create(options).mount_file(SDM_TEST_ARCHIVE);
+    CHECK(refused.code() == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(std::string(refused.error().message()), Contains("it trusts 3bf080b61db0f86b"));
+
+    // WARN mounts it and says why in the log; OFF mounts it as before 1.2.
+    LogLines log;
+    options.signature_policy = SDM_SIGNATURES_WARN;
+    options.log = log.sink();
+    sdm::Runtime warning = create(options);
+    CHECK(warning.mount_file(SDM_TEST_ARCHIVE));
+    CHECK(warning.archive_count().value_or(0) == 1);
+    CHECK(log.any_contains("is not signed"));
+    options.signature_policy = SDM_SIGNATURES_OFF;
+    CHECK(create(options).mount_file(SDM_TEST_ARCHIVE));
+}
+
+TEST_CASE("an unknown signature policy and too many trusted keys are SDM_ERROR_INVALID_ARGUMENT", "[cpp][signing]") {
+    sdm::Runtime::Options options = offline_options();
+    options.signature_policy = 7;
+    const auto unknown = sdm::Runtime::create(options);
+    REQUIRE_FALSE(unknown);
+    CHECK(unknown.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(unknown.error().message()), Contains("signature_policy 7"));
+
+    // Checked whatever the policy, so also in a libsdm built without libsodium.
+    options.signature_policy = SDM_SIGNATURES_OFF;
+    options.trusted_keys = std::vector<sdm::PublicKey>(257);
+    const auto too_many = sdm::Runtime::create(options);
+    REQUIRE_FALSE(too_many);
+    CHECK(too_many.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(std::string(too_many.error().message()), Contains("trusted_key_count is 257"));
+}
+
 TEST_CASE("moving a Runtime leaves the source empty and safe to use and destroy", "[cpp]") {
     LogLines log;
     sdm::Runtime::Options options = offline_options();

@@ -81,6 +81,27 @@ int main() {
     expect(runtime.archive_count().code() == SDM_ERROR_INVALID_ARGUMENT, "an empty Runtime's calls are SDM_ERROR_INVALID_ARGUMENT");
     expect(moved.archive_count().value_or(0) == 1, "the moved-to Runtime keeps its archives");
 
+    // Signed archives (ABI 1.2): the key parser, and a policy refusing the unsigned golden archive.
+    const auto key = sdm::parse_public_key("sdm-ed25519-public " + std::string(64, 'a') + "\n");
+    expect(key.ok() && (*key)[0] == 0xaa && (*key)[31] == 0xaa, "parse_public_key reads a .pub file's text", key.error());
+    expect(sdm::parse_public_key("sdm-ed25519-public aa").code() == SDM_ERROR_INVALID_ARGUMENT, "a short key is SDM_ERROR_INVALID_ARGUMENT");
+    sdm::Runtime::Options strict;
+    strict.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    strict.cuda_driver = kMissingDriver;
+    strict.log_level = SDM_LOG_OFF;
+    strict.signature_policy = SDM_SIGNATURES_REQUIRE;
+    strict.trusted_keys = std::vector<sdm::PublicKey>{};
+    auto signed_only = sdm::Runtime::create(strict);
+    if (signed_only.code() != SDM_ERROR_UNSUPPORTED) {  // unsupported: a libsdm built without libsodium
+        expect(signed_only.ok(), "Runtime::create with SDM_SIGNATURES_REQUIRE", signed_only.error());
+        if (signed_only) {
+            const sdm::Status refused = signed_only->mount_file(SDM_TEST_ARCHIVE);
+            expect(refused.code() == SDM_ERROR_UNTRUSTED, "REQUIRE refuses the unsigned golden archive", refused.error());
+        }
+    }
+    strict.signature_policy = 7;
+    expect(sdm::Runtime::create(strict).code() == SDM_ERROR_INVALID_ARGUMENT, "signature_policy 7 is SDM_ERROR_INVALID_ARGUMENT");
+
     if (failures == 0) std::puts("sdm.hpp without exceptions: all checks passed");
     return failures == 0 ? 0 : 1;
 }

@@ -42,19 +42,19 @@ struct Key {
     crypto::SecretKey secret{};
 };
 
-Key new_key() {
+[[maybe_unused]] Key new_key() {
     auto pair = crypto::generate_key_pair();
     REQUIRE(pair);
     return {pair->public_key, pair->secret_key};
 }
 
-ByteVector signed_by(const ByteVector& bytes, const Key& key) {
+[[maybe_unused]] ByteVector signed_by(const ByteVector& bytes, const Key& key) {
     auto out = archive::sign_archive(bytes, "test.sdma", key.secret);
     if (!out) FAIL(out.error().message);
     return std::move(*out);
 }
 
-SignatureCheck::Outcome outcome(const ByteVector& bytes, std::vector<crypto::PublicKey> trusted) {
+[[maybe_unused]] SignatureCheck::Outcome outcome(const ByteVector& bytes, std::vector<crypto::PublicKey> trusted) {
     auto a = archive::Archive::open_memory(bytes, "test.sdma");
     if (!a) FAIL(a.error().message);
     auto check = archive::check_signatures(*a, trusted);
@@ -64,7 +64,7 @@ SignatureCheck::Outcome outcome(const ByteVector& bytes, std::vector<crypto::Pub
 
 // Sets archive_size to the byte count and re-seals the header hash (what a hostile writer does
 // after reshaping the end of a file).
-void refit(ByteVector& b) {
+[[maybe_unused]] void refit(ByteVector& b) {
     store_u64(b, archive::header::archive_size, b.size());
     store_u64(b, archive::header::header_hash, archive::header_hash_of(b, load_u32(b, archive::header::header_size)));
 }
@@ -103,7 +103,7 @@ sdm_status mount_status(sdm_runtime* rt, const ByteVector& bytes, const char* la
     return s;
 }
 
-void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
+[[maybe_unused]] void write_file(const std::string& path, const std::string& text, mode_t mode = 0644) {
     std::ofstream(path, std::ios::binary) << text;
     REQUIRE(::chmod(path.c_str(), mode) == 0);
 }

@@ -13,6 +13,7 @@
 
 #include "commands.hpp"
 #include "embedded_archive.hpp"
+#include "signature.hpp"
 #include "file_map.hpp"
 #include "host_binary.hpp"
 #include "image_source.hpp"
@@ -48,6 +49,7 @@ struct EmbeddedSource {
     std::string libsdm;                          // the file read
     std::shared_ptr<const archive::FileMap> map;  // alive as long as the runtime mounting it
     std::optional<Bytes> bytes;                  // its archive section
+    std::optional<std::string> key;              // the public key its build signed the archive with
     std::string note;                            // what was found or why not, naming the file
 };
 
@@ -64,6 +66,11 @@ EmbeddedSource embedded_source(const std::string& given) {
     if (!section) out.note = section.error().message;
     else if (!*section) out.note = out.libsdm + " embeds no archive (built without nvcc, or with -Dkernels=disabled)";
     else {
+        if (auto key = archive::elf_section((*map)->bytes(), runtime::kEmbeddedKeySection, "libsdm " + out.libsdm); key && *key) {
+            std::string text(as_text(**key));
+            while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.pop_back();
+            out.key = std::move(text);
+        }
         out.map = std::move(*map);
         out.bytes = *section;
         out.note = out.libsdm + " embeds " + std::to_string((*section)->size()) + " bytes of archive";
@@ -77,6 +84,7 @@ int run_info(const InfoOptions& o) {
     const EmbeddedSource embedded = embedded_source(o.libsdm);
     runtime::RuntimeOptions options;
     options.embedded_bytes = embedded.bytes;
+    options.embedded_key = embedded.key;
     options.cuda_driver = o.driver;
     options.log_level = runtime::LogLevel::error;
     runtime::Runtime rt(std::move(options));
@@ -180,7 +188,14 @@ int run_info(const InfoOptions& o) {
                                    {"entries", m->archive.entries().size()},
                                    {"kernels", m->manifest ? m->manifest->size() : 0},
                                    {"kernel_abi", fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor)},
-                                   {"content_version", m->manifest ? m->manifest->content_version : ""}});
+                                   {"content_version", m->manifest ? m->manifest->content_version : ""},
+                                   {"signers", archive::signer_ids(m->archive)},
+                                   {"signature_verified", m->archive.enforces_digests()}});
+    }
+    {
+        nlohmann::json trusted = nlohmann::json::array();
+        for (const auto& id : rt.provenance().trusted_ids()) trusted.push_back(archive::key_id_text(id));
+        out["signature_policy"] = {{"policy", runtime::policy_name(rt.provenance().policy())}, {"trusted_keys", trusted}};
     }
 
     if (o.json) {
@@ -234,10 +249,18 @@ int run_info(const InfoOptions& o) {
     fmt::print("libsdm: {}\n", embedded.note);
     for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
     if (out["archives"].empty()) fmt::print("archives: none mounted (pass --archive FILE, or --libsdm a libsdm that embeds the SDM kernels)\n");
-    for (const auto& a : out["archives"])
-        fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}\n", a["label"].get<std::string>(),
+    const auto& policy = out["signature_policy"];
+    fmt::print("signature policy: {}{}\n", policy["policy"].get<std::string>(),
+               policy["policy"] == "off" ? " (SDM_REQUIRE_SIGNED, sdm_runtime_params.signature_policy)"
+                                         : fmt::format(", trusting {} key(s) {}", policy["trusted_keys"].size(), policy["trusted_keys"].dump()));
+    for (const auto& a : out["archives"]) {
+        std::string signers;
+        for (const auto& id : a["signers"]) signers += (signers.empty() ? "" : ", ") + id.get<std::string>();
+        fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}, {}{}\n", a["label"].get<std::string>(),
                    a["embedded"].get<bool>() ? " (embedded)" : "", a["entries"].get<size_t>(), a["kernels"].get<size_t>(),
-                   a["kernel_abi"].get<std::string>(), a["content_version"].get<std::string>());
+                   a["kernel_abi"].get<std::string>(), a["content_version"].get<std::string>(), signers.empty() ? "unsigned" : "signed by " + signers,
+                   a["signature_verified"].get<bool>() ? " (verified)" : "");
+    }
     return status;
 }
 

@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "manifest.hpp"
+#include "signature.hpp"
 #include "archive.hpp"
 #include "table.hpp"
 #include "text.hpp"
@@ -34,6 +35,7 @@ int run_ls(const std::string& path, bool json, bool demangle) {
         out["kernel_abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
         out["created_by"] = created_by;
         out["size"] = h.archive_size;
+        out["signers"] = archive::signer_ids(*a);  // named, not checked: sdm verify --trust checks
         if (manifest) out["content_version"] = manifest->content_version;
         out["entries"] = nlohmann::json::array();
         for (size_t i = 0; i < a->entries().size(); ++i) {
@@ -62,6 +64,11 @@ int run_ls(const std::string& path, bool json, bool demangle) {
     fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
                h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
                manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
+    if (const auto ids = archive::signer_ids(*a); !ids.empty()) {
+        std::string list;
+        for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
+        fmt::print("signed by {} (not checked here: sdm verify --trust KEY.pub)\n", list);
+    }
     TextTable entries({"#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref"},
                       {Align::right, Align::left, Align::left, Align::left, Align::left, Align::right, Align::right, Align::right, Align::left});
     for (size_t i = 0; i < a->entries().size(); ++i) {

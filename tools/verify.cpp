@@ -18,7 +18,7 @@ Result<std::pair<size_t, std::string>> verify_one(const std::string& path, const
         SDM_TRY_GET(check, archive::check_signatures(*a, trusted));
         if (check->outcome != archive::SignatureCheck::Outcome::verified)
             return make_error(ErrorCode::untrusted, "archive " + path + " " + check->why(ids));
-        signer = ", " + check->why(ids);
+        signer = ", signed by trusted key " + archive::key_id_text(*check->verified_by);
         SDM_TRY(a->enforce_digests());  // every payload against its signed digest, as verify reads it
     }
     SDM_TRY(archive::verify_archive(*a));

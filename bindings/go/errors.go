@@ -32,6 +32,7 @@ const (
 	ErrMismatch           Status = C.SDM_ERROR_MISMATCH            // declared metadata disagrees (arch, ABI version, signature)
 	ErrGraphCapture       Status = C.SDM_ERROR_GRAPH_CAPTURE       // the work would JIT while a stream captures a graph
 	ErrInternal           Status = C.SDM_ERROR_INTERNAL            // a broken invariant inside sdm: please report it
+	ErrUntrusted          Status = C.SDM_ERROR_UNTRUSTED           // the signature policy refused an archive (unsigned, unknown key, bad signature)
 )
 
 // String is the C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a value libsdm does not know.

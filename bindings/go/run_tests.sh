@@ -29,8 +29,9 @@ export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 export GOCACHE=${GOCACHE:-$tmp/go-build}
 export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
 export SDM_CACHE_DIR=$tmp/sdm-cache
-# Nothing from the caller's environment may add archives or plugins, or change the cache.
-unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG
+# Nothing from the caller's environment may add archives or plugins, change the cache, or set a
+# signature policy (the tests mount unsigned archives).
+unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
 
 cd "$here"
 go vet ./...

@@ -90,6 +90,18 @@ const (
 	JITNoPTXCompiler = uint32(C.SDM_JIT_NO_PTX_COMPILER)
 )
 
+// SignaturePolicy is which archives a runtime mounts (Options.SignaturePolicy; ABI 1.2,
+// docs/SIGNING.md). A policy other than SignaturesDefault is the host's: $SDM_REQUIRE_SIGNED
+// cannot weaken it. Without libsodium in libsdm, warn and require are ErrUnsupported.
+type SignaturePolicy uint32
+
+const (
+	SignaturesDefault SignaturePolicy = C.SDM_SIGNATURES_DEFAULT // $SDM_REQUIRE_SIGNED (1: require, warn: warn), else off
+	SignaturesOff     SignaturePolicy = C.SDM_SIGNATURES_OFF     // signatures are not looked at
+	SignaturesWarn    SignaturePolicy = C.SDM_SIGNATURES_WARN    // an archive without a valid trusted signature mounts; the log says why
+	SignaturesRequire SignaturePolicy = C.SDM_SIGNATURES_REQUIRE // such an archive is refused at mount: ErrUntrusted
+)
+
 // Options are sdm_runtime_params; the zero value takes sdm's defaults (environment included).
 type Options struct {
 	NoEmbeddedArchive bool     // mount only the archives mounted later, not the one in libsdm
@@ -104,6 +116,12 @@ type Options struct {
 	CacheFlags     uint32         // CacheDisabled, CacheReadOnly
 	JITFlags       uint32         // JITNo*: the JIT backends the host forbids
 	KernelABIMajor uint32         // an archive declaring another kernel ABI major is refused at mount; 0: any
+	// SignaturePolicy is which archives may mount.
+	SignaturePolicy SignaturePolicy
+	// TrustedKeys are the Ed25519 public keys whose signatures are trusted, each the 32 bytes of a
+	// .pub file from sdm keygen; at most 256. nil: those of $SDM_TRUSTED_KEYS; non-nil, even
+	// empty, replaces them.
+	TrustedKeys [][32]byte
 }
 
 // Runtime owns an sdm_runtime: mounted archives, devices, loaded modules, the kernel cache.
@@ -139,6 +157,23 @@ func NewRuntime(opts *Options) (*Runtime, error) {
 	params.cache_flags = C.uint32_t(opts.CacheFlags)
 	params.jit_flags = C.uint32_t(opts.JITFlags)
 	params.kernel_abi_major = C.uint32_t(opts.KernelABIMajor)
+	params.signature_policy = C.uint32_t(opts.SignaturePolicy)
+	if opts.TrustedKeys != nil {
+		// C memory, as cgo forbids a Go pointer inside a struct passed to C; one byte more, so
+		// that no keys is not NULL, which would mean $SDM_TRUSTED_KEYS.
+		size := len(opts.TrustedKeys) * 32
+		keys := C.malloc(C.size_t(size + 1))
+		if keys == nil {
+			return nil, &Error{Code: ErrOutOfMemory, Message: "no memory for the trusted keys"}
+		}
+		defer C.free(keys)
+		memory := unsafe.Slice((*byte)(keys), size)
+		for i := range opts.TrustedKeys {
+			copy(memory[i*32:], opts.TrustedKeys[i][:])
+		}
+		params.trusted_keys = (*C.uint8_t)(keys)
+		params.trusted_key_count = C.uint32_t(len(opts.TrustedKeys))
+	}
 	rt := &Runtime{}
 	if opts.Log != nil {
 		rt.log = cgo.NewHandle(opts.Log)

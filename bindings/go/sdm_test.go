@@ -364,6 +364,81 @@ func TestAKernelABIMajorTheArchiveDoesNotDeclareIsRefused(t *testing.T) {
 	sdmError(t, rt.MountFile(golden), sdm.ErrMismatch)
 }
 
+// checking is a quiet runtime on the fake driver of signature policy policy trusting keys; nil
+// (and the test skipped) where libsdm was built without libsodium, which refuses warn and require.
+func checking(t *testing.T, policy sdm.SignaturePolicy, keys [][32]byte, log func(sdm.LogLevel, string)) *sdm.Runtime {
+	t.Helper()
+	rt, err := sdm.NewRuntime(&sdm.Options{CUDADriver: driver, NoEmbeddedArchive: true, LogLevel: sdm.LogWarn, Log: log,
+		CacheDir: t.TempDir(), SignaturePolicy: policy, TrustedKeys: keys})
+	var e *sdm.Error
+	if errors.As(err, &e) && e.Code == sdm.ErrUnsupported && strings.Contains(e.Message, "libsodium") {
+		t.Skip(e.Message)
+	}
+	if err != nil {
+		t.Fatalf("a runtime of signature policy %d: %v", policy, err)
+	}
+	t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return rt
+}
+
+func TestTheSignaturePolicyRefusesAnUnsignedArchive(t *testing.T) {
+	quiet := func(sdm.LogLevel, string) {}
+	rt := checking(t, sdm.SignaturesRequire, [][32]byte{}, quiet)
+	// The golden archive is not signed.
+	sdmError(t, rt.MountFile(golden), sdm.ErrUntrusted, golden, "is not signed", "it trusts no key")
+	if sdm.ErrUntrusted.String() != "SDM_ERROR_UNTRUSTED" {
+		t.Errorf("ErrUntrusted is %q", sdm.ErrUntrusted.String())
+	}
+	bytes, _ := os.ReadFile(golden)
+	sdmError(t, rt.MountMemory(bytes, "golden copy"), sdm.ErrUntrusted, "archive golden copy is not signed")
+	if archives, _ := rt.Archives(); len(archives) != 0 {
+		t.Errorf("an unsigned archive was mounted: %+v", archives)
+	}
+
+	// The keys given are the ones trusted: the refusal names each by its id (the first 8 bytes of
+	// BLAKE2b-256 of "sdm key id 1" and the key, docs/SIGNING.md).
+	var key [32]byte
+	for i := range key {
+		key[i] = 1
+	}
+	sdmError(t, checking(t, sdm.SignaturesRequire, [][32]byte{key}, quiet).MountFile(golden), sdm.ErrUntrusted,
+		"it trusts 3bf080b61db0f86b")
+
+	// Warn mounts it and says why in the log.
+	var mu sync.Mutex
+	var lines []string
+	rt = checking(t, sdm.SignaturesWarn, [][32]byte{}, func(_ sdm.LogLevel, message string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, message)
+	})
+	if err := rt.MountFile(golden); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(strings.Join(lines, "\n"), "is not signed") {
+		t.Errorf("the log does not say why: %q", lines)
+	}
+}
+
+func TestAnUnknownSignaturePolicyAndTooManyKeysAreRefused(t *testing.T) {
+	_, err := sdm.NewRuntime(&sdm.Options{NoEmbeddedArchive: true, LogLevel: sdm.LogOff, SignaturePolicy: 7})
+	sdmError(t, err, sdm.ErrInvalidArgument, "signature_policy 7")
+	// Checked whatever the policy, so also in a libsdm built without libsodium.
+	_, err = sdm.NewRuntime(&sdm.Options{NoEmbeddedArchive: true, LogLevel: sdm.LogOff, SignaturePolicy: sdm.SignaturesOff,
+		TrustedKeys: make([][32]byte, 257)})
+	sdmError(t, err, sdm.ErrInvalidArgument, "trusted_key_count is 257")
+	// Off mounts an unsigned archive, as before ABI 1.2.
+	if err := checking(t, sdm.SignaturesOff, nil, nil).MountFile(golden); err != nil {
+		t.Error(err)
+	}
+}
+
 func TestPlanSelect(t *testing.T) {
 	rt := mounted(t)
 	scale, err := rt.Kernel(0, "scale")

@@ -28,8 +28,9 @@ export SDM_LIB_DIR=$lib_dir                 # sdm-sys/build.rs: link search path
 export LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
 export SDM_CACHE_DIR=$cache/sdm-cache
-# Nothing from the caller's environment may add archives or plugins, or change the cache.
-unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG
+# Nothing from the caller's environment may add archives or plugins, change the cache, or set a
+# signature policy (the tests mount unsigned archives).
+unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
 
 cd "$here"
 cargo test --offline -j1 --no-fail-fast "$@"

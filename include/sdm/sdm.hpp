@@ -23,6 +23,7 @@
 #include "sdm.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -332,6 +333,43 @@ private:
     sdm_kernel* handle_ = nullptr;
 };
 
+// ---- signed archives (ABI 1.2) ------------------------------------------------------------------
+
+// An Ed25519 public key whose signatures a runtime trusts (docs/SIGNING.md): the 32 bytes of a
+// .pub file that `sdm keygen` wrote.
+using PublicKey = std::array<uint8_t, 32>;
+
+// The key in the text of a .pub file: one line, "sdm-ed25519-public " and 64 hex digits, as sdm
+// keygen writes it (line ends after it are dropped, as libsdm drops them from the files
+// $SDM_TRUSTED_KEYS names). Anything else is SDM_ERROR_INVALID_ARGUMENT. Reading the file is the
+// host's: it knows where its keys live and how it reports a missing one.
+inline Result<PublicKey> parse_public_key(std::string_view text) {
+    constexpr std::string_view public_prefix = "sdm-ed25519-public ";
+    constexpr std::string_view secret_prefix = "sdm-ed25519-secret ";
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+    // A message of its own: the secret key's file was put where public keys go, and the fix differs.
+    if (text.substr(0, secret_prefix.size()) == secret_prefix)
+        return Error(SDM_ERROR_INVALID_ARGUMENT, "the key is a secret key; trust its public half (the .pub file sdm keygen wrote beside it)");
+    const auto digit = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    PublicKey key{};
+    bool valid = text.size() == public_prefix.size() + 2 * key.size() && text.substr(0, public_prefix.size()) == public_prefix;
+    for (size_t i = 0; valid && i < key.size(); ++i) {
+        const int high = digit(text[public_prefix.size() + 2 * i]);
+        const int low = digit(text[public_prefix.size() + 2 * i + 1]);
+        valid = high >= 0 && low >= 0;
+        if (valid) key[i] = static_cast<uint8_t>((high << 4) | low);
+    }
+    if (!valid)
+        return Error(SDM_ERROR_INVALID_ARGUMENT,
+                     "the text is not an sdm public key (one line: 'sdm-ed25519-public' and 64 hex digits, as sdm keygen writes)");
+    return key;
+}
+
 // ---- the runtime --------------------------------------------------------------------------------
 
 // Receives sdm's log lines. `message` is valid during the call only. It runs on the thread that
@@ -347,6 +385,14 @@ struct RuntimeOptions {
     LogFunction log;                        // empty: warnings and errors go to stderr
     std::string cuda_driver;                // libcuda path; empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     void* cuda_context = nullptr;           // a CUcontext the host owns; NULL: primary contexts
+    // ABI 1.2 (docs/SIGNING.md; a libsdm older than 1.2 would ignore these two, and check_abi()
+    // refuses one): which archives may mount, SDM_SIGNATURES_*. DEFAULT: $SDM_REQUIRE_SIGNED
+    // decides; any other value is the host's, which the environment cannot weaken.
+    uint32_t signature_policy = SDM_SIGNATURES_DEFAULT;
+    // The keys whose signatures are trusted (at most 256; parse_public_key reads a .pub file's
+    // text). std::nullopt: those of $SDM_TRUSTED_KEYS. A list, even an empty one, replaces them,
+    // so that the environment cannot add trust the host did not give.
+    std::optional<std::vector<PublicKey>> trusted_keys;
 };
 
 // Owns an sdm_runtime (and the log function it calls). Move-only; a moved-from or
@@ -382,6 +428,16 @@ public:
         params.log_level = options.log_level;
         params.cuda_driver = options.cuda_driver.empty() ? nullptr : options.cuda_driver.c_str();
         params.cuda_context = options.cuda_context;
+        params.signature_policy = options.signature_policy;
+        std::vector<uint8_t> keys;  // back to back, as sdm_runtime_params takes them; the call copies them
+        if (options.trusted_keys) {
+            for (const PublicKey& key : *options.trusted_keys) keys.insert(keys.end(), key.begin(), key.end());
+            // Never NULL, even for no keys: NULL would mean $SDM_TRUSTED_KEYS.
+            static const uint8_t no_keys = 0;
+            params.trusted_keys = keys.empty() ? &no_keys : keys.data();
+            // Clamped, not truncated: a count past sdm's limit is refused with the limit named.
+            params.trusted_key_count = static_cast<uint32_t>(std::min<size_t>(options.trusted_keys->size(), UINT32_MAX));
+        }
         if (options.log) {
             log = std::make_unique<LogFunction>(options.log);
             params.log_fn = &Runtime::forward_log;

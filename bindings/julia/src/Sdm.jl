@@ -134,15 +134,38 @@ end
 
 # ---- the runtime -------------------------------------------------------------------------------
 
+# Entry `index` of `Runtime(; trusted_keys)` as its 32 bytes: an Ed25519 public key's bytes, or
+# the path of the .pub file `sdm keygen` wrote (one line: "sdm-ed25519-public " and 64 hex digits).
+function _trusted_key(key, index::Integer)
+    if key isa AbstractString
+        text = rstrip(read(key, String), ['\n', '\r'])  # line ends after the key, as libsdm reads key files
+        startswith(text, "sdm-ed25519-secret ") &&
+            throw(ArgumentError("trusted_keys[$index]: $key is a secret key; trust its public half (the .pub file sdm keygen wrote beside it)"))
+        m = match(r"^sdm-ed25519-public ([0-9a-fA-F]{64})$", text)
+        m === nothing &&
+            throw(ArgumentError("trusted_keys[$index]: $key is not an sdm public key (one line: 'sdm-ed25519-public' and 64 hex digits, as sdm keygen writes)"))
+        return hex2bytes(String(m.captures[1]))
+    end
+    length(key) == 32 ||
+        throw(ArgumentError("trusted_keys[$index] is $(length(key)) bytes; an Ed25519 public key is 32 (a .pub file's path is a string)"))
+    return UInt8[key...]
+end
+
 """
     Runtime(; flags, log_level, cuda_driver, cuda_context, cache_dir, cache_max_bytes, cache_flags,
-            jit_flags, kernel_abi_major)
+            jit_flags, kernel_abi_major, signature_policy, trusted_keys)
     Runtime(f; options...)
 
 An sdm runtime (`sdm_runtime_params` as keywords; their defaults are sdm's). `close(rt)`, or the
 finalizer, destroys it and every `Kernel` it handed out; the `do` form closes it after `f(rt)`.
 Warnings and errors go to stderr (`log_level = SDM_LOG_OFF` silences them): this layer binds no
 log callback.
+
+`signature_policy` (`SDM_SIGNATURES_*`, ABI 1.2, docs/SIGNING.md) is which archives may mount:
+with `SDM_SIGNATURES_REQUIRE` an archive without a valid signature by a trusted key throws
+`SDM_ERROR_UNTRUSTED` at mount. `trusted_keys` are the Ed25519 public keys trusted, at most 256:
+each 32 bytes (a `Vector{UInt8}` or an `NTuple{32,UInt8}`) or the path of a `.pub` file;
+`nothing`: those of `\$SDM_TRUSTED_KEYS`; a vector, even an empty one, replaces them.
 """
 mutable struct Runtime
     handle::Ptr{sdm_runtime}
@@ -150,18 +173,27 @@ mutable struct Runtime
     function Runtime(; flags::Integer = 0, log_level::Integer = SDM_LOG_DEFAULT,
                      cuda_driver::Union{Nothing,AbstractString} = nothing, cuda_context::Ptr{Cvoid} = C_NULL,
                      cache_dir::Union{Nothing,AbstractString} = nothing, cache_max_bytes::Integer = 0,
-                     cache_flags::Integer = 0, jit_flags::Integer = 0, kernel_abi_major::Integer = 0)
+                     cache_flags::Integer = 0, jit_flags::Integer = 0, kernel_abi_major::Integer = 0,
+                     signature_policy::Integer = SDM_SIGNATURES_DEFAULT,
+                     trusted_keys::Union{Nothing,AbstractVector} = nothing)
         driver = cuda_driver === nothing ? nothing : String(cuda_driver)
         cache = cache_dir === nothing ? nothing : String(cache_dir)
+        # Back to back, as sdm_runtime_params takes them; one byte more, so that no keys is not
+        # NULL, which would mean $SDM_TRUSTED_KEYS.
+        keys = trusted_keys === nothing ? nothing :
+               UInt8[reduce(vcat, [_trusted_key(k, i) for (i, k) in enumerate(trusted_keys)]; init = UInt8[]); 0x00]
         handle = Ref{Ptr{sdm_runtime}}(C_NULL)
-        GC.@preserve driver cache begin
+        GC.@preserve driver cache keys begin
             params = Ref(sized(sdm_runtime_params;
                                flags = UInt32(flags), log_level = Int32(log_level),
                                cuda_driver = driver === nothing ? Ptr{UInt8}(C_NULL) : pointer(driver),
                                cuda_context = cuda_context,
                                cache_dir = cache === nothing ? Ptr{UInt8}(C_NULL) : pointer(cache),
                                cache_max_bytes = UInt64(cache_max_bytes), cache_flags = UInt32(cache_flags),
-                               jit_flags = UInt32(jit_flags), kernel_abi_major = UInt32(kernel_abi_major)))
+                               jit_flags = UInt32(jit_flags), kernel_abi_major = UInt32(kernel_abi_major),
+                               signature_policy = UInt32(signature_policy),
+                               trusted_keys = keys === nothing ? Ptr{UInt8}(C_NULL) : pointer(keys),
+                               trusted_key_count = UInt32(keys === nothing ? 0 : length(trusted_keys))))
             check(error -> sdm_runtime_create(params, handle, error))
         end
         runtime = new(handle[])

@@ -18,6 +18,7 @@ import ctypes
 import enum
 import operator
 import os
+import re
 import weakref
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ from ._capi import error_p, kernel_p, runtime_p
 
 __all__ = [
     "SdmError", "Status", "LogLevel", "DeviceClass", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
-    "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
+    "SignaturePolicy", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
 ]
 
@@ -53,6 +54,7 @@ class Status(enum.IntEnum):
     ERROR_MISMATCH = _capi.SDM_ERROR_MISMATCH
     ERROR_GRAPH_CAPTURE = _capi.SDM_ERROR_GRAPH_CAPTURE
     ERROR_INTERNAL = _capi.SDM_ERROR_INTERNAL
+    ERROR_UNTRUSTED = _capi.SDM_ERROR_UNTRUSTED
 
 
 class LogLevel(enum.IntEnum):
@@ -88,6 +90,16 @@ class JitFlag(enum.IntFlag):
 
 class PlanFlag(enum.IntFlag):
     PDL = _capi.SDM_PLAN_PDL
+
+
+class SignaturePolicy(enum.IntEnum):
+    """Which archives a runtime mounts (ABI 1.2; docs/SIGNING.md). A policy other than DEFAULT is
+    the host's: $SDM_REQUIRE_SIGNED cannot weaken it."""
+
+    DEFAULT = _capi.SDM_SIGNATURES_DEFAULT  # $SDM_REQUIRE_SIGNED (1: REQUIRE, warn: WARN), else OFF
+    OFF = _capi.SDM_SIGNATURES_OFF          # signatures are not looked at
+    WARN = _capi.SDM_SIGNATURES_WARN        # an archive without a valid trusted signature mounts; the log says why
+    REQUIRE = _capi.SDM_SIGNATURES_REQUIRE  # such an archive is refused: SdmError ERROR_UNTRUSTED
 
 
 def _known(enum_type, value):
@@ -389,6 +401,33 @@ def _path(value):
     return os.fsencode(value) if value is not None else None
 
 
+_PUBLIC_KEY = re.compile(rb"sdm-ed25519-public ([0-9a-fA-F]{64})")
+
+
+def _trusted_key(key, index):
+    """Entry `index` of Runtime(trusted_keys=...) as its 32 bytes: an Ed25519 public key as bytes,
+    or the path (str or os.PathLike) of the .pub file `sdm keygen` wrote."""
+    if isinstance(key, (str, os.PathLike)):
+        with open(key, "rb") as file:
+            text = file.read().rstrip(b"\r\n")  # line ends after the key, as libsdm reads key files
+        if text.startswith(b"sdm-ed25519-secret "):
+            raise ValueError(f"trusted_keys[{index}]: {os.fsdecode(key)} is a secret key; trust its public half "
+                             "(the .pub file sdm keygen wrote beside it)")
+        match = _PUBLIC_KEY.fullmatch(text)
+        if match is None:
+            raise ValueError(f"trusted_keys[{index}]: {os.fsdecode(key)} is not an sdm public key (one line: "
+                             "'sdm-ed25519-public' and 64 hex digits, as sdm keygen writes)")
+        return bytes.fromhex(match[1].decode())
+    if not isinstance(key, (bytes, bytearray, memoryview)):
+        raise TypeError(f"trusted_keys[{index}] has type {type(key).__name__}: "
+                        "give a key's 32 bytes or a .pub file's path")
+    raw = bytes(key)
+    if len(raw) != 32:
+        raise ValueError(f"trusted_keys[{index}] is {len(raw)} bytes; an Ed25519 public key is 32 "
+                         "(a .pub file's path is a str or a pathlib.Path)")
+    return raw
+
+
 def _destroy(lib, handle, _log_callback):
     # The log callback rides along so that it outlives the runtime that may call it.
     lib.sdm_runtime_destroy(handle)
@@ -403,12 +442,23 @@ class Runtime:
     message), called on the thread that logs; None: warnings and errors go to stderr), log_level,
     cuda_driver (libcuda's path; None: $SDM_CUDA_DRIVER, else libcuda.so.1), cuda_context (a
     CUcontext the host owns, as an int), cache_dir, cache_max_bytes, cache_flags (CacheFlag),
-    jit_flags (JitFlag: backends the host forbids), kernel_abi_major (0: any)."""
+    jit_flags (JitFlag: backends the host forbids), kernel_abi_major (0: any), signature_policy
+    (SignaturePolicy), trusted_keys (the Ed25519 public keys whose signatures it trusts, at most
+    256: each 32 bytes, or the path of a .pub file; None: those of $SDM_TRUSTED_KEYS; a list, even
+    an empty one, replaces them)."""
 
     def __init__(self, *, library=None, flags=0, log=None, log_level=LogLevel.DEFAULT, cuda_driver=None,
                  cuda_context=None, cache_dir=None, cache_max_bytes=0, cache_flags=0, jit_flags=0,
-                 kernel_abi_major=0):
+                 kernel_abi_major=0, signature_policy=SignaturePolicy.DEFAULT, trusted_keys=None):
         self.library = load_library(library)
+        if isinstance(trusted_keys, (str, bytes, bytearray, memoryview, os.PathLike)):
+            # Iterated, one key or path would read as its characters or bytes.
+            raise TypeError("trusted_keys is a sequence of keys: put the one key or path in a list")
+        keys = None
+        if trusted_keys is not None:
+            flat = b"".join(_trusted_key(key, index) for index, key in enumerate(trusted_keys))
+            # At least one byte, so that no keys is not NULL, which would mean $SDM_TRUSTED_KEYS.
+            keys = (ctypes.c_uint8 * max(len(flat), 1)).from_buffer_copy(flat or b"\0")
         log_callback = None
         if log is not None:
             def forward(_user_data, level, message, length):
@@ -417,7 +467,10 @@ class Runtime:
         params = _capi.sdm_runtime_params(
             flags=int(flags), log_level=int(log_level), cuda_driver=_path(cuda_driver), cuda_context=cuda_context,
             cache_dir=_path(cache_dir), cache_max_bytes=cache_max_bytes, cache_flags=int(cache_flags),
-            jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major)
+            jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major, signature_policy=int(signature_policy))
+        if keys is not None:
+            params.trusted_keys = ctypes.cast(keys, ctypes.POINTER(ctypes.c_uint8))  # copied by sdm_runtime_create
+            params.trusted_key_count = len(flat) // 32
         if log_callback is not None:
             params.log_fn = log_callback
         handle = runtime_p()

@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import ctypes
 import gc
+import hashlib
 import os
 import re
 import shutil
@@ -58,7 +59,7 @@ def setUpModule():
 
 SCALARS = {
     "int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "int64_t": ctypes.c_int64, "uint64_t": ctypes.c_uint64,
-    "uint16_t": ctypes.c_uint16, "size_t": ctypes.c_size_t, "double": ctypes.c_double, "char": ctypes.c_char,
+    "uint16_t": ctypes.c_uint16, "uint8_t": ctypes.c_uint8, "size_t": ctypes.c_size_t, "double": ctypes.c_double, "char": ctypes.c_char,
 }
 
 
@@ -155,7 +156,8 @@ class DeclarationsTest(unittest.TestCase):
                          {k: v for k, v in values.items() if k.startswith("SDM_LOG_")})
         self.assertEqual({"SDM_DEVICE_CLASS_" + s.name: int(s) for s in sdm.DeviceClass},
                          {k: v for k, v in values.items() if k.startswith("SDM_DEVICE_CLASS_")})
-        for prefix, flags in (("SDM_JIT_", sdm.JitFlag), ("SDM_CACHE_", sdm.CacheFlag), ("SDM_PLAN_", sdm.PlanFlag)):
+        for prefix, flags in (("SDM_JIT_", sdm.JitFlag), ("SDM_CACHE_", sdm.CacheFlag), ("SDM_PLAN_", sdm.PlanFlag),
+                              ("SDM_SIGNATURES_", sdm.SignaturePolicy)):
             self.assertEqual({prefix + f.name: int(f) for f in flags},
                              {k: v for k, v in values.items() if k.startswith(prefix)})
 
@@ -222,7 +224,8 @@ class FakeDriverTest(unittest.TestCase):
         environment = mock.patch.dict(os.environ, {
             "SDM_CACHE_DIR": str(self.tmp / "cache"), "SDM_FAKE_CUDA_DEVICES": self.devices,
             "SDM_FAKE_CUDA_VERSION": "13000", "SDM_FAKE_CUDA_FAIL": "", "SDM_FAKE_CUDA_MISSING": "",
-            "SDM_ARCHIVE_PATH": "", "SDM_PLUGIN_PATH": "", "SDM_LOG": "off"})
+            "SDM_ARCHIVE_PATH": "", "SDM_PLUGIN_PATH": "", "SDM_LOG": "off", "SDM_REQUIRE_SIGNED": "",
+            "SDM_TRUSTED_KEYS": ""})
         environment.start()
         self.addCleanup(environment.stop)
 
@@ -483,6 +486,85 @@ class ArchiveTest(FakeDriverTest):
             second.preload(0, ["scale"])
             warm = second.cache_stats()
             self.assertEqual((warm.hits, warm.misses, warm.builds, warm.bytes_written), (1, 0, 0, 0))
+
+
+def key_id(key):
+    """A key's id as sdm's messages print it: the first 8 bytes of BLAKE2b-256 of "sdm key id 1"
+    and the key, in hex (docs/SIGNING.md)."""
+    return hashlib.blake2b(b"sdm key id 1" + key, digest_size=32).digest()[:8].hex()
+
+
+class SignatureTest(FakeDriverTest):
+    """The signature policy and trusted keys (ABI 1.2) on the golden archive, which is not signed."""
+
+    def checking(self, policy, **options):
+        """A runtime of `policy`; skips where libsdm was built without libsodium, which refuses
+        WARN and REQUIRE."""
+        try:
+            return self.runtime(signature_policy=policy, **options)
+        except sdm.SdmError as e:
+            if e.status == sdm.Status.ERROR_UNSUPPORTED and "libsodium" in e.message:
+                self.skipTest(e.message)
+            raise
+
+    def test_require_refuses_an_unsigned_archive(self):
+        rt = self.checking(sdm.SignaturePolicy.REQUIRE, trusted_keys=[])
+        with self.raises(sdm.Status.ERROR_UNTRUSTED, str(ARCHIVE), "is not signed", "it trusts no key"):
+            rt.mount_file(ARCHIVE)
+        with self.raises(sdm.Status.ERROR_UNTRUSTED, "archive golden copy is not signed"):
+            rt.mount_memory(ARCHIVE.read_bytes(), label="golden copy")
+        self.assertEqual(rt.archives(), [])
+        # Without trusted_keys, $SDM_TRUSTED_KEYS's keys: none here either.
+        with self.raises(sdm.Status.ERROR_UNTRUSTED, "is not signed", "it trusts no key"):
+            self.checking(sdm.SignaturePolicy.REQUIRE).mount_file(ARCHIVE)
+
+    def test_the_keys_given_are_the_ones_trusted(self):
+        # 32 bytes, and .pub files as sdm keygen writes them (one line), given as a Path and a str.
+        given = bytes(range(32))
+        in_file, upper_case = b"\x01" * 32, b"\xab" * 32
+        (self.tmp / "signer.pub").write_text(f"sdm-ed25519-public {in_file.hex()}\n")
+        (self.tmp / "other.pub").write_text(f"sdm-ed25519-public {upper_case.hex().upper()}")
+        rt = self.checking(sdm.SignaturePolicy.REQUIRE,
+                           trusted_keys=[given, self.tmp / "signer.pub", str(self.tmp / "other.pub")])
+        ids = ", ".join(key_id(key) for key in (given, in_file, upper_case))
+        with self.raises(sdm.Status.ERROR_UNTRUSTED, f"is not signed (it trusts {ids})"):
+            rt.mount_file(ARCHIVE)
+
+    def test_warn_mounts_an_unsigned_archive_and_says_why_and_off_does_not_look(self):
+        seen = []
+        rt = self.checking(sdm.SignaturePolicy.WARN, trusted_keys=[], log_level=sdm.LogLevel.WARN,
+                           log=lambda level, message: seen.append((level, message)))
+        rt.mount_file(ARCHIVE)
+        self.assertEqual(rt.archive_count(), 1)
+        self.assertTrue(any(level == sdm.LogLevel.WARN and "is not signed" in message and "mounted anyway" in message
+                            for level, message in seen), seen)
+        seen.clear()
+        rt = self.runtime(signature_policy=sdm.SignaturePolicy.OFF, log_level=sdm.LogLevel.WARN,
+                          log=lambda level, message: seen.append((level, message)))
+        rt.mount_file(ARCHIVE)
+        self.assertEqual(seen, [])
+
+    def test_bad_policies_and_keys_are_refused(self):
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "signature_policy 7"):
+            self.runtime(signature_policy=7)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "trusted_key_count is 257", "256"):
+            self.runtime(trusted_keys=[bytes(32)] * 257)
+        # A key that is not one is refused before libsdm is called.
+        (self.tmp / "short.pub").write_text("sdm-ed25519-public 0123\n")
+        (self.tmp / "signer.key").write_text(f"sdm-ed25519-secret {'ab' * 64}\n")
+        with mock.patch.object(lib, "sdm_runtime_create", side_effect=AssertionError("sdm_runtime_create was called")):
+            with self.assertRaisesRegex(ValueError, r"trusted_keys\[1\] is 31 bytes; an Ed25519 public key is 32"):
+                sdm.Runtime(trusted_keys=[bytes(32), bytes(31)])
+            with self.assertRaisesRegex(ValueError, r"trusted_keys\[0\]: .*short\.pub is not an sdm public key"):
+                sdm.Runtime(trusted_keys=[self.tmp / "short.pub"])
+            with self.assertRaisesRegex(ValueError, r"signer\.key is a secret key; trust its public half"):
+                sdm.Runtime(trusted_keys=[self.tmp / "signer.key"])
+            with self.assertRaisesRegex(TypeError, r"trusted_keys\[0\] has type int"):
+                sdm.Runtime(trusted_keys=[7])
+            with self.assertRaises(FileNotFoundError):
+                sdm.Runtime(trusted_keys=[self.tmp / "missing.pub"])
+            with self.assertRaisesRegex(TypeError, "put the one key or path in a list"):
+                sdm.Runtime(trusted_keys=bytes(32))
 
 
 class KernelTest(FakeDriverTest):

@@ -91,6 +91,9 @@ impl Status {
     pub const MISMATCH: Status = Status(sys::SDM_ERROR_MISMATCH);
     pub const GRAPH_CAPTURE: Status = Status(sys::SDM_ERROR_GRAPH_CAPTURE);
     pub const INTERNAL: Status = Status(sys::SDM_ERROR_INTERNAL);
+    /// The signature policy refused an archive (unsigned, signed by an unknown key, a bad
+    /// signature); the message names the archive, the key ids it carries and those trusted.
+    pub const UNTRUSTED: Status = Status(sys::SDM_ERROR_UNTRUSTED);
 
     /// The C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a code libsdm does not know.
     pub fn name(self) -> &'static str {
@@ -279,6 +282,23 @@ pub mod jit_flags {
     pub const NO_PTX_COMPILER: u32 = sdm_sys::SDM_JIT_NO_PTX_COMPILER;
 }
 
+/// Which archives a runtime mounts ([`RuntimeBuilder::signature_policy`]; ABI 1.2,
+/// docs/SIGNING.md). A newtype, as [`LogLevel`] is.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct SignaturePolicy(pub u32);
+
+impl SignaturePolicy {
+    /// `$SDM_REQUIRE_SIGNED` decides (1: [`SignaturePolicy::REQUIRE`], warn:
+    /// [`SignaturePolicy::WARN`]), else [`SignaturePolicy::OFF`].
+    pub const DEFAULT: SignaturePolicy = SignaturePolicy(sys::SDM_SIGNATURES_DEFAULT);
+    /// Signatures are not looked at (the behaviour before ABI 1.2).
+    pub const OFF: SignaturePolicy = SignaturePolicy(sys::SDM_SIGNATURES_OFF);
+    /// An archive without a valid signature by a trusted key mounts, and the log says why.
+    pub const WARN: SignaturePolicy = SignaturePolicy(sys::SDM_SIGNATURES_WARN);
+    /// Such an archive is refused at mount ([`Status::UNTRUSTED`]).
+    pub const REQUIRE: SignaturePolicy = SignaturePolicy(sys::SDM_SIGNATURES_REQUIRE);
+}
+
 /// `sdm_runtime_params`, built up. Every default is sdm's (environment variables included).
 pub struct RuntimeBuilder {
     flags: u32,
@@ -291,6 +311,8 @@ pub struct RuntimeBuilder {
     cache_flags: u32,
     jit_flags: u32,
     kernel_abi_major: u32,
+    signature_policy: SignaturePolicy,
+    trusted_keys: Option<Vec<[u8; 32]>>,
     invalid: Option<Error>,
 }
 
@@ -356,6 +378,20 @@ impl RuntimeBuilder {
         self.kernel_abi_major = major;
         self
     }
+    /// Which archives may mount (default: [`SignaturePolicy::DEFAULT`]). Another policy is the
+    /// host's: `$SDM_REQUIRE_SIGNED` cannot weaken it. Without libsodium in libsdm, WARN and
+    /// REQUIRE are [`Status::UNSUPPORTED`] at build.
+    pub fn signature_policy(mut self, policy: SignaturePolicy) -> Self {
+        self.signature_policy = policy;
+        self
+    }
+    /// The Ed25519 public keys whose signatures are trusted (each the 32 bytes of a `.pub` file
+    /// from `sdm keygen`; at most 256). They replace `$SDM_TRUSTED_KEYS`, which is used when this
+    /// is never called; an empty slice trusts no key.
+    pub fn trusted_keys(mut self, keys: &[[u8; 32]]) -> Self {
+        self.trusted_keys = Some(keys.to_vec());
+        self
+    }
 
     /// Creates the runtime. Cheap: the driver loads on first need, and a machine without one
     /// still mounts and lists archives.
@@ -364,6 +400,16 @@ impl RuntimeBuilder {
             return Err(error);
         }
         let as_ptr = |text: &Option<CString>| text.as_ref().map_or(ptr::null(), |text| text.as_ptr());
+        // An empty Vec's pointer is dangling but not NULL, as it must be: NULL would mean
+        // $SDM_TRUSTED_KEYS.
+        let (trusted_keys, trusted_key_count) = match &self.trusted_keys {
+            None => (ptr::null(), 0),
+            Some(keys) => (
+                keys.as_ptr().cast::<u8>(),
+                u32::try_from(keys.len())
+                    .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "trusted_keys takes at most 2^32 - 1 keys"))?,
+            ),
+        };
         let mut params = sys::sdm_runtime_params {
             flags: self.flags,
             log_level: self.log_level.0,
@@ -374,6 +420,9 @@ impl RuntimeBuilder {
             cache_flags: self.cache_flags,
             jit_flags: self.jit_flags,
             kernel_abi_major: self.kernel_abi_major,
+            signature_policy: self.signature_policy.0,
+            trusted_keys,
+            trusted_key_count,
             ..Default::default()
         };
         if let Some(log) = &self.log {
@@ -382,7 +431,7 @@ impl RuntimeBuilder {
             params.log_user_data = &**log as *const Box<LogFn> as *mut c_void;
         }
         let mut raw: *mut sys::sdm_runtime = ptr::null_mut();
-        // SAFETY: params and its strings live through the call; sdm copies what it keeps.
+        // SAFETY: params, its strings and its keys live through the call; sdm copies what it keeps.
         call(|error| unsafe { sys::sdm_runtime_create(&params, &mut raw, error) })?;
         let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::INTERNAL, "sdm_runtime_create returned NULL"))?;
         Ok(Runtime { raw, _log: self.log })
@@ -515,6 +564,8 @@ impl Runtime {
             cache_flags: 0,
             jit_flags: 0,
             kernel_abi_major: 0,
+            signature_policy: SignaturePolicy::DEFAULT,
+            trusted_keys: None,
             invalid: None,
         }
     }

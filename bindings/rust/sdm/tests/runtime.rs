@@ -1,7 +1,7 @@
 // The safe bindings through the fake CUDA driver (tests/fake_cuda): runtime, devices, archives,
 // kernels, plans and launches. run_tests.sh sets $SDM_CUDA_DRIVER to the fake; the devices are
 // set here, once, before any runtime reads them.
-use sdm::{DeviceClass, Kernel, LogLevel, Plan, Runtime, Status};
+use sdm::{DeviceClass, Kernel, LogLevel, Plan, Runtime, RuntimeBuilder, SignaturePolicy, Status};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -262,6 +262,69 @@ fn a_kernel_abi_major_the_archive_does_not_declare_is_refused() {
     let rt = Runtime::builder().cache_dir(&cache.0).no_embedded_archive().kernel_abi_major(2).build().unwrap();
     let error = rt.mount_file(golden()).unwrap_err();
     assert_eq!(error.status(), Status::MISMATCH, "{error}");
+}
+
+/// A quiet builder on the fake driver, without the embedded archive, of signature policy `policy`.
+fn checking(cache: &TempDir, policy: SignaturePolicy) -> RuntimeBuilder {
+    Runtime::builder()
+        .cuda_driver(fake_driver())
+        .cache_dir(&cache.0)
+        .no_embedded_archive()
+        .log_level(LogLevel::OFF)
+        .signature_policy(policy)
+}
+
+#[test]
+fn the_signature_policy_refuses_an_unsigned_archive() {
+    let cache = TempDir::new();
+    let rt = match checking(&cache, SignaturePolicy::REQUIRE).trusted_keys(&[]).build() {
+        // A libsdm built without libsodium refuses the policy: it cannot check signatures.
+        Err(error) if error.status() == Status::UNSUPPORTED && error.message().contains("libsodium") => return,
+        built => built.unwrap(),
+    };
+    // The golden archive is not signed.
+    let error = rt.mount_file(golden()).unwrap_err();
+    assert_eq!(error.status(), Status::UNTRUSTED, "{error}");
+    assert_eq!(Status::UNTRUSTED.name(), "SDM_ERROR_UNTRUSTED");
+    for piece in [golden().to_str().unwrap(), "is not signed", "it trusts no key"] {
+        assert!(error.message().contains(piece), "{error} lacks {piece:?}");
+    }
+    let bytes = std::fs::read(golden()).unwrap();
+    assert_eq!(rt.mount_memory(&bytes, Some("golden copy")).unwrap_err().status(), Status::UNTRUSTED);
+    assert!(rt.archives().unwrap().is_empty());
+
+    // The keys given are the ones trusted: the refusal names each by its id (the first 8 bytes of
+    // BLAKE2b-256 of "sdm key id 1" and the key, docs/SIGNING.md).
+    let rt = checking(&cache, SignaturePolicy::REQUIRE).trusted_keys(&[[1u8; 32]]).build().unwrap();
+    let error = rt.mount_file(golden()).unwrap_err();
+    assert!(error.message().contains("it trusts 3bf080b61db0f86b"), "{error}");
+
+    // WARN mounts it and says why in the log.
+    let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&lines);
+    let rt = checking(&cache, SignaturePolicy::WARN)
+        .trusted_keys(&[])
+        .log_level(LogLevel::WARN)
+        .log(move |_, message| sink.lock().unwrap().push(message.to_owned()))
+        .build()
+        .unwrap();
+    rt.mount_file(golden()).unwrap();
+    assert_eq!(rt.archives().unwrap().len(), 1);
+    assert!(lines.lock().unwrap().iter().any(|line| line.contains("is not signed")), "{lines:?}");
+}
+
+#[test]
+fn an_unknown_signature_policy_and_too_many_keys_are_refused() {
+    let cache = TempDir::new();
+    let error = checking(&cache, SignaturePolicy(7)).build().unwrap_err();
+    assert_eq!(error.status(), Status::INVALID_ARGUMENT, "{error}");
+    assert!(error.message().contains("signature_policy 7"), "{error}");
+    // Checked whatever the policy, so also in a libsdm built without libsodium.
+    let error = checking(&cache, SignaturePolicy::OFF).trusted_keys(&[[0u8; 32]; 257]).build().unwrap_err();
+    assert_eq!(error.status(), Status::INVALID_ARGUMENT, "{error}");
+    assert!(error.message().contains("trusted_key_count is 257"), "{error}");
+    // OFF mounts an unsigned archive, as before ABI 1.2.
+    checking(&cache, SignaturePolicy::OFF).build().unwrap().mount_file(golden()).unwrap();
 }
 
 fn select(kernel: &Kernel, n: i64) -> Plan {
