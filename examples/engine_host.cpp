@@ -127,8 +127,10 @@ int main(int argc, char** argv) {
             ++reloads;
             log.line("engine", "info", "frame " + std::to_string(frame) + ": reloaded " + std::to_string(*reloaded) + " archive(s)");
         }
-        auto read = runtime->kernel(0, "sdm_gather_f32_i32", nullptr, "ptr,i64,ptr,ptr,ptr,i32,i32,i32,ptr");
-        auto write = runtime->kernel(0, "sdm_scatter_delta_atomic_f32_i32", nullptr, "ptr,i64,ptr,ptr,ptr,f32,i32,i32,i32,ptr");
+        // Fetched every frame (a lookup once loaded) so that a reload takes effect at the next
+        // frame; each Kernel drops its reference at the end of the frame.
+        auto read = runtime->kernel_checked(0, "sdm_gather_f32_i32", "ptr,i64,ptr,ptr,ptr,i32,i32,i32,ptr");
+        auto write = runtime->kernel_checked(0, "sdm_scatter_delta_atomic_f32_i32", "ptr,i64,ptr,ptr,ptr,f32,i32,i32,i32,ptr");
         if (!read || !write) {
             log.line("engine", "error", "frame " + std::to_string(frame) + ": " + (read ? write : read).error().message());
             ++failed_frames;
@@ -154,8 +156,6 @@ int main(int argc, char** argv) {
                                                std::to_string(plan ? plan->grid : 0) + " x " + std::to_string(plan ? plan->block : 0));
             serving = now;
         }
-        (void)runtime->release(*read);
-        (void)runtime->release(*write);
         std::this_thread::sleep_until(frame_start + std::chrono::milliseconds(frame_ms));
     }
     log.line("engine", "info", std::to_string(frames) + " frames, " + std::to_string(failed_frames) + " failed, " + std::to_string(reloads) + " reload(s)");

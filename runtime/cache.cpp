@@ -319,9 +319,12 @@ std::optional<ByteVector> Cache::get(const Hash128& key) {
     const std::string name = entry_name(hex);
     const crypto::MacKey* mac_key_in_use = authenticate_ ? mac_key(false) : nullptr;
     if (authenticate_ && mac_key_in_use == nullptr) {
+        // No key (yet): nothing here can be authenticated. Said once, and only when there is an
+        // entry to refuse (a fresh cache's first lookup is a plain miss).
         ++misses_;
-        if (!mac_told_.exchange(true))
-            refused("the kernel cache " + directory_ + " has no MAC key yet: no entry is served until sdm wrote it (signature policy require)");
+        if ((*folder)->status_of(name) && !mac_told_.exchange(true))
+            refused("cache entries of " + directory_ + " without a valid MAC are not served (signature policy require): the cache has no usable MAC key; the first was " +
+                    (*folder)->path() + "/" + name + ". They are built again");
         return std::nullopt;
     }
     std::optional<crypto::Blake2b> mac;

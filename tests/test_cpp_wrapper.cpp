@@ -326,6 +326,34 @@ TEST_CASE("an unknown signature policy and too many trusted keys are SDM_ERROR_I
     CHECK_THAT(std::string(too_many.error().message()), Contains("trusted_key_count is 257"));
 }
 
+TEST_CASE("every sdm_runtime_params member reaches libsdm through RuntimeOptions", "[cpp]") {
+    char dir[] = "/tmp/sdm-cpp-options-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    options.log_level = SDM_LOG_OFF;
+    options.cache_dir = std::string(dir) + "/cache";
+    options.cache_max_bytes = 1 << 20;
+    options.cache_flags = SDM_CACHE_READ_ONLY;
+    options.jit_flags = SDM_JIT_NO_DRIVER;
+    options.kernel_abi_major = 9;  // the golden archive holds kernel ABI 1.2: refused, naming both
+    auto rt = sdm::Runtime::create(options);
+    REQUIRE(rt);
+    const auto refused = rt->mount_file(SDM_TEST_ARCHIVE);
+    CHECK(refused.code() == SDM_ERROR_MISMATCH);
+    CHECK_THAT(refused.error().message(), Contains("kernel ABI 1.2") && Contains("9.x"));
+    options.kernel_abi_major = 0;
+    options.cache_flags = 1u << 7;  // a bit no minor defines
+    CHECK(sdm::Runtime::create(options).code() == SDM_ERROR_INVALID_ARGUMENT);
+    options.cache_flags = 0;
+    options.device_contexts.assign(1025, nullptr);  // one past the limit
+    CHECK(sdm::Runtime::create(options).code() == SDM_ERROR_INVALID_ARGUMENT);
+    options.device_contexts = {nullptr, nullptr};
+    options.flags |= SDM_RUNTIME_CURRENT_CONTEXT;
+    CHECK(sdm::Runtime::create(options).code() == SDM_OK);  // all NULL: no context chosen, so no conflict
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("moving a Runtime leaves the source empty and safe to use and destroy", "[cpp]") {
     LogLines log;
     sdm::Runtime::Options options = offline_options();
@@ -420,7 +448,7 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     CHECK_FALSE(h200->untested);
     CHECK(rtx->untested);
     REQUIRE(rt->mount_file(SDM_TEST_ARCHIVE));
-    auto k = rt->kernel(0, "scale", nullptr, "ptr, f32, i32");
+    auto k = rt->kernel_checked(0, "scale", "ptr, f32, i32");
     REQUIRE(k);
     auto info = k->info();
     REQUIRE(info);
@@ -441,11 +469,30 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     const auto wrong_args = k->launch(*plan, nullptr, {&y});
     CHECK(wrong_args.code() == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(wrong_args.error().message(), Contains("takes 3 argument(s)"));
-    const auto mismatch = rt->kernel(0, "scale", nullptr, "ptr,ptr,i32");
+    const int64_t problem[] = {1 << 20};  // the hot calls take arrays and vectors alike, without a copy
+    CHECK(k->plan(problem));
+    const std::vector<void*> args{&y, &factor, &n};
+    CHECK(k->launch(*plan, nullptr, args));
+    const auto mismatch = rt->kernel_checked(0, "scale", "ptr,ptr,i32");
     REQUIRE_FALSE(mismatch);
     CHECK(mismatch.code() == SDM_ERROR_MISMATCH);
-    CHECK(rt->release(*k));  // the refused, signature-checked fetch above took no reference
-    CHECK(rt->release(*k).code() == SDM_ERROR_INVALID_ARGUMENT);
+    // A Kernel owns its reference: moved, the source is empty; reset drops it once.
+    static_assert(!std::is_copy_constructible<sdm::Kernel>::value, "a Kernel owns a reference: move-only");
+    sdm::Kernel moved = std::move(*k);
+    CHECK_FALSE(*k);
+    CHECK(k->function().code() == SDM_ERROR_INVALID_ARGUMENT);
+    REQUIRE(moved);
+    sdm_kernel* const raw = moved.handle();
+    moved.reset();
+    CHECK_FALSE(moved);
+    CHECK(sdm_kernel_release(rt->get(), raw, nullptr) == SDM_ERROR_INVALID_ARGUMENT);  // released once already, by reset
+    // The rest of sdm.h: preload, the cache counters.
+    const char* names[] = {"scale"};
+    CHECK(rt->preload(0, names));
+    CHECK(rt->preload(0));
+    auto stats = rt->cache_stats();
+    REQUIRE(stats);
+    CHECK(stats->struct_size == sizeof(sdm_cache_stats));
     auto polled = rt->poll_archives();
     REQUIRE(polled);
     CHECK(*polled == 0);

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <span>
@@ -24,6 +25,7 @@
 
 #include "archive.hpp"
 #include "cache.hpp"
+#include "commands.hpp"
 #include "crypto.hpp"
 #include "fake_runtime.hpp"
 #include "format.hpp"
@@ -264,6 +266,12 @@ TEST_CASE("a valid signature over a digest that disagrees with a payload: that m
     REQUIRE(a2->enforce_digests());
     CHECK(a2->read(cubin).error().code == ErrorCode::archive_corrupt);
     CHECK(!a2->verify());
+    // sdm verify --trust names the entry (the tool's own code, on the file).
+    const std::string forged_file = dir.path + "/forged.sdma", key_file = dir.path + "/a.pub";
+    drop(forged_file, forged);
+    write_file(key_file, archive::public_key_text(a.pub));
+    CHECK(tools::run_verify({forged_file}, true, {key_file}) == 1);
+    CHECK(tools::run_verify({forged_file}, true, {}) == 0);  // without --trust: every checksum holds
     // Without the policy, the forged digest table is not looked at: the archive reads as before.
     auto off = policy_runtime(dir.path + "/cache2", SDM_SIGNATURES_OFF, {}, nullptr);
     REQUIRE(mount_status(off.get(), forged, "forged.sdma") == SDM_OK);
@@ -535,6 +543,50 @@ TEST_CASE("the cache under require: an entry with a valid checksum but no valid 
     told.clear();
     CHECK(!runtime::Cache::open(o).value()->get(k1));
     CHECK(count_containing(told, "symbolic link") == 1);
+}
+
+TEST_CASE("require through the runtime: a JIT output is cached with its MAC and served to the next process; a planted one is built again",
+          "[signing][cache][jit]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key();
+    const ByteVector ptx_only = signed_by(make_archive("jit", {"compute_90"}, {"scale"}, 1, Matrix::none), a);
+    const std::string cache = dir.path + "/cache";
+    const auto run = [&](std::vector<std::string>* log) {
+        auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {a.pub}, log);
+        REQUIRE(mount_status(rt.get(), ptx_only, "ptx.sdma") == SDM_OK);
+        const auto info = info_of(rt.get(), 0, "scale");
+        return std::pair(info.source, stats_of(rt.get()));
+    };
+    const auto [first_source, first] = run(nullptr);
+    if (first.builds == 0) {
+        WARN("nvJitLink is not available here: the JIT went to the driver, uncached");
+        return;
+    }
+    CHECK(first.misses == 1);
+    const auto [second_source, second] = run(nullptr);
+    CHECK(second_source == 2);  // SDM_SOURCE_CACHE: the MAC held
+    CHECK(second.hits == 1);
+    // Zero the MAC of every entry (checksums untouched): the next process builds again, says so once.
+    for (const auto& fan : std::filesystem::directory_iterator(cache + "/v1")) {
+        if (!fan.is_directory()) continue;
+        for (const auto& entry : std::filesystem::directory_iterator(fan.path())) {
+            if (entry.path().extension() != ".sdmc") continue;
+            std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(48);
+            f.write(std::string(16, '\0').data(), 16);
+        }
+    }
+    std::vector<std::string> log;
+    const auto [third_source, third] = run(&log);
+    CHECK(third_source != 2);
+    CHECK(third.builds == 1);
+    CHECK(count_containing(log, "without a valid MAC") == 1);
+    // And the same archive unsigned, policy off: its entries are keyed apart from the signed ones.
+    auto off = policy_runtime(cache, SDM_SIGNATURES_OFF, {}, nullptr);
+    REQUIRE(mount_status(off.get(), make_archive("jit", {"compute_90"}, {"scale"}, 1, Matrix::none), "plain.sdma") == SDM_OK);
+    info_of(off.get(), 0, "scale");
+    CHECK(stats_of(off.get()).builds == 1);
 }
 
 TEST_CASE("key files: written by the tool's format, read back; hostile ones refused with the reason", "[signing][keys]") {

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@
 #include <utility>
 #include <vector>
 
+#if __cplusplus >= 202002L && __has_include(<span>)
+#include <span>
+#endif
 #if defined(SDM_HPP_EXCEPTIONS) && defined(__cpp_exceptions)
 #include <stdexcept>
 #endif
@@ -196,6 +200,48 @@ Result<T> get(Call&& call) {
 
 }  // namespace detail
 
+// A view of `size()` contiguous T, for the hot calls (plans, launches, preloads): what they take
+// without a copy or an allocation. It converts from a std::vector, a std::array, a C array, a
+// braced list (valid for the call it is passed to) and, in C++20, a std::span; like std::span, it
+// owns nothing. (std::span itself is C++20; this header serves C++17 too.)
+template <typename T>
+class Span {
+public:
+    constexpr Span() noexcept = default;
+    constexpr Span(T* data, size_t size) noexcept : data_(data), size_(size) {}
+    template <typename U, typename = std::enable_if_t<std::is_convertible<U (*)[], T (*)[]>::value>>
+    Span(std::vector<U>& v) noexcept : data_(v.data()), size_(v.size()) {}  // NOLINT(google-explicit-constructor)
+    template <typename U, typename = std::enable_if_t<std::is_convertible<const U (*)[], T (*)[]>::value>>
+    Span(const std::vector<U>& v) noexcept : data_(v.data()), size_(v.size()) {}  // NOLINT(google-explicit-constructor)
+    template <typename U, size_t N, typename = std::enable_if_t<std::is_convertible<U (*)[], T (*)[]>::value>>
+    constexpr Span(std::array<U, N>& a) noexcept : data_(a.data()), size_(N) {}  // NOLINT(google-explicit-constructor)
+    template <typename U, size_t N, typename = std::enable_if_t<std::is_convertible<const U (*)[], T (*)[]>::value>>
+    constexpr Span(const std::array<U, N>& a) noexcept : data_(a.data()), size_(N) {}  // NOLINT(google-explicit-constructor)
+    template <size_t N>
+    constexpr Span(T (&a)[N]) noexcept : data_(a), size_(N) {}  // NOLINT(google-explicit-constructor)
+// GCC warns that the view does not extend the list's lifetime; it need not: a braced list passed
+// to a call lives until the call returns, and these views are parameters of calls only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
+    constexpr Span(std::initializer_list<std::remove_const_t<T>> list) noexcept  // NOLINT(google-explicit-constructor)
+        : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#if defined(__cpp_lib_span)
+    template <typename U, size_t E, typename = std::enable_if_t<std::is_convertible<U (*)[], T (*)[]>::value>>
+    constexpr Span(std::span<U, E> s) noexcept : data_(s.data()), size_(s.size()) {}  // NOLINT(google-explicit-constructor)
+#endif
+    constexpr T* data() const noexcept { return data_; }
+    constexpr size_t size() const noexcept { return size_; }
+
+private:
+    T* data_ = nullptr;
+    size_t size_ = 0;
+};
+
 // ---- versions -----------------------------------------------------------------------------------
 
 // The name of a status ("SDM_ERROR_NO_DRIVER", "SDM_ERROR_UNKNOWN" for values the library does not
@@ -281,12 +327,36 @@ struct KernelInfo {
     uint32_t source = 0;      // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
 };
 
-// A kernel a Runtime fetched (Runtime::kernel). A handle the runtime owns: copyable, valid until
-// the runtime is destroyed, or, after a reload replaced its archive, until Runtime::release.
+// A kernel a Runtime fetched (Runtime::kernel): it owns the reference sdm_kernel_get took and
+// drops it (sdm_kernel_release) when destroyed or reset, so a kernel fetched before a reload keeps
+// its module alive exactly as long as the Kernel lives. Move-only. It must be destroyed (or reset)
+// before the Runtime that fetched it. A default-constructed or moved-from Kernel is empty: its
+// calls fail with SDM_ERROR_INVALID_ARGUMENT.
 class Kernel {
 public:
-    Kernel() noexcept = default;  // no kernel: its calls fail with SDM_ERROR_INVALID_ARGUMENT
+    Kernel() noexcept = default;
+    Kernel(const Kernel&) = delete;
+    Kernel& operator=(const Kernel&) = delete;
+    Kernel(Kernel&& other) noexcept : runtime_(std::exchange(other.runtime_, nullptr)), handle_(std::exchange(other.handle_, nullptr)) {}
+    Kernel& operator=(Kernel&& other) noexcept {
+        if (this != &other) {
+            reset();
+            runtime_ = std::exchange(other.runtime_, nullptr);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+    ~Kernel() { reset(); }
+
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+    // The C handle, for sdm.h functions; owned by this Kernel (do not release it).
     sdm_kernel* handle() const noexcept { return handle_; }
+    // Drops the reference now (sdm_kernel_release); the Kernel is empty afterwards.
+    void reset() noexcept {
+        if (handle_ != nullptr) sdm_kernel_release(runtime_, handle_, nullptr);
+        runtime_ = nullptr;
+        handle_ = nullptr;
+    }
 
     // The CUfunction, for hosts that launch it themselves.
     Result<void*> function() const {
@@ -311,7 +381,8 @@ public:
         return out;
     }
     // The launch plan for the kernel's problem parameters, in manifest order (sdm_plan_select).
-    Result<sdm_plan> plan(const std::vector<int64_t>& problem) const {
+    // No allocation: pass a braced list, an array or a vector.
+    Result<sdm_plan> plan(Span<const int64_t> problem) const {
         sdm_plan out{};
         out.struct_size = sizeof out;
         sdm_error* error = nullptr;
@@ -320,8 +391,8 @@ public:
         return out;
     }
     // Launches with `plan` on `stream` (a CUstream, or nullptr); `args` as for cuLaunchKernel, as
-    // many as the kernel's signature has (sdm_launch).
-    Status launch(const sdm_plan& plan, void* stream, const std::vector<void*>& args) const {
+    // many as the kernel's signature has (sdm_launch). No allocation.
+    Status launch(const sdm_plan& plan, void* stream, Span<void* const> args) const {
         sdm_error* error = nullptr;
         const sdm_status status = sdm_launch(handle_, &plan, stream, args.data(), static_cast<uint32_t>(args.size()), &error);
         return detail::status_of(status, error);
@@ -329,7 +400,8 @@ public:
 
 private:
     friend class Runtime;
-    explicit Kernel(sdm_kernel* handle) noexcept : handle_(handle) {}
+    Kernel(sdm_runtime* runtime, sdm_kernel* handle) noexcept : runtime_(runtime), handle_(handle) {}
+    sdm_runtime* runtime_ = nullptr;
     sdm_kernel* handle_ = nullptr;
 };
 
@@ -379,12 +451,23 @@ inline Result<PublicKey> parse_public_key(std::string_view text) {
 using LogFunction = std::function<void(sdm_log_level level, std::string_view message)>;
 
 // sdm_runtime_params, in C++ types. The defaults are sdm's.
+// Every member of sdm_runtime_params but `next` (the extension chain: no extension is defined).
 struct RuntimeOptions {
-    uint32_t flags = 0;                     // SDM_RUNTIME_* (SDM_RUNTIME_NO_EMBEDDED_ARCHIVE)
+    uint32_t flags = 0;                     // SDM_RUNTIME_*: NO_EMBEDDED_ARCHIVE, CURRENT_CONTEXT (1.2)
     sdm_log_level log_level = SDM_LOG_DEFAULT;  // $SDM_LOG, else warn; SDM_LOG_OFF for silence
     LogFunction log;                        // empty: warnings and errors go to stderr
     std::string cuda_driver;                // libcuda path; empty: $SDM_CUDA_DRIVER, else libcuda.so.1
-    void* cuda_context = nullptr;           // a CUcontext the host owns; NULL: primary contexts
+    void* cuda_context = nullptr;           // a CUcontext the host owns, for the device it belongs to; NULL: primary contexts
+    std::string cache_dir;                  // empty: $SDM_CACHE_DIR, else $XDG_CACHE_HOME/sdm, else ~/.cache/sdm
+    uint64_t cache_max_bytes = 0;           // 0: $SDM_CACHE_MAX_BYTES, else 1 GiB
+    uint32_t cache_flags = 0;               // SDM_CACHE_*: DISABLED, READ_ONLY
+    uint32_t jit_flags = 0;                 // SDM_JIT_*: the backends the host forbids
+    // ABI 1.1: the kernel ABI major the host was built for; an archive declaring another is
+    // refused (SDM_ERROR_MISMATCH). 0: any.
+    uint32_t kernel_abi_major = 0;
+    // ABI 1.2: device_contexts[i], a CUcontext the host owns for device i, or nullptr for its
+    // primary context (devices past the end too). Copied. Excludes cuda_context and CURRENT_CONTEXT.
+    std::vector<void*> device_contexts;
     // ABI 1.2 (docs/SIGNING.md; a libsdm older than 1.2 would ignore these two, and check_abi()
     // refuses one): which archives may mount, SDM_SIGNATURES_*. DEFAULT: $SDM_REQUIRE_SIGNED
     // decides; any other value is the host's, which the environment cannot weaken.
@@ -428,6 +511,14 @@ public:
         params.log_level = options.log_level;
         params.cuda_driver = options.cuda_driver.empty() ? nullptr : options.cuda_driver.c_str();
         params.cuda_context = options.cuda_context;
+        params.cache_dir = options.cache_dir.empty() ? nullptr : options.cache_dir.c_str();
+        params.cache_max_bytes = options.cache_max_bytes;
+        params.cache_flags = options.cache_flags;
+        params.jit_flags = options.jit_flags;
+        params.kernel_abi_major = options.kernel_abi_major;
+        params.device_contexts = options.device_contexts.empty() ? nullptr : options.device_contexts.data();
+        // Clamped, not truncated: a count past sdm's limit is refused with the limit named.
+        params.device_context_count = static_cast<uint32_t>(std::min<size_t>(options.device_contexts.size(), UINT32_MAX));
         params.signature_policy = options.signature_policy;
         std::vector<uint8_t> keys;  // back to back, as sdm_runtime_params takes them; the call copies them
         if (options.trusted_keys) {
@@ -560,21 +651,39 @@ public:
     }
 
     // The kernel `name` on device `ordinal`, loading its module on first use (sdm_kernel_get).
-    // `stream` (a CUstream, or nullptr) is checked for graph capture before any JIT. With a
-    // `signature` ("ptr,f32,i32"), a kernel declaring another is SDM_ERROR_MISMATCH.
-    Result<Kernel> kernel(int32_t ordinal, const std::string& name, void* stream = nullptr, const char* signature = nullptr) const {
+    // `stream` (a CUstream, or nullptr) is checked for graph capture before any JIT. The Kernel
+    // owns the reference this takes.
+    Result<Kernel> kernel(int32_t ordinal, const std::string& name, void* stream = nullptr) const {
         sdm_kernel* k = nullptr;
         sdm_error* error = nullptr;
-        const sdm_status status = signature != nullptr ? sdm_kernel_get_checked(handle_, ordinal, name.c_str(), signature, stream, &k, &error)
-                                                       : sdm_kernel_get(handle_, ordinal, name.c_str(), stream, &k, &error);
+        const sdm_status status = sdm_kernel_get(handle_, ordinal, name.c_str(), stream, &k, &error);
         if (status != SDM_OK) return Error::adopt(status, error);
-        return Kernel(k);
+        return Kernel(handle_, k);
     }
-    // Drops the reference kernel() took (sdm_kernel_release); matters across reloads only.
-    Status release(const Kernel& kernel) const {
+    // kernel(), checking the kernel's declared `signature` ("ptr,f32,i32"): another is
+    // SDM_ERROR_MISMATCH with both in the message (sdm_kernel_get_checked; the C argument order).
+    Result<Kernel> kernel_checked(int32_t ordinal, const std::string& name, const std::string& signature, void* stream = nullptr) const {
+        sdm_kernel* k = nullptr;
         sdm_error* error = nullptr;
-        const sdm_status status = sdm_kernel_release(handle_, kernel.handle(), &error);
+        const sdm_status status = sdm_kernel_get_checked(handle_, ordinal, name.c_str(), signature.c_str(), stream, &k, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return Kernel(handle_, k);
+    }
+    // Loads the modules of `names` (empty: of every kernel of every mounted archive) on device
+    // `ordinal` now, JIT links in parallel (sdm_preload). The first failure; the rest still load.
+    Status preload(int32_t ordinal, Span<const char* const> names = {}) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_preload(handle_, ordinal, names.data(), static_cast<uint32_t>(names.size()), &error);
         return detail::status_of(status, error);
+    }
+    // This runtime's cache counters since its creation (sdm_cache_stats_get).
+    Result<sdm_cache_stats> cache_stats() const {
+        sdm_cache_stats out{};
+        out.struct_size = sizeof out;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_cache_stats_get(handle_, &out, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
     }
     // Hot reload: every mounted archive file now (sdm_runtime_reload), or only those changed on
     // disk (sdm_runtime_poll_archives, cheap enough for once a frame). The count replaced.

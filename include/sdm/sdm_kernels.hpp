@@ -35,7 +35,7 @@ public:
         if (!merge) return std::move(merge).error();
         auto apply = runtime.kernel(device, "sdm_scatter_delta_grouped_" + value_type);
         if (!apply) return std::move(apply).error();
-        return GroupedWrite(*keys, *merge, *apply);
+        return GroupedWrite(std::move(*keys), std::move(*merge), std::move(*apply));
     }
 
     // Device memory the workspace needs for B rows of K slots.
@@ -71,8 +71,8 @@ public:
     }
 
 private:
-    GroupedWrite(Kernel keys, Kernel merge, Kernel apply) : keys_(keys), merge_(merge), apply_(apply) {}
-    Kernel keys_, merge_, apply_;
+    GroupedWrite(Kernel keys, Kernel merge, Kernel apply) : keys_(std::move(keys)), merge_(std::move(merge)), apply_(std::move(apply)) {}
+    Kernel keys_, merge_, apply_;  // each owns its reference: a GroupedWrite is move-only, and goes before its Runtime
 };
 
 }  // namespace sdm

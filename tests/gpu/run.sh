@@ -26,6 +26,7 @@ run gpu-context "$build/tests/test_gpu_context"
 run gpu-load "$build/tests/test_gpu_load"
 run gpu-load-forced-ptx env CUDA_FORCE_PTX_JIT=1 "$build/tests/test_gpu_load" --forced-ptx
 run gpu-contexts "$build/tests/test_gpu_contexts"
+[ -x "$build/tests/test_gpu_signing" ] && run gpu-signing "$build/tests/test_gpu_signing"
 run gpu-launch "$build/tests/test_gpu_launch"
 run gpu-hostile "$build/tests/test_gpu_hostile"
 # Why sdm checks images first: the same 64-byte header handed to the real driver by hand, in a
