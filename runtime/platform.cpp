@@ -74,6 +74,20 @@ std::optional<std::string> env(const char* name) {
     return std::string(value);
 }
 
+std::vector<std::string> env_list(const char* name) {
+    std::vector<std::string> out;
+    const auto list = env(name);
+    if (!list) return out;
+    size_t at = 0;
+    while (at <= list->size()) {
+        size_t end = list->find(':', at);
+        if (end == std::string::npos) end = list->size();
+        if (end > at) out.push_back(list->substr(at, end - at));
+        at = end + 1;
+    }
+    return out;
+}
+
 FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
 
 FileLock::~FileLock() {

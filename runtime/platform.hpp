@@ -40,6 +40,9 @@ private:
 
 // The variable's value; nullopt when unset or empty.
 std::optional<std::string> env(const char* name);
+// The non-empty entries of the ':'-separated list in environment variable `name`, in order
+// (SDM_ARCHIVE_PATH, SDM_PLUGIN_PATH, SDM_TRUSTED_KEYS).
+std::vector<std::string> env_list(const char* name);
 
 // An exclusive lock on a lock file (flock: the kernel drops it when the holder dies, so a killed
 // process never leaves a stale lock). Each acquire opens the file anew, so threads of one process

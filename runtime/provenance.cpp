@@ -19,15 +19,7 @@ std::optional<SignaturePolicy> policy_from_environment(const Logger& log) {
 
 std::vector<crypto::PublicKey> keys_from_environment(const Logger& log) {
     std::vector<crypto::PublicKey> keys;
-    const auto list = platform::env("SDM_TRUSTED_KEYS");
-    if (!list) return keys;
-    size_t at = 0;
-    while (at <= list->size()) {
-        size_t end = list->find(':', at);
-        if (end == std::string::npos) end = list->size();
-        const std::string file = list->substr(at, end - at);
-        at = end + 1;
-        if (file.empty()) continue;
+    for (const auto& file : platform::env_list("SDM_TRUSTED_KEYS")) {
         if (keys.size() == kMaxTrustedKeys) {
             log.warn("SDM_TRUSTED_KEYS names more than " + std::to_string(kMaxTrustedKeys) + " keys; the rest are not trusted");
             break;

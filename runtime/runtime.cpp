@@ -13,24 +13,6 @@
 #include "verify.hpp"
 
 namespace sdm::runtime {
-namespace {
-
-// Calls `use` with each non-empty entry of the ':'-separated list in environment variable `name`.
-template <typename Use>
-void for_each_path_in(const char* name, Use&& use) {
-    const auto list = platform::env(name);
-    if (!list) return;
-    size_t at = 0;
-    while (at <= list->size()) {
-        size_t end = list->find(':', at);
-        if (end == std::string::npos) end = list->size();
-        const std::string file = list->substr(at, end - at);
-        at = end + 1;
-        if (!file.empty()) use(file);
-    }
-}
-
-}  // namespace
 
 Runtime::Runtime(RuntimeOptions options)
     : options_(std::move(options)),
@@ -50,19 +32,18 @@ Runtime::Runtime(RuntimeOptions options)
         }
     }
     // Plan-provider plugins of $SDM_PLUGIN_PATH; one that cannot be used is logged and skipped.
-    for_each_path_in("SDM_PLUGIN_PATH", [&](const std::string& file) {
+    for (const auto& file : platform::env_list("SDM_PLUGIN_PATH"))
         if (auto loaded = plugins_.load(file); !loaded) log_.warn("skipped plugin " + file + " of SDM_PLUGIN_PATH: " + loaded.error().message);
-    });
     // Then the files of $SDM_ARCHIVE_PATH, in order (later ones take precedence). One that cannot
     // be mounted is logged and skipped; the others serve.
-    for_each_path_in("SDM_ARCHIVE_PATH", [&](const std::string& file) {
+    for (const auto& file : platform::env_list("SDM_ARCHIVE_PATH")) {
         if (auto mounted = mount_file(file); !mounted) {
             const std::string why = "skipped archive " + file + " of SDM_ARCHIVE_PATH: " + mounted.error().message;
             log_.warn(why);
             std::lock_guard lock(mutex_);
             skipped_.push_back(why);
         }
-    });
+    }
 }
 
 std::vector<std::string> Runtime::skipped_archives() const {

@@ -2,10 +2,13 @@
 // makes them), and the tests' check-and-count.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "cuda_driver.hpp"
+#include "sdm/sdm.h"
 
 namespace sdm::gpu_test {
 
@@ -21,5 +24,42 @@ struct Cuda : sdm_host::CudaDriver {
     // there is no driver or device (the test then exits 77: skipped).
     bool open_device0() { return open() && make_current(0); }
 };
+
+// The test kernel `scale` (tests/data/kernels.cu: y *= factor) over 2^20 floats through sdm_launch
+// in the context current now, every element checked; the plan is the manifest's, or one block of
+// 256 threads per 256 elements for an archive whose manifest gives none. Checked under `what`.
+inline void check_scale(sdm_host::CudaDriver& cuda, const sdm_kernel* k, const std::string& what) {
+    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
+    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
+    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
+    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+    const int n = 1 << 20;
+    std::vector<float> y(n), out(n, std::nanf(""));
+    for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 1000) * 0.25f - 100.f;
+    CUdeviceptr dy = 0;
+    bool ok = alloc(&dy, n * sizeof(float)) == CUDA_SUCCESS && htod(dy, y.data(), n * sizeof(float)) == CUDA_SUCCESS;
+    sdm_plan plan{};
+    plan.struct_size = sizeof plan;
+    const int64_t problem = n;
+    if (sdm_plan_select(k, &problem, 1, &plan, nullptr) != SDM_OK) {
+        plan = sdm_plan{};
+        plan.struct_size = sizeof plan;
+        plan.grid = (n + 255) / 256;
+        plan.block = 256;
+        plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
+    }
+    float factor = 3.f;
+    int count = n;
+    void* args[] = {&dy, &factor, &count};
+    sdm_error* e = nullptr;
+    ok = ok && sdm_launch(k, &plan, nullptr, args, 3, &e) == SDM_OK;
+    ok = ok && sync() == CUDA_SUCCESS && dtoh(out.data(), dy, n * sizeof(float)) == CUDA_SUCCESS;
+    int bad = 0;
+    for (int i = 0; i < n; ++i) bad += !(std::fabs(out[i] - y[i] * 3.f) <= 1e-6f * std::fabs(y[i] * 3.f) + 1e-7f);
+    if (dy != 0) mfree(dy);
+    check(ok && bad == 0, what + ": scale ran, " + std::to_string(bad) + " wrong" + (e != nullptr ? std::string(": ") + sdm_error_message(e) : ""));
+    sdm_error_destroy(e);
+}
 
 }  // namespace sdm::gpu_test

@@ -47,11 +47,6 @@ int main() {
     const auto push = cuda.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
     const auto pop = cuda.get<decltype(&cuCtxPopCurrent)>("cuCtxPopCurrent");
     const auto primary_state = cuda.get<decltype(&cuDevicePrimaryCtxGetState)>("cuDevicePrimaryCtxGetState");
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
     const auto get_resource = cuda.get<decltype(&cuDeviceGetDevResource)>("cuDeviceGetDevResource", kV13);
     const auto split = cuda.get<decltype(&cuDevSmResourceSplitByCount)>("cuDevSmResourceSplitByCount", kV13);
     const auto make_desc = cuda.get<decltype(&cuDevResourceGenerateDesc)>("cuDevResourceGenerateDesc", kV13);
@@ -64,29 +59,7 @@ int main() {
     if (failures) return 1;
     const std::string cache = "/tmp/sdm-gpu-contexts-" + std::to_string(getpid());
 
-    // scale(y, 3, n) through sdm_launch in the context current now; checks every element.
-    const auto scaled = [&](const sdm_kernel* k, const std::string& what) {
-        const int n = 1 << 20;
-        std::vector<float> y(n), out(n, std::nanf(""));
-        for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 1000) * 0.25f - 100.f;
-        CUdeviceptr dy = 0;
-        bool ok = alloc(&dy, n * sizeof(float)) == CUDA_SUCCESS && htod(dy, y.data(), n * sizeof(float)) == CUDA_SUCCESS;
-        sdm_plan plan{};
-        plan.struct_size = sizeof plan;
-        const int64_t problem = n;
-        sdm_error* e = nullptr;
-        ok = ok && sdm_plan_select(k, &problem, 1, &plan, &e) == SDM_OK;
-        float factor = 3.f;
-        int count = n;
-        void* args[] = {&dy, &factor, &count};
-        ok = ok && sdm_launch(k, &plan, nullptr, args, 3, &e) == SDM_OK;
-        ok = ok && sync() == CUDA_SUCCESS && dtoh(out.data(), dy, n * sizeof(float)) == CUDA_SUCCESS;
-        int bad = 0;
-        for (int i = 0; i < n; ++i) bad += !(std::fabs(out[i] - y[i] * 3.f) <= 1e-6f * std::fabs(y[i] * 3.f) + 1e-7f);
-        if (dy != 0) mfree(dy);
-        check(ok && bad == 0, what + ": scale ran, " + std::to_string(bad) + " wrong" + (e != nullptr ? std::string(": ") + sdm_error_message(e) : ""));
-        sdm_error_destroy(e);
-    };
+    const auto scaled = [&](const sdm_kernel* k, const std::string& what) { sdm::gpu_test::check_scale(cuda, k, what); };
     const auto make_runtime = [&](sdm_runtime_params p) {
         p.struct_size = sizeof p;
         p.flags |= SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;

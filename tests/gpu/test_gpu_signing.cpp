@@ -33,11 +33,6 @@ int main() {
         std::printf("skipped: no CUDA driver, or cuInit failed (no device?)\n");
         return 77;
     }
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
     const auto retain = cuda.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
     const auto set_current = cuda.get<decltype(&cuCtxSetCurrent)>("cuCtxSetCurrent");
     CUcontext primary = nullptr;
@@ -65,35 +60,7 @@ int main() {
         return rt;
     };
     const std::vector<uint8_t> trusted(key->public_key.begin(), key->public_key.end());
-    // scale(y, 3, n) through sdm_launch; checks every element.
-    const auto scaled = [&](const sdm_kernel* k, const std::string& what) {
-        const int n = 1 << 20;
-        std::vector<float> y(n), out(n, std::nanf(""));
-        for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 1000) * 0.25f - 100.f;
-        CUdeviceptr dy = 0;
-        bool ok = alloc(&dy, n * sizeof(float)) == CUDA_SUCCESS && htod(dy, y.data(), n * sizeof(float)) == CUDA_SUCCESS;
-        sdm_plan plan{};
-        plan.struct_size = sizeof plan;
-        const int64_t problem = n;
-        sdm_error* e = nullptr;
-        if (sdm_plan_select(k, &problem, 1, &plan, nullptr) != SDM_OK) {  // the PTX archive's manifest gives no plans: a shape of our own
-            plan = sdm_plan{};
-            plan.struct_size = sizeof plan;
-            plan.grid = (n + 255) / 256;
-            plan.block = 256;
-            plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
-        }
-        float factor = 3.f;
-        int count = n;
-        void* args[] = {&dy, &factor, &count};
-        ok = ok && sdm_launch(k, &plan, nullptr, args, 3, &e) == SDM_OK;
-        ok = ok && sync() == CUDA_SUCCESS && dtoh(out.data(), dy, n * sizeof(float)) == CUDA_SUCCESS;
-        int bad = 0;
-        for (int i = 0; i < n; ++i) bad += !(std::fabs(out[i] - y[i] * 3.f) <= 1e-6f * std::fabs(y[i] * 3.f) + 1e-7f);
-        if (dy != 0) mfree(dy);
-        check(ok && bad == 0, what + ": scale ran, " + std::to_string(bad) + " wrong" + (e != nullptr ? std::string(": ") + sdm_error_message(e) : ""));
-        sdm_error_destroy(e);
-    };
+    const auto scaled = [&](const sdm_kernel* k, const std::string& what) { sdm::gpu_test::check_scale(cuda, k, what); };
     const auto fetch = [&](sdm_runtime* rt, const char* name, sdm_kernel_info* info) -> sdm_kernel* {
         sdm_kernel* k = nullptr;
         sdm_error* e = nullptr;
