@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
 #include "result.hpp"
+#include "format.hpp"
 #include "packer.hpp"
 #include "writer.hpp"
 
@@ -96,6 +99,10 @@ int run_plan(const PlanOptions& options);
 // With `sign_key` (a secret key file), the archive is signed before it is written.
 Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
                                       const std::string& sign_key = {});
+
+// An --arch value as people write it: a bare SM ("90", "90a": of kind `bare`), or a target name
+// ("sm_90", "sm_90a", "compute_90", "lto_90"); nullopt when it is neither.
+std::optional<archive::Target> parse_arch_option(std::string_view text, archive::Kind bare);
 
 // The candidate nearest to `given` by edit distance, when it is near enough to be a typo of it
 // (at most a third of its letters off); empty otherwise. For "did you mean" messages.

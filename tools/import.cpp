@@ -72,11 +72,12 @@ Result<TargetFilter> parse_filter(const ImportOptions& o) {
     TargetFilter filter;
     for (const auto& [list, set, option] : {std::tuple{&o.archs, &filter.archs, "--arch"}, std::tuple{&o.ptx, &filter.ptx, "--ptx"}}) {
         for (const std::string& text : *list) {
-            const auto target = archive::parse_target(text);
             const bool ptx = std::string_view(option) == "--ptx";
+            const auto target = parse_arch_option(text, ptx ? archive::Kind::ptx : archive::Kind::cubin);
             if (!target || (ptx ? target->kind != archive::Kind::ptx : target->kind == archive::Kind::ptx))
                 return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text + "' must be " +
-                                                                   (ptx ? "compute_XY[a|f] (compute_90)" : "sm_XY[a|f] or lto_XY (sm_90, sm_90a, lto_90)"));
+                                                                   (ptx ? "an SM or compute_XY[a|f] (90, compute_90)"
+                                                                        : "an SM, sm_XY[a|f] or lto_XY (90, sm_90, sm_90a, lto_90)"));
             set->insert(archive::target_name(target->kind, target->sm, target->variant));
         }
     }

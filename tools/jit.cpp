@@ -46,12 +46,13 @@ int run_jit(const JitOptions& o) {
     }
     std::vector<archive::Target> targets;
     for (const auto& a : o.archs) {
-        auto t = archive::parse_target("sm_" + a);
-        if (!t || t->variant == archive::Variant::f) {
-            fmt::print(stderr, "sdm jit: --arch {} is not an SM like 90, 100 or 90a (cubins are linked for one SM)\n", a);
+        // Any spelling of one SM: 90, sm_90, compute_90 (link for SM 90), 90a, sm_90a.
+        auto t = parse_arch_option(a, archive::Kind::cubin);
+        if (!t || t->kind == archive::Kind::fatbin || t->variant == archive::Variant::f) {
+            fmt::print(stderr, "sdm jit: --arch {} is not one SM like 90, sm_90, compute_90 or 90a (cubins are linked for one SM)\n", a);
             return 2;
         }
-        targets.push_back(*t);
+        targets.push_back({archive::Kind::cubin, t->sm, t->variant});
     }
     const auto& entries = input->entries();
     std::set<std::string> modules;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string_view>
 
 #include "commands.hpp"
 #include "sdm_version.h"
@@ -127,24 +128,69 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("problem", plan.problem, "Problem parameters, NAME=VALUE (every one the kernel declares)");
     plan_cmd->add_flag("--json", plan.json, "Machine-readable output");
 
-    // An unknown command is named as such (CLI11 alone would say that a subcommand is required).
-    if (argc > 1 && argv[1][0] != '-') {
+    // The subcommand of `parent` named `name`, or null; an unknown one is said with the nearest
+    // name (a typo) and the list, as `sdm CMD:` (CLI11 alone would say that a subcommand is required).
+    const auto find_command = [](CLI::App& parent, const std::string& name, const std::string& who) -> CLI::App* {
         std::vector<std::string> commands;
-        for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
-        const std::string given = argv[1];
-        if (std::find(commands.begin(), commands.end(), given) == commands.end()) {
-            const std::string near = sdm::tools::closest(given, commands);
-            std::string list;
-            for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
-            fmt::print(stderr, "sdm: '{}' is not an sdm command{}. Commands: {} (sdm --help)\n", given,
-                       near.empty() ? "" : " (did you mean '" + near + "'?)", list);
-            return 2;
+        for (auto* sub : parent.get_subcommands([](const CLI::App*) { return true; })) {
+            if (sub->get_name() == name) return sub;
+            commands.push_back(sub->get_name());
         }
+        const std::string near = sdm::tools::closest(name, commands);
+        std::string list;
+        for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
+        fmt::print(stderr, "{}: '{}' is not a command{}. Commands: {} ({} --help)\n", who, name, near.empty() ? "" : " (did you mean '" + near + "'?)",
+                   list, who);
+        return nullptr;
+    };
+    // `sdm help [COMMAND [SUBCOMMAND]]` prints what `sdm COMMAND [SUBCOMMAND] --help` prints.
+    if (argc > 1 && std::string_view(argv[1]) == "help") {
+        CLI::App* target = &app;
+        std::string who = "sdm", prefix = argv[0];  // the usage line's program and parents, as --help prints them
+        for (int i = 2; i < argc; ++i) {
+            if (target != &app) prefix += " " + target->get_name();
+            target = find_command(*target, argv[i], who);
+            if (target == nullptr) return 2;
+            who += std::string(" ") + argv[i];
+        }
+        if (target == &app) app.name(argv[0]);
+        fmt::print("{}", target == &app ? app.help() : target->help(prefix));
+        return 0;
     }
+    if (argc > 1 && argv[1][0] != '-' && find_command(app, argv[1], "sdm") == nullptr) return 2;
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : 2;
+        if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version: CLI11 prints them
+        // Every message names its command ("sdm jit: ..."); an unknown option gets the nearest one.
+        const CLI::App* where = &app;
+        std::string who = "sdm";
+        for (bool deeper = true; deeper;) {
+            deeper = false;
+            for (const auto* sub : where->get_subcommands()) {
+                where = sub;
+                who += " " + sub->get_name();
+                deeper = true;
+                break;
+            }
+        }
+        std::string near;
+        if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+            std::vector<std::string> options;
+            for (const auto* opt : where->get_options()) {
+                for (const auto& n : opt->get_lnames()) options.push_back("--" + n);
+                for (const auto& n : opt->get_snames()) options.push_back("-" + n);
+            }
+            const std::string text = e.what();
+            const auto colon = text.rfind(": ");
+            const std::string given = colon == std::string::npos ? std::string() : text.substr(colon + 2);
+            if (!given.empty() && given[0] == '-') {
+                const std::string option = given.substr(0, given.find('='));
+                near = sdm::tools::closest(option, options);
+            }
+        }
+        fmt::print(stderr, "{}: {}{} ({} --help)\n", who, e.what(), near.empty() ? "" : " (did you mean '" + near + "'?)", who);
+        return 2;
     }
     try {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);

@@ -21,17 +21,4 @@ cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
 export SDM_LIBRARY=$library SDM_CUDA_DRIVER=$driver SDM_CACHE_DIR=$cache
 cd "$root"
-# `python3 -m unittest discover -v -s bindings/python/tests`, plus a closing "N passed, N failed" line.
-python3 - <<'PY'
-import sys
-import unittest
-
-suite = unittest.defaultTestLoader.discover("bindings/python/tests")
-result = unittest.TextTestRunner(verbosity=2).run(suite)
-# A test whose subtests fail is one failed test.
-failed = len({getattr(test, "test_case", test).id() for test, _ in result.failures + result.errors}
-             | {test.id() for test in result.unexpectedSuccesses})
-skipped = len(result.skipped)
-print(f"{result.testsRun - failed - skipped} passed, {failed} failed, {skipped} skipped")
-sys.exit(0 if result.wasSuccessful() and result.testsRun > 0 else 1)
-PY
+python3 bindings/python/tests/run.py

@@ -66,7 +66,11 @@ SDM_CUDA_DRIVER=$fake SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560
   "$sdm" info -a "$work/ptx.sdma" -a "$work/only90.sdma" >"$work/info"
 grep -F "kernel scale: archive $work/only90.sdma, module kernels, sm_90a" "$work/info" >/dev/null || { cat "$work/info"; fail "the overlay's cubin does not serve"; }
 grep -F "kernel scale: archive $work/ptx.sdma, module kernels, compute_80" "$work/info" >/dev/null || { cat "$work/info"; fail "the original no longer serves the rest"; }
-expect_fail "--arch 9x is not an SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 9x
+expect_fail "--arch 9x is not one SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 9x
+# --arch as people write it: 90a, sm_90a, compute_90 name one SM alike.
+for a in sm_90a compute_90; do "$sdm" jit -q "$work/ptx.sdma" -o "$work/spelled.sdma" --arch "$a"; done
+"$sdm" import -q -o "$work/imported90.sdma" "$data/kernels.sm_90.cubin" "$data/kernels.sm_80.cubin" --arch 90
+"$sdm" ls --json "$work/imported90.sdma" | python3 -c "import json,sys; t=[e['target'] for e in json.load(sys.stdin)['entries'] if e['kind']=='cubin']; assert t==['sm_90'], t"
 expect_fail "nothing to link in" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 75
 [ ! -e "$work/bad.sdma" ] || fail "sdm jit with nothing to link left an output file"
 # sdm cache: stats, clear, refusal of a group-writable directory.
@@ -104,4 +108,19 @@ grep -qF "void sdm_test::fill<float, 256>(float*, float)" "$work/templates.ls" |
 "$sdm" ls --json "$work/templates.sdma" | python3 -c "
 import json,sys; k={x['name']: x for x in json.load(sys.stdin)['kernels']}
 assert k['_ZN8sdm_test4fillIdLi1024EEEvPT_S1_']['demangled'] == 'void sdm_test::fill<double, 1024>(double*, double)', k"
+# Habits: `sdm help X` is `sdm X --help`; a typo in a command or an option gets the nearest name;
+# every parse error names its command.
+"$sdm" help pack >"$work/help1"; "$sdm" pack --help >"$work/help2"; cmp "$work/help1" "$work/help2"
+"$sdm" help cache prune >"$work/help1"; "$sdm" cache prune --help >"$work/help2"; cmp "$work/help1" "$work/help2"
+expect_fail "did you mean 'pack'" "$sdm" help pakc
+expect_fail "did you mean 'ls'" "$sdm" lss
+expect_fail "sdm ls: The following argument was not expected: --jsno (did you mean '--json'?)" "$sdm" ls --jsno "$work/a.sdma"
+expect_fail "sdm pack: --output is required" "$sdm" pack
+expect_fail "sdm cache: A subcommand is required" "$sdm" cache
+# Every --json output is one JSON document on stdout, whatever else happened.
+for cmd in "ls --json $work/a.sdma" "diff --json $work/a.sdma $work/c.sdma" "cache stats --json --dir $work/jc" "cache prune --json --dir $work/jc" \
+           "cache clear --json --dir $work/jc" "plan --json $data/../golden/kernels.sdma scale N=4096" "info --json -a $work/a.sdma"; do
+  $sdm $cmd >"$work/json" 2>/dev/null || true
+  python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$work/json" || { cat "$work/json"; fail "sdm $cmd: stdout is not one JSON document"; }
+done
 echo "cli: all checks passed"

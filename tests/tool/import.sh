@@ -47,7 +47,7 @@ grep -q "1 fatbin containers ([0-9]* bytes), 3 images: 2 imported ([0-9]* bytes 
 ls_json "$work/filtered.sdma" "sorted(t for _, t in e) == ['compute_90', 'manifest', 'sm_90']"
 "$sdm" import -q -o "$work/cubins.sdma" --arch sm_80 --ptx compute_80 "$f/params.fatbin"
 ls_json "$work/cubins.sdma" "sorted(t for _, t in e) == ['manifest', 'sm_80']"
-expect_fail "--arch 'compute_90' must be sm_XY" "$sdm" import -q -o "$work/bad.sdma" --arch compute_90 "$f/params.fatbin"
+expect_fail "--arch 'compute_90' must be an SM, sm_XY" "$sdm" import -q -o "$work/bad.sdma" --arch compute_90 "$f/params.fatbin"
 expect_fail "no image to import" "$sdm" import -q -o "$work/bad.sdma" --arch sm_70 --ptx compute_70 "$f/params.fatbin"
 expect_fail "relocatable device code" "$sdm" import -q -o "$work/bad.sdma" "$f/kernels.rdc.o"
 expect_fail "both name module libparams.0" "$sdm" import -q -o "$work/bad.sdma" "$f/libparams.so" "$f/libparams.a"

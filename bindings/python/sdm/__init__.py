@@ -11,7 +11,9 @@ argtypes and restype, every struct mirrored); this module is the Pythonic layer:
         kernel.launch(plan, [device_pointer, 2.0, n])
 
 Failures raise SdmError with the status, its name and sdm's message. libsdm is found through
-`library=`, else $SDM_LIBRARY, else ctypes.util.find_library("sdm"), else libsdm.so.1.
+`library=`, else $SDM_LIBRARY, else the copy a wheel carries (sdm/_lib/libsdm.so.1), else
+ctypes.util.find_library("sdm"), else libsdm.so.1. `python -m sdm info` shows the libsdm found,
+the driver, the devices and the mounted archives. __version__ is the package's: sdm's release.
 """
 
 import ctypes
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 from . import _capi
 from ._capi import error_p, kernel_p, runtime_p
+from ._version import __version__
 
 __all__ = [
     "SdmError", "Status", "LogLevel", "DeviceClass", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
@@ -152,8 +155,8 @@ def _call(lib, function, *args):
 # ---- library-wide functions -----------------------------------------------------------------------
 
 def load_library(library=None):
-    """The ctypes CDLL of libsdm (sdm._capi.load): `library`, else $SDM_LIBRARY, else
-    ctypes.util.find_library("sdm"), else libsdm.so.1."""
+    """The ctypes CDLL of libsdm (sdm._capi.load), `library` or else found in the order the
+    module's docstring gives."""
     return _capi.load(library)
 
 

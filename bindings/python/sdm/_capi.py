@@ -18,15 +18,21 @@ from ._sdm_h import FUNCTIONS, SDM_ABI_VERSION_MAJOR, SDM_ABI_VERSION_MINOR
 # ---- the library ----------------------------------------------------------------------------------
 
 DEFAULT_LIBRARY = f"libsdm.so.{SDM_ABI_VERSION_MAJOR}"  # the SONAME: libsdm's soversion is the ABI major
+# The copy a wheel carries (setup.py puts it there; a source tree has none): the libsdm these
+# bindings were packaged with, found before any other libsdm on the machine.
+BUNDLED_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", DEFAULT_LIBRARY)
 
 _loaded = {}
 _lock = threading.Lock()
 
 
 def library_path(library=None):
-    """What load() opens: `library`, else $SDM_LIBRARY, else what ctypes.util finds for "sdm", else
-    DEFAULT_LIBRARY, the SONAME (the dynamic linker's search path)."""
-    return library or os.environ.get("SDM_LIBRARY") or ctypes.util.find_library("sdm") or DEFAULT_LIBRARY
+    """What load() opens: `library`, else $SDM_LIBRARY, else BUNDLED_LIBRARY when the package
+    carries it, else what ctypes.util finds for "sdm", else DEFAULT_LIBRARY, the SONAME (the
+    dynamic linker's search path)."""
+    return (library or os.environ.get("SDM_LIBRARY")
+            or (BUNDLED_LIBRARY if os.path.exists(BUNDLED_LIBRARY) else None)
+            or ctypes.util.find_library("sdm") or DEFAULT_LIBRARY)
 
 
 def load(library=None):

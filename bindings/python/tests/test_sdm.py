@@ -3,6 +3,9 @@
 Run: SDM_LIBRARY=build/capi/libsdm.so SDM_CUDA_DRIVER=build/tests/fake_cuda/libcuda_fake.so \
      python3 -m unittest discover -s bindings/python/tests        (bindings/python/run_tests.sh does it)
 
+They test the source tree's sdm, or, from a copy of this directory with $SDM_SOURCE_ROOT naming the
+source tree (for its data), the sdm that is installed (test_wheel.sh).
+
 Every test skips when libsdm cannot be found; anything else that goes wrong fails.
 """
 
@@ -11,6 +14,8 @@ import dataclasses
 import ctypes
 import gc
 import hashlib
+import io
+import json
 import os
 import re
 import shutil
@@ -21,12 +26,16 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "bindings" / "python"))
+if os.environ.get("SDM_SOURCE_ROOT"):
+    ROOT = Path(os.environ["SDM_SOURCE_ROOT"])
+else:
+    ROOT = Path(__file__).resolve().parents[3]
+    sys.path.insert(0, str(ROOT / "bindings" / "python"))
 sys.path.insert(0, str(ROOT / "capi"))
 
 import gen_abi  # noqa: E402
 import sdm  # noqa: E402
+import sdm.__main__  # noqa: E402
 from sdm import _capi  # noqa: E402
 
 HEADER = gen_abi.read_header(gen_abi.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
@@ -172,6 +181,10 @@ class VersionTest(unittest.TestCase):
         self.assertEqual(lib.sdm_abi_version(), (major << 16) | minor)
         self.assertRegex(sdm.version(), r"^\d+\.\d+\.\d+")
 
+    def test_the_package_has_its_librarys_release_and_is_typed(self):
+        self.assertEqual(sdm.__version__, sdm.version())
+        self.assertTrue((Path(sdm.__file__).parent / "py.typed").is_file())  # PEP 561
+
     def test_status_and_class_names(self):
         for status in sdm.Status:
             self.assertEqual(sdm.status_string(status), "SDM_" + status.name)
@@ -196,12 +209,17 @@ class VersionTest(unittest.TestCase):
             sdm.get_api(major=2)
         self.assertEqual(caught.exception.status, sdm.Status.ERROR_UNSUPPORTED)
 
-    def test_the_library_is_found_by_argument_then_environment(self):
-        with mock.patch.dict(os.environ, {"SDM_LIBRARY": "/from/env/libsdm.so"}):
+    def test_the_library_is_found_by_argument_then_environment_then_in_the_package(self):
+        bundled = mock.patch.object(_capi, "BUNDLED_LIBRARY", __file__)  # a file that is there
+        with mock.patch.dict(os.environ, {"SDM_LIBRARY": "/from/env/libsdm.so"}), bundled:
             self.assertEqual(_capi.library_path("/given/libsdm.so"), "/given/libsdm.so")
             self.assertEqual(_capi.library_path(), "/from/env/libsdm.so")
-        with mock.patch.dict(os.environ, {"SDM_LIBRARY": ""}), mock.patch("ctypes.util.find_library", return_value=None):
-            self.assertEqual(_capi.library_path(), "libsdm.so.1")
+        with mock.patch.dict(os.environ, {"SDM_LIBRARY": ""}):
+            with bundled:
+                self.assertEqual(_capi.library_path(), __file__)
+            with mock.patch.object(_capi, "BUNDLED_LIBRARY", "/nonexistent/libsdm.so.1"), \
+                    mock.patch("ctypes.util.find_library", return_value=None):
+                self.assertEqual(_capi.library_path(), "libsdm.so.1")
         with self.assertRaises(OSError) as caught:
             sdm.Runtime(library="/nonexistent/libsdm.so.1")
         self.assertIn("/nonexistent/libsdm.so.1", str(caught.exception))
@@ -615,6 +633,61 @@ class KernelTest(FakeDriverTest):
         # Clusters, and a ctypes value as it is.
         self.scale.launch(self.scale.plan(1 << 25), [None, ctypes.c_float(0.5), 1 << 25])
         self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 3)
+
+
+# ---- python -m sdm info ---------------------------------------------------------------------------
+
+class InfoTest(FakeDriverTest):
+    devices = f"{H200};{V100}"
+
+    def info(self, *args):
+        """(exit status, stdout lines, stderr) of `python -m sdm info ARGS`."""
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = sdm.__main__.main(["info", *args])
+        return status, out.getvalue().splitlines(), err.getvalue()
+
+    def test_the_driver_devices_and_archives_in_the_tools_shape(self):
+        status, lines, err = self.info("-a", str(ARCHIVE))
+        self.assertEqual((status, err), (0, ""))
+        self.assertEqual(lines[:3], [
+            "driver: CUDA 13.0",
+            "device 0: NVIDIA H200, compute capability 9.0, class modern, 132 SMs, 62914560 B L2, 232448 B opt-in "
+            "shared memory per block, plans assume 232448 B (per SM 233472 B), PDL yes, clusters yes",
+            "device 1: Tesla V100-SXM2-16GB, compute capability 7.0, class unclassified, 80 SMs, 6291456 B L2, 98304 B "
+            "opt-in shared memory per block"])
+        self.assertRegex(lines[3], r"^  unclassified: outside the SDM kernels' hardware matrix, .*device 1 \(Tesla V100")
+        self.assertTrue(lines[4].startswith("libsdm: "), lines[4])
+        self.assertEqual(lines[-1], f"archive: {ARCHIVE}, 11 entries, {len(MANIFEST['kernel'])} kernels, kernel ABI 1.2, "
+                                    f"content {MANIFEST['archive']['content_version']}")
+
+    def test_json_has_the_same_facts(self):
+        status, lines, _ = self.info("--json", "-a", str(ARCHIVE))
+        out = json.loads("\n".join(lines))
+        self.assertEqual(status, 0)
+        self.assertEqual(out["driver"], {"version": 13000, "version_text": "13.0"})
+        self.assertEqual([(d["name"], d["class"]) for d in out["devices"]],
+                         [("NVIDIA H200", "modern"), ("Tesla V100-SXM2-16GB", "unclassified")])
+        self.assertTrue(os.path.samefile(out["libsdm"]["path"], _capi.library_path()))
+        with sdm.Runtime() as rt:  # what a host's runtime mounts, then the one -a names
+            embedded = rt.archives()
+        self.assertEqual([(a["label"], a["embedded"]) for a in out["archives"]],
+                         [(a.label, a.embedded) for a in embedded] + [(str(ARCHIVE), False)])
+
+    def test_without_a_driver_it_says_why_and_still_lists_the_archives(self):
+        os.environ["SDM_CUDA_DRIVER"] = "/nonexistent/libcuda.so.1"
+        status, lines, _ = self.info("-a", str(ARCHIVE))
+        self.assertEqual(status, 0)
+        self.assertTrue(lines[0].startswith("driver: none: cannot load the CUDA driver /nonexistent/libcuda.so.1"), lines[0])
+        self.assertFalse([line for line in lines if line.startswith(("device", "  "))])
+        self.assertTrue(lines[-1].startswith(f"archive: {ARCHIVE}, "), lines[-1])
+
+    def test_an_archive_that_cannot_be_mounted_fails_and_the_rest_is_printed(self):
+        missing = self.tmp / "missing.sdma"
+        status, lines, err = self.info("-a", str(missing), "-a", str(ARCHIVE))
+        self.assertEqual(status, 1)
+        self.assertIn(str(missing), err)
+        self.assertTrue(lines[-1].startswith(f"archive: {ARCHIVE}, "), lines[-1])
 
 
 if __name__ == "__main__":
