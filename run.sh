@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # sdm's two set-up commands for a fresh machine (Debian/Ubuntu):
-#   ./run.sh demo   install what is missing, build, run the main job
+#   ./run.sh demo   install what is missing, build a stripped release (build-release), run the main job
 #   ./run.sh test   install what is missing, build with warnings as errors, run every test; then
 #                   the concurrent suites under TSan and the whole suite under ASan + UBSan; the
 #                   last line is "N passed, N failed" (counted from Meson's test logs)
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ cmake make python3 python3-venv libzstd-dev liblz4-dev libxxhash-dev libmsgsl-dev libsodium-dev catch2
-          libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev golang-go)
+          libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev golang-go help2man man-db)
 
 install_missing() {
   local missing=()
@@ -59,7 +59,10 @@ PY
 case "${1:-}" in
   test)
     install_missing
-    configure build -Dwerror=true -Dtests=enabled
+    # The tests keep their own build type (-O2 with debug info, not stripped): the project's
+    # default is a stripped release, what ./run.sh demo and `meson install` put in place.
+    test_type=(-Dbuildtype=debugoptimized -Dstrip=false)
+    configure build "${test_type[@]}" -Dwerror=true -Dtests=enabled
     ninja -C build
     status=0
     meson test -C build --print-errorlogs --num-processes 2 || status=$?
@@ -67,7 +70,7 @@ case "${1:-}" in
     # (-Dwerror=false: GCC 12 reports false stringop-overflow warnings under -fsanitize=thread;
     # the main build above enforces warnings.) This build is also the one without libsodium
     # (-Dsigning=disabled): test_signing checks there that every signing path is unsupported.
-    configure build-tsan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
+    configure build-tsan "${test_type[@]}" -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
       -Db_sanitize=thread -Db_lundef=false
     tsan_exes=(modules image_policy layers reload launch plugins cache signing)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
@@ -76,7 +79,7 @@ case "${1:-}" in
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
     # included; tests/lsan.supp names the one suppression, libnvJitLink's own allocations).
-    configure build-asan -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled \
+    configure build-asan "${test_type[@]}" -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled \
       -Db_sanitize=address,undefined -Db_lundef=false
     ninja -C build-asan
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 || status=$?
@@ -85,9 +88,11 @@ case "${1:-}" in
     ;;
   demo)
     install_missing
-    configure build
-    ninja -C build
-    exec ./tools/demo.sh build
+    # A release build, stripped (the project's default), in a folder of its own: the tests' build
+    # keeps its type.
+    configure build-release -Dbuildtype=release -Dstrip=true
+    ninja -C build-release
+    exec ./tools/demo.sh build-release
     ;;
   *)
     echo "usage: ./run.sh demo | test" >&2

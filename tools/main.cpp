@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "commands.hpp"
+#include "completion.hpp"
 #include "sdm_version.h"
 
 int main(int argc, char** argv) {
@@ -128,6 +129,10 @@ int main(int argc, char** argv) {
     plan_cmd->add_option("problem", plan.problem, "Problem parameters, NAME=VALUE (every one the kernel declares)");
     plan_cmd->add_flag("--json", plan.json, "Machine-readable output");
 
+    std::string completion_shell;
+    auto* completion_cmd = app.add_subcommand("completion", "Print the shell completion script for bash or zsh (installed with sdm)");
+    completion_cmd->add_option("shell", completion_shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+
     // The subcommand of `parent` named `name`, or null; an unknown one is said with the nearest
     // name (a typo) and the list, as `sdm CMD:` (CLI11 alone would say that a subcommand is required).
     const auto find_command = [](CLI::App& parent, const std::string& name, const std::string& who) -> CLI::App* {
@@ -205,6 +210,10 @@ int main(int argc, char** argv) {
         if (cache_cmd->parsed()) return sdm::tools::run_cache(cache);
         if (jit_cmd->parsed()) return sdm::tools::run_jit(jit);
         if (plan_cmd->parsed()) return sdm::tools::run_plan(plan);
+        if (completion_cmd->parsed()) {
+            fmt::print("{}", *sdm::tools::completion_script(app, completion_shell));
+            return 0;
+        }
     } catch (const std::bad_alloc&) {
         fmt::print(stderr, "sdm: out of memory\n");
         return 1;

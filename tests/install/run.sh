@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs the build into a staging prefix (meson install --destdir) and builds two host projects
-# against the installed tree only: a CMake project (find_package(sdm), sdm::sdm) and a make project
-# (pkg-config sdm), then runs them on the fake driver. Usage: tests/install/run.sh BUILD_DIR
+# Installs the build into a staging prefix (meson install --strip --destdir) and checks the tree: the
+# binaries stripped, the man pages (sdm, sdm-COMMAND) rendering, the shell completions, the
+# documents and the licence; then builds host projects against the installed tree only: a CMake
+# project (find_package(sdm), sdm::sdm), a make project (pkg-config sdm, the .pc relocatable: no
+# sysroot needed), and runs them on the fake driver. Usage: tests/install/run.sh BUILD_DIR
 # (meson registers it as the test "install"). Exits 77 when cmake, make or pkg-config is missing.
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -12,12 +14,38 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 stage=$work/stage
-meson install -C "$build" --no-rebuild --quiet --destdir "$stage" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+meson install -C "$build" --no-rebuild --quiet --strip --destdir "$stage" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
 prefix=$(meson introspect "$build" --buildoptions | python3 -c 'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
 release=$(meson introspect "$build" --projectinfo | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 root=$stage$prefix
 echo "installed into $root:"
 (cd "$root" && find . -type f -o -type l | sort | sed 's|^\./|  |')
+fail() { echo "FAIL: $*" >&2; exit 1; }
+echo "== the installed tree"
+for f in "$root/bin/sdm" "$(find "$root" -name 'libsdm.so.*.*' | head -1)"; do
+  file -L "$f" | grep -q ", stripped" || fail "$f is not stripped: $(file -L "$f")"
+done
+[ "$(cat "$root/share/doc/sdm/LICENSE")" = "$(cat "$src/LICENSE")" ] || fail "LICENSE is not installed"
+for doc in "$src"/README.md "$src"/docs/*.md; do
+  cmp -s "$doc" "$root/share/doc/sdm/$(basename "$doc")" || fail "$(basename "$doc") is not installed under share/doc/sdm"
+done
+[ -s "$root/share/bash-completion/completions/sdm" ] && [ -s "$root/share/zsh/site-functions/_sdm" ] || fail "the shell completions are not installed"
+bash -n "$root/share/bash-completion/completions/sdm" || fail "the bash completion does not parse"
+if command -v help2man >/dev/null; then
+  # One page per command `sdm --help` lists, and each renders (man -l, or groff without man-db).
+  commands=$("$root/bin/sdm" --help | sed -n '/^Subcommands:/,$p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p')
+  [ -n "$commands" ] || fail "no commands in sdm --help"
+  for page in sdm $(printf 'sdm-%s ' $commands); do
+    f=$root/share/man/man1/$page.1
+    [ -f "$f" ] || fail "no man page $page(1) (tools/meson.build's sdm_commands lacks a command?)"
+    if command -v man >/dev/null; then text=$(MANPAGER=cat man -l "$f" 2>&1); else text=$(groff -man -Tutf8 "$f" 2>&1); fi
+    echo "$text" | grep -q "^NAME" || fail "man $page does not render: $text"
+  done
+  MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null | grep -q -- "--sign" || fail "man sdm-pack lacks the options"
+  echo "man pages: sdm $(printf 'sdm-%s ' $commands)"
+else
+  echo "no help2man: the man pages are not built"
+fi
 export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
 export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
 export SDM_CACHE_DIR=$work/cache
@@ -30,9 +58,10 @@ grep -q "$root" "$work/cmake/CMakeCache.txt" || { echo "CMake did not find the i
 "$work/cmake/cpp_host"
 
 echo "== make + pkg-config against the installed tree"
-# sdm.pc names the real prefix; the sysroot maps it into the staging tree.
+# sdm.pc is relocatable (prefix=${pcfiledir}/...): found in the staging tree, it names that tree.
 pcdir=$(dirname "$(find "$root" -name sdm.pc | head -1)")
-export PKG_CONFIG_PATH=$pcdir PKG_CONFIG_SYSROOT_DIR=$stage
+export PKG_CONFIG_PATH=$pcdir
+grep -q 'prefix=${pcfiledir}' "$pcdir/sdm.pc" || fail "sdm.pc is not relocatable: $(head -3 "$pcdir/sdm.pc")"
 echo "pkg-config --cflags --libs sdm: $(pkg-config --cflags --libs sdm)"
 [ "$(pkg-config --modversion sdm)" = "$release" ] || { echo "sdm.pc says $(pkg-config --modversion sdm), the build $release"; exit 1; }
 mkdir -p "$work/make"
