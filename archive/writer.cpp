@@ -36,15 +36,16 @@ auto input_key(const WriterInput& e) {
 }
 
 // Runs body(worker, i) for i in [0, n) on `threads` threads (worker < threads names the thread's
-// encoder); the calling thread is worker 0 and reports progress. Each i is independent, so the
-// result does not depend on scheduling.
+// encoder; the calling thread is worker 0), ticking after every unit on the thread that did it, so
+// that progress counts every thread's work as it lands. Each i is independent, so the result does
+// not depend on scheduling.
 template <typename Body>
 void parallel_for(size_t n, unsigned threads, const std::function<void(size_t)>& tick, Body&& body) {
     std::atomic<size_t> next{0};
     const auto work = [&](unsigned worker) {
         for (size_t i = next++; i < n; i = next++) {
             body(worker, i);
-            if (worker == 0 && tick) tick(i);
+            if (tick) tick(i);
         }
     };
     std::vector<std::thread> pool;
@@ -196,11 +197,19 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     std::vector<bool> referrer(n, false); // codes against another entry: never a base itself
     const auto image_kind = [](Kind k) { return k == Kind::cubin || k == Kind::ptx || k == Kind::ltoir || k == Kind::fatbin; };
 
-    // Work units: n plain compressions, then the prefix trials of each entry, then dictionary trials.
+    // Work units, counted per phase: n plain compressions, then the prefix trials of each entry, the
+    // entries recoded against their prefix, and the dictionary trials. The phase changes only
+    // between parallel_for calls, never while a worker reads it.
+    const char* phase = "compress";
     std::atomic<size_t> done{0};
     size_t total_work = n;
     const auto tick = [&](size_t) {
-        if (options_.progress) options_.progress(done.load(), total_work);
+        if (options_.progress) options_.progress(phase, done.load(), total_work);
+    };
+    const auto next_phase = [&](const char* name, size_t units) {
+        phase = name;
+        done = 0;
+        total_work = units;
     };
 
     std::atomic<bool> failed{false};
@@ -272,7 +281,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         std::vector<std::vector<size_t>> trial_size(n);  // per candidate of each entry
         std::vector<ByteVector> best_out(n);              // the entry's smallest trial output
         std::vector<size_t> best_of(n, SIZE_MAX);         // its index in candidates[i]
-        total_work += n;
+        next_phase("prefix trials", n);
         parallel_for(n, threads, tick, [&](unsigned w, size_t i) {
             if (candidates[i].empty()) return void(++done);
             uint64_t largest = 0;
@@ -328,7 +337,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         }
         best_out.clear();
         best_out.shrink_to_fit();
-        total_work += recode.size();
+        next_phase("prefix coding", recode.size());
         parallel_for(recode.size(), threads, tick, [&](unsigned w, size_t r) {
             const size_t i = recode[r];
             const auto held = budget.take(cost(i, raw_size[choice[i].ref], in[choice[i].ref].source != nullptr));
@@ -374,7 +383,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         }
         if (!dictionary.empty()) {
             std::vector<ByteVector> trial_out(eligible.size());  // kept only where smaller than the plain frame
-            total_work += eligible.size();
+            next_phase("dictionary trials", eligible.size());
             parallel_for(eligible.size(), threads, tick, [&](unsigned w, size_t t) {
                 const auto held = budget.take(cost(eligible[t], dictionary.size(), false));
                 auto raw = in[eligible[t]].raw(scratch[w]);
@@ -427,7 +436,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         choice.insert(choice.begin() + static_cast<std::ptrdiff_t>(pos), std::move(c));
     }
     const size_t count = in.size();
-    if (options_.progress) options_.progress(total_work, total_work);
+    if (options_.progress) options_.progress(phase, total_work, total_work);
     // What each entry's payload is: its raw bytes when stored, else its frame.
     const auto payload = [&](size_t i) -> Result<Bytes> {
         if (choice[i].codec == Codec::stored) return in[i].raw(scratch[0]);

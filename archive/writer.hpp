@@ -29,8 +29,10 @@ struct WriterOptions {
     // more waits for others to finish (one that needs more than all of it runs alone). The output
     // does not depend on it.
     size_t work_memory{size_t{512} << 20};
-    // Called from the writing thread as entries finish compressing (done <= total).
-    std::function<void(size_t done, size_t total)> progress;
+    // Called as work units finish ("compress", "prefix trials", "prefix coding", "dictionary
+    // trials": done <= total within the phase), from whichever worker thread finished one, possibly
+    // from several at once: it must be thread-safe.
+    std::function<void(const char* phase, size_t done, size_t total)> progress;
 };
 
 // Memory: finish() holds each input's raw bytes or its source, one chosen payload per entry, a

@@ -2,7 +2,9 @@
 // and prints its own errors to stderr, naming the file or entry and the fix.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string_view>
 #include <string>
@@ -108,17 +110,24 @@ std::optional<archive::Target> parse_arch_option(std::string_view text, archive:
 // (at most a third of its letters off); empty otherwise. For "did you mean" messages.
 std::string closest(const std::string& given, const std::vector<std::string>& candidates);
 
-// Progress on stderr when it is a terminal: "pack [=====>    ] 12/40".
+// Progress on stderr, by phase ("pack: compress [=====>    ] 12/40, 3.1/s, ~9 s left"): on a
+// terminal one line redrawn at most ten times a second; elsewhere (a CI log) one line as each phase
+// ends, with its count, time and rate. update() may be called from several threads at once.
 class Progress {
 public:
     Progress(std::string label, bool enabled);
-    void update(size_t done, size_t total);
+    void update(const char* phase, size_t done, size_t total);
     void finish();
 
 private:
     std::string label_;
-    bool enabled_;
-    int last_{-1};
+    bool enabled_, terminal_;
+    std::mutex mutex_;
+    std::string phase_;
+    std::chrono::steady_clock::time_point phase_start_{}, last_draw_{};
+    size_t last_done_{0}, last_total_{0};
+    bool drawn_{false};
+    void end_phase();  // holds mutex_
 };
 
 }  // namespace sdm::tools

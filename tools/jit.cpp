@@ -115,7 +115,7 @@ int run_jit(const JitOptions& o) {
     std::atomic<size_t> next{0}, done{0};
     std::mutex error_mutex;
     std::optional<Error> first_error;
-    const auto worker = [&](bool report) {
+    const auto worker = [&] {
         for (size_t i = next++; i < jobs.size(); i = next++) {
             const Job& j = jobs[i];
             Result<runtime::JitOutput> out = jit->link({entries[j.entry].kind, inputs.at(j.entry), input->describe(j.entry)}, j.sm, j.variant, {});
@@ -125,15 +125,14 @@ int run_jit(const JitOptions& o) {
                 std::lock_guard lock(error_mutex);
                 if (!first_error) first_error = out.error();
             }
-            ++done;
-            if (report) progress.update(done, jobs.size());
+            progress.update("link", ++done, jobs.size());  // every thread's links, as each lands
         }
     };
     const unsigned threads = std::max(1u, std::min<unsigned>(o.threads ? o.threads : std::thread::hardware_concurrency(),
                                                              static_cast<unsigned>(std::max<size_t>(jobs.size(), 1))));
     std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker, false);
-    worker(true);
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
     for (auto& t : pool) t.join();
     progress.finish();
     if (first_error) {

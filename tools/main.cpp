@@ -144,8 +144,8 @@ int main(int argc, char** argv) {
         const std::string near = sdm::tools::closest(name, commands);
         std::string list;
         for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
-        fmt::print(stderr, "{}: '{}' is not a command{}. Commands: {} ({} --help)\n", who, name, near.empty() ? "" : " (did you mean '" + near + "'?)",
-                   list, who);
+        fmt::print(stderr, "{}: '{}' is not {}{}. Commands: {} ({} --help)\n", who, name, who == "sdm" ? "an sdm command" : "a command of " + who,
+                   near.empty() ? "" : " (did you mean '" + near + "'?)", list, who);
         return nullptr;
     };
     // `sdm help [COMMAND [SUBCOMMAND]]` prints what `sdm COMMAND [SUBCOMMAND] --help` prints.

@@ -206,7 +206,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     wo.store_cubins = o.store_cubins;
     wo.compress = !o.store;
     wo.threads = o.jobs;
-    wo.progress = [&](size_t done, size_t total) { progress.update(done, total); };
+    wo.progress = [&](const char* phase, size_t done, size_t total) { progress.update(phase, done, total); };
     archive::ArchiveWriter writer(wo);
     if (declared || !manifest.kernels.empty()) {
         auto valid = archive::validate_manifest(manifest);

@@ -117,6 +117,11 @@ expect_fail "did you mean 'ls'" "$sdm" lss
 expect_fail "sdm ls: The following argument was not expected: --jsno (did you mean '--json'?)" "$sdm" ls --jsno "$work/a.sdma"
 expect_fail "sdm pack: --output is required" "$sdm" pack
 expect_fail "sdm cache: A subcommand is required" "$sdm" cache
+# Progress names its phases and counts every unit (off a terminal: one line per phase); -q: none.
+"$sdm" pack -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress" >/dev/null
+grep -q "^pack: compress 8/8 in [0-9.]* s" "$work/progress" && grep -q "^pack: prefix trials 8/8" "$work/progress" || { cat "$work/progress"; fail "pack's progress"; }
+"$sdm" pack -q -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress"
+[ ! -s "$work/progress" ] || { cat "$work/progress"; fail "pack -q printed progress"; }
 # Every --json output is one JSON document on stdout, whatever else happened.
 for cmd in "ls --json $work/a.sdma" "diff --json $work/a.sdma $work/c.sdma" "cache stats --json --dir $work/jc" "cache prune --json --dir $work/jc" \
            "cache clear --json --dir $work/jc" "plan --json $data/../golden/kernels.sdma scale N=4096" "info --json -a $work/a.sdma"; do
