@@ -78,4 +78,7 @@ if nvcc=$(command -v nvcc || ls "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" 2>/dev/
 else
   echo "no nvcc: the kernel project is not built"
 fi
+echo "== Rust: a host crate outside the repository (pkg-config, rpath)"
+rc=0; bash "$src/bindings/rust/test_outside.sh" "$stage" "$prefix" "$build" || rc=$?
+[ $rc = 0 ] || [ $rc = 77 ] || exit $rc
 echo "install: the host projects built against the installed tree and ran"

@@ -15,17 +15,20 @@
 //! Every fallible call returns [`Result<T>`]: an [`Error`] carries the [`Status`], sdm's message
 //! (naming the archive, device or kernel and the fix), the native CUresult or nvJitLink code and
 //! the JIT log; the C error object is released as soon as they are copied. [`Runtime`] destroys
-//! its `sdm_runtime` when dropped; a [`Kernel`] borrows its runtime and drops its reference
-//! (`sdm_kernel_release`) when dropped. A runtime and its kernels may be shared between threads.
+//! its `sdm_runtime` when dropped; a [`Kernel`] borrows its runtime, an [`OwnedKernel`] shares it
+//! (an `Arc<Runtime>`), and either drops its reference (`sdm_kernel_release`) when dropped. A
+//! runtime and its kernels may be shared between threads and moved to others.
 //!
 //! The raw ABI is re-exported as [`sys`] for what this crate does not wrap.
 
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt;
+use std::ops::Deref;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
+use std::sync::Arc;
 
 pub use sdm_sys as sys;
 
@@ -38,7 +41,7 @@ pub type DevicePtr = u64;
 /// A CUDA stream (`CUstream`); null for the device context's default stream.
 pub type Stream = *mut c_void;
 
-/// One kernel argument for [`Kernel::launch`]: the address of its value, as `cuLaunchKernel`
+/// One kernel argument for [`KernelHandle::launch`]: the address of its value, as `cuLaunchKernel`
 /// takes it. The value must outlive the launch call (not the kernel's run: the driver copies it).
 pub fn arg<T>(value: &T) -> *mut c_void {
     value as *const T as *mut c_void
@@ -439,7 +442,9 @@ impl RuntimeBuilder {
 }
 
 /// An sdm runtime (`sdm_runtime`): mounted archives, devices, loaded modules, the kernel cache.
-/// Destroyed when dropped, which unloads its modules; kernels borrow it, so it outlives them.
+/// Destroyed when dropped, which unloads its modules; kernels borrow or share it, so it outlives
+/// them. Put it in an `Arc` to fetch [`OwnedKernel`]s, which can be stored beside it or moved to
+/// other threads.
 pub struct Runtime {
     raw: NonNull<sys::sdm_runtime>,
     // Declared after `raw` and dropped after Drop::drop destroyed the runtime, which may log until
@@ -465,8 +470,10 @@ impl fmt::Debug for Runtime {
     }
 }
 
-/// One mounted archive (`sdm_archive_info`), strings copied.
+/// One mounted archive (`sdm_archive_info`), strings copied. Non-exhaustive: a later ABI minor may
+/// tell more.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArchiveInfo {
     /// The path, or the label given to [`Runtime::mount_memory`].
     pub label: String,
@@ -507,8 +514,9 @@ impl fmt::Display for DeviceClass {
     }
 }
 
-/// One CUDA device as sdm sees it (`sdm_device_info`).
+/// One CUDA device as sdm sees it (`sdm_device_info`). Non-exhaustive, as [`ArchiveInfo`] is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeviceInfo {
     /// The driver's name for the device.
     pub name: String,
@@ -532,8 +540,10 @@ pub struct DeviceInfo {
     pub untested: bool,
 }
 
-/// This runtime's kernel-cache counters (`sdm_cache_stats`), since its creation.
+/// This runtime's kernel-cache counters (`sdm_cache_stats`), since its creation. Non-exhaustive,
+/// as [`ArchiveInfo`] is.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct CacheStats {
     pub hits: u64,
     pub misses: u64,
@@ -710,7 +720,8 @@ impl Runtime {
 
     // ---- kernels ----
 
-    /// The kernel `name` on device `ordinal`, loading its module on first use.
+    /// The kernel `name` on device `ordinal`, loading its module on first use. It borrows the
+    /// runtime; [`Runtime::owned_kernel`] gives one that shares it.
     pub fn kernel(&self, ordinal: i32, name: &str) -> Result<Kernel<'_>> {
         // SAFETY: a null stream.
         unsafe { self.kernel_with(ordinal, name, None, ptr::null_mut()) }
@@ -737,6 +748,49 @@ impl Runtime {
         signature: Option<&str>,
         stream: Stream,
     ) -> Result<Kernel<'_>> {
+        // SAFETY: the caller's stream.
+        Ok(KernelHandle { raw: unsafe { self.fetch(ordinal, name, signature, stream) }?, runtime: self })
+    }
+
+    /// [`Runtime::kernel`], holding a clone of the `Arc` instead of a borrow: the kernel can be
+    /// kept beside the runtime (in one struct) or moved into another thread.
+    pub fn owned_kernel(self: &Arc<Self>, ordinal: i32, name: &str) -> Result<OwnedKernel> {
+        // SAFETY: a null stream.
+        unsafe { self.owned_kernel_with(ordinal, name, None, ptr::null_mut()) }
+    }
+
+    /// [`Runtime::kernel_checked`], as an [`OwnedKernel`].
+    pub fn owned_kernel_checked(self: &Arc<Self>, ordinal: i32, name: &str, signature: &str) -> Result<OwnedKernel> {
+        // SAFETY: a null stream.
+        unsafe { self.owned_kernel_with(ordinal, name, Some(signature), ptr::null_mut()) }
+    }
+
+    /// [`Runtime::kernel_with`], as an [`OwnedKernel`].
+    ///
+    /// # Safety
+    /// As for [`Runtime::kernel_with`].
+    pub unsafe fn owned_kernel_with(
+        self: &Arc<Self>,
+        ordinal: i32,
+        name: &str,
+        signature: Option<&str>,
+        stream: Stream,
+    ) -> Result<OwnedKernel> {
+        // SAFETY: the caller's stream.
+        Ok(KernelHandle { raw: unsafe { self.fetch(ordinal, name, signature, stream) }?, runtime: Arc::clone(self) })
+    }
+
+    /// sdm_kernel_get(_checked): a new reference, which the handle made of it releases.
+    ///
+    /// # Safety
+    /// As for [`Runtime::kernel_with`].
+    unsafe fn fetch(
+        &self,
+        ordinal: i32,
+        name: &str,
+        signature: Option<&str>,
+        stream: Stream,
+    ) -> Result<NonNull<sys::sdm_kernel>> {
         let name = c_string("the kernel name", name)?;
         let signature = signature.map(|signature| c_string("the signature", signature)).transpose()?;
         let mut raw: *mut sys::sdm_kernel = ptr::null_mut();
@@ -755,8 +809,7 @@ impl Runtime {
                 ),
             }
         })?;
-        let raw = NonNull::new(raw).ok_or_else(|| Error::new(Status::INTERNAL, "sdm_kernel_get returned NULL"))?;
-        Ok(Kernel { raw, runtime: self })
+        NonNull::new(raw).ok_or_else(|| Error::new(Status::INTERNAL, "sdm_kernel_get returned NULL"))
     }
 
     /// Loads the modules of `names` on device `ordinal` eagerly (JIT links in parallel), or of
@@ -787,18 +840,100 @@ impl Runtime {
         })
     }
 
-    /// Loads a plan-provider plugin (`sdm_plugin.h`).
-    pub fn load_plugin(&self, path: impl AsRef<Path>) -> Result<()> {
+    /// Loads a plan-provider plugin (`sdm_plugin.h`): sdm dlopens the library, negotiates with it,
+    /// and from then on asks it for plans (and, minor 1, to check each loaded image), on whichever
+    /// threads fetch kernels and select plans. A plugin whose negotiation fails is not loaded: the
+    /// error says why.
+    ///
+    /// # Safety
+    /// `path` is native code loaded into this process: its initialisers run during this call and
+    /// its functions run inside sdm's calls afterwards, with nothing checking what they do. It must
+    /// be a plugin the host trusts, written to `sdm_plugin.h`'s contract (thread-safe, keeping to
+    /// the memory it is given, never unwinding into sdm). `$SDM_PLUGIN_PATH` loads plugins the same
+    /// way when a runtime is built: the environment is the host's to trust.
+    pub unsafe fn load_plugin(&self, path: impl AsRef<Path>) -> Result<()> {
         let path = c_path(path.as_ref())?;
-        // SAFETY: valid runtime and string.
+        // SAFETY: valid runtime and string; the library is the caller's to vouch for.
         call(|error| unsafe { sys::sdm_plugin_load(self.as_raw(), path.as_ptr(), error) })
     }
 }
 
 // ---- kernels, plans, launches -------------------------------------------------------------------
 
-/// What a fetched kernel is (`sdm_kernel_info`), strings copied.
+/// What kind of image served a kernel (`sdm_kernel_info.image_kind`: the archive's kinds). A
+/// newtype, as [`Status`] is: a newer libsdm may know more kinds. sdm.h gives the numbers in a
+/// comment, not as constants, so they are spelt here.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ImageKind(pub u32);
+
+impl ImageKind {
+    pub const CUBIN: ImageKind = ImageKind(1);
+    pub const PTX: ImageKind = ImageKind(2);
+    /// LTO-IR, linked by nvJitLink.
+    pub const LTO_IR: ImageKind = ImageKind(3);
+    pub const FATBIN: ImageKind = ImageKind(4);
+
+    /// "cubin", "PTX", "LTO-IR", "fatbin"; "unknown" for a kind this crate does not know.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageKind::CUBIN => "cubin",
+            ImageKind::PTX => "PTX",
+            ImageKind::LTO_IR => "LTO-IR",
+            ImageKind::FATBIN => "fatbin",
+            _ => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the loaded image came from (`sdm_kernel_info.source`). A newtype, as [`ImageKind`] is;
+/// the numbers are sdm.h's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct ImageSource(pub u32);
+
+impl ImageSource {
+    /// The archive's cubin, loaded as it is.
+    pub const ARCHIVE_CUBIN: ImageSource = ImageSource(1);
+    /// A cubin a JIT link made earlier, read from the kernel cache.
+    pub const CACHE: ImageSource = ImageSource(2);
+    pub const NVJITLINK: ImageSource = ImageSource(3);
+    /// The driver's own JIT, given PTX.
+    pub const DRIVER_JIT: ImageSource = ImageSource(4);
+    /// A fatbin, from which the driver chose.
+    pub const FATBIN: ImageSource = ImageSource(5);
+    /// nvPTXCompiler (ABI 1.1).
+    pub const PTX_COMPILER: ImageSource = ImageSource(6);
+
+    /// "archive cubin", "cache", "nvJitLink", "driver JIT", "fatbin", "nvPTXCompiler"; "unknown"
+    /// for a source this crate does not know.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImageSource::ARCHIVE_CUBIN => "archive cubin",
+            ImageSource::CACHE => "cache",
+            ImageSource::NVJITLINK => "nvJitLink",
+            ImageSource::DRIVER_JIT => "driver JIT",
+            ImageSource::FATBIN => "fatbin",
+            ImageSource::PTX_COMPILER => "nvPTXCompiler",
+            _ => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for ImageSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a fetched kernel is (`sdm_kernel_info`), strings copied. Non-exhaustive, as
+/// [`ArchiveInfo`] is.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct KernelInfo {
     pub name: String,
     pub module: String,
@@ -807,17 +942,15 @@ pub struct KernelInfo {
     /// "ptr,f32,i32".
     pub signature: String,
     pub ordinal: i32,
-    /// 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin.
-    pub image_kind: u32,
+    pub image_kind: ImageKind,
     /// The chosen image's arch (90 for sm_90 / compute_90).
     pub image_sm: u32,
     /// What was loaded: the cubin's or the JIT target's SM.
     pub loaded_sm: u32,
-    /// 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin, 6 nvPTXCompiler.
-    pub source: u32,
+    pub source: ImageSource,
 }
 
-/// A launch plan (`sdm_plan`): what [`Kernel::plan`] chose, or one the host fills in.
+/// A launch plan (`sdm_plan`): what [`KernelHandle::plan`] chose, or one the host fills in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// [`Plan::PDL`].
@@ -874,42 +1007,62 @@ impl Plan {
     }
 }
 
-/// A kernel fetched from a [`Runtime`]. Holds a reference on its module: dropping it releases the
-/// reference (`sdm_kernel_release`), which matters only after a reload replaced its archive (the
-/// old module unloads when its last kernel goes). A CUfunction from [`Kernel::function`] is valid
-/// as long as the Kernel.
-pub struct Kernel<'rt> {
+/// A kernel fetched from a [`Runtime`], which it holds as `R`: [`Kernel`] borrows it,
+/// [`OwnedKernel`] shares it; both have every method below. Holds a reference on its module:
+/// dropping it releases the reference (`sdm_kernel_release`), which matters only after a reload
+/// replaced its archive (the old module unloads when its last kernel goes). A CUfunction from
+/// [`KernelHandle::function`] is valid as long as the handle.
+pub struct KernelHandle<R: Deref<Target = Runtime>> {
     raw: NonNull<sys::sdm_kernel>,
-    runtime: &'rt Runtime,
+    runtime: R,
 }
 
-// SAFETY: sdm.h: kernel handles are safe to share between threads; every call taking one is
-// thread-safe.
-unsafe impl Send for Kernel<'_> {}
-unsafe impl Sync for Kernel<'_> {}
+/// A kernel borrowing its runtime ([`Runtime::kernel`]): the cheapest handle, for code that keeps
+/// the runtime in scope.
+pub type Kernel<'rt> = KernelHandle<&'rt Runtime>;
 
-impl Drop for Kernel<'_> {
+/// A kernel sharing its runtime through an `Arc` ([`Runtime::owned_kernel`]): `'static`, so it can
+/// be stored beside the `Arc<Runtime>` or moved into another thread. The runtime lives until its
+/// last owner, kernels included, is dropped.
+pub type OwnedKernel = KernelHandle<Arc<Runtime>>;
+
+// SAFETY: sdm.h: kernel handles are safe to share between threads, and every call taking one is
+// thread-safe, from any thread. What remains is the runtime holder's own Send and Sync (a
+// `&Runtime` and an `Arc<Runtime>` are both, as Runtime is Send and Sync).
+unsafe impl<R: Deref<Target = Runtime> + Send> Send for KernelHandle<R> {}
+unsafe impl<R: Deref<Target = Runtime> + Sync> Sync for KernelHandle<R> {}
+
+impl<R: Deref<Target = Runtime>> Drop for KernelHandle<R> {
     fn drop(&mut self) {
         // Fails only for a reference released twice, which this type cannot do.
-        // SAFETY: the runtime outlives the kernel (the borrow).
+        // SAFETY: the runtime outlives the kernel (borrowed or shared; the field drops after this).
         unsafe { sys::sdm_kernel_release(self.runtime.as_raw(), self.raw.as_ptr(), ptr::null_mut()) };
     }
 }
 
-impl fmt::Debug for Kernel<'_> {
+impl<R: Deref<Target = Runtime>> fmt::Debug for KernelHandle<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Kernel").field("raw", &self.raw).finish()
     }
 }
 
 impl<'rt> Kernel<'rt> {
-    /// The C handle, valid as long as this Kernel.
-    pub fn as_raw(&self) -> *const sys::sdm_kernel {
-        self.raw.as_ptr()
-    }
-
     pub fn runtime(&self) -> &'rt Runtime {
         self.runtime
+    }
+}
+
+impl OwnedKernel {
+    /// The runtime it shares: clone the `Arc` to keep the runtime beyond this kernel.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+impl<R: Deref<Target = Runtime>> KernelHandle<R> {
+    /// The C handle, valid as long as this handle.
+    pub fn as_raw(&self) -> *const sys::sdm_kernel {
+        self.raw.as_ptr()
     }
 
     /// The kernel's CUfunction, for hosts that launch it themselves.
@@ -933,10 +1086,10 @@ impl<'rt> Kernel<'rt> {
                 archive: owned_string(info.archive),
                 signature: owned_string(info.signature),
                 ordinal: info.ordinal,
-                image_kind: info.image_kind,
+                image_kind: ImageKind(info.image_kind),
                 image_sm: info.image_sm,
                 loaded_sm: info.loaded_sm,
-                source: info.source,
+                source: ImageSource(info.source),
             })
         }
     }

@@ -1,7 +1,11 @@
 // The safe bindings through the fake CUDA driver (tests/fake_cuda): runtime, devices, archives,
 // kernels, plans and launches. run_tests.sh sets $SDM_CUDA_DRIVER to the fake; the devices are
 // set here, once, before any runtime reads them.
-use sdm::{DeviceClass, Kernel, LogLevel, Plan, Runtime, RuntimeBuilder, SignaturePolicy, Status};
+use sdm::{
+    DeviceClass, ImageKind, ImageSource, Kernel, KernelHandle, LogLevel, OwnedKernel, Plan, Runtime, RuntimeBuilder,
+    SignaturePolicy, Status,
+};
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, Once};
@@ -177,7 +181,13 @@ fn the_kernels_of_the_golden_archive() {
     assert!(info.archive.ends_with("kernels.sdma"), "{}", info.archive);
     assert_eq!(info.ordinal, 0);
     // The H200 (9.0) gets the sm_90 cubin as it is.
-    assert_eq!((info.image_kind, info.image_sm, info.loaded_sm, info.source), (1, 90, 90, 1));
+    assert_eq!(
+        (info.image_kind, info.image_sm, info.loaded_sm, info.source),
+        (ImageKind::CUBIN, 90, 90, ImageSource::ARCHIVE_CUBIN)
+    );
+    assert_eq!((info.image_kind.to_string(), info.source.to_string()), ("cubin".into(), "archive cubin".into()));
+    // Numbers a newer libsdm may add survive, by name "unknown".
+    assert_eq!((ImageKind(9).name(), ImageSource(9).name()), ("unknown", "unknown"));
     assert!(!scale.function().unwrap().is_null());
 
     let axpy = rt.kernel(0, "axpy").unwrap();
@@ -327,7 +337,8 @@ fn an_unknown_signature_policy_and_too_many_keys_are_refused() {
     checking(&cache, SignaturePolicy::OFF).build().unwrap().mount_file(golden()).unwrap();
 }
 
-fn select(kernel: &Kernel, n: i64) -> Plan {
+// Generic over the handle, as a host's helper taking either kind of kernel is.
+fn select<R: Deref<Target = Runtime>>(kernel: &KernelHandle<R>, n: i64) -> Plan {
     kernel.plan(&[n]).unwrap_or_else(|error| panic!("plan for {n}: {error}"))
 }
 
@@ -462,4 +473,53 @@ fn a_runtime_is_shared_between_threads() {
             });
         }
     });
+}
+
+#[test]
+fn an_owned_kernel_is_kept_beside_its_runtime_and_moved_to_threads() {
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+    send_sync_static::<OwnedKernel>();
+    send_sync_static::<Kernel<'static>>();
+
+    /// What a host keeps: the runtime and kernels fetched from it, in one struct.
+    struct Host {
+        runtime: Arc<Runtime>,
+        scale: OwnedKernel,
+    }
+    let cache = TempDir::new();
+    let runtime = Arc::new(mounted(&cache));
+    let host = Host { scale: runtime.owned_kernel_checked(0, "scale", "ptr,f32,i32").unwrap(), runtime };
+    assert!(Arc::ptr_eq(host.scale.runtime(), &host.runtime));
+    assert_eq!(host.runtime.owned_kernel_checked(0, "scale", "ptr").unwrap_err().status(), Status::MISMATCH);
+
+    let workers: Vec<_> = (0..2)
+        .map(|ordinal| {
+            let kernel = host.runtime.owned_kernel(ordinal, "scale").unwrap();
+            std::thread::spawn(move || {
+                let plan = select(&kernel, 1 << 20);
+                let (y, factor, n): (sdm::DevicePtr, f32, i32) = (0x7f00_0000_0000, 2.0, 1 << 20);
+                // SAFETY: the fake driver runs nothing.
+                unsafe { kernel.launch(&plan, std::ptr::null_mut(), &[sdm::arg(&y), sdm::arg(&factor), sdm::arg(&n)]) }
+                    .unwrap();
+                kernel.info().unwrap().ordinal
+            })
+        })
+        .collect();
+    let ordinals: Vec<i32> = workers.into_iter().map(|worker| worker.join().unwrap()).collect();
+    assert_eq!(ordinals, [0, 1]);
+
+    // The last owner keeps the runtime: dropped before its kernel, it is destroyed after it.
+    let Host { runtime, scale } = host;
+    drop(runtime);
+    assert_eq!(scale.info().unwrap().name, "scale");
+    assert_eq!(Arc::strong_count(scale.runtime()), 1);
+}
+
+#[test]
+fn a_plugin_that_cannot_be_loaded_is_an_error_naming_it() {
+    let cache = TempDir::new();
+    let rt = runtime(&cache);
+    // SAFETY: nothing is loaded: the file does not exist.
+    let error = unsafe { rt.load_plugin("/nonexistent/libsdm_plugin.so") }.unwrap_err();
+    assert!(error.message().contains("/nonexistent/libsdm_plugin.so"), "{error}");
 }
