@@ -2,7 +2,8 @@
 # Runs the Go bindings' tests against a Meson build of sdm, through its fake CUDA driver.
 # Usage: bindings/go/run_tests.sh [BUILD_DIR [GO_TEST_ARGS...]]
 #   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
-# Needs Go >= 1.19 (Debian 12: apt-get install golang-go). No network: GOPROXY=off.
+# Needs Go >= 1.19 (Debian 12: apt-get install golang-go) and pkg-config (pkgconf). No network:
+# GOPROXY=off. cgo finds libsdm through a temporary sdm.pc that describes BUILD_DIR.
 # Exits non-zero when a test fails or the build lacks libsdm.so or the fake driver.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ build=${1:-build}
 shift $(( $# > 0 ? 1 : 0 ))
 
 command -v go >/dev/null || { echo "run_tests.sh: no go on PATH (Debian: apt-get install golang-go)" >&2; exit 1; }
+command -v pkg-config >/dev/null || { echo "run_tests.sh: no pkg-config on PATH, which cgo needs (Debian: apt-get install pkgconf)" >&2; exit 1; }
 lib_dir=$build/capi
 fake=$build/tests/fake_cuda/libcuda_fake.so
 # libsdm.so is missing for a moment while Meson relinks it: wait a little before giving up.
@@ -22,8 +24,22 @@ fake=$build/tests/fake_cuda/libcuda_fake.so
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The package says `#cgo pkg-config: sdm`. Not the build's meson-uninstalled/sdm-uninstalled.pc:
+# its Cflags add libsdm's private include directories (and CUDA's), which would hide a public
+# header that fails on its own, and its Libs no rpath. This one gives the public header and the
+# build's libsdm, with an rpath so that the test binaries find it.
+mkdir "$tmp/pkgconfig"
+cat >"$tmp/pkgconfig/sdm.pc" <<EOF
+Name: sdm
+Description: sdm as built in $build, for the Go tests
+Version: 0
+Cflags: -I$root/include
+Libs: -L$lib_dir -Wl,-rpath,$lib_dir -lsdm
+EOF
+export PKG_CONFIG_PATH=$tmp/pkgconfig PKG_CONFIG_LIBDIR=$tmp/pkgconfig
+unset PKG_CONFIG_SYSROOT_DIR
 export CGO_ENABLED=1
-export CGO_LDFLAGS="-L$lib_dir -Wl,-rpath,$lib_dir${CGO_LDFLAGS:+ $CGO_LDFLAGS}"
+# A libsdm that the caller's LD_LIBRARY_PATH names would win over the rpath (a RUNPATH).
 export LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 export GOCACHE=${GOCACHE:-$tmp/go-build}

@@ -10,13 +10,15 @@
 //
 // Every failure is an *Error (status, message, native code, JIT log); errors.Is(err, sdm.ErrNotFound)
 // tests its status. A Runtime and its Kernels may be used from any goroutine; Close waits for the
-// calls in flight. Linking: -lsdm, with the library's directory in CGO_LDFLAGS (-L, -Wl,-rpath)
-// or on the linker's default path.
+// calls in flight. Close (and Kernel.Release) are the way to free them: a finalizer does it for a
+// Runtime or Kernel that became unreachable without, but only whenever the garbage collector runs.
+//
+// Building: cgo asks pkg-config for sdm, so sdm.pc (installed with libsdm) must be on
+// PKG_CONFIG_PATH; the package builds the same vendored or fetched as a module.
 package sdm
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
-#cgo LDFLAGS: -lsdm
+#cgo pkg-config: sdm
 #include <stdlib.h>
 #include <string.h>
 #include <sdm/sdm.h>
@@ -33,13 +35,44 @@ static void sdm_go_set_log(sdm_runtime_params* params, uintptr_t handle) {
     params->log_fn = sdm_go_log;
     params->log_user_data = (void*)handle;
 }
+
+// What Kernel.Launch hands sdm_launch, in C memory: cgo moves every Go variable whose address goes
+// to C onto the heap, which would allocate on each launch. data is capacity bytes, for the
+// argument values and their pointer table, in the same malloc block.
+typedef struct sdm_go_launch {
+    sdm_plan plan;
+    sdm_error* error;
+    unsigned char* data;
+    size_t capacity;
+} sdm_go_launch;
+
+static sdm_go_launch* sdm_go_launch_new(size_t capacity) {
+    // The data 16-byte aligned, as malloc's block is, for the 16-byte argument slots.
+    size_t header = (sizeof(sdm_go_launch) + 15) / 16 * 16;
+    sdm_go_launch* launch = malloc(header + capacity);
+    if (launch != NULL) {
+        launch->data = (unsigned char*)launch + header;
+        launch->capacity = capacity;
+    }
+    return launch;
+}
+
+// sdm_launch from launch's plan into its error slot. The kernel comes as a void*: cgo's pointer
+// check would box a pointer to the incomplete sdm_kernel, an allocation.
+static sdm_status sdm_go_launch_run(const void* kernel, sdm_go_launch* launch, void* stream, void** args, uint32_t count) {
+    launch->error = NULL;
+    return sdm_launch((const sdm_kernel*)kernel, &launch->plan, stream, args, count, &launch->error);
+}
 */
 import "C"
 
 import (
 	"fmt"
+	"reflect"
+	"runtime"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -125,7 +158,10 @@ type Options struct {
 }
 
 // Runtime owns an sdm_runtime: mounted archives, devices, loaded modules, the kernel cache.
-// Its methods are safe for concurrent use; Close destroys it after the calls in flight.
+// Its methods are safe for concurrent use; Close destroys it after the calls in flight. A Runtime
+// that becomes unreachable unclosed is closed by its finalizer (its Kernels keep it reachable, but
+// an Options.Log that refers to it keeps it so for good): call Close, as the finalizer runs only
+// when the garbage collector gets round to it, if ever.
 type Runtime struct {
 	mu     sync.RWMutex // read-held by every call; Close holds it to destroy
 	handle *C.sdm_runtime
@@ -186,6 +222,7 @@ func NewRuntime(opts *Options) (*Runtime, error) {
 		}
 		return nil, err
 	}
+	runtime.SetFinalizer(rt, (*Runtime).Close)
 	return rt, nil
 }
 
@@ -203,6 +240,7 @@ func (r *Runtime) Close() error {
 		r.log.Delete() // after destroy, which may still log
 		r.log = 0
 	}
+	runtime.SetFinalizer(r, nil) // nothing left for it to destroy
 	return nil
 }
 
@@ -217,11 +255,15 @@ func (r *Runtime) use(f func(*C.sdm_runtime) error) error {
 	if r.handle == nil {
 		return errClosed()
 	}
-	return f(r.handle)
+	err := f(r.handle)
+	// f handed the handle to C: r's finalizer must not destroy it before C returns.
+	runtime.KeepAlive(r)
+	return err
 }
 
 // Handle is the C sdm_runtime*, for sdm.h calls this package does not wrap. Owned by the Runtime:
-// valid until Close; do not destroy it.
+// valid until Close; do not destroy it. Keep the Runtime reachable while C uses the handle
+// (runtime.KeepAlive), or its finalizer may destroy it.
 func (r *Runtime) Handle() unsafe.Pointer {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -480,10 +522,15 @@ type Stream unsafe.Pointer
 
 // Kernel is a kernel fetched from a Runtime. It holds a reference on its module until Release,
 // which matters only after a reload replaced its archive (the old module unloads when its last
-// kernel is released). Safe for concurrent use.
+// kernel is released); a Kernel that becomes unreachable unreleased is released by its finalizer.
+// Safe for concurrent use.
 type Kernel struct {
-	rt     *Runtime
-	handle *C.sdm_kernel
+	rt       *Runtime
+	handle   *C.sdm_kernel
+	released atomic.Bool
+	// launch is the C memory Launch fills, kept for the next call; nil before the first and while
+	// a Launch holds it (a concurrent one mallocs its own). The finalizer frees it.
+	launch atomic.Pointer[C.sdm_go_launch]
 }
 
 // KernelInfo says what a fetched kernel is (sdm_kernel_info).
@@ -528,7 +575,9 @@ func (r *Runtime) KernelOnStream(ordinal int, name, signature string, stream Str
 	if err != nil {
 		return nil, err
 	}
-	return &Kernel{rt: r, handle: handle}, nil
+	k := &Kernel{rt: r, handle: handle}
+	runtime.SetFinalizer(k, (*Kernel).finalize)
+	return k, nil
 }
 
 // Preload loads the modules of names on device ordinal eagerly (JIT links in parallel), or of
@@ -595,21 +644,48 @@ func (r *Runtime) LoadPlugin(path string) error {
 	})
 }
 
-// Release drops the reference the fetch took (sdm_kernel_release); the Kernel must not be used
-// afterwards. Hosts that never reload need not release. Releasing twice is ErrInvalidArgument.
+// Release drops the reference the fetch took (sdm_kernel_release). Later calls on the Kernel,
+// and a second Release, return ErrInvalidArgument. Hosts that never reload need not release.
 func (k *Kernel) Release() error {
+	// Go's own count, not libsdm's: another Kernel fetched by the same name shares the C handle,
+	// and a second release here would drop its reference.
+	if !k.released.CompareAndSwap(false, true) {
+		return &Error{Code: ErrInvalidArgument, Message: "the sdm Kernel was released already"}
+	}
 	return k.rt.use(func(h *C.sdm_runtime) error {
 		var cerr *C.sdm_error
 		return check(C.sdm_kernel_release(h, k.handle, &cerr), cerr)
 	})
 }
 
-// Function is the kernel's CUfunction, for hosts that launch it themselves.
+// finalize releases an unreachable Kernel's reference unless Release or the runtime's Close did,
+// and frees its launch memory (no Launch can hold it any more).
+func (k *Kernel) finalize() {
+	_ = k.Release()
+	C.free(unsafe.Pointer(k.launch.Load()))
+}
+
+// use runs f with the kernel's handle, read-locked against the runtime's Close; refused after
+// Release.
+func (k *Kernel) use(f func(*C.sdm_kernel) error) error {
+	err := k.rt.use(func(*C.sdm_runtime) error {
+		if k.released.Load() {
+			return &Error{Code: ErrInvalidArgument, Message: "the sdm Kernel is released"}
+		}
+		return f(k.handle)
+	})
+	// f handed the handle to C: k's finalizer must not release it before C returns.
+	runtime.KeepAlive(k)
+	return err
+}
+
+// Function is the kernel's CUfunction, for hosts that launch it themselves. Keep the Kernel
+// reachable while launching it: after a reload, the finalizer's release may unload its module.
 func (k *Kernel) Function() (unsafe.Pointer, error) {
 	var function unsafe.Pointer
-	err := k.rt.use(func(*C.sdm_runtime) error {
+	err := k.use(func(h *C.sdm_kernel) error {
 		var cerr *C.sdm_error
-		return check(C.sdm_kernel_function(k.handle, &function, &cerr), cerr)
+		return check(C.sdm_kernel_function(h, &function, &cerr), cerr)
 	})
 	return function, err
 }
@@ -617,11 +693,11 @@ func (k *Kernel) Function() (unsafe.Pointer, error) {
 // Info says which image was chosen for the kernel and where it came from.
 func (k *Kernel) Info() (KernelInfo, error) {
 	var out KernelInfo
-	err := k.rt.use(func(*C.sdm_runtime) error {
+	err := k.use(func(h *C.sdm_kernel) error {
 		var info C.sdm_kernel_info
 		info.struct_size = C.uint32_t(C.sizeof_sdm_kernel_info)
 		var cerr *C.sdm_error
-		if err := check(C.sdm_kernel_info_get(k.handle, &info, &cerr), cerr); err != nil {
+		if err := check(C.sdm_kernel_info_get(h, &info, &cerr), cerr); err != nil {
 			return err
 		}
 		out = KernelInfo{
@@ -659,7 +735,7 @@ func (p Plan) PDL() bool { return p.Flags&PlanPDL != 0 }
 // ErrInvalidArgument.
 func (k *Kernel) Plan(problem ...int64) (Plan, error) {
 	var out Plan
-	err := k.rt.use(func(*C.sdm_runtime) error {
+	err := k.use(func(h *C.sdm_kernel) error {
 		var plan C.sdm_plan
 		plan.struct_size = C.uint32_t(C.sizeof_sdm_plan)
 		var values *C.int64_t
@@ -667,7 +743,7 @@ func (k *Kernel) Plan(problem ...int64) (Plan, error) {
 			values = (*C.int64_t)(unsafe.Pointer(&problem[0]))
 		}
 		var cerr *C.sdm_error
-		if err := check(C.sdm_plan_select(k.handle, values, C.uint32_t(len(problem)), &plan, &cerr), cerr); err != nil {
+		if err := check(C.sdm_plan_select(h, values, C.uint32_t(len(problem)), &plan, &cerr), cerr); err != nil {
 			return err
 		}
 		out = Plan{
@@ -692,94 +768,133 @@ type RawArg []byte
 // for "i32", and likewise for the other fixed-size integers and floats, bool, uintptr and
 // unsafe.Pointer (a device address); RawArg for anything else. sdm checks their count against
 // the signature; the caller answers for their types and for the device memory the kernel touches.
+// A successful Launch allocates nothing on the Go heap: the C memory it fills is the Kernel's,
+// kept between calls (a Launch concurrent with another on the same Kernel mallocs its own).
 func (k *Kernel) Launch(plan Plan, stream Stream, args ...interface{}) error {
-	// Each value in its own 16-byte slot of one C block, the pointer array after them: C memory,
-	// as cgo forbids handing C a Go array of Go pointers.
+	// Each value in its own 16-byte slot of the kernel's launch memory, the pointer table after
+	// them: C memory, as cgo forbids handing C a Go array of Go pointers. Nothing here allocates on
+	// the Go heap, nor lets args escape, so the caller's interface values can stay on its stack.
 	const slot = 16
-	values := make([][]byte, len(args))
 	size := 0
 	for i, arg := range args {
-		bytes, err := argBytes(arg)
-		if err != nil {
-			return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf("kernel argument %d: %v", i, err)}
+		n := storeArg(nil, arg)
+		if n < 0 {
+			return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf("kernel argument %d: %v is not a kernel argument type "+
+				"(DevicePtr, a fixed-size integer or float, bool, uintptr, unsafe.Pointer or RawArg; int is not fixed-size)",
+				i, typeOf(arg))}
 		}
-		values[i] = bytes
-		size += (len(bytes) + slot - 1) / slot * slot
+		size += (n + slot - 1) / slot * slot
 	}
-	pointers := len(args) * int(unsafe.Sizeof(unsafe.Pointer(nil)))
-	block := C.malloc(C.size_t(size + pointers + 1))
-	if block == nil {
+	launch := k.takeLaunch(size + len(args)*int(unsafe.Sizeof(unsafe.Pointer(nil))))
+	if launch == nil {
 		return &Error{Code: ErrOutOfMemory, Message: "no memory for the kernel arguments"}
 	}
-	defer C.free(block)
-	memory := unsafe.Slice((*byte)(block), size+pointers)
+	defer k.putLaunch(launch)
 	var table *unsafe.Pointer
 	if len(args) > 0 {
-		table = (*unsafe.Pointer)(unsafe.Pointer(&memory[size]))
+		data := unsafe.Pointer(launch.data)
+		table = (*unsafe.Pointer)(unsafe.Add(data, size))
 		slots := unsafe.Slice(table, len(args))
 		offset := 0
-		for i, bytes := range values {
-			copy(memory[offset:], bytes)
-			slots[i] = unsafe.Pointer(&memory[offset])
-			offset += (len(bytes) + slot - 1) / slot * slot
+		for i, arg := range args {
+			slots[i] = unsafe.Add(data, offset)
+			offset += (storeArg(slots[i], arg) + slot - 1) / slot * slot
 		}
 	}
-	var craw C.sdm_plan
-	craw.struct_size = C.uint32_t(C.sizeof_sdm_plan)
-	craw.flags = C.uint32_t(plan.Flags)
-	craw.grid = C.uint32_t(plan.Grid)
-	craw.block = C.uint32_t(plan.Block)
-	craw.smem_bytes = C.uint32_t(plan.SmemBytes)
-	for i := range plan.Cluster {
-		craw.cluster[i] = C.uint32_t(plan.Cluster[i])
+	launch.plan = C.sdm_plan{
+		struct_size: C.uint32_t(C.sizeof_sdm_plan), flags: C.uint32_t(plan.Flags), grid: C.uint32_t(plan.Grid),
+		block: C.uint32_t(plan.Block), smem_bytes: C.uint32_t(plan.SmemBytes),
+		cluster:       [3]C.uint32_t{C.uint32_t(plan.Cluster[0]), C.uint32_t(plan.Cluster[1]), C.uint32_t(plan.Cluster[2])},
+		blocks_per_sm: C.int32_t(plan.BlocksPerSM), occupancy: C.int32_t(plan.Occupancy), rule: C.int32_t(plan.Rule),
 	}
-	craw.blocks_per_sm = C.int32_t(plan.BlocksPerSM)
-	craw.occupancy = C.int32_t(plan.Occupancy)
-	craw.rule = C.int32_t(plan.Rule)
-	return k.rt.use(func(*C.sdm_runtime) error {
-		var cerr *C.sdm_error
-		return check(C.sdm_launch(k.handle, &craw, unsafe.Pointer(stream), table, C.uint32_t(len(args)), &cerr), cerr)
+	return k.use(func(h *C.sdm_kernel) error {
+		status := C.sdm_go_launch_run(unsafe.Pointer(h), launch, unsafe.Pointer(stream), table, C.uint32_t(len(args)))
+		return check(status, launch.error)
 	})
 }
 
-// argBytes is a kernel argument's bytes, in the host's byte order as the kernel reads them.
-func argBytes(arg interface{}) ([]byte, error) {
-	switch v := arg.(type) {
-	case DevicePtr:
-		return valueBytes(v), nil
-	case unsafe.Pointer:
-		return valueBytes(uintptr(v)), nil
-	case uintptr:
-		return valueBytes(v), nil
-	case bool:
-		return valueBytes(v), nil
-	case int8:
-		return valueBytes(v), nil
-	case uint8:
-		return valueBytes(v), nil
-	case int16:
-		return valueBytes(v), nil
-	case uint16:
-		return valueBytes(v), nil
-	case int32:
-		return valueBytes(v), nil
-	case uint32:
-		return valueBytes(v), nil
-	case int64:
-		return valueBytes(v), nil
-	case uint64:
-		return valueBytes(v), nil
-	case float32:
-		return valueBytes(v), nil
-	case float64:
-		return valueBytes(v), nil
-	case RawArg:
-		return append([]byte(nil), v...), nil
-	}
-	return nil, fmt.Errorf("%T is not a kernel argument type (DevicePtr, a fixed-size integer or float, bool, "+
-		"uintptr, unsafe.Pointer or RawArg; int is not fixed-size)", arg)
+// typeOf is reflect.TypeOf(arg) without letting arg escape, as reflect.TypeOf does (escape
+// analysis does not tell an interface's type word from its data word), which would move every
+// Launch caller's argument values to the heap: it copies only the type word, a pointer to a static
+// type descriptor, as an integer into an interface without data.
+func typeOf(arg interface{}) reflect.Type {
+	var probe interface{}
+	(*[2]uintptr)(unsafe.Pointer(&probe))[0] = (*[2]uintptr)(unsafe.Pointer(&arg))[0]
+	return reflect.TypeOf(probe)
 }
 
-func valueBytes[T any](value T) []byte {
-	return append([]byte(nil), unsafe.Slice((*byte)(unsafe.Pointer(&value)), unsafe.Sizeof(value))...)
+// launchCapacity is the data bytes of a kernel's first launch memory: a dozen arguments and their
+// pointers. A launch that needs more replaces it with a bigger block.
+const launchCapacity = 512
+
+// takeLaunch is launch memory of at least size data bytes: the kernel's kept block when no other
+// Launch holds it and it is big enough, else a new one (C memory: still no Go allocation); nil
+// without memory.
+func (k *Kernel) takeLaunch(size int) *C.sdm_go_launch {
+	launch := k.launch.Swap(nil)
+	if launch != nil && int(launch.capacity) >= size {
+		return launch
+	}
+	C.free(unsafe.Pointer(launch))
+	if size < launchCapacity {
+		size = launchCapacity
+	}
+	return C.sdm_go_launch_new(C.size_t(size))
+}
+
+// putLaunch keeps launch for the next call, or frees it when a concurrent Launch kept its own.
+func (k *Kernel) putLaunch(launch *C.sdm_go_launch) {
+	if !k.launch.CompareAndSwap(nil, launch) {
+		C.free(unsafe.Pointer(launch))
+	}
+}
+
+// storeArg writes a kernel argument's bytes to dst, in the host's byte order as the kernel reads
+// them, and returns how many; dst nil only measures. -1: arg is of no kernel argument type.
+func storeArg(dst unsafe.Pointer, arg interface{}) int {
+	switch v := arg.(type) {
+	case DevicePtr:
+		return store(dst, v)
+	case unsafe.Pointer:
+		return store(dst, uintptr(v))
+	case uintptr:
+		return store(dst, v)
+	case bool:
+		return store(dst, v)
+	case int8:
+		return store(dst, v)
+	case uint8:
+		return store(dst, v)
+	case int16:
+		return store(dst, v)
+	case uint16:
+		return store(dst, v)
+	case int32:
+		return store(dst, v)
+	case uint32:
+		return store(dst, v)
+	case int64:
+		return store(dst, v)
+	case uint64:
+		return store(dst, v)
+	case float32:
+		return store(dst, v)
+	case float64:
+		return store(dst, v)
+	case RawArg:
+		if dst != nil {
+			copy(unsafe.Slice((*byte)(dst), len(v)), v)
+		}
+		return len(v)
+	}
+	return -1
+}
+
+// store writes value to dst unless dst is nil (its 16-byte slot is aligned for any T) and returns
+// its size.
+func store[T any](dst unsafe.Pointer, value T) int {
+	if dst != nil {
+		*(*T)(dst) = value
+	}
+	return int(unsafe.Sizeof(value))
 }

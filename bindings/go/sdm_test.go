@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"sdm.dev/sdm"
 	"sdm.dev/sdm/internal/rawabi"
@@ -288,10 +289,12 @@ func TestTheKernelsOfTheGoldenArchive(t *testing.T) {
 	}
 	sdmError(t, rt.Preload(0, "no_such_kernel"), sdm.ErrNotFound)
 
-	// Release drops the reference; a second release is refused.
+	// Release drops the reference; a second release, and any later call, is refused.
 	if err := axpy.Release(); err != nil {
 		t.Error(err)
 	}
+	_, err = axpy.Info()
+	sdmError(t, err, sdm.ErrInvalidArgument, "released")
 	if err := onA100.Release(); err != nil {
 		t.Error(err)
 	}
@@ -478,7 +481,7 @@ func TestLaunchWithRawDevicePointers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sdmError(t, scale.Launch(plan, nil, y, float32(2)), sdm.ErrInvalidArgument, "kernel scale takes 3 argument(s) (ptr,f32,i32), not 2")
-	sdmError(t, scale.Launch(plan, nil, y, float32(2), 7), sdm.ErrInvalidArgument, "argument 2", "int is not fixed-size")
+	sdmError(t, scale.Launch(plan, nil, y, float32(2), 7), sdm.ErrInvalidArgument, "argument 2: int is not", "int is not fixed-size")
 	// A plan the driver refuses: the CUresult comes along.
 	bad := plan
 	bad.Block = 2048
@@ -624,4 +627,179 @@ func TestCloseMakesLaterCallsFail(t *testing.T) {
 	sdmError(t, err, sdm.ErrInvalidArgument, "closed")
 	_, err = kernel.Plan(1)
 	sdmError(t, err, sdm.ErrInvalidArgument, "closed")
+}
+
+func TestLaunchDoesNotAllocate(t *testing.T) {
+	rt := mounted(t)
+	scale, _ := rt.Kernel(0, "scale")
+	plan, err := scale.Plan(1 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Variables, not constants, which the compiler would box in static memory.
+	y, factor, n := sdm.DevicePtr(0x7f0000000000), float32(2), int32(1<<20)
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err = scale.Launch(plan, nil, y, factor, n); err != nil {
+			panic(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%v Go allocations per Launch, want 0", allocs)
+	}
+}
+
+func TestConcurrentLaunchesOfOneKernel(t *testing.T) {
+	rt := mounted(t)
+	scale, _ := rt.Kernel(0, "scale")
+	plan, _ := scale.Plan(1 << 20)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 100; i++ {
+				// Now and then more argument bytes than the kernel's launch memory holds (sdm does not
+				// check sizes; the fake driver runs nothing).
+				var factor interface{} = float32(g)
+				if i%10 == g {
+					factor = sdm.RawArg(make([]byte, 1000))
+				}
+				if err := scale.Launch(plan, nil, sdm.DevicePtr(0x7f0000000000), factor, int32(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// logSink records log lines. Its log method refers to the sink only, so that a runtime logging to
+// it can become unreachable.
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (s *logSink) log(_ sdm.LogLevel, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = append(s.lines, message)
+}
+
+func (s *logSink) has(piece string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Contains(strings.Join(s.lines, "\n"), piece)
+}
+
+// collectUntil runs the garbage collector until a line containing piece was logged, for up to
+// five seconds: finalizers run on a goroutine of their own after a collection, an object pointed
+// to by another's finalizer only in a later one.
+func (s *logSink) collectUntil(piece string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		runtime.GC()
+		if s.has(piece) {
+			return true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return false
+}
+
+func TestAnUnclosedRuntimeIsDestroyedByItsFinalizer(t *testing.T) {
+	sink := &logSink{}
+	func() {
+		rt, err := sdm.NewRuntime(&sdm.Options{CUDADriver: driver, NoEmbeddedArchive: true, LogLevel: sdm.LogDebug,
+			Log: sink.log, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.MountFile(golden); err != nil {
+			t.Fatal(err)
+		}
+		// The Kernel keeps the Runtime reachable until its own finalizer ran.
+		if _, err := rt.Kernel(0, "scale"); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if !sink.collectUntil("unloaded the library of") {
+		t.Errorf("the runtime was not destroyed: %q", sink.lines)
+	}
+}
+
+func TestAnUnreleasedKernelIsReleasedByItsFinalizer(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "kernels.sdma")
+	// A new file in the old one's place: writing over the mapped one would change what is mounted.
+	replaceFile := func(from string) {
+		bytes, err := os.ReadFile(from)
+		if err == nil {
+			err = os.WriteFile(file+".new", bytes, 0o644)
+		}
+		if err == nil {
+			err = os.Rename(file+".new", file)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaceFile(golden)
+	sink := &logSink{}
+	rt := newRuntime(t, &sdm.Options{CUDADriver: driver, NoEmbeddedArchive: true, LogLevel: sdm.LogInfo, Log: sink.log})
+	if err := rt.MountFile(file); err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := rt.Kernel(0, "scale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Other bytes, the same kernels: the reload replaces the archive, and its old module unloads
+	// once no Kernel holds it.
+	replaceFile(filepath.Join(repo, "tests/golden/kernels-stored.sdma"))
+	if n, err := rt.Reload(); err != nil || n != 1 {
+		t.Fatalf("reload: %d, %v", n, err)
+	}
+	const unloaded = "unloaded module kernels of a replaced archive"
+	runtime.GC()
+	if sink.has(unloaded) {
+		t.Fatal("the old module unloaded while a Kernel held it")
+	}
+	runtime.KeepAlive(kernel)
+	if !sink.collectUntil(unloaded) {
+		t.Errorf("the old module stayed loaded: %q", sink.lines)
+	}
+}
+
+func TestTheFinalizersLeaveClosedAndReleasedObjectsAlone(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		rt, err := sdm.NewRuntime(&sdm.Options{CUDADriver: driver, NoEmbeddedArchive: true, LogLevel: sdm.LogOff, CacheDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.MountFile(golden); err != nil {
+			t.Fatal(err)
+		}
+		released, _ := rt.Kernel(0, "scale")
+		launched, _ := rt.Kernel(0, "scale")
+		plan, _ := launched.Plan(1 << 20)
+		if err := launched.Launch(plan, nil, sdm.DevicePtr(0x7f0000000000), float32(2), int32(1<<20)); err != nil {
+			t.Fatal(err)
+		}
+		if err := released.Release(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A double free or a release after the runtime's destruction would crash here.
+	for i := 0; i < 3; i++ {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -56,6 +56,11 @@ fi
 # context and logger, the SDM kernels every frame, a new archive and a broken one dropped in).
 [ -x "$build/examples/c_host" ] && run c-host "$build/examples/c_host" "$build/kernels/kernels.sdma"
 [ -x "$build/examples/engine_host" ] && run engine-host env SDM_TEST_REAL_DRIVER=1 bash tests/hosts/engine_host.sh "$build"
+# The hosts of the README on the GPU: PyTorch tensors through the Python binding, and a Rust host
+# with a raw device pointer and stream (built beforehand: docs/GPU_TESTS.md).
+run torch-scale env SDM_LIBRARY="$build/capi/libsdm.so.1" python3 examples/torch_scale.py
+[ -x bindings/rust/target/release/examples/raw_pointer ] &&
+  run rust-raw-pointer env LD_LIBRARY_PATH="$PWD/$build/capi:$LD_LIBRARY_PATH" bindings/rust/target/release/examples/raw_pointer tests/golden/kernels.sdma
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
 run capi-fake "$build/tests/test_capi"
 run hostile-fake "$build/tests/test_hostile_runtime"

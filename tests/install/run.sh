@@ -81,4 +81,10 @@ fi
 echo "== Rust: a host crate outside the repository (pkg-config, rpath)"
 rc=0; bash "$src/bindings/rust/test_outside.sh" "$stage" "$prefix" "$build" || rc=$?
 [ $rc = 0 ] || [ $rc = 77 ] || exit $rc
+echo "== Go: a module vendoring bindings/go, built with pkg-config against the installed tree"
+if command -v go >/dev/null; then
+  "$src/bindings/go/test_vendored.sh" "$stage" "$build"
+else
+  echo "no go: the vendored Go host is not built"
+fi
 echo "install: the host projects built against the installed tree and ran"

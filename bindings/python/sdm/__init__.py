@@ -10,11 +10,15 @@ argtypes and restype, every struct mirrored); this module is the Pythonic layer:
         plan = kernel.plan(n)
         kernel.launch(plan, [device_pointer, 2.0, n])
 
-Failures raise SdmError with the status, its name and sdm's message. libsdm is found through
-`library=`, else $SDM_LIBRARY, else the copy a wheel carries (sdm/_lib/libsdm.so.1), else
-ctypes.util.find_library("sdm"), else libsdm.so.1. `python -m sdm info` shows the libsdm found,
-the driver, the devices and the mounted archives. __version__ is the package's: sdm's release.
+Failures raise SdmError with the status, its name and sdm's message: the subclass of the status
+(error_class), which also derives from the standard exception it fits (NotFoundError: LookupError,
+SdmIOError: OSError). libsdm is found through `library=`, else $SDM_LIBRARY, else the copy a wheel
+carries (sdm/_lib/libsdm.so.1), else ctypes.util.find_library("sdm"), else libsdm.so.1. `python -m
+sdm info` shows the libsdm found, the driver, the devices and the mounted archives. __version__ is
+the package's: sdm's release.
 """
+
+from __future__ import annotations
 
 import ctypes
 import enum
@@ -22,14 +26,20 @@ import operator
 import os
 import re
 import weakref
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, SupportsFloat, SupportsIndex, TypeVar, Union
 
 from . import _capi
 from ._capi import error_p, kernel_p, runtime_p
 from ._version import __version__
 
 __all__ = [
-    "SdmError", "Status", "LogLevel", "DeviceClass", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
+    "SdmError", "InvalidArgumentError", "OutOfMemoryError", "NoDriverError", "DriverTooOldError", "DriverError",
+    "NoDeviceError", "UnsupportedDeviceError", "ArchiveCorruptError", "ArchiveUnsupportedError", "SdmIOError",
+    "NotFoundError", "UnsupportedError", "NoImageError", "ImageRefusedError", "JitError", "MismatchError",
+    "GraphCaptureError", "InternalError", "UntrustedError", "error_class",
+    "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
     "SignaturePolicy", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
 ]
@@ -61,6 +71,8 @@ class Status(enum.IntEnum):
 
 
 class LogLevel(enum.IntEnum):
+    """sdm_log_level: how much a runtime logs, and the level of each message its log callback gets."""
+
     OFF = _capi.SDM_LOG_OFF          # nothing, whatever $SDM_LOG says
     DEFAULT = _capi.SDM_LOG_DEFAULT  # $SDM_LOG, else WARN
     ERROR = _capi.SDM_LOG_ERROR
@@ -70,28 +82,60 @@ class LogLevel(enum.IntEnum):
 
 
 class DeviceClass(enum.IntEnum):
+    """sdm_device_class: the hardware class plans are chosen for (sdm.h lists each class's GPUs);
+    device_class_name() gives its name."""
+
     UNSUPPORTED = _capi.SDM_DEVICE_CLASS_UNSUPPORTED
     MODERN = _capi.SDM_DEVICE_CLASS_MODERN
     A100 = _capi.SDM_DEVICE_CLASS_A100
     RTX = _capi.SDM_DEVICE_CLASS_RTX
 
 
+# sdm.h has no constants for these two, only the values in its comments on sdm_kernel_info.
+class ImageKind(enum.IntEnum):
+    """sdm_kernel_info.image_kind: the kind of the archive image a kernel's module was loaded from."""
+
+    CUBIN = 1
+    PTX = 2
+    LTO_IR = 3
+    FATBIN = 4
+
+
+class ImageSource(enum.IntEnum):
+    """sdm_kernel_info.source: what produced the image the driver loaded."""
+
+    ARCHIVE_CUBIN = 1  # the archive's cubin (decoded when compressed)
+    CACHE = 2          # the kernel cache: what an earlier load built or decoded
+    NVJITLINK = 3      # linked by nvJitLink
+    DRIVER_JIT = 4     # the driver's own JIT
+    FATBIN = 5         # the archive's fatbinary
+    PTX_COMPILER = 6   # compiled by nvPTXCompiler (ABI 1.1)
+
+
 class RuntimeFlag(enum.IntFlag):
+    """sdm_runtime_params.flags."""
+
     NO_EMBEDDED_ARCHIVE = _capi.SDM_RUNTIME_NO_EMBEDDED_ARCHIVE
 
 
 class CacheFlag(enum.IntFlag):
+    """sdm_runtime_params.cache_flags."""
+
     DISABLED = _capi.SDM_CACHE_DISABLED
     READ_ONLY = _capi.SDM_CACHE_READ_ONLY
 
 
 class JitFlag(enum.IntFlag):
+    """sdm_runtime_params.jit_flags: the JIT backends the host forbids."""
+
     NO_NVJITLINK = _capi.SDM_JIT_NO_NVJITLINK
     NO_DRIVER = _capi.SDM_JIT_NO_DRIVER
     NO_PTX_COMPILER = _capi.SDM_JIT_NO_PTX_COMPILER
 
 
 class PlanFlag(enum.IntFlag):
+    """sdm_plan.flags."""
+
     PDL = _capi.SDM_PLAN_PDL
 
 
@@ -102,10 +146,13 @@ class SignaturePolicy(enum.IntEnum):
     DEFAULT = _capi.SDM_SIGNATURES_DEFAULT  # $SDM_REQUIRE_SIGNED (1: REQUIRE, warn: WARN), else OFF
     OFF = _capi.SDM_SIGNATURES_OFF          # signatures are not looked at
     WARN = _capi.SDM_SIGNATURES_WARN        # an archive without a valid trusted signature mounts; the log says why
-    REQUIRE = _capi.SDM_SIGNATURES_REQUIRE  # such an archive is refused: SdmError ERROR_UNTRUSTED
+    REQUIRE = _capi.SDM_SIGNATURES_REQUIRE  # such an archive is refused: UntrustedError
 
 
-def _known(enum_type, value):
+_Enum = TypeVar("_Enum", bound=enum.IntEnum)
+
+
+def _known(enum_type: type[_Enum], value: int) -> _Enum | int:
     """`value` as a member of `enum_type`, or the plain int when a newer library returns more."""
     try:
         return enum_type(value)
@@ -113,17 +160,25 @@ def _known(enum_type, value):
         return value
 
 
-def _text(value):
+def _text(value: bytes | None) -> str:
     return value.decode("utf-8", "replace") if value is not None else ""
 
 
 # ---- errors ---------------------------------------------------------------------------------------
 
+_ERROR_CLASSES: dict[int, type[SdmError]] = {}  # filled by the subclasses' `status=`
+
+
 class SdmError(Exception):
     """A failed sdm call. `status` (a Status), `code` (its name, "SDM_ERROR_IO"), `message` (names
-    the thing and the fix), `native` (the CUresult or nvJitLink result, else 0), `log` (a JIT log)."""
+    the thing and the fix), `native` (the CUresult or nvJitLink result, else 0), `log` (a JIT log).
 
-    def __init__(self, status, code, message, native=0, log=""):
+    sdm raises the subclass of the status (error_class), named after it (ERROR_NOT_FOUND:
+    NotFoundError; ERROR_IO: SdmIOError, since IOError would shadow Python's alias of OSError), and
+    each subclass also derives from the standard exception it fits: `except OSError` catches a
+    missing archive file. A status newer than these bindings raises SdmError itself."""
+
+    def __init__(self, status: int, code: str, message: str, native: int = 0, log: str = "") -> None:
         super().__init__(f"{code}: {message}")
         self.status = _known(Status, status)
         self.code = code
@@ -131,66 +186,158 @@ class SdmError(Exception):
         self.native = native
         self.log = log
 
-    @classmethod
-    def _adopt(cls, lib, status, error):
-        """The SdmError of `status` and the sdm_error `error` (may be NULL), which it destroys."""
-        try:
-            code = _text(lib.sdm_status_string(status))
-            if not error:
-                return cls(status, code, code)
-            return cls(status, code, _text(lib.sdm_error_message(error)), lib.sdm_error_native(error),
-                       _text(lib.sdm_error_log(error)))
-        finally:
-            lib.sdm_error_destroy(error)
+    def __init_subclass__(cls, status: Status | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            _ERROR_CLASSES[status] = cls
 
 
-def _call(lib, function, *args):
-    """Calls `function(*args, &error)`; raises SdmError on a status other than SDM_OK."""
+class InvalidArgumentError(SdmError, ValueError, status=Status.ERROR_INVALID_ARGUMENT):
+    """A NULL handle, a struct_size too small, a bad value."""
+
+
+class OutOfMemoryError(SdmError, MemoryError, status=Status.ERROR_OUT_OF_MEMORY):
+    """sdm ran out of memory."""
+
+
+class NoDriverError(SdmError, RuntimeError, status=Status.ERROR_NO_DRIVER):
+    """libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded."""
+
+
+class DriverTooOldError(SdmError, RuntimeError, status=Status.ERROR_DRIVER_TOO_OLD):
+    """The driver lacks a CUDA version or entry point sdm needs."""
+
+
+class DriverError(SdmError, RuntimeError, status=Status.ERROR_DRIVER):
+    """A driver call failed: `native` is its CUresult."""
+
+
+class NoDeviceError(SdmError, RuntimeError, status=Status.ERROR_NO_DEVICE):
+    """No such device ordinal, or no CUDA device at all."""
+
+
+class UnsupportedDeviceError(SdmError, RuntimeError, status=Status.ERROR_UNSUPPORTED_DEVICE):
+    """The device is outside the hardware matrix."""
+
+
+class ArchiveCorruptError(SdmError, RuntimeError, status=Status.ERROR_ARCHIVE_CORRUPT):
+    """An archive failed a check (checksum, range, structure)."""
+
+
+class ArchiveUnsupportedError(SdmError, RuntimeError, status=Status.ERROR_ARCHIVE_UNSUPPORTED):
+    """An archive needs a newer sdm (format, feature, codec)."""
+
+
+class SdmIOError(SdmError, OSError, status=Status.ERROR_IO):
+    """The operating system refused (open, read, mmap): a missing file too, but not only, hence
+    OSError and not FileNotFoundError; sdm does not pass the errno on (`errno` is None)."""
+
+
+class NotFoundError(SdmError, LookupError, status=Status.ERROR_NOT_FOUND):
+    """No such kernel, mounted archive or launch plan (a missing file is SdmIOError). LookupError,
+    not KeyError: KeyError's str() would quote the message."""
+
+
+class UnsupportedError(SdmError, RuntimeError, status=Status.ERROR_UNSUPPORTED):
+    """This build or platform lacks the feature (signatures without libsodium, an ABI major it does
+    not implement). Not NotImplementedError, which says the code is unfinished or abstract: this is
+    how libsdm was built, and a caller's fallback for unimplemented methods must not swallow it."""
+
+
+class NoImageError(SdmError, RuntimeError, status=Status.ERROR_NO_IMAGE):
+    """No image of a module fits the device."""
+
+
+class ImageRefusedError(SdmError, RuntimeError, status=Status.ERROR_IMAGE_REFUSED):
+    """A loaded image failed validation."""
+
+
+class JitError(SdmError, RuntimeError, status=Status.ERROR_JIT):
+    """A JIT backend failed: `log` has its log, `native` the nvJitLink result."""
+
+
+class MismatchError(SdmError, ValueError, status=Status.ERROR_MISMATCH):
+    """Declared metadata disagrees (arch, kernel ABI version, signature)."""
+
+
+class GraphCaptureError(SdmError, RuntimeError, status=Status.ERROR_GRAPH_CAPTURE):
+    """The work would JIT while the stream captures a CUDA graph."""
+
+
+class InternalError(SdmError, RuntimeError, status=Status.ERROR_INTERNAL):
+    """A broken invariant inside sdm: please report it."""
+
+
+class UntrustedError(SdmError, RuntimeError, status=Status.ERROR_UNTRUSTED):
+    """The signature policy refused an archive (unsigned, an unknown key, a bad signature)."""
+
+
+def error_class(status: int) -> type[SdmError]:
+    """The SdmError subclass sdm raises for `status`; SdmError itself for SDM_OK and for a status
+    these bindings do not know."""
+    return _ERROR_CLASSES.get(status, SdmError)
+
+
+def _adopt(lib: ctypes.CDLL, status: int, error: ctypes._Pointer[_capi.sdm_error]) -> SdmError:
+    """The error of `status` and the sdm_error `error` (may be NULL), which it destroys."""
+    try:
+        code = _text(lib.sdm_status_string(status))
+        if not error:
+            return error_class(status)(status, code, code)
+        return error_class(status)(status, code, _text(lib.sdm_error_message(error)), lib.sdm_error_native(error),
+                                   _text(lib.sdm_error_log(error)))
+    finally:
+        lib.sdm_error_destroy(error)
+
+
+def _call(lib: ctypes.CDLL, function: Callable[..., int], *args: Any) -> None:
+    """Calls `function(*args, &error)`; raises the status's SdmError on a status other than SDM_OK."""
     error = error_p()
     status = function(*args, ctypes.byref(error))
     if status != _capi.SDM_OK:
-        raise SdmError._adopt(lib, status, error)
+        raise _adopt(lib, status, error)
 
 
 # ---- library-wide functions -----------------------------------------------------------------------
 
-def load_library(library=None):
+def load_library(library: str | None = None) -> ctypes.CDLL:
     """The ctypes CDLL of libsdm (sdm._capi.load), `library` or else found in the order the
     module's docstring gives."""
     return _capi.load(library)
 
 
-def abi_version(library=None):
+def abi_version(library: str | None = None) -> tuple[int, int]:
     """(major, minor) of the ABI the library implements."""
     version = load_library(library).sdm_abi_version()
     return version >> 16, version & 0xFFFF
 
 
-def version(library=None):
+def version(library: str | None = None) -> str:
     """The library's release, "MAJOR.MINOR.PATCH" (sdm's project version)."""
     return _text(load_library(library).sdm_version_string())
 
 
-def status_string(status, library=None):
+def status_string(status: int, library: str | None = None) -> str:
     """The name of a status ("SDM_ERROR_NO_DRIVER"), "SDM_ERROR_UNKNOWN" for values it does not know."""
     return _text(load_library(library).sdm_status_string(int(status)))
 
 
-def device_class_name(device_class, library=None):
+def device_class_name(device_class: int, library: str | None = None) -> str:
     """"modern", "a100", "rtx" or "unsupported"."""
     return _text(load_library(library).sdm_device_class_name(int(device_class)))
 
 
-def get_api(major=_capi.SDM_ABI_VERSION_MAJOR, minor=_capi.SDM_ABI_VERSION_MINOR, library=None):
+def get_api(major: int = _capi.SDM_ABI_VERSION_MAJOR, minor: int = _capi.SDM_ABI_VERSION_MINOR,
+            library: str | None = None) -> tuple[int, _capi.sdm_api]:
     """(minor, table): sdm_get_api's function table (an sdm._capi.sdm_api) for ABI `major`, and the
-    minor the library implements. A major it does not implement raises SdmError."""
+    minor the library implements. A major it does not implement raises UnsupportedError."""
     lib = load_library(library)
     implemented = ctypes.c_uint32(minor)
     table = ctypes.POINTER(_capi.sdm_api)()
     status = lib.sdm_get_api(major, ctypes.byref(implemented), ctypes.byref(table))
     if status != _capi.SDM_OK:
         code = _text(lib.sdm_status_string(status))
-        raise SdmError(status, code, f"sdm_get_api({major}) failed: {code}")
+        raise error_class(status)(status, code, f"sdm_get_api({major}) failed: {code}")
     return implemented.value, table.contents
 
 
@@ -205,12 +352,12 @@ class ArchiveInfo:
     size_bytes: int
     entry_count: int
     kernel_count: int
-    kernel_abi: tuple        # (major, minor)
-    format_version: tuple    # (major, minor)
-    embedded: bool           # the archive embedded in libsdm
+    kernel_abi: tuple[int, int]      # (major, minor)
+    format_version: tuple[int, int]  # (major, minor)
+    embedded: bool                   # the archive embedded in libsdm
 
     @classmethod
-    def _from_c(cls, c):
+    def _from_c(cls, c: _capi.sdm_archive_info) -> ArchiveInfo:
         return cls(_text(c.label), _text(c.content_version), c.size_bytes, c.entry_count, c.kernel_count,
                    (c.kernel_abi_major, c.kernel_abi_minor), (c.format_major, c.format_minor), bool(c.embedded))
 
@@ -221,8 +368,8 @@ class DeviceInfo:
 
     ordinal: int
     name: str
-    capability: tuple          # (major, minor)
-    device_class: DeviceClass  # UNSUPPORTED outside the hardware matrix
+    capability: tuple[int, int]      # (major, minor)
+    device_class: DeviceClass | int  # UNSUPPORTED outside the hardware matrix
     sm_count: int
     l2_bytes: int
     smem_optin_bytes: int      # the device's own opt-in shared memory per block
@@ -233,11 +380,12 @@ class DeviceInfo:
     untested: bool             # a class this release has not tested (rtx)
 
     @property
-    def supported(self):
+    def supported(self) -> bool:
+        """Whether the device is in the hardware matrix (a class other than UNSUPPORTED)."""
         return self.device_class != DeviceClass.UNSUPPORTED
 
     @classmethod
-    def _from_c(cls, c):
+    def _from_c(cls, c: _capi.sdm_device_info) -> DeviceInfo:
         return cls(c.ordinal, _text(c.name), (c.capability_major, c.capability_minor),
                    _known(DeviceClass, c.device_class), c.sm_count, c.l2_bytes, c.smem_optin_bytes,
                    c.smem_cap_bytes, c.smem_per_sm_bytes, bool(c.pdl_allowed), bool(c.clusters_allowed),
@@ -253,15 +401,15 @@ class KernelInfo:
     archive: str      # the serving archive's label
     signature: str    # "ptr,f32,i32"
     ordinal: int
-    image_kind: int   # 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
-    image_sm: int     # the chosen image's arch (90 for sm_90 / compute_90)
-    loaded_sm: int    # the cubin's or the JIT target's SM
-    source: int       # 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+    image_kind: ImageKind | int
+    image_sm: int                # the chosen image's arch (90 for sm_90 / compute_90)
+    loaded_sm: int               # the cubin's or the JIT target's SM
+    source: ImageSource | int
 
     @classmethod
-    def _from_c(cls, c):
+    def _from_c(cls, c: _capi.sdm_kernel_info) -> KernelInfo:
         return cls(_text(c.name), _text(c.module), _text(c.archive), _text(c.signature), c.ordinal,
-                   c.image_kind, c.image_sm, c.loaded_sm, c.source)
+                   _known(ImageKind, c.image_kind), c.image_sm, c.loaded_sm, _known(ImageSource, c.source))
 
 
 @dataclass(frozen=True)
@@ -284,22 +432,23 @@ class Plan:
     grid: int
     block: int
     smem_bytes: int = 0
-    cluster: tuple = (1, 1, 1)   # blocks per cluster; (1, 1, 1): no clusters
+    cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster; (1, 1, 1): no clusters
     flags: PlanFlag = PlanFlag(0)
     blocks_per_sm: int = 1       # what the plan aims for
     occupancy: int = 0           # blocks per SM the driver says fit
     rule: int = -1               # the manifest's rule that chose it; -1: a plugin (or by hand)
 
     @property
-    def pdl(self):
+    def pdl(self) -> bool:
+        """Whether the plan launches with programmatic dependent launch (PlanFlag.PDL)."""
         return bool(self.flags & PlanFlag.PDL)
 
     @classmethod
-    def _from_c(cls, c):
+    def _from_c(cls, c: _capi.sdm_plan) -> Plan:
         return cls(c.grid, c.block, c.smem_bytes, tuple(c.cluster), PlanFlag(c.flags), c.blocks_per_sm,
                    c.occupancy, c.rule)
 
-    def _to_c(self):
+    def _to_c(self) -> _capi.sdm_plan:
         return _capi.sdm_plan(flags=int(self.flags), grid=self.grid, block=self.block, smem_bytes=self.smem_bytes,
                               cluster=(ctypes.c_uint32 * 3)(*self.cluster), blocks_per_sm=self.blocks_per_sm,
                               occupancy=self.occupancy, rule=self.rule)
@@ -309,7 +458,7 @@ class Plan:
 
 # Kernel parameter types of a manifest signature (archive/manifest.hpp ParamType): ctypes type and
 # the integer range, None for floats.
-_PARAM_TYPES = {
+_PARAM_TYPES: dict[str, tuple[type[ctypes._SimpleCData[Any]], tuple[int, int] | None]] = {
     "ptr": (ctypes.c_void_p, (0, 2**64 - 1)),
     "i32": (ctypes.c_int32, (-2**31, 2**31 - 1)),
     "u32": (ctypes.c_uint32, (0, 2**32 - 1)),
@@ -320,7 +469,7 @@ _PARAM_TYPES = {
 }
 
 
-def _kernel_argument(kind, value, index):
+def _kernel_argument(kind: str | None, value: Any, index: int) -> ctypes._SimpleCData[Any]:
     """A ctypes value for kernel parameter `index` of signature type `kind`: an int (device
     pointers too) or a float, range-checked; a ctypes value is passed as it is."""
     if isinstance(value, ctypes._SimpleCData):
@@ -342,28 +491,29 @@ class Kernel:
     """A kernel a Runtime fetched (Runtime.kernel). Valid while its runtime is open, or after a
     reload replaced its archive, until release()."""
 
-    def __init__(self, runtime, handle):
+    def __init__(self, runtime: Runtime, handle: ctypes._Pointer[_capi.sdm_kernel]) -> None:
         self.runtime = runtime
         self._kernel = handle
-        self._signature = None
+        self._signature: list[str] | None = None
 
     @property
-    def _handle(self):
+    def _handle(self) -> ctypes._Pointer[_capi.sdm_kernel]:
         self.runtime._handle  # raises once the runtime is closed: the kernel went with it
         return self._kernel
 
-    def info(self):
+    def info(self) -> KernelInfo:
+        """What the kernel is: its name, module, archive, signature, image and where that came from."""
         c = _capi.sdm_kernel_info()
         _call(self.runtime.library, self.runtime.library.sdm_kernel_info_get, self._handle, ctypes.byref(c))
         return KernelInfo._from_c(c)
 
-    def function(self):
+    def function(self) -> int:
         """The CUfunction's address, for hosts that launch it themselves."""
         function = ctypes.c_void_p()
         _call(self.runtime.library, self.runtime.library.sdm_kernel_function, self._handle, ctypes.byref(function))
         return function.value or 0
 
-    def plan(self, problem):
+    def plan(self, problem: int | Sequence[int]) -> Plan:
         """The launch plan for `problem`, the kernel's problem parameters in manifest order (an int
         for one, or a sequence)."""
         values = [problem] if isinstance(problem, int) else list(problem)
@@ -373,7 +523,8 @@ class Kernel:
               ctypes.byref(c))
         return Plan._from_c(c)
 
-    def launch(self, plan, args, stream=None):
+    def launch(self, plan: Plan, args: Sequence[SupportsIndex | SupportsFloat | ctypes._SimpleCData[Any] | None],
+               stream: int | None = None) -> None:
         """Launches with `plan` (a Plan) on `stream` (a CUstream as an int; None: the device's
         context current on this thread). `args` follow the kernel's signature: device pointers as
         ints, numbers as Python numbers (or ctypes values)."""
@@ -383,9 +534,9 @@ class Kernel:
         for index, value in enumerate(args):
             kind = self._signature[index] if index < len(self._signature) else None
             if kind is None and not isinstance(value, ctypes._SimpleCData):
-                # More arguments than the signature has: sdm refuses the count, naming both; these
-                # only have to be valid memory until then.
-                value = ctypes.c_double(value) if isinstance(value, float) else ctypes.c_int64(int(value or 0))
+                # More arguments than the signature has: sdm refuses the count, naming both, before
+                # it reads any, so a placeholder holds the place.
+                value = ctypes.c_int64(0)
             values.append(_kernel_argument(kind, value, index))
         pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
                                                               for v in values])
@@ -393,21 +544,25 @@ class Kernel:
         _call(self.runtime.library, self.runtime.library.sdm_launch, self._handle, ctypes.byref(c), stream,
               pointers, len(values))
 
-    def release(self):
+    def release(self) -> None:
         """Drops the reference the fetch took (matters across reloads only)."""
         self.runtime.release(self)
 
 
 # ---- the runtime ----------------------------------------------------------------------------------
 
-def _path(value):
+# What a path argument may be: what os.fsencode takes.
+_PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
+
+
+def _path(value: _PathLike | None) -> bytes | None:
     return os.fsencode(value) if value is not None else None
 
 
 _PUBLIC_KEY = re.compile(rb"sdm-ed25519-public ([0-9a-fA-F]{64})")
 
 
-def _trusted_key(key, index):
+def _trusted_key(key: object, index: int) -> bytes:
     """Entry `index` of Runtime(trusted_keys=...) as its 32 bytes: an Ed25519 public key as bytes,
     or the path (str or os.PathLike) of the .pub file `sdm keygen` wrote."""
     if isinstance(key, (str, os.PathLike)):
@@ -431,7 +586,7 @@ def _trusted_key(key, index):
     return raw
 
 
-def _destroy(lib, handle, _log_callback):
+def _destroy(lib: ctypes.CDLL, handle: ctypes._Pointer[_capi.sdm_runtime], _log_callback: object) -> None:
     # The log callback rides along so that it outlives the runtime that may call it.
     lib.sdm_runtime_destroy(handle)
 
@@ -450,9 +605,12 @@ class Runtime:
     256: each 32 bytes, or the path of a .pub file; None: those of $SDM_TRUSTED_KEYS; a list, even
     an empty one, replaces them)."""
 
-    def __init__(self, *, library=None, flags=0, log=None, log_level=LogLevel.DEFAULT, cuda_driver=None,
-                 cuda_context=None, cache_dir=None, cache_max_bytes=0, cache_flags=0, jit_flags=0,
-                 kernel_abi_major=0, signature_policy=SignaturePolicy.DEFAULT, trusted_keys=None):
+    def __init__(self, *, library: str | None = None, flags: int = 0,
+                 log: Callable[[LogLevel | int, str], object] | None = None, log_level: int = LogLevel.DEFAULT,
+                 cuda_driver: _PathLike | None = None, cuda_context: int | None = None,
+                 cache_dir: _PathLike | None = None, cache_max_bytes: int = 0, cache_flags: int = 0, jit_flags: int = 0,
+                 kernel_abi_major: int = 0, signature_policy: int = SignaturePolicy.DEFAULT,
+                 trusted_keys: Iterable[bytes | bytearray | memoryview | str | os.PathLike[str]] | None = None) -> None:
         self.library = load_library(library)
         if isinstance(trusted_keys, (str, bytes, bytearray, memoryview, os.PathLike)):
             # Iterated, one key or path would read as its characters or bytes.
@@ -462,9 +620,9 @@ class Runtime:
             flat = b"".join(_trusted_key(key, index) for index, key in enumerate(trusted_keys))
             # At least one byte, so that no keys is not NULL, which would mean $SDM_TRUSTED_KEYS.
             keys = (ctypes.c_uint8 * max(len(flat), 1)).from_buffer_copy(flat or b"\0")
-        log_callback = None
+        log_callback: object = None
         if log is not None:
-            def forward(_user_data, level, message, length):
+            def forward(_user_data: int | None, level: int, message: bytes | None, length: int) -> None:
                 log(_known(LogLevel, level), (message or b"")[:length].decode("utf-8", "replace"))
             log_callback = _capi.sdm_log_fn(forward)
         params = _capi.sdm_runtime_params(
@@ -483,104 +641,110 @@ class Runtime:
 
     # -- lifetime --
     @property
-    def open(self):
+    def open(self) -> bool:
+        """Whether the runtime is still open (neither closed nor collected)."""
         return self._finalizer.alive
 
     @property
-    def _handle(self):
+    def _handle(self) -> ctypes._Pointer[_capi.sdm_runtime]:
         if not self._finalizer.alive:
             raise ValueError("the sdm runtime is closed")
         return self._runtime
 
-    def close(self):
+    def close(self) -> None:
         """Destroys the runtime (unloading its modules); its Kernels are invalid after. Idempotent."""
         self._finalizer()
 
-    def __enter__(self):
+    def __enter__(self) -> Runtime:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<sdm.Runtime {'open' if self.open else 'closed'}>"
 
-    def _call(self, name, *args):
+    def _call(self, name: str, *args: Any) -> None:
         _call(self.library, getattr(self.library, name), self._handle, *args)
 
-    def last_error(self):
+    def last_error(self) -> SdmError | None:
         """An SdmError copy of the last error any call on this runtime reported, or None."""
         last = error_p()
         if self.library.sdm_runtime_last_error(self._handle, ctypes.byref(last)) != _capi.SDM_OK:
             return None
-        return SdmError._adopt(self.library, self.library.sdm_error_code(last), last)
+        return _adopt(self.library, self.library.sdm_error_code(last), last)
 
     # -- archives --
-    def mount_file(self, path):
+    def mount_file(self, path: _PathLike) -> None:
         """Mounts an archive file (mapped read-only); later mounts take precedence."""
         self._call("sdm_archive_mount_file", _path(path))
 
-    def mount_memory(self, data, label=None):
+    def mount_memory(self, data: bytes | bytearray | memoryview, label: str | None = None) -> None:
         """Mounts an archive from a bytes-like object (copied); `label` names it in messages."""
-        data = bytes(data)
-        self._call("sdm_archive_mount_memory", data, len(data), label.encode() if label is not None else None)
+        copy = bytes(data)
+        self._call("sdm_archive_mount_memory", copy, len(copy), label.encode() if label is not None else None)
 
-    def reload(self):
+    def reload(self) -> int:
         """Remounts every mounted archive file; the number replaced."""
         count = ctypes.c_uint32()
         self._call("sdm_runtime_reload", ctypes.byref(count))
         return count.value
 
-    def poll_archives(self):
+    def poll_archives(self) -> int:
         """Remounts the archive files changed on disk (one stat each); the number replaced."""
         count = ctypes.c_uint32()
         self._call("sdm_runtime_poll_archives", ctypes.byref(count))
         return count.value
 
-    def archive_count(self):
+    def archive_count(self) -> int:
+        """How many archives are mounted."""
         count = ctypes.c_uint32()
         self._call("sdm_archive_count", ctypes.byref(count))
         return count.value
 
-    def archive_info(self, index):
-        """Mounted archive `index` in mount order; SdmError ERROR_NOT_FOUND past the end."""
+    def archive_info(self, index: int) -> ArchiveInfo:
+        """Mounted archive `index` in mount order; NotFoundError past the end."""
         c = _capi.sdm_archive_info()
         self._call("sdm_archive_info_get", index, ctypes.byref(c))
         return ArchiveInfo._from_c(c)
 
-    def archives(self):
+    def archives(self) -> list[ArchiveInfo]:
+        """Every mounted archive, in mount order."""
         return [self.archive_info(i) for i in range(self.archive_count())]
 
     # -- driver and devices --
-    def driver_version(self):
+    def driver_version(self) -> int:
         """The CUDA driver's version (12080 for 12.8); loads the driver if needed."""
         value = ctypes.c_int32()
         self._call("sdm_driver_version", ctypes.byref(value))
         return value.value
 
-    def device_count(self):
+    def device_count(self) -> int:
+        """How many CUDA devices are visible (0 is a success); NoDriverError without a driver."""
         value = ctypes.c_int32()
         self._call("sdm_device_count", ctypes.byref(value))
         return value.value
 
-    def device_info(self, ordinal):
+    def device_info(self, ordinal: int) -> DeviceInfo:
+        """Device `ordinal`, supported or not."""
         c = _capi.sdm_device_info()
         self._call("sdm_device_info_get", ordinal, ctypes.byref(c))
         return DeviceInfo._from_c(c)
 
-    def devices(self):
+    def devices(self) -> list[DeviceInfo]:
+        """Every visible device, by ordinal."""
         return [self.device_info(i) for i in range(self.device_count())]
 
-    def device_class(self, ordinal):
-        """The device's DeviceClass; SdmError ERROR_UNSUPPORTED_DEVICE outside the hardware matrix."""
+    def device_class(self, ordinal: int) -> DeviceClass | int:
+        """The device's DeviceClass; UnsupportedDeviceError outside the hardware matrix."""
         value = _capi.sdm_device_class()
         self._call("sdm_device_class_get", ordinal, ctypes.byref(value))
         return _known(DeviceClass, value.value)
 
     # -- kernels --
-    def kernel(self, ordinal, name, stream=None, signature=None):
+    def kernel(self, ordinal: int, name: str, stream: int | None = None, signature: str | None = None) -> Kernel:
         """Kernel `name` on device `ordinal`, loading its module on first use. With `signature`
-        ("ptr,f32,i32"), a kernel declaring another raises ERROR_MISMATCH. `stream` (an int) is
+        ("ptr,f32,i32"), a kernel declaring another raises MismatchError. `stream` (an int) is
         checked for graph capture before any JIT."""
         handle = kernel_p()
         if signature is None:
@@ -590,30 +754,29 @@ class Runtime:
                        ctypes.byref(handle))
         return Kernel(self, handle)
 
-    def release(self, kernel):
+    def release(self, kernel: Kernel) -> None:
         """Drops the reference kernel() took (sdm_kernel_release)."""
         if kernel.runtime is not self:
             raise ValueError("the kernel belongs to another runtime")
         self._call("sdm_kernel_release", kernel._handle)
 
-    def preload(self, ordinal, names=None):
+    def preload(self, ordinal: int, names: Iterable[str] | None = None) -> None:
         """Loads eagerly the modules of `names`, or of every kernel of every mounted archive when
         `names` is None (an empty list loads nothing)."""
-        if names is not None:
-            names = [n.encode() for n in names]
-            if not names:
-                return
-            array = (ctypes.c_char_p * len(names))(*names)
-        else:
-            array = None
-        self._call("sdm_preload", ordinal, array, len(names or ()))
+        if names is None:
+            self._call("sdm_preload", ordinal, None, 0)
+            return
+        encoded = [n.encode() for n in names]
+        if encoded:  # a count of 0 would mean every kernel
+            self._call("sdm_preload", ordinal, (ctypes.c_char_p * len(encoded))(*encoded), len(encoded))
 
-    def cache_stats(self):
+    def cache_stats(self) -> CacheStats:
+        """The runtime's kernel-cache counters."""
         c = _capi.sdm_cache_stats()
         self._call("sdm_cache_stats_get", ctypes.byref(c))
         return CacheStats(c.hits, c.misses, c.builds, c.evictions, c.bad_entries, c.bytes_written,
                           c.build_milliseconds)
 
-    def load_plugin(self, path):
+    def load_plugin(self, path: _PathLike) -> None:
         """Loads a plan-provider plugin (sdm_plugin.h)."""
         self._call("sdm_plugin_load", _path(path))

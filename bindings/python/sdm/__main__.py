@@ -9,11 +9,15 @@ is still printed, after "driver: none: <why>", and the exit status is 0; it is 1
 when an archive cannot be mounted or the devices cannot be read.
 """
 
+from __future__ import annotations
+
 import argparse
 import ctypes
 import json
 import os
 import sys
+from collections.abc import Sequence
+from typing import Any
 
 import sdm
 
@@ -23,7 +27,7 @@ class _DlInfo(ctypes.Structure):
                 ("dli_sname", ctypes.c_char_p), ("dli_saddr", ctypes.c_void_p)]
 
 
-def _library_file(library):
+def _library_file(library: ctypes.CDLL) -> str:
     """The file the dynamic loader opened for the CDLL `library`, which may have been named by its
     SONAME alone (dladdr on one of its functions)."""
     dladdr = ctypes.CDLL(None).dladdr
@@ -34,28 +38,29 @@ def _library_file(library):
     return library._name
 
 
-def _device(rt, ordinal):
+def _device(rt: sdm.Runtime, ordinal: int) -> dict[str, Any]:
     """Device `ordinal` as the tool's JSON has it; the class's error says why it has none."""
     d = rt.device_info(ordinal)
-    out = {"ordinal": ordinal, "name": d.name, "capability": "{}.{}".format(*d.capability), "sm_count": d.sm_count,
-           "l2_bytes": d.l2_bytes, "smem_optin_bytes": d.smem_optin_bytes}
+    out: dict[str, Any] = {"ordinal": ordinal, "name": d.name, "capability": "{}.{}".format(*d.capability),
+                           "sm_count": d.sm_count, "l2_bytes": d.l2_bytes, "smem_optin_bytes": d.smem_optin_bytes}
     try:
         out["class"] = sdm.device_class_name(rt.device_class(ordinal))
+    except sdm.UnsupportedDeviceError as e:
+        # Outside the SDM kernels' matrix: a user's archive is still served here, by capability.
+        out.update({"class": "unclassified", "matrix": e.message})
+        return out
     except sdm.SdmError as e:
-        if e.status == sdm.Status.ERROR_UNSUPPORTED_DEVICE:
-            # Outside the SDM kernels' matrix: a user's archive is still served here, by capability.
-            out.update({"class": "unclassified", "matrix": e.message})
-        else:
-            out.update({"class": "unknown", "error_class": e.message})
+        out.update({"class": "unknown", "error_class": e.message})
         return out
     out.update({"smem_cap_bytes": d.smem_cap_bytes, "smem_per_sm_bytes": d.smem_per_sm_bytes,
                 "pdl": d.pdl_allowed, "clusters": d.clusters_allowed})
     return out
 
 
-def _info(archives):
+def _info(archives: Sequence[str]) -> tuple[dict[str, Any], int]:
     """The facts, keyed as the tool's --json keys them, and the exit status."""
     status = 0
+    out: dict[str, Any]
     with sdm.Runtime(log_level=sdm.LogLevel.ERROR) as rt:
         for path in archives:
             try:
@@ -93,7 +98,7 @@ def _info(archives):
     return out, status
 
 
-def _print_text(out):
+def _print_text(out: dict[str, Any]) -> None:
     driver = out["driver"]
     print(f"driver: none: {driver['error']}" if "error" in driver else f"driver: CUDA {driver['version_text']}")
     if "devices_error" in out:
@@ -122,7 +127,7 @@ def _print_text(out):
               f"{a['kernels']} kernels, kernel ABI {a['kernel_abi']}, content {a['content_version']}")
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs `python -m sdm` with the arguments `argv` (default: the command line's); the exit status."""
     parser = argparse.ArgumentParser(prog="python -m sdm", description="sdm's Python bindings and the libsdm they load.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

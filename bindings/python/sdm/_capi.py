@@ -6,6 +6,8 @@ module opens the library and declares them on it. Nothing here allocates or free
 layer in sdm/__init__.py owns handles and errors.
 """
 
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import os
@@ -22,11 +24,11 @@ DEFAULT_LIBRARY = f"libsdm.so.{SDM_ABI_VERSION_MAJOR}"  # the SONAME: libsdm's s
 # bindings were packaged with, found before any other libsdm on the machine.
 BUNDLED_LIBRARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_lib", DEFAULT_LIBRARY)
 
-_loaded = {}
+_loaded: dict[str, ctypes.CDLL] = {}
 _lock = threading.Lock()
 
 
-def library_path(library=None):
+def library_path(library: str | None = None) -> str:
     """What load() opens: `library`, else $SDM_LIBRARY, else BUNDLED_LIBRARY when the package
     carries it, else what ctypes.util finds for "sdm", else DEFAULT_LIBRARY, the SONAME (the
     dynamic linker's search path)."""
@@ -35,7 +37,7 @@ def library_path(library=None):
             or ctypes.util.find_library("sdm") or DEFAULT_LIBRARY)
 
 
-def load(library=None):
+def load(library: str | None = None) -> ctypes.CDLL:
     """The CDLL of libsdm with every function of FUNCTIONS declared; one per path. Raises OSError
     when the library cannot be opened or implements another ABI major or an older minor."""
     path = library_path(library)

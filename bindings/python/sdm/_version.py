@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 
-def _read(meson_build):
+def _read(meson_build: Path) -> str:
     match = re.search(r"^project\([^)]*?\bversion:\s*'([^']+)'", meson_build.read_text(), re.MULTILINE)
     if match is None:
         raise RuntimeError(f"{meson_build} declares no project version")

@@ -14,6 +14,7 @@ import dataclasses
 import ctypes
 import gc
 import hashlib
+import inspect
 import io
 import json
 import os
@@ -170,6 +171,103 @@ class DeclarationsTest(unittest.TestCase):
             self.assertEqual({prefix + f.name: int(f) for f in flags},
                              {k: v for k, v in values.items() if k.startswith(prefix)})
 
+    def test_the_image_enums_have_the_values_of_the_headers_comments(self):
+        # sdm.h gives these values only in its comments on sdm_kernel_info's members.
+        text = gen_abi.HEADER.read_text()
+        for member, enum_type in (("image_kind", sdm.ImageKind), ("source", sdm.ImageSource)):
+            with self.subTest(member=member):
+                comment = re.search(rf"uint32_t {member};\s*/\*(.*?)\*/", text, re.DOTALL)[1]
+                values = re.findall(r"(\d+) ([^,(]+)", comment)
+                self.assertEqual([int(number) for number, _ in values], [int(m) for m in enum_type])
+        kinds = re.search(r"uint32_t image_kind;\s*/\*(.*?)\(", text)[1]
+        self.assertEqual([name.strip().upper().replace("-", "_") for name in re.findall(r"\d+ ([^,]+)", kinds)],
+                         [m.name for m in sdm.ImageKind])
+        # A value newer than these bindings stays a plain int.
+        newer = sdm.KernelInfo._from_c(_capi.sdm_kernel_info(image_kind=9, source=42))
+        self.assertEqual((type(newer.image_kind), newer.image_kind, type(newer.source), newer.source), (int, 9, int, 42))
+
+
+# ---- errors and documentation ---------------------------------------------------------------------
+
+class ErrorClassTest(unittest.TestCase):
+    """Each status's SdmError subclass, and the standard exception it also is."""
+
+    # The standard base of each status's class besides SdmError; RuntimeError for the others.
+    BASES = {sdm.Status.ERROR_INVALID_ARGUMENT: ValueError, sdm.Status.ERROR_MISMATCH: ValueError,
+             sdm.Status.ERROR_OUT_OF_MEMORY: MemoryError, sdm.Status.ERROR_IO: OSError,
+             sdm.Status.ERROR_NOT_FOUND: LookupError}
+
+    def test_each_status_has_its_own_class(self):
+        statuses = [status for status in sdm.Status if status != sdm.Status.OK]
+        for status in statuses:
+            with self.subTest(status=status.name):
+                cls = sdm.error_class(status)
+                # Named after the status: ERROR_NOT_FOUND is NotFoundError (IOError is Python's).
+                name = "".join(word.capitalize() for word in status.name.split("_")[1:]) + "Error"
+                self.assertEqual(cls.__name__, "SdmIOError" if status == sdm.Status.ERROR_IO else name)
+                self.assertIs(getattr(sdm, cls.__name__), cls)
+                self.assertIn(cls.__name__, sdm.__all__)
+                self.assertEqual(cls.__bases__, (sdm.SdmError, self.BASES.get(status, RuntimeError)))
+                error = cls(status, "SDM_" + status.name, "what failed", 7, "a log")
+                self.assertEqual((error.status, error.code, error.message, error.native, error.log, str(error)),
+                                 (status, "SDM_" + status.name, "what failed", 7, "a log", f"SDM_{status.name}: what failed"))
+        self.assertEqual(len({sdm.error_class(status) for status in statuses}), len(statuses))
+        self.assertFalse(issubclass(sdm.UnsupportedError, NotImplementedError))
+        self.assertIs(sdm.error_class(sdm.Status.OK), sdm.SdmError)
+        self.assertIs(sdm.error_class(4242), sdm.SdmError)  # a status newer than these bindings
+        self.assertEqual(sdm.SdmError(4242, "SDM_ERROR_UNKNOWN", "newer").status, 4242)
+
+
+class DocumentationTest(unittest.TestCase):
+    """A docstring on every public name and on every method of a public class, type hints on every
+    public function and method (mypy --strict checks more, but is not a dependency of the tests)."""
+
+    @staticmethod
+    def public(module):
+        """(name, object) of each public name `module` defines itself (not the modules and names it imports)."""
+        for name in dir(module):
+            value = getattr(module, name)
+            if not name.startswith("_") and not inspect.ismodule(value) and getattr(value, "__module__", None) == module.__name__:
+                yield name, value
+
+    def test_all_lists_the_public_names(self):
+        self.assertEqual(sorted(name for name, _ in self.public(sdm)), sorted(sdm.__all__))
+
+    def test_every_public_name_has_a_docstring_and_type_hints(self):
+        undocumented, unannotated = [], []
+
+        def check(name, function, documented=True):
+            if documented and not (function.__doc__ or "").strip():
+                undocumented.append(name)
+            signature = inspect.signature(function)
+            if signature.return_annotation is inspect.Signature.empty or any(
+                    p.annotation is inspect.Parameter.empty for p in signature.parameters.values()
+                    if p.name not in ("self", "cls")):
+                unannotated.append(name)
+
+        for module in (sdm, sdm.__main__):
+            if not (module.__doc__ or "").strip():
+                undocumented.append(module.__name__)
+            for name, value in self.public(module):
+                if not inspect.isclass(value):
+                    check(name, value)
+                    continue
+                if not (vars(value).get("__doc__") or "").strip():  # its own, not a base's
+                    undocumented.append(name)
+                for member_name, member in vars(value).items():
+                    if member_name.startswith("_") and member_name != "__init__":
+                        continue
+                    if isinstance(member, property):
+                        member = member.fget
+                    elif isinstance(member, (classmethod, staticmethod)):
+                        member = member.__func__
+                    elif not inspect.isfunction(member):
+                        continue  # an enum's members, a dataclass's defaults
+                    # A constructor's docstring is its class's.
+                    check(f"{name}.{member_name}", member, documented=member_name != "__init__")
+        self.assertEqual(undocumented, [], "no docstring")
+        self.assertEqual(unannotated, [], "missing type hints")
+
 
 # ---- library-wide functions -----------------------------------------------------------------------
 
@@ -205,7 +303,7 @@ class VersionTest(unittest.TestCase):
             entry = ctypes.cast(getattr(table, name), ctypes.c_void_p).value
             self.assertEqual(entry, ctypes.cast(getattr(lib, "sdm_" + name), ctypes.c_void_p).value, name)
         self.assertEqual(table.version_string(), lib.sdm_version_string())  # callable through the table
-        with self.assertRaises(sdm.SdmError) as caught:
+        with self.assertRaises(sdm.UnsupportedError) as caught:
             sdm.get_api(major=2)
         self.assertEqual(caught.exception.status, sdm.Status.ERROR_UNSUPPORTED)
 
@@ -261,11 +359,12 @@ class FakeDriverTest(unittest.TestCase):
 
     @contextlib.contextmanager
     def raises(self, status, *fragments):
-        """Expects an SdmError of `status` whose message contains every fragment."""
+        """Expects the SdmError of `status`, its own subclass, whose message contains every fragment."""
         with self.assertRaises(sdm.SdmError) as caught:
             yield caught
         error = caught.exception
         self.assertEqual(error.status, status, error)
+        self.assertIs(type(error), sdm.error_class(status))
         self.assertEqual(error.code, "SDM_" + status.name)
         for fragment in fragments:
             self.assertIn(fragment, error.message)
@@ -325,6 +424,7 @@ class RuntimeTest(FakeDriverTest):
         with self.raises(sdm.Status.ERROR_NOT_FOUND):
             rt.archive_info(3)
         last = rt.last_error()
+        self.assertIsInstance(last, sdm.NotFoundError)
         self.assertEqual(last.status, sdm.Status.ERROR_NOT_FOUND)
         self.assertTrue(last.message)
 
@@ -334,6 +434,28 @@ class RuntimeTest(FakeDriverTest):
         rt.mount_file(ARCHIVE)
         self.assertTrue(any(f"mounted archive {ARCHIVE}" in m for _, m in seen), seen)
         self.assertTrue(all(level == sdm.LogLevel.INFO for level, _ in seen))
+
+    def test_failures_are_the_standard_exceptions_they_fit_and_still_sdm_errors(self):
+        rt = self.runtime()
+        missing = self.tmp / "none.sdma"
+        with self.assertRaises(OSError) as caught:
+            rt.mount_file(missing)
+        self.assertIsInstance(caught.exception, sdm.SdmIOError)
+        self.assertIn(str(missing), caught.exception.message)
+        self.assertIsNone(caught.exception.errno)  # sdm does not pass it on
+        rt.mount_file(ARCHIVE)
+        failures = {LookupError: lambda: rt.kernel(0, "nonexistent"),
+                    ValueError: lambda: rt.kernel(0, "scale", signature="ptr"),
+                    RuntimeError: lambda: rt.kernel(5, "scale"),
+                    OSError: lambda: rt.mount_file(missing)}
+        for standard, fail in failures.items():
+            with self.subTest(standard=standard.__name__):
+                with self.assertRaises(standard):
+                    fail()
+                with self.assertRaises(sdm.SdmError):
+                    fail()
+        with self.assertRaises(ValueError):
+            sdm.Runtime(log_level=9)
 
     def test_plugin_load_failure_names_the_file(self):
         with self.assertRaises(sdm.SdmError) as caught:
@@ -397,6 +519,8 @@ class ArchiveTest(FakeDriverTest):
                 self.assertEqual((got.name, got.module, got.signature, got.archive, got.ordinal),
                                  (kernel["name"], kernel["module"], kernel["signature"], str(ARCHIVE), 0))
                 self.assertEqual((got.image_kind, got.image_sm, got.source), (1, 90, 1))  # the sm_90 cubin
+                self.assertIs(got.image_kind, sdm.ImageKind.CUBIN)
+                self.assertIs(got.source, sdm.ImageSource.ARCHIVE_CUBIN)
                 self.assertNotEqual(k.function(), 0)
 
     def test_the_embedded_archive_mounts_by_default(self):
@@ -499,11 +623,14 @@ class ArchiveTest(FakeDriverTest):
             self.assertEqual((cold.hits, cold.misses, cold.builds), (0, 1, 1))
             self.assertGreater(cold.bytes_written, 0)
             self.assertGreater(cold.build_milliseconds, 0)
+            linked = first.kernel(0, "scale").info()
+            self.assertEqual((linked.image_kind, linked.source), (sdm.ImageKind.PTX, sdm.ImageSource.NVJITLINK))
             second = self.runtime(jit_flags=only_nvjitlink)
             second.mount_file(ARCHIVE)
             second.preload(0, ["scale"])
             warm = second.cache_stats()
             self.assertEqual((warm.hits, warm.misses, warm.builds, warm.bytes_written), (1, 0, 0, 0))
+            self.assertIs(second.kernel(0, "scale").info().source, sdm.ImageSource.CACHE)
 
 
 def key_id(key):

@@ -5,8 +5,7 @@
 package rawabi
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../../include
-#cgo LDFLAGS: -lsdm
+#cgo pkg-config: sdm
 #include <sdm/sdm.h>
 
 // An address no runtime has, to see whether a failed call wrote its out-parameter.

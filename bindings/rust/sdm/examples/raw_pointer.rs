@@ -148,6 +148,7 @@ fn run(archive: &str) -> Result<(), Stop> {
     cu.check("cuStreamCreate", unsafe { (cu.stream_create)(&mut stream, 0) })?;
 
     {
+        // README begin (the README's Rust host: tests/tool/readme_examples.py checks the copy)
         let runtime = sdm::Runtime::builder().cuda_driver(DRIVER).no_embedded_archive().build()?;
         runtime.mount_file(archive)?;
         let kernel = runtime.kernel_checked(0, "scale", "ptr,f32,i32")?;
@@ -157,6 +158,7 @@ fn run(archive: &str) -> Result<(), Stop> {
         // SAFETY: the values match "ptr,f32,i32", `y` holds n floats on device 0, and the stream
         // is a live one of device 0's primary context.
         unsafe { kernel.launch(&plan, raw_stream, &[sdm::arg(&device_ptr), sdm::arg(&factor), sdm::arg(&n)]) }?;
+        // README end
         cu.check("cuStreamSynchronize", unsafe { (cu.stream_synchronize)(stream) })?;
         let info = kernel.info()?;
         println!(

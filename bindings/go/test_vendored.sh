@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# The package as another module uses it: a host module outside the repository requires sdm.dev/sdm
+# (a replace points at bindings/go), vendors it (go mod vendor) and builds with -mod=vendor, cgo
+# finding libsdm only through the installed sdm.pc of a staging tree. The host mounts
+# tests/golden/kernels.sdma, fetches kernel scale, plans and launches it on the fake CUDA driver.
+# Usage: bindings/go/test_vendored.sh STAGE_ROOT [BUILD_DIR]
+#   STAGE_ROOT: the --destdir that `meson install` staged sdm into (it holds usr/local/...).
+#   BUILD_DIR:  the Meson build directory, for its fake driver (default: build; absolute or
+#               relative to the repository root).
+# sdm.pc gives no rpath: the host runs with LD_LIBRARY_PATH at the staged library directory.
+# Needs Go >= 1.19 and pkg-config; no network (GOPROXY=off). Ends with "go vendored: ok"; exits
+# non-zero on any failure.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+fail() { echo "test_vendored.sh: FAIL: $*" >&2; exit 1; }
+stage=$(cd "${1:?usage: test_vendored.sh STAGE_ROOT [BUILD_DIR]}" && pwd)
+build=${2:-build}
+[[ $build == /* ]] || build=$root/$build
+driver=$build/tests/fake_cuda/libcuda_fake.so
+
+command -v go >/dev/null || fail "no go on PATH (Debian: apt-get install golang-go)"
+command -v pkg-config >/dev/null || fail "no pkg-config on PATH (Debian: apt-get install pkgconf)"
+[[ -e $driver ]] || fail "no $driver: configure the build with its tests"
+pc=$(find "$stage" -name sdm.pc -path '*/pkgconfig/*')
+[[ -n $pc ]] || fail "no sdm.pc under $stage: stage it with meson install --destdir $stage"
+[[ $pc != *$'\n'* ]] || fail "more than one sdm.pc under $stage: $pc"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# Only the staged sdm.pc says where sdm is: not CGO_* flags, not the build, not a libsdm installed
+# on this machine. Nor may the caller's environment add archives or plugins, or set a cache or a
+# signature policy.
+unset CGO_CFLAGS CGO_CPPFLAGS CGO_LDFLAGS LD_LIBRARY_PATH GOFLAGS SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE \
+      SDM_CACHE_MAX_BYTES SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
+pc_dir=$(dirname "$pc")
+# sdm.pc is relocatable: found in the staging tree, it names that tree (no sysroot).
+unset PKG_CONFIG_SYSROOT_DIR
+export PKG_CONFIG_PATH=$pc_dir PKG_CONFIG_LIBDIR=$pc_dir
+export CGO_ENABLED=1 GOPROXY=off GOTOOLCHAIN=local GOWORK=off GOPATH=$tmp/gopath GOCACHE=$tmp/go-build
+flags=$(pkg-config --cflags --libs sdm) || fail "pkg-config cannot read $pc"
+[[ $flags == *"-I$stage/"* ]] || fail "pkg-config --cflags --libs sdm points outside $stage: $flags"
+lib_dir=$(pkg-config --libs-only-L sdm | sed 's/^ *-L//; s/ *$//')
+lib_dir=$(cd "$lib_dir" 2>/dev/null && pwd -P) || fail "sdm.pc gives a library directory that is missing: is $stage the --destdir sdm was staged into?"
+[[ -e $lib_dir/libsdm.so.1 ]] || fail "no libsdm.so.1 in $lib_dir, the directory sdm.pc gives"
+
+host=$tmp/host
+mkdir "$host"
+cat >"$host/go.mod" <<EOF
+module example.com/sdmhost
+
+go 1.19
+
+require sdm.dev/sdm v0.0.0
+
+replace sdm.dev/sdm => $here
+EOF
+cat >"$host/main.go" <<'EOF'
+// A host of the vendored package: mount, fetch, plan and launch on the fake driver.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"sdm.dev/sdm"
+)
+
+func main() {
+	if err := run(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// README begin (the README's Go host: tests/tool/readme_examples.py checks the copy)
+func run(archive string) error {
+	if err := sdm.CheckABI(); err != nil {
+		return err
+	}
+	rt, err := sdm.NewRuntime(&sdm.Options{NoEmbeddedArchive: true, LogLevel: sdm.LogOff})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	if err := rt.MountFile(archive); err != nil {
+		return err
+	}
+	scale, err := rt.KernelChecked(0, "scale", "ptr,f32,i32")
+	if err != nil {
+		return err
+	}
+	plan, err := scale.Plan(1 << 20)
+	if err != nil {
+		return err
+	}
+	if err := scale.Launch(plan, nil, sdm.DevicePtr(0x7f0000000000), float32(2), int32(1<<20)); err != nil {
+		return err
+	}
+	fmt.Printf("libsdm %s: kernel scale, grid %d x block %d\n", sdm.Version(), plan.Grid, plan.Block)
+	return nil
+}
+// README end
+EOF
+cd "$host"
+go mod vendor || fail "go mod vendor"
+[[ -e vendor/sdm.dev/sdm/sdm.go ]] || fail "go mod vendor did not copy the package into vendor/sdm.dev/sdm"
+export GOFLAGS=-mod=vendor
+dir=$(go list -f '{{.Dir}}' sdm.dev/sdm)
+[[ $dir == "$host/vendor/sdm.dev/sdm" ]] || fail "the build would use $dir, not the vendored copy"
+go vet ./...
+go build -o "$tmp/sdmhost" . || fail "go build against $stage (pkg-config: $flags)"
+
+export LD_LIBRARY_PATH=$lib_dir
+linked=$(ldd "$tmp/sdmhost")
+[[ $linked == *"libsdm.so.1 => $lib_dir/libsdm.so.1 "* ]] || fail "the host does not load $lib_dir/libsdm.so.1: $linked"
+export SDM_CUDA_DRIVER=$driver SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" SDM_CACHE_DIR=$tmp/cache
+"$tmp/sdmhost" "$root/tests/golden/kernels.sdma"
+echo "go vendored: ok"
