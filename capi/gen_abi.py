@@ -1215,7 +1215,7 @@ def emit_python(h):
             '    """A struct that starts with `uint32_t struct_size`: a new one is zeroed with struct_size set to',
             "    its ctypes size, the size of the struct as this binding declares it (ABI rule 4). Pass",
             '    struct_size= to say otherwise."""', "",
-            "    def __init__(self, *args, **kwargs):", "        super().__init__(*args, **kwargs)",
+            "    def __init__(self, *args: Any, **kwargs: Any) -> None:", "        super().__init__(*args, **kwargs)",
             '        if not args and "struct_size" not in kwargs:', "            self.struct_size = ctypes.sizeof(self)", "", ""]
     functions = []
     for title, items in sections(h):
@@ -1252,7 +1252,7 @@ def emit_python(h):
     head = ['"""' + NOTICE, "",
             "The C ABI of include/sdm/sdm.h in ctypes: its constants, its structs (same names, same field order and",
             "types; every struct a Sized) and every SDM_API function's restype and argtypes (FUNCTIONS). sdm._capi",
-            'loads the library with them; nothing here allocates or frees."""', "", "import ctypes"] + imports
+            'loads the library with them; nothing here allocates or frees."""', "", "import ctypes"] + imports + ["from typing import Any"]
     return "\n".join(collapse_blank_lines(head + body, keep=2)) + "\n"
 
 

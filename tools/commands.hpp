@@ -110,7 +110,7 @@ std::optional<archive::Target> parse_arch_option(std::string_view text, archive:
 // (at most a third of its letters off); empty otherwise. For "did you mean" messages.
 std::string closest(const std::string& given, const std::vector<std::string>& candidates);
 
-// Progress on stderr, by phase ("pack: compress [=====>    ] 12/40, 3.1/s, ~9 s left"): on a
+// Progress on stderr, by phase ("sdm pack: compress [=====>    ] 12/40, 3.1/s, ~9 s left"): on a
 // terminal one line redrawn at most ten times a second; elsewhere (a CI log) one line as each phase
 // ends, with its count, time and rate. update() may be called from several threads at once.
 class Progress {

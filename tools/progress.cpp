@@ -18,7 +18,7 @@ void Progress::end_phase() {
     const double took = seconds(std::chrono::steady_clock::now() - phase_start_);
     if (terminal_) std::fprintf(stderr, "\r\033[K");
     // Every phase leaves one line behind (on a terminal too: the record of what took the time).
-    std::fprintf(stderr, "%s: %s %zu/%zu in %.1f s%s\n", label_.c_str(), phase_.c_str(), last_done_, last_total_, took,
+    std::fprintf(stderr, "sdm %s: %s %zu/%zu in %.1f s%s\n", label_.c_str(), phase_.c_str(), last_done_, last_total_, took,
                  took > 0 && last_done_ > 0 ? (", " + std::to_string(static_cast<long long>(static_cast<double>(last_done_) / took + 0.5)) + "/s").c_str() : "");
     phase_.clear();
     drawn_ = false;
@@ -46,7 +46,7 @@ void Progress::update(const char* phase, size_t done, size_t total) {
     const double rate = took > 0 ? static_cast<double>(done) / took : 0;
     std::string eta;
     if (rate > 0 && done < total) eta = ", ~" + std::to_string(static_cast<long long>(static_cast<double>(total - done) / rate + 0.5)) + " s left";
-    std::fprintf(stderr, "\r\033[K%s: %s [%.*s%s%*s] %zu/%zu, %.1f/s%s", label_.c_str(), phase_.c_str(), static_cast<int>(filled),
+    std::fprintf(stderr, "\r\033[Ksdm %s: %s [%.*s%s%*s] %zu/%zu, %.1f/s%s", label_.c_str(), phase_.c_str(), static_cast<int>(filled),
                  "==============================", filled < kWidth ? ">" : "", static_cast<int>(filled < kWidth ? kWidth - filled - 1 : 0), "", done,
                  total, rate, eta.c_str());
     std::fflush(stderr);

@@ -69,4 +69,8 @@ if ! SDM_SOURCE_ROOT=$root "$python" "$tmp/tests/run.py" >"$tmp/tests.log" 2>&1;
     fail "the unit tests failed against the installed package"
 fi
 tail -n 1 "$tmp/tests.log"
+
+# The type hints the package ships (py.typed) hold: mypy --strict over the installed package.
+"$python" -m pip install --quiet --no-cache-dir mypy >"$tmp/mypy-install.log" 2>&1 || { cat "$tmp/mypy-install.log"; fail "pip could not install mypy (PyPI)"; }
+(cd "$tmp" && "$python" -m mypy --strict --no-incremental -p sdm) || fail "mypy --strict finds the installed package's type hints broken"
 echo "wheel: ok"

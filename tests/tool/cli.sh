@@ -119,7 +119,7 @@ expect_fail "sdm pack: --output is required" "$sdm" pack
 expect_fail "sdm cache: A subcommand is required" "$sdm" cache
 # Progress names its phases and counts every unit (off a terminal: one line per phase); -q: none.
 "$sdm" pack -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress" >/dev/null
-grep -q "^pack: compress 8/8 in [0-9.]* s" "$work/progress" && grep -q "^pack: prefix trials 8/8" "$work/progress" || { cat "$work/progress"; fail "pack's progress"; }
+grep -q "^sdm pack: compress 8/8 in [0-9.]* s" "$work/progress" && grep -q "^sdm pack: prefix trials 8/8" "$work/progress" || { cat "$work/progress"; fail "pack's progress"; }
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress"
 [ ! -s "$work/progress" ] || { cat "$work/progress"; fail "pack -q printed progress"; }
 # Every --json output is one JSON document on stdout, whatever else happened.

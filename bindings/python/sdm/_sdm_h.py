@@ -7,6 +7,7 @@ loads the library with them; nothing here allocates or frees."""
 import ctypes
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int32, c_int64, c_size_t, c_uint16,
                     c_uint32, c_uint64, c_uint8, c_void_p)
+from typing import Any
 
 P = POINTER
 
@@ -16,7 +17,7 @@ class Sized(Structure):
     its ctypes size, the size of the struct as this binding declares it (ABI rule 4). Pass
     struct_size= to say otherwise."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if not args and "struct_size" not in kwargs:
             self.struct_size = ctypes.sizeof(self)
