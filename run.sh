@@ -90,7 +90,7 @@ case "${1:-}" in
     install_missing
     # A release build, stripped (the project's default), in a folder of its own: the tests' build
     # keeps its type.
-    configure build-release -Dbuildtype=release -Dstrip=true
+    configure build-release -Dbuildtype=release -Dstrip=true -Dtests=disabled -Dbench=disabled
     ninja -C build-release
     exec ./tools/demo.sh build-release
     ;;

@@ -116,6 +116,7 @@ class RuntimeFlag(enum.IntFlag):
     """sdm_runtime_params.flags."""
 
     NO_EMBEDDED_ARCHIVE = _capi.SDM_RUNTIME_NO_EMBEDDED_ARCHIVE
+    CURRENT_CONTEXT = _capi.SDM_RUNTIME_CURRENT_CONTEXT  # ABI 1.2: the calling thread's current CUDA context
 
 
 class CacheFlag(enum.IntFlag):
@@ -596,10 +597,11 @@ class Runtime:
     garbage collection) destroys it, and with it every Kernel it handed out. Every method may be
     called from any thread, except close() (not concurrently with other calls).
 
-    Options (sdm_runtime_params): flags (RuntimeFlag.NO_EMBEDDED_ARCHIVE), log (a callable(level,
+    Options (sdm_runtime_params): flags (RuntimeFlag.NO_EMBEDDED_ARCHIVE, CURRENT_CONTEXT), log (a callable(level,
     message), called on the thread that logs; None: warnings and errors go to stderr), log_level,
     cuda_driver (libcuda's path; None: $SDM_CUDA_DRIVER, else libcuda.so.1), cuda_context (a
-    CUcontext the host owns, as an int), cache_dir, cache_max_bytes, cache_flags (CacheFlag),
+    CUcontext the host owns, as an int, for the device it belongs to), device_contexts (ABI 1.2: one
+    CUcontext per device ordinal as ints, None for a device's primary context; at most 1024), cache_dir, cache_max_bytes, cache_flags (CacheFlag),
     jit_flags (JitFlag: backends the host forbids), kernel_abi_major (0: any), signature_policy
     (SignaturePolicy), trusted_keys (the Ed25519 public keys whose signatures it trusts, at most
     256: each 32 bytes, or the path of a .pub file; None: those of $SDM_TRUSTED_KEYS; a list, even
@@ -608,6 +610,7 @@ class Runtime:
     def __init__(self, *, library: str | None = None, flags: int = 0,
                  log: Callable[[LogLevel | int, str], object] | None = None, log_level: int = LogLevel.DEFAULT,
                  cuda_driver: _PathLike | None = None, cuda_context: int | None = None,
+                 device_contexts: Iterable[int | None] | None = None,
                  cache_dir: _PathLike | None = None, cache_max_bytes: int = 0, cache_flags: int = 0, jit_flags: int = 0,
                  kernel_abi_major: int = 0, signature_policy: int = SignaturePolicy.DEFAULT,
                  trusted_keys: Iterable[bytes | bytearray | memoryview | str | os.PathLike[str]] | None = None) -> None:
@@ -629,6 +632,12 @@ class Runtime:
             flags=int(flags), log_level=int(log_level), cuda_driver=_path(cuda_driver), cuda_context=cuda_context,
             cache_dir=_path(cache_dir), cache_max_bytes=cache_max_bytes, cache_flags=int(cache_flags),
             jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major, signature_policy=int(signature_policy))
+        contexts = None
+        if device_contexts is not None:
+            given = list(device_contexts)
+            contexts = (ctypes.c_void_p * max(len(given), 1))(*given)  # copied by sdm_runtime_create
+            params.device_contexts = ctypes.cast(contexts, ctypes.POINTER(ctypes.c_void_p))
+            params.device_context_count = len(given)
         if keys is not None:
             params.trusted_keys = ctypes.cast(keys, ctypes.POINTER(ctypes.c_uint8))  # copied by sdm_runtime_create
             params.trusted_key_count = len(flat) // 32

@@ -639,6 +639,18 @@ def key_id(key):
     return hashlib.blake2b(b"sdm key id 1" + key, digest_size=32).digest()[:8].hex()
 
 
+class ContextsTest(FakeDriverTest):
+    """The contexts a host chooses (ABI 1.2): device_contexts and RuntimeFlag.CURRENT_CONTEXT."""
+
+    def test_device_contexts_reach_libsdm(self):
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "1025", "1024"):
+            self.runtime(device_contexts=[None] * 1025)
+        # All primary (None), so no context is chosen and the flag does not conflict.
+        rt = self.runtime(device_contexts=[None, None], flags=sdm.RuntimeFlag.CURRENT_CONTEXT)
+        rt.mount_file(ARCHIVE)
+        self.assertEqual(int(sdm.RuntimeFlag.CURRENT_CONTEXT), 2)
+
+
 class SignatureTest(FakeDriverTest):
     """The signature policy and trusted keys (ABI 1.2) on the golden archive, which is not signed."""
 
