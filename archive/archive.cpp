@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
 #include <tuple>
 
 #include "codec.hpp"
@@ -37,12 +38,50 @@ struct Archive::DigestChecks {
     std::unique_ptr<std::atomic<bool>[]> checked;
 };
 
+// One digest per entry, computed at first use (a mount allocates nothing per entry).
+struct Archive::Identities {
+    std::once_flag made;
+    std::unique_ptr<std::once_flag[]> once;
+    std::unique_ptr<crypto::Digest[]> digest;
+};
+
+crypto::Digest Archive::identity(size_t index) const {
+    Identities& ids = *identities_;
+    std::call_once(ids.made, [&] {
+        ids.once = std::make_unique<std::once_flag[]>(entries_.size());
+        ids.digest = std::make_unique<crypto::Digest[]>(entries_.size());
+    });
+    std::call_once(ids.once[index], [&] {
+        const Entry& e = entries_[index];
+        crypto::Digest stored{};
+        if (digest_checks_) {
+            const Bytes d = signature_block_->digest(index);
+            std::memcpy(stored.data(), d.data(), stored.size());
+        } else {
+            stored = *crypto::blake2b(bytes_.subspan(e.data_offset, e.stored_size));
+        }
+        crypto::Blake2b h;
+        h.field(std::string_view("sdm entry identity 1"));
+        h.update_u64(static_cast<uint64_t>(e.kind));
+        h.update_u64(static_cast<uint64_t>(e.codec));
+        h.update_u64(e.raw_size);
+        h.field(Bytes(reinterpret_cast<const std::byte*>(stored.data()), stored.size()));
+        if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
+            const crypto::Digest reference = identity(e.ref);  // one step: open() refuses chains
+            h.field(Bytes(reinterpret_cast<const std::byte*>(reference.data()), reference.size()));
+        }
+        ids.digest[index] = h.digest();
+    });
+    return ids.digest[index];
+}
+
 Result<Archive> Archive::open_memory(Bytes bytes, std::string label, std::shared_ptr<const void> keep_alive) {
     Archive archive;
     archive.label_ = std::move(label);
     archive.bytes_ = bytes;
     archive.keep_alive_ = std::move(keep_alive);
     SDM_TRY(archive.validate());
+    archive.identities_ = std::make_shared<Identities>();
     return archive;
 }
 

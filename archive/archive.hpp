@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bytes.hpp"
+#include "digest.hpp"
 #include "format.hpp"
 #include "hash.hpp"
 #include "manifest.hpp"
@@ -100,6 +101,14 @@ public:
     // For an archive whose signature was verified (the runtime's policy); needs a block.
     Result<void> enforce_digests();
     bool enforces_digests() const noexcept { return digest_checks_ != nullptr; }
+    // What entry `index` holds, as a digest nobody can choose two images for: BLAKE2b-256 over a
+    // domain string, its kind, codec and raw size, the BLAKE2b-256 of its stored bytes and, for a
+    // dictionary- or prefix-coded entry, its reference's identity (which decides its raw bytes).
+    // The stored bytes' digest is hashed here from the bytes, once per entry for every copy of this
+    // Archive; under enforce_digests it is the signed digest, which every read checks the bytes
+    // against. Never the XXH3 checksums the index declares: those catch corruption, not an
+    // attacker (docs/CACHE.md). Thread-safe.
+    crypto::Digest identity(size_t index) const;
     // "module gather, sm_90a (entry 3) of archive kernels.sdma" for messages.
     std::string describe(size_t index) const;
 
@@ -121,6 +130,8 @@ private:
     std::optional<SignatureBlock> signature_block_;
     struct DigestChecks;
     std::shared_ptr<DigestChecks> digest_checks_;
+    struct Identities;
+    std::shared_ptr<Identities> identities_;  // made at open, filled on first use
 };
 
 }  // namespace sdm::archive

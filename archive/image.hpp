@@ -1,5 +1,6 @@
 // What an image's own bytes say about it: a cubin's SM from its ELF header, a PTX module's
-// .target and .version, an LTO-IR module's arch, a fatbin's magic, and the kernels each defines.
+// .target and .version, an LTO-IR container's arch, a fatbin's entries (each inner image checked
+// as a bare one), and the kernels each defines.
 // The packer compares this with what the archive index declares and refuses a disagreement;
 // the fake driver and `sdm ls` reuse it.
 #pragma once
@@ -18,7 +19,8 @@ namespace sdm::archive {
 struct ImageInfo {
     Kind kind{Kind::cubin};
     uint16_t sm{0};                    // the SM (cubin) or virtual arch (PTX, LTO-IR); 0 when unknown
-    std::optional<Variant> variant;    // PTX: its .target; cubins: ptxas's command line in .note.nv.tkinfo; LTO-IR: unknown
+    std::optional<Variant> variant;    // PTX: its .target; cubins: ptxas's command line in .note.nv.tkinfo; LTO-IR: a when its
+                                       // container says so (f is not recorded)
     uint16_t ptx_isa{0};               // PTX .version as major*10+minor (9.0 -> 90); 0 for other kinds
     uint8_t elf_abi_version{0};        // cubins: EI_ABIVERSION (7: older toolkits, 8: CUDA 13)
     uint16_t virtual_sm{0};            // cubins: the virtual arch ptxas compiled from (.note.nv.cuinfo; 80 for a
@@ -34,11 +36,15 @@ struct ImageInfo {
 Result<ImageInfo> inspect_cubin(Bytes bytes);
 // PTX: the first `.version X.Y` and the first `.target sm_XY[a|f]` directives; every `.entry NAME(`.
 Result<ImageInfo> inspect_ptx(Bytes bytes);
-// LTO-IR (NVVM IR container): magic 0x7f4e43ed; the arch, times 10, as u16 at byte 26 (observed on
-// nvcc 11.x-13.0 output for lto_75..lto_121f; the variant is not recorded).
+// LTO-IR (NVVM IR container): magic 0x7f4e43ed, container version 1.x, the option tuples, option
+// data and IR in order inside the bytes with a non-empty IR, and exactly one arch option (key 1,
+// the arch times 10). The IR itself is opaque: a link of LTO-IR runs isolated (jit_isolation.hpp).
 Result<ImageInfo> inspect_ltoir(Bytes bytes);
 // Fatbin: one container (fatbin.hpp's parse_fatbin: every entry's header, payload, name and options
-// inside it; bytes after it are tolerated); arch-free in the index.
+// inside it; bytes after it are tolerated), and every entry's image, decoded where compressed, put
+// through the checks of its kind and compared with the arch and variant its entry header declares.
+// An entry of a kind sdm does not know, or encoded LTO-IR, fails: it would reach the driver unchecked.
+// Arch-free in the index.
 Result<ImageInfo> inspect_fatbin(Bytes bytes);
 Result<ImageInfo> inspect_image(Kind kind, Bytes bytes);
 

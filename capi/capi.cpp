@@ -211,6 +211,29 @@ Result<sdm::runtime::SignatureOptions> signature_options(uint32_t policy, const 
     return out;
 }
 
+// sdm_runtime_params.jit_isolation and the JIT limits (ABI 1.2).
+Result<sdm::runtime::JitIsolationOptions> isolation_options(uint32_t policy, uint32_t time_limit_ms, uint64_t memory_limit_bytes) {
+    using sdm::runtime::JitIsolation;
+    sdm::runtime::JitIsolationOptions out;
+    switch (policy) {
+    case SDM_ISOLATION_DEFAULT: break;
+    case SDM_ISOLATION_AUTO: out.policy = JitIsolation::automatic; break;
+    case SDM_ISOLATION_ALWAYS: out.policy = JitIsolation::always; break;
+    case SDM_ISOLATION_NEVER: out.policy = JitIsolation::never; break;
+    default:
+        return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: jit_isolation " + std::to_string(policy) +
+                                                                " is not SDM_ISOLATION_DEFAULT, _AUTO, _ALWAYS or _NEVER");
+    }
+    if (time_limit_ms != 0) out.seconds = time_limit_ms / 1000.0;
+    if (memory_limit_bytes != 0) {
+        if (memory_limit_bytes < (uint64_t{64} << 20))
+            return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: jit_memory_limit_bytes " + std::to_string(memory_limit_bytes) +
+                                                                    " is below 64 MiB, in which no compiler loads; 0 takes the default (8 GiB)");
+        out.memory_bytes = memory_limit_bytes;
+    }
+    return out;
+}
+
 }  // namespace
 
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
@@ -233,8 +256,16 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
             if (params->log_level == SDM_LOG_OFF) options.log_level = sdm::runtime::LogLevel::off;
             else if (params->log_level != SDM_LOG_DEFAULT) options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
-            for (const sdm_chain* link = params->next; link != nullptr; link = link->next)
-                unknown_extensions.push_back(link->type);  // 1.0 defines none: each is skipped (and logged below)
+            // 1.0 defines no extension: each is skipped (and logged below). The chain is the host's
+            // memory: a cycle must not run forever, so it is walked at most kMaxChain links.
+            constexpr size_t kMaxChain = 64;
+            for (const sdm_chain* link = params->next; link != nullptr; link = link->next) {
+                if (unknown_extensions.size() == kMaxChain)
+                    return fail(nullptr, error, ErrorCode::invalid_argument,
+                                "sdm_runtime_create: params.next holds more than " + std::to_string(kMaxChain) +
+                                    " extensions (a chain that loops back on itself?); end it with a NULL next");
+                unknown_extensions.push_back(link->type);
+            }
             if (params->log_fn != nullptr) {
                 const sdm_log_fn fn = params->log_fn;
                 void* user = params->log_user_data;
@@ -263,6 +294,11 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 auto signatures = signature_options(params->signature_policy, params->trusted_keys, params->trusted_key_count);
                 if (!signatures) return fail(nullptr, error, std::move(signatures).error());
                 options.signatures = std::move(*signatures);
+            }
+            if (params->struct_size >= offsetof(sdm_runtime_params, jit_memory_limit_bytes) + sizeof params->jit_memory_limit_bytes) {  // ABI 1.2
+                auto isolation = isolation_options(params->jit_isolation, params->jit_time_limit_ms, params->jit_memory_limit_bytes);
+                if (!isolation) return fail(nullptr, error, std::move(isolation).error());
+                options.isolation = std::move(*isolation);
             }
             const int ways = (options.contexts.host != nullptr) + options.contexts.current + !options.contexts.given.empty();
             if (ways > 1)

@@ -934,17 +934,24 @@ def version_node(major, minor):
     return f"SDM_{major}" if minor == 0 else f"SDM_{major}.{minor}"
 
 
-def emit_version_script(h, testing):
+def emit_version_script(h, testing=None):
+    """libsdm.map (the functions of sdm.h), or with `testing` libsdm_testing.map (and sdm_testing.h's)."""
     nodes = {}
     for name in h.functions:
         nodes.setdefault(h.minors[name], []).append(name)
-    nodes.setdefault(0, []).extend(testing.functions)
-    out = [f"/* {NOTICE}", " *",
-           " * The exported symbols of libsdm: the functions of sdm.h and sdm_testing.h and nothing else. Each",
-           f" * is in the version node of the ABI minor that added it ({version_node(h.major, 0)}: 1.0 and the test-only",
-           f" * functions; {version_node(h.major, 1)}, ...: later minors), so that a host linked against a newer function",
+    if testing is not None:
+        nodes.setdefault(0, []).extend(testing.functions)
+        what = [" * The exported symbols of libsdm_testing, the test-only build of libsdm that the tests which force",
+                " * hardware rows link: the functions of sdm.h and sdm_testing.h. It is never installed. Each"]
+    else:
+        what = [" * The exported symbols of libsdm: the functions of sdm.h and nothing else (the test-only functions",
+                " * of sdm_testing.h live in libsdm_testing, never installed). Each"]
+    out = [f"/* {NOTICE}", " *"] + what + [
+           f" * is in the version node of the ABI minor that added it ({version_node(h.major, 0)}: 1.0"
+           + (" and the test-only functions" if testing is not None else "") + ";",
+           f" * {version_node(h.major, 1)}, ...: later minors), so that a host linked against a newer function",
            " * refuses to load with an older libsdm instead of failing at its first call. tests/abi/symbols.txt",
-           " * lists them; a test compares. */"]
+           " * lists libsdm's; a test compares. */"]
     previous = None
     for minor in sorted(nodes):
         node = version_node(h.major, minor)
@@ -962,9 +969,9 @@ def emit_version_script(h, testing):
 
 # ---- tests/abi/symbols.txt -------------------------------------------------------------------------
 
-def emit_symbols(h, testing):
-    out = [f"# {NOTICE}", "# The functions libsdm exports (tests/abi/check_symbols.sh compares them with nm's list)."]
-    return "\n".join(out + sorted(list(h.functions) + list(testing.functions))) + "\n"
+def emit_symbols(h):
+    out = [f"# {NOTICE}", "# The functions libsdm exports (tests/abi/check_symbols.sh compares them with nm's list): sdm.h's, no test-only one."]
+    return "\n".join(out + sorted(h.functions)) + "\n"
 
 
 # ---- tests/abi/layout.c ----------------------------------------------------------------------------
@@ -1415,8 +1422,9 @@ def generate(cc):
     pins = compute_pins(h, measured, cc)
     return {
         ROOT / "capi" / "api_table.inc": emit_api_table(h),
-        ROOT / "capi" / "libsdm.map": emit_version_script(h, testing),
-        ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h, testing),
+        ROOT / "capi" / "libsdm.map": emit_version_script(h),
+        ROOT / "capi" / "libsdm_testing.map": emit_version_script(h, testing),
+        ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
         ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),
         ROOT / "bindings" / "python" / "sdm" / "_sdm_h.py": emit_python(h),

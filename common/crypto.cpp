@@ -19,53 +19,6 @@ bool available() noexcept { return ready(); }
 
 Error unsupported(const std::string& what) { return make_error(ErrorCode::unsupported, what + ": libsodium failed to initialise"); }
 
-struct Blake2b::State {
-    crypto_generichash_state state;
-    bool keyed{false};
-};
-
-Blake2b::Blake2b() : state_(std::make_unique<State>()) {
-    (void)ready();
-    crypto_generichash_init(&state_->state, nullptr, 0, std::tuple_size_v<Digest>);
-}
-
-Blake2b::Blake2b(const MacKey& key) : state_(std::make_unique<State>()) {
-    (void)ready();
-    state_->keyed = true;
-    crypto_generichash_init(&state_->state, key.data(), key.size(), std::tuple_size_v<Mac>);
-}
-
-Blake2b::~Blake2b() { sodium_memzero(state_.get(), sizeof(State)); }
-
-void Blake2b::update(Bytes data) noexcept {
-    crypto_generichash_update(&state_->state, reinterpret_cast<const unsigned char*>(data.data()), data.size());
-}
-
-void Blake2b::update_u64(uint64_t value) noexcept {
-    unsigned char b[8];
-    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>(value >> (8 * i));
-    crypto_generichash_update(&state_->state, b, sizeof b);
-}
-
-Digest Blake2b::digest() noexcept {
-    Digest d{};
-    crypto_generichash_final(&state_->state, d.data(), d.size());
-    return d;
-}
-
-Mac Blake2b::mac() noexcept {
-    Mac m{};
-    crypto_generichash_final(&state_->state, m.data(), m.size());
-    return m;
-}
-
-Result<Digest> blake2b(Bytes data) {
-    if (!ready()) return not_ready();
-    Digest d{};
-    crypto_generichash(d.data(), d.size(), reinterpret_cast<const unsigned char*>(data.data()), data.size(), nullptr, 0);
-    return d;
-}
-
 Result<KeyPair> generate_key_pair() {
     if (!ready()) return not_ready();
     KeyPair pair;

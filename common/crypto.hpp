@@ -1,7 +1,7 @@
 // The cryptography of signed archives and of the cache's MACs (docs/SIGNING.md), over libsodium:
-// BLAKE2b digests, Ed25519 keys and signatures, keyed BLAKE2b MACs, random bytes. Built without
-// libsodium (-Dsigning=disabled, or libsodium-dev absent), available() is false and every other
-// call answers ErrorCode::unsupported naming the build option; nothing else changes.
+// Ed25519 keys and signatures, random bytes (BLAKE2b, which every build has, is digest.hpp's).
+// Built with -Dsigning=disabled, available() is false and every call here answers
+// ErrorCode::unsupported naming the build option; nothing else changes.
 #pragma once
 
 #include <array>
@@ -9,41 +9,19 @@
 #include <memory>
 
 #include "bytes.hpp"
+#include "digest.hpp"
 #include "result.hpp"
 
 namespace sdm::crypto {
 
-using Digest = std::array<uint8_t, 32>;      // BLAKE2b-256
 using PublicKey = std::array<uint8_t, 32>;   // Ed25519
 using SecretKey = std::array<uint8_t, 64>;   // Ed25519, libsodium's layout: seed then public key
 using Signature = std::array<uint8_t, 64>;   // Ed25519
-using MacKey = std::array<uint8_t, 32>;
-using Mac = std::array<uint8_t, 16>;         // keyed BLAKE2b-128
 
-// Whether this build has libsodium.
+// Whether this build signs and verifies (-Dsigning).
 bool available() noexcept;
-// "this sdm was built without libsodium (-Dsigning): ..." for `what`, as ErrorCode::unsupported.
+// "this sdm was built without signing (-Dsigning): ..." for `what`, as ErrorCode::unsupported.
 Error unsupported(const std::string& what);
-
-// Incremental BLAKE2b-256 (unkeyed), or keyed BLAKE2b-128 when given a key (a MAC).
-class Blake2b {
-public:
-    Blake2b();
-    explicit Blake2b(const MacKey& key);
-    Blake2b(const Blake2b&) = delete;
-    Blake2b& operator=(const Blake2b&) = delete;
-    ~Blake2b();
-    void update(Bytes data) noexcept;
-    void update_u64(uint64_t value) noexcept;  // eight little-endian bytes
-    Digest digest() noexcept;                  // unkeyed only; once
-    Mac mac() noexcept;                        // keyed only; once
-
-private:
-    struct State;
-    std::unique_ptr<State> state_;
-};
-
-Result<Digest> blake2b(Bytes data);
 
 struct KeyPair {
     PublicKey public_key{};

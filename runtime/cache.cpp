@@ -141,12 +141,15 @@ CacheKeyBuilder& CacheKeyBuilder::field(std::string_view text) {
     return *this;
 }
 CacheKeyBuilder& CacheKeyBuilder::field(uint64_t value) {
-    hasher_.field(value);
+    hasher_.update_u64(8);
+    hasher_.update_u64(value);
     return *this;
 }
 CacheKeyBuilder& CacheKeyBuilder::field(const Hash128& hash) {
-    hasher_.field(hash.high);
-    hasher_.field(hash.low);
+    return field(hash.high).field(hash.low);
+}
+CacheKeyBuilder& CacheKeyBuilder::field(const crypto::Digest& digest) {
+    hasher_.field(Bytes(reinterpret_cast<const std::byte*>(digest.data()), digest.size()));
     return *this;
 }
 
@@ -414,7 +417,7 @@ Result<void> Cache::put(const Hash128& key, Bytes payload) {
     return trim_if_needed();
 }
 
-Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build) {
+Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build, const platform::LockMark& mark) {
     const auto timed_build = [&]() -> Result<ByteVector> {
         const auto started = std::chrono::steady_clock::now();
         auto built = build();
@@ -439,8 +442,8 @@ Result<ByteVector> Cache::get_or_build(const Hash128& key, const Builder& build)
     auto lock = (*folder)->lock(lock_name(hex), lock_warn_seconds_, lock_give_up_seconds_, [&](const std::string& holder) {
         refused("waiting for the lock " + lock_file + " of key " + hex + ": " + holder + " is building its image (" +
                 std::to_string(static_cast<long>(lock_warn_seconds_)) + " s so far; sdm builds it uncached after " +
-                std::to_string(static_cast<long>(lock_give_up_seconds_)) + " s)");
-    });
+                std::to_string(static_cast<long>(lock_give_up_seconds_)) + " s, or when it is past its limit)");
+    }, mark);
     if (!lock) return uncached(lock.error());
     // Whoever held the lock may have built it meanwhile. This second look is the same lookup as
     // the first: one of the two counts goes (a hit: the first was no real miss; a miss: counted once).

@@ -1,5 +1,5 @@
 // The content-addressed cache of linked images (docs/CACHE.md).
-// - Identity: XXH3-128 over length-prefixed fields (CacheKeyBuilder): the input's content hash,
+// - Identity: BLAKE2b over length-prefixed fields (CacheKeyBuilder): the input's content digest,
 //   the target, the backend and its version, the driver version, every option in order, and the
 //   cache format version. Identical inputs share an entry; anything else gets its own.
 // - Layout: DIR/v1/ab/<30 more hex digits>.sdmc, a 64-byte header (magic, format, key, payload
@@ -33,6 +33,7 @@
 
 #include "bytes.hpp"
 #include "crypto.hpp"
+#include "digest.hpp"
 #include "hash.hpp"
 #include "platform.hpp"
 #include "result.hpp"
@@ -66,16 +67,20 @@ struct CacheOptions {
     static CacheOptions from_environment();
 };
 
+// A cache key: BLAKE2b over length-prefixed fields, truncated to 128 bits. Every field that says
+// what an input is must be a digest sdm computed from bytes it read (archive::Archive::identity),
+// never a checksum an archive declares: XXH3 has cheap second preimages.
 class CacheKeyBuilder {
 public:
     CacheKeyBuilder();  // starts with the cache format version
     CacheKeyBuilder& field(std::string_view text);
     CacheKeyBuilder& field(uint64_t value);
     CacheKeyBuilder& field(const Hash128& hash);
-    Hash128 key() const { return hasher_.digest(); }
+    CacheKeyBuilder& field(const crypto::Digest& digest);
+    Hash128 key() { return crypto::truncated(hasher_.digest()); }  // once
 
 private:
-    Hasher128 hasher_;
+    crypto::Blake2b hasher_;
 };
 
 struct CacheStats {
@@ -120,8 +125,10 @@ public:
     // or threads asking at once run build() once. When the entry cannot be stored (no space, no
     // directory, no lock file), what build() made is returned all the same and store_failed says
     // why: a cache problem never costs the caller its image.
+    // `mark` tells waiters what the build is and its limit: they stop waiting for a holder that is
+    // past its limit (platform::Directory::lock) instead of after lock_give_up_seconds.
     using Builder = std::function<Result<ByteVector>()>;
-    Result<ByteVector> get_or_build(const Hash128& key, const Builder& build);
+    Result<ByteVector> get_or_build(const Hash128& key, const Builder& build, const platform::LockMark& mark = {});
     // Removes the entry of `key`: what it holds failed a later check (the driver refused it, or it
     // lacks kernels). Counted in bad_entries. Nothing in read-only mode.
     void evict(const Hash128& key);

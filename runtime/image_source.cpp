@@ -8,24 +8,37 @@
 
 namespace sdm::runtime {
 
-JitJob jit_job(const ServedBy& served, Bytes input) {
+JitJob jit_job(const ServedBy& served, Bytes input, JitIsolation isolation) {
     const archive::Archive& a = served.archive->archive;
     const archive::Entry& entry = a.entries()[served.selection.image.index];
     JitJob job;
     job.kind = entry.kind;
     job.input = input;
-    job.input_hash = entry.raw_hash;
+    job.input_identity = a.identity(served.selection.image.index);
     job.input_name = served.module + "." + entry.target();
     job.target_sm = served.selection.target_sm;
     job.target_variant = served.selection.target_variant;
     job.target = archive::target_name(archive::Kind::cubin, served.selection.target_sm, served.selection.target_variant);
     job.image = a.describe(served.selection.image.index);
     job.device = served.device;
+    // What sdm checked of the input is its structure; the compiler reads every byte. LTO-IR's IR is
+    // opaque, and PTX is trusted only as far as its signer is (jit_isolation.hpp).
+    const bool trusted = served.archive->embedded || a.enforces_digests();
+    if (isolation == JitIsolation::always) {
+        job.isolated = true;
+        job.isolated_because = "every link (SDM_JIT_ISOLATION=always)";
+    } else if (isolation == JitIsolation::automatic && entry.kind == archive::Kind::ltoir) {
+        job.isolated = true;
+        job.isolated_because = "LTO-IR, whose IR sdm cannot check";
+    } else if (isolation == JitIsolation::automatic && !trusted) {
+        job.isolated = true;
+        job.isolated_because = "PTX from an archive no trusted key signed";
+    }
     return job;
 }
 
 Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served) {
-    const JitJob job = jit_job(served, {});  // asking needs no input
+    const JitJob job = jit_job(served, {}, runtime.jit_isolation().policy);  // asking needs no input
     JitPlan plan;
     for (const auto& backend : jit_backends(runtime, driver, served.switches)) {
         std::string reason = backend->unavailable(job);
@@ -84,7 +97,8 @@ public:
                 out_.owned = std::move(*raw);
                 return std::move(out_);
             }
-            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(entry_.raw_hash).field(entry_.raw_size).key(), kind, built_by, decode));
+            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(archive_.identity(selected.image.index)).key(), kind, built_by, decode,
+                           {"decoding " + image_, 0}));
             return std::move(out_);
         }
         SDM_TRY(jit());
@@ -114,21 +128,9 @@ private:
         return {};
     }
 
-    // An archive whose signature holds (the policy's require or warn) keys its cache entries by
-    // the signed digests of the input and of its reference too: XXH3 alone is not collision
-    // resistant, and an entry is then served only for the very bytes the signer signed.
-    Hash128 bound_to_signature(const Hash128& key) const {
-        if (!archive_.enforces_digests()) return key;
-        const auto& block = *archive_.signature_block();
-        CacheKeyBuilder b;
-        b.field("signed input").field(key).field(as_text(block.digest(served_.selection.image.index)));
-        if (entry_.ref != archive::kNoRef) b.field(as_text(block.digest(entry_.ref)));
-        return b.key();
-    }
-
     // Through the cache (when there is one): a hit that fails the checks is evicted and built again.
-    Result<void> cached(const Hash128& unbound_key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build) {
-        const Hash128 key = bound_to_signature(unbound_key);
+    Result<void> cached(const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build,
+                        const platform::LockMark& mark) {
         out_.cache_key = key;
         cache_ = runtime_.cache();  // opened here, on first need: a load that decodes in memory never touches it
         bool ran = false;
@@ -139,12 +141,12 @@ private:
             SDM_TRY(well_formed(kind, *built, "the image built from " + image_));
             return built;
         };
-        SDM_TRY_GET(got, cache_ != nullptr ? cache_->get_or_build(key, run) : run());
+        SDM_TRY_GET(got, cache_ != nullptr ? cache_->get_or_build(key, run, mark) : run());
         if (!ran) {
             if (auto checked = well_formed(kind, *got, "the cache entry for " + image_ + " (" + cache_->entry_path(key) + ")"); !checked) {
                 runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
                 cache_->evict(key);
-                got = cache_->get_or_build(key, run);  // gone now: built, checked and stored
+                got = cache_->get_or_build(key, run, mark);  // gone now: built, checked and stored
                 if (!got) return std::move(got).error();
             }
         }
@@ -157,7 +159,7 @@ private:
     // The input is decoded and checked only when a backend builds: a cache hit, keyed by the
     // entry's raw hash from the index, reads nothing of it.
     Result<void> jit() {
-        JitJob job = jit_job(served_, {});
+        JitJob job = jit_job(served_, {}, runtime_.jit_isolation().policy);
         std::optional<ByteVector> input;
         std::string why_not, failures;
         for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
@@ -196,12 +198,13 @@ private:
     Result<void> build_with(JitBackend& backend, JitJob& job, std::optional<ByteVector>& input) {
         SDM_TRY_GET(key, backend.cache_key(job));
         if (*key) {
+            const std::string what = std::string(backend.name()) + " building " + image_ + " for " + job.target + (job.isolated ? " in the JIT helper" : "");
             return cached(**key, Kind::cubin, backend.source(), [&]() -> Result<ByteVector> {
                 SDM_TRY(not_capturing());
                 SDM_TRY(read_input(job, input));
                 SDM_TRY_GET(product, backend.build(job));
                 return std::move(product->cubin);
-            });
+            }, {what, runtime_.jit_isolation().limits.seconds});
         }
         SDM_TRY(not_capturing());
         SDM_TRY(read_input(job, input));

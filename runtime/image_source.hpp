@@ -18,6 +18,7 @@
 #include "driver.hpp"
 #include "hash.hpp"
 #include "jit_backend.hpp"
+#include "jit_isolation.hpp"
 #include "layering.hpp"
 #include "result.hpp"
 
@@ -39,8 +40,9 @@ struct LoadableImage {
 Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream);
 
 // The JIT job of `served` (its selection's path is jit), with the entry's raw `input` (empty until
-// a build needs it: which backend may run, and its cache key, read none of it).
-JitJob jit_job(const ServedBy& served, Bytes input);
+// a build needs it: which backend may run, and its cache key, read none of it), isolated or not as
+// `isolation` says of its kind and its archive's trust.
+JitJob jit_job(const ServedBy& served, Bytes input, JitIsolation isolation);
 
 // Which backend would build `served`'s image now, loading and building nothing but what asking
 // needs (sdm info): the first that may run, and why each before it may not; no backend: every

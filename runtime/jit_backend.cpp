@@ -9,7 +9,7 @@ namespace sdm::runtime {
 Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_view tool, int driver_version,
                       const std::vector<std::string>& options) {
     CacheKeyBuilder key;
-    key.field(backend).field(job.input_hash).field(job.target).field(tool).field(static_cast<uint64_t>(driver_version));
+    key.field(backend).field(job.input_identity).field(job.target).field(tool).field(static_cast<uint64_t>(driver_version));
     key.field(static_cast<uint64_t>(options.size()));
     for (const auto& o : options) key.field(o);
     return key.field(std::string_view(SDM_VERSION_STRING)).key();

@@ -16,6 +16,7 @@
 #include "bytes.hpp"
 #include "driver.hpp"
 #include "format.hpp"
+#include "digest.hpp"
 #include "hash.hpp"
 #include "image_selection.hpp"
 #include "result.hpp"
@@ -31,13 +32,17 @@ enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3,
 struct JitJob {
     archive::Kind kind{archive::Kind::ptx};  // ptx or ltoir
     Bytes input;                             // passed archive::check_declared_target; empty until a build reads it
-    Hash128 input_hash;                      // the entry's raw hash (what the bytes are)
+    crypto::Digest input_identity{};         // what the bytes are: archive::Archive::identity, never a declared hash
     std::string input_name;                  // "module.compute_90", for the backend's own log
     uint16_t target_sm{0};
     archive::Variant target_variant{archive::Variant::base};
     std::string target;  // "sm_90a"
     std::string image;   // "ptx kernels, compute_90 (entry 2) of archive k.sdma", for messages
     std::string device;  // "device 0 (NVIDIA H200, compute capability 9.0, class modern)"
+    // Whether the build runs in the JIT helper (jit_isolation.hpp), and why ("LTO-IR, which sdm
+    // cannot fully check"); else it runs in this process under the watchdog.
+    bool isolated{false};
+    std::string isolated_because;
 };
 
 // What a backend built: a cubin for the driver to load, or (the driver's JIT) the loaded module.

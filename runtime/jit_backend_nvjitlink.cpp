@@ -1,7 +1,10 @@
-// nvJitLink as a JIT backend: links PTX or LTO-IR for the device's SM (jit_nvjitlink.hpp loads it).
-// Its output is keyed by the identity of nvJitLink's file (found without loading it, so a warm hit
-// never pays its dlopen) and the driver's version.
+// nvJitLink as a JIT backend: links PTX or LTO-IR for the device's SM (jit_nvjitlink.hpp loads it),
+// in the JIT helper when the job is isolated, else in this process under the watchdog
+// (jit_isolation.hpp). Its output is keyed by the identity of nvJitLink's file (found without
+// loading it, so a warm hit never pays its dlopen) and the driver's version: where it ran changes
+// nothing of what it builds.
 #include "jit_backend.hpp"
+#include "jit_isolation.hpp"
 #include "jit_nvjitlink.hpp"
 #include "runtime.hpp"
 
@@ -16,9 +19,14 @@ public:
 
     std::string unavailable(const JitJob&) override {
         if (!runtime_.jit_policy().nvjitlink) return "nvJitLink is forbidden by the host";
-        if (identity_.empty()) identity_ = runtime_.nvjitlink_identity();
+        if (identity_.empty()) {
+            if (const auto located = runtime_.nvjitlink_location()) {
+                identity_ = located->identity;
+                file_ = located->file;
+            }
+        }
         if (identity_.empty()) {  // not locatable without loading: load it, and key by its file
-            if (const NvJitLink* jit = runtime_.nvjitlink()) identity_ = jit->file();
+            if (const auto jit = runtime_.nvjitlink()) identity_ = file_ = jit->file();
         }
         return identity_.empty() ? runtime_.nvjitlink_error() : std::string();
     }
@@ -29,9 +37,23 @@ public:
     }
 
     Result<JitProduct> build(const JitJob& job) override {
-        const NvJitLink* linker = runtime_.nvjitlink();
+        const JitLimits& limits = runtime_.jit_isolation().limits;
+        if (job.isolated) {
+            SDM_TRY_GET(helper, runtime_.jit_helper());
+            const IsolatedJob isolated{IsolatedTool::nvjitlink, file_, {job.kind, job.input, job.input_name}, job.target_sm, job.target_variant, {}};
+            SDM_TRY_GET(out, run_isolated(*helper, isolated, limits));
+            runtime_.log().info("linked " + job.image + " for " + job.target + " with nvJitLink in the JIT helper in " + std::to_string(out->milliseconds) +
+                                " ms (isolated: " + job.isolated_because + ")");
+            return JitProduct{std::move(out->cubin), nullptr};
+        }
+        const std::shared_ptr<const NvJitLink> linker = runtime_.nvjitlink();
         if (linker == nullptr) return make_error(ErrorCode::jit, "loading " + job.image + " needs nvJitLink: " + runtime_.nvjitlink_error());
-        SDM_TRY_GET(out, linker->link({job.kind, job.input, job.input_name}, job.target_sm, job.target_variant, {}));
+        // The watchdog's thread owns its input: past the limit it outlives this fetch.
+        auto input = std::make_shared<const ByteVector>(job.input.begin(), job.input.end());
+        const auto link = [linker, input, kind = job.kind, name = job.input_name, sm = job.target_sm, variant = job.target_variant] {
+            return linker->link({kind, *input, name}, sm, variant, {});
+        };
+        SDM_TRY_GET(out, run_with_watchdog<JitOutput>(limits.seconds, "nvJitLink linking " + job.image + " for " + job.target, link));
         runtime_.log().info("linked " + job.image + " for " + job.target + " with nvJitLink " + linker->version() + " in " +
                             std::to_string(out->milliseconds) + " ms");
         return JitProduct{std::move(out->cubin), nullptr};
@@ -41,6 +63,7 @@ private:
     Runtime& runtime_;
     Driver& driver_;
     std::string identity_;
+    std::string file_;  // what the helper loads (empty: it searches the way NvJitLink::load does)
 };
 
 }  // namespace

@@ -1,6 +1,9 @@
 // The static nvPTXCompiler as a JIT backend (jit_ptxcompiler.hpp), when this libsdm was built with
-// it: PTX only. Its output is keyed by the compiler's version and the driver's.
+// it: PTX only, in the JIT helper when the job is isolated (the helper is built with the same
+// compiler), else in this process under the watchdog. Its output is keyed by the compiler's
+// version and the driver's.
 #include "jit_backend.hpp"
+#include "jit_isolation.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "runtime.hpp"
 
@@ -28,9 +31,21 @@ public:
     }
 
     Result<JitProduct> build(const JitJob& job) override {
-        SDM_TRY_GET(out, ptx_compile({job.kind, job.input, job.input_name}, job.target_sm, job.target_variant, {}));
+        const JitLimits& limits = runtime_.jit_isolation().limits;
+        Result<JitOutput> out = make_error(ErrorCode::internal, "not built");
+        if (job.isolated) {
+            SDM_TRY_GET(helper, runtime_.jit_helper());
+            out = run_isolated(*helper, {IsolatedTool::ptx_compiler, {}, {job.kind, job.input, job.input_name}, job.target_sm, job.target_variant, {}}, limits);
+        } else {
+            auto input = std::make_shared<const ByteVector>(job.input.begin(), job.input.end());
+            out = run_with_watchdog<JitOutput>(limits.seconds, "nvPTXCompiler compiling " + job.image + " for " + job.target,
+                                    [input, kind = job.kind, name = job.input_name, sm = job.target_sm, variant = job.target_variant] {
+                                        return ptx_compile({kind, *input, name}, sm, variant, {});
+                                    });
+        }
+        if (!out) return std::move(out).error();
         runtime_.log().info("compiled " + job.image + " for " + job.target + " with nvPTXCompiler " + version_ + " in " +
-                            std::to_string(out->milliseconds) + " ms");
+                            std::to_string(out->milliseconds) + " ms" + (job.isolated ? " in the JIT helper (isolated: " + job.isolated_because + ")" : ""));
         return JitProduct{std::move(out->cubin), nullptr};
     }
 

@@ -63,7 +63,7 @@ Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& s
     // The driver says what it compiled from.
     const LoadedImageFacts facts{ordinal,
                                  served.device_class.value_or(DeviceClass::modern),
-                                 entry.raw_hash.hex() + (selected.path == SelectionPath::jit ? "@" + archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant) : ""),
+                                 crypto::digest_hex(a.identity(selected.image.index)) + (selected.path == SelectionPath::jit ? "@" + archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant) : ""),
                                  image + " (module " + served.module + ")",
                                  served.device,
                                  props->name,

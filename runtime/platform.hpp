@@ -1,6 +1,8 @@
-// The runtime's platform layer: loading shared libraries, reading the environment, file locks, and
-// directories reached through a descriptor (the cache). A Windows port (nvcuda.dll, LoadLibrary,
-// GetProcAddress, LockFileEx, handle-relative opens) replaces platform.cpp and nothing else here.
+// The runtime's platform layer: loading shared libraries, reading the environment, file locks,
+// directories reached through a descriptor (the cache), and child processes run under limits (the
+// isolated JIT). A Windows port (nvcuda.dll, LoadLibrary, GetProcAddress, LockFileEx,
+// handle-relative opens, CreateProcess with a job object) replaces platform.cpp and
+// platform_child.cpp and nothing else here.
 #pragma once
 
 #include <cstdint>
@@ -58,6 +60,15 @@ private:
     explicit FileLock(int fd) : fd_(fd) {}
     int fd_{-1};
 };
+
+// What a lock's holder says of its work: what (printed to waiters) and for how long at most (0:
+// no limit of its own).
+struct LockMark {
+    std::string what;
+    double seconds{0};
+};
+// How long past the end of its mark's limit a holder is waited for (its build's own cleanup).
+inline constexpr int64_t kLockGraceSeconds = 10;
 
 // What fstat says of a file or directory, for the checks of who may have written it.
 struct FileStatus {
@@ -117,11 +128,13 @@ public:
     // The names in the directory (without "." and ".."), with their status, links not followed.
     Result<std::vector<std::pair<std::string, FileStatus>>> list() const;
     // An exclusive lock on the regular file `name` (created 0600 when missing), into which the
-    // holder writes "pid N". Waits; after `warn_after_seconds` calls `waiting` once with who holds
-    // it ("process 4242", "another thread of this process"); after `give_up_seconds` stops waiting
-    // (ErrorCode::io, naming the holder). The kernel drops it when the holder dies.
+    // holder writes "pid N", and with `mark` when its work must end and what it is ("pid N until
+    // T: linking ..."). Waits; after `warn_after_seconds` calls `waiting` once with who holds it
+    // ("process 4242 (linking ..., its limit ends in 80 s)", "another thread of this process");
+    // stops waiting (ErrorCode::io, naming the holder) after `give_up_seconds`, or sooner when the
+    // holder is kLockGraceSeconds past the end its mark gave. The kernel drops it when the holder dies.
     Result<FileLock> lock(const std::string& name, double warn_after_seconds, double give_up_seconds,
-                          const std::function<void(const std::string& holder)>& waiting) const;
+                          const std::function<void(const std::string& holder)>& waiting, const LockMark& mark = {}) const;
     // The lock without waiting or creating: nullopt when someone holds it or the file is absent.
     std::optional<FileLock> try_lock(const std::string& name) const;
 
@@ -130,6 +143,32 @@ private:
     int fd_{-1};
     std::string path_;
 };
+
+// A child process run to completion under a wall-clock limit (run_child).
+struct ChildRun {
+    std::vector<std::string> argv;  // argv[0] is the program's path
+    Bytes request;                  // what the child reads from descriptor 3
+    double seconds{0};              // killed (SIGKILL) when it runs longer
+    uint64_t max_reply{0};          // a reply longer than this is refused
+    uint64_t max_stderr{64 * 1024}; // what is kept of its standard error (the rest is dropped)
+};
+struct ChildOutcome {
+    bool timed_out{false};
+    int exit_code{-1};              // when it exited
+    int signal{0};                  // when a signal ended it (SIGKILL after timed_out)
+    double seconds{0};
+    ByteVector reply;               // what it wrote to descriptor 4
+    std::string standard_error;     // its first max_stderr bytes of standard error
+    std::string how() const;        // "exited with status 3", "was killed by signal 11 (SIGSEGV)", ...
+};
+// Starts argv[0] (posix_spawn: safe in a multithreaded host) with the request readable at
+// descriptor 3 and an empty file at descriptor 4 for its reply, its standard input and output on
+// /dev/null and its standard error captured; no other descriptor of this process reaches it
+// (sdm opens everything close-on-exec, and the child closes the rest), the default disposition of
+// every signal and an empty signal mask. Waits for it to end, at most `seconds`, then kills it.
+// `started` (may be empty) is told its pid. An error only when it cannot be started or waited
+// for; how it ended is the outcome's.
+Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int pid)>& started = {});
 
 // mkdir -p with `mode` for the directories it creates.
 Result<void> make_directories(const std::string& path, unsigned mode);

@@ -19,6 +19,7 @@ Runtime::Runtime(RuntimeOptions options)
       log_(options_.log_sink, options_.log_level),
       provenance_(options_.signatures, options_.embedded_key ? std::optional<std::string_view>(*options_.embedded_key) : embedded_archive_key(), log_),
       devices_([this] { return driver(); }),
+      isolation_(JitIsolationSettings::resolve(options_.isolation, log_)),
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
     if (options_.mount_embedded) {
@@ -85,20 +86,24 @@ Cache* Runtime::cache() {
     return cache_ && !cache_->disabled() ? cache_.get() : nullptr;
 }
 
-std::string Runtime::nvjitlink_identity() {
+std::optional<NvJitLinkLocation> Runtime::nvjitlink_location() {
     std::call_once(locate_once_, [this] { nvjitlink_location_ = locate_nvjitlink(options_.nvjitlink); });
-    return nvjitlink_location_ ? nvjitlink_location_->identity : std::string();
+    return nvjitlink_location_;
 }
 
-const NvJitLink* Runtime::nvjitlink() {
-    (void)nvjitlink_identity();
-    std::call_once(nvjitlink_once_, [this] {
-        // The very file the cache key names, when it was located; else the loader's search.
-        auto loaded = NvJitLink::load(nvjitlink_location_ ? nvjitlink_location_->file : options_.nvjitlink);
-        if (loaded) nvjitlink_ = std::move(*loaded);
+std::shared_ptr<const NvJitLink> Runtime::nvjitlink() {
+    const auto located = nvjitlink_location();
+    std::call_once(nvjitlink_once_, [&] {
+        auto loaded = NvJitLink::load(located ? located->file : options_.nvjitlink);
+        if (loaded) nvjitlink_ = std::make_shared<const NvJitLink>(std::move(*loaded));
         else nvjitlink_error_ = loaded.error().message;
     });
-    return nvjitlink_ ? &*nvjitlink_ : nullptr;
+    return nvjitlink_;
+}
+
+Result<std::vector<std::string>> Runtime::jit_helper() {
+    std::call_once(helper_once_, [this] { helper_.emplace(jit_helper_command(isolation_)); });
+    return *helper_;
 }
 
 std::string Runtime::nvjitlink_error() {

@@ -16,6 +16,7 @@
 #include "device.hpp"
 #include "driver.hpp"
 #include "image_policy.hpp"
+#include "jit_isolation.hpp"
 #include "jit_nvjitlink.hpp"
 #include "log.hpp"
 #include "manifest.hpp"
@@ -46,6 +47,7 @@ struct RuntimeOptions {
     ContextChoice contexts;             // default: each device's primary context
     CacheOptions cache;
     JitPolicy jit;
+    JitIsolationOptions isolation;      // where links run, and their limits (jit_isolation.hpp)
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
     uint16_t kernel_abi_major{0};       // the kernel ABI major the host was built for; 0: any
     SignatureOptions signatures;        // which archives may mount (provenance.hpp)
@@ -84,13 +86,18 @@ public:
     // The cache, opened on first need; null when it cannot be used (the reason is logged once as a
     // warning, and images are then built every time).
     Cache* cache();
-    // nvJitLink, loaded on first need; null when absent (nvjitlink_error() says why).
-    const NvJitLink* nvjitlink();
+    // nvJitLink, loaded into this process on first need; null when absent (nvjitlink_error() says
+    // why). Shared: a link under the watchdog that outlives its fetch keeps it.
+    std::shared_ptr<const NvJitLink> nvjitlink();
     std::string nvjitlink_error();
-    // What keys the cache for nvJitLink builds without loading it: the identity of the file
-    // nvjitlink() loads; empty when it cannot be located without loading (then nvjitlink() decides).
-    std::string nvjitlink_identity();
+    // Where nvJitLink is, found without loading it: what keys the cache for its builds (the file's
+    // identity), and what the JIT helper loads. nullopt when it cannot be located without loading
+    // (then nvjitlink() decides).
+    std::optional<NvJitLinkLocation> nvjitlink_location();
     const JitPolicy& jit_policy() const noexcept { return options_.jit; }
+    const JitIsolationSettings& jit_isolation() const noexcept { return isolation_; }
+    // The JIT helper's command line, located on first need (jit_helper_command).
+    Result<std::vector<std::string>> jit_helper();
     Modules& modules() noexcept { return *modules_; }
     ImagePolicy& image_policy() noexcept { return image_policy_; }
     Plugins& plugins() noexcept { return plugins_; }
@@ -133,7 +140,10 @@ private:
     std::unique_ptr<Contexts> contexts_;  // released before driver_ (declared after it)
     std::once_flag cache_once_, nvjitlink_once_;
     std::unique_ptr<Cache> cache_;
-    std::optional<NvJitLink> nvjitlink_;
+    std::shared_ptr<const NvJitLink> nvjitlink_;
+    JitIsolationSettings isolation_;
+    std::once_flag helper_once_;
+    std::optional<Result<std::vector<std::string>>> helper_;
     std::once_flag locate_once_;
     std::optional<NvJitLinkLocation> nvjitlink_location_;
     std::string nvjitlink_error_;

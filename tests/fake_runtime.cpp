@@ -17,13 +17,17 @@ namespace {
 void append_log(void* user, sdm_log_level, const char* message, size_t) { static_cast<std::vector<std::string>*>(user)->push_back(message); }
 }  // namespace
 
-RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32_t cache_flags, std::vector<std::string>* log, uint32_t flags) {
+RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32_t cache_flags, std::vector<std::string>* log, uint32_t flags,
+                        uint32_t jit_isolation) {
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
     p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE | flags;
     p.cuda_driver = SDM_FAKE_CUDA_PATH;
     p.cache_dir = cache_dir.c_str();
     p.jit_flags = jit_flags;
+    // The driver's JIT compiles inside the host, so the default isolation policy keeps unsigned
+    // PTX out of it: a test that leaves only the driver's JIT asks for links in the process.
+    p.jit_isolation = jit_isolation == SDM_ISOLATION_DEFAULT && (jit_flags & SDM_JIT_NO_NVJITLINK) != 0 ? uint32_t{SDM_ISOLATION_NEVER} : jit_isolation;
     p.cache_flags = cache_flags;
     p.log_level = log != nullptr ? SDM_LOG_DEBUG : SDM_LOG_OFF;
     if (log != nullptr) {
@@ -122,7 +126,7 @@ FakeRuntime::FakeRuntime(FakeRuntimeOptions o) : options(std::move(o)), cache_di
     rt = another();
 }
 
-RuntimePtr FakeRuntime::another() { return make_runtime(cache_dir, options.jit_flags, 0, options.log ? &log : nullptr); }
+RuntimePtr FakeRuntime::another() { return make_runtime(cache_dir, options.jit_flags, 0, options.log ? &log : nullptr, 0, options.jit_isolation); }
 
 void FakeRuntime::restart() {
     rt.reset();

@@ -25,10 +25,13 @@ using RuntimePtr = std::unique_ptr<sdm_runtime, RuntimeDeleter>;
 inline constexpr uint32_t kDriverJitOnly = SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER;
 
 // A runtime on the fake driver with its cache in `cache_dir`; no embedded archive, log off unless
-// `log` (then every message is appended to it).
+// `log` (then every message is appended to it). With nvJitLink forbidden (the driver's JIT is
+// then what links), links run in the process (SDM_ISOLATION_NEVER): the driver compiles there.
 // `flags`: SDM_RUNTIME_* beside SDM_RUNTIME_NO_EMBEDDED_ARCHIVE.
+// `jit_isolation`: SDM_JIT_ISOLATION_* (DEFAULT: NEVER when nvJitLink is forbidden, else the
+// library's default, AUTO).
 RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, uint32_t cache_flags = 0, std::vector<std::string>* log = nullptr,
-                        uint32_t flags = 0);
+                        uint32_t flags = 0, uint32_t jit_isolation = SDM_ISOLATION_DEFAULT);
 // An archive of the test kernels: `targets` of module `module` (tests/data/kernels.TARGET.cubin or
 // .ptx, or "FILE=TARGET" for another file of tests/data), a manifest listing `kernels` there.
 // By default the archive declares that its kernels follow the SDM hardware matrix, as the SDM
@@ -56,6 +59,7 @@ struct FakeRuntimeOptions {
     std::vector<FakeDevice> devices{kH200};  // on a 13.0 driver, nothing else configured
     uint32_t jit_flags{0};
     bool log{false};  // every message (debug and up) into FakeRuntime::log
+    uint32_t jit_isolation{SDM_ISOLATION_DEFAULT};  // as make_runtime takes it
 };
 
 // A runtime over the fake driver, the setup most loader tests share: a fresh directory, the fake

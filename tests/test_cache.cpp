@@ -65,7 +65,7 @@ TEST_CASE("keys: every input field counts, length-prefixed", "[cache]") {
 TEST_CASE("JIT keys: a new driver, a new tool, other options, another target, another sdm each miss", "[cache]") {
     using runtime::jit_cache_key;
     runtime::JitJob job;
-    job.input_hash = xxh3_128(as_bytes("ptx"));
+    job.input_identity = crypto::blake2b(as_bytes("ptx")).value();
     job.target = "sm_90";
     const std::vector<std::string> options{"-arch=sm_90"};
     const Hash128 base = jit_cache_key("nvJitLink link", job, "/usr/lib/libnvJitLink.so.13:1000:1", 13000, options);

@@ -204,9 +204,18 @@ TEST_CASE("fatbin variants, LTO-IR and the fields around the payload", "[fatbin]
     CHECK(raw.error().code == ErrorCode::unsupported);
     CHECK_THAT(raw.error().message, Catch::Contains("fatbin entry 0 (lto_90, zstd): its payload is encoded by nvcc (flag 0x10000"));
 
-    // inspect_fatbin (the archive's check of a fatbin entry) is parse_fatbin.
-    CHECK(inspect_fatbin(lto));
+    // inspect_fatbin (the archive's check of a fatbin entry) is parse_fatbin and every inner image's
+    // own checks: an entry sdm cannot decode is one it cannot check, and is not handed on.
+    auto refused = inspect_fatbin(lto);
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == ErrorCode::archive_corrupt);
+    CHECK_THAT(refused.error().message, Catch::Contains("flag 0x10000") && Catch::Contains("an inner image sdm cannot check is not handed to the driver"));
     CHECK(inspect_fatbin(test::data_file("kernels.fatbin")));
+    for (const char* name : {"kernels.none.fatbin", "kernels.default.fatbin", "kernels.size.fatbin", "kernels.speed.fatbin", "kernels.speed-all.fatbin",
+                             "kernels.variants.fatbin", "params.fatbin"}) {
+        INFO(name);
+        CHECK(inspect_fatbin(fixture(name)));
+    }
 }
 
 TEST_CASE("fatbins in host binaries: a shared library, an -rdc object, a static archive, a .fatbin file", "[fatbin][host]") {

@@ -1,6 +1,8 @@
 // Image parsers against real nvcc output (tests/data) and hand-damaged copies of it.
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "image.hpp"
 #include "support.hpp"
 
@@ -87,17 +89,80 @@ TEST_CASE("PTX: .version, .target and entries, comments skipped", "[image]") {
     CHECK(info->ptx_isa == 87);
     CHECK(info->kernels == std::vector<std::string>{"k"});
 
-    CHECK_THAT(inspect_ptx(as_bytes(".version 8.0\n")).error().message, Catch::Contains("no .target"));
-    CHECK_THAT(inspect_ptx(as_bytes(".target sm_90\n")).error().message, Catch::Contains("no .version"));
+    CHECK_THAT(inspect_ptx(as_bytes(".version 8.0\n")).error().message, Catch::Contains("not followed by a .target"));
+    CHECK_THAT(inspect_ptx(as_bytes(".target sm_90\n")).error().message, Catch::Contains("does not begin with a .version"));
     CHECK_THAT(inspect_ptx(as_bytes(".version 8.0\n.target gfx90a\n")).error().message, Catch::Contains("not an sm_XY"));
     CHECK_THAT(inspect_ptx(test::data_file("kernels.sm_90.cubin")).error().message, Catch::Contains("NUL"));
 }
 
-TEST_CASE("LTO-IR and fatbin magic", "[image]") {
+TEST_CASE("PTX: the header as ptxas reads it, not as a scan for the first directive", "[image][hostile]") {
+    const auto error_of = [](const std::string& text) {
+        auto r = inspect_ptx(as_bytes(text));
+        return r ? std::string("accepted") : r.error().message;
+    };
+    // A version number with letters after it is no version (from_chars stopped at "0" before).
+    CHECK_THAT(error_of(".version 8.0abc\n.target sm_90\n"), Catch::Contains("malformed .version '8.0abc'"));
+    CHECK_THAT(error_of(".version 8.\n.target sm_90\n"), Catch::Contains("malformed .version"));
+    CHECK_THAT(error_of(".version x8.0\n.target sm_90\n"), Catch::Contains("malformed .version"));
+    // Directives are read where ptxas reads them: .version first, .target next, once each.
+    CHECK_THAT(error_of(".target sm_50\n.version 8.0\n.target sm_90\n"), Catch::Contains("does not begin with a .version"));
+    CHECK_THAT(error_of(".version 8.0\n.address_size 64\n.target sm_90\n"), Catch::Contains("not followed by a .target"));
+    CHECK_THAT(error_of(".version 8.0\n.target sm_90\n.target sm_50\n"), Catch::Contains("a second .target"));
+    // String literals are no comments and hold no directives: a "//" inside one does not hide the
+    // rest of its line, a "/*" does not swallow the module, and an .entry in one defines nothing.
+    auto info = inspect_ptx(as_bytes(".version 8.0\n.target sm_90\n.file 1 \"a//b.cu\"\n.visible .entry k()\n{ ret; }\n"));
+    REQUIRE(info);
+    CHECK(info->kernels == std::vector<std::string>{"k"});
+    info = inspect_ptx(as_bytes(".version 8.0\n.target sm_90\n.pragma \"/*\";\n.visible .entry k()\n{ ret; }\n.pragma \"*/\";\n"));
+    REQUIRE(info);
+    CHECK(info->kernels == std::vector<std::string>{"k"});
+    info = inspect_ptx(as_bytes(".version 8.0\n.target sm_90\n.pragma \".entry ghost(\";\n.visible .entry k()\n{ ret; }\n"));
+    REQUIRE(info);
+    CHECK(info->kernels == std::vector<std::string>{"k"});
+    // An escaped quote does not end a literal; an unterminated one ends at its line.
+    info = inspect_ptx(as_bytes(".version 8.0\n.target sm_90\n.pragma \"a\\\" .entry ghost(\";\n.pragma \"open\n.visible .entry k()\n{ ret; }\n"));
+    REQUIRE(info);
+    CHECK(info->kernels == std::vector<std::string>{"k"});
+    // And a comment that names a .target before the real header changes nothing.
+    info = inspect_ptx(as_bytes("// .target sm_50\n/* \".version 1.0\" */\n.version 8.7\n.target sm_90\n"));
+    REQUIRE(info);
+    CHECK(info->sm == 90);
+}
+
+TEST_CASE("LTO-IR: the NVVM IR container's header, every offset checked", "[image][hostile]") {
     auto lto = inspect_ltoir(test::data_file("kernels.lto_90.ltoir"));
     REQUIRE(lto);
     CHECK(lto->sm == 90);
-    CHECK_THAT(inspect_ltoir(test::data_file("kernels.sm_90.cubin")).error().message, Catch::Contains("NVVM IR magic"));
+    CHECK_FALSE(lto->variant);
+    CHECK_THAT(inspect_ltoir(test::data_file("kernels.sm_90.cubin")).error().message, Catch::Contains("no NVVM IR container header"));
+    const auto good = test::data_file("kernels.lto_90.ltoir");
+    const auto error_of = [&](const std::function<void(ByteVector&)>& mutate) {
+        ByteVector b = good;
+        mutate(b);
+        auto r = inspect_ltoir(b);
+        return r ? std::string("accepted") : r.error().message;
+    };
+    // One field changed, as an attacker would: every offset nvJitLink follows must lie in order
+    // inside the container, with an IR after them.
+    CHECK_THAT(error_of([](ByteVector& b) { store_u8(b, 4, 2); }), Catch::Contains("container version 2.65, not 1.x"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 12, 8); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 12, 26); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u32(b, 16, 0xfffffff0u); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u32(b, 20, static_cast<uint32_t>(b.size())); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u32(b, 20, 0x7fffffffu); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 14, 0); }), Catch::Contains("IR level 0"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 26, 905); }), Catch::Contains("arch option 905 is not an SM times 10"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 24, 7); }), Catch::Contains("no arch option"));
+    CHECK_THAT(error_of([](ByteVector& b) { store_u16(b, 28, 1); }), Catch::Contains("names its arch twice"));
+    CHECK_THAT(error_of([](ByteVector& b) { b.resize(44); }), Catch::Contains("do not lie in order"));
+    CHECK_THAT(error_of([](ByteVector& b) { b.resize(23); }), Catch::Contains("no NVVM IR container header"));
+    // The arch-specific variant is recorded (option 32 = 1); lto_90a's container says so.
+    CHECK(error_of([](ByteVector&) {}) == "accepted");
+    // Every truncation fails cleanly or parses (no out-of-bounds read under ASan).
+    for (size_t n = 0; n < good.size(); n += 3) (void)inspect_ltoir(Bytes(good).first(n));
+}
+
+TEST_CASE("LTO-IR and fatbin magic", "[image]") {
     CHECK(inspect_fatbin(test::data_file("kernels.fatbin")));
     auto fat = test::data_file("kernels.fatbin");
     fat.resize(fat.size() / 2);

@@ -112,7 +112,8 @@ TEST_CASE("a backend that fails is not the end: nvJitLink refuses a newer PTX IS
     REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
     const ByteVector bytes = writer.finish().value();
 
-    FakeRuntime f({.jit_flags = SDM_JIT_NO_PTX_COMPILER, .log = true});
+    // (In the process: the driver's JIT takes no unsigned PTX under the default isolation.)
+    FakeRuntime f({.jit_flags = SDM_JIT_NO_PTX_COMPILER, .log = true, .jit_isolation = SDM_ISOLATION_NEVER});
     fake_configure({.devices = {kH200}, .driver_version = 13090});
     mount(f.rt.get(), bytes, "isa99.sdma");
     CHECK(info_of(f.rt.get(), 0, "scale").source == 4);  // the driver's JIT

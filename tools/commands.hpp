@@ -85,6 +85,8 @@ struct JitOptions {
     bool quiet{false};
     bool full{false};  // the original's entries too (an archive that replaces it), not an overlay
     std::string sign;  // a secret key: sign the output
+    std::vector<std::string> trust;  // public keys: the input's signature must verify under one
+    std::string self;  // this program's path, which runs the JIT helper as `sdm --jit-helper`
 };
 int run_jit(const JitOptions& options);
 

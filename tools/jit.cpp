@@ -3,7 +3,9 @@
 // its kernels are listed where the cubins are, with the same kernel ABI), its content version
 // naming the nvJitLink that built them. Mounted over the original, production machines never JIT;
 // whatever the overlay has no image for, the original still serves. --full writes the original's
-// entries too, an archive that replaces it.
+// entries too, an archive that replaces it. Links of input sdm cannot fully check (LTO-IR, PTX of
+// an input no --trust key verified) run in the JIT helper (this program again, `sdm --jit-helper`)
+// under a time and memory limit, as libsdm runs them; --sign signs only what verified.
 #include <fmt/format.h>
 
 #include <atomic>
@@ -14,9 +16,12 @@
 
 #include "commands.hpp"
 #include "file_map.hpp"
+#include "jit_isolation.hpp"
 #include "jit_nvjitlink.hpp"
+#include "signature.hpp"
 #include "manifest.hpp"
 #include "archive.hpp"
+#include "image.hpp"
 #include "image_selection.hpp"
 #include "writer.hpp"
 
@@ -30,6 +35,32 @@ struct Job {
     archive::Variant variant;
 };
 
+// Whether the input's signature holds under the --trust keys (its payloads then checked against
+// their signed digests as they are read): what --sign may vouch for, and what lets PTX link in
+// this process. A signed input must be checked before its output is signed: one edited after
+// signing (its block no longer holds) would otherwise come out signed by the new key.
+Result<bool> check_input(archive::Archive& input, const JitOptions& o) {
+    const bool signed_input = input.signature_block().has_value();
+    if (o.trust.empty()) {
+        if (signed_input && !o.sign.empty())
+            return make_error(ErrorCode::untrusted, "input " + o.input + " is signed (by " + archive::signer_ids(input).front() +
+                                                        "); pass --trust KEY.pub so its signature is checked before its output is signed with " + o.sign);
+        return false;
+    }
+    std::vector<crypto::PublicKey> trusted;
+    std::vector<archive::KeyId> ids;
+    for (const auto& file : o.trust) {
+        SDM_TRY_GET(key, archive::read_public_key(file));
+        SDM_TRY_GET(id, archive::key_id(*key));
+        trusted.push_back(*key);
+        ids.push_back(*id);
+    }
+    SDM_TRY_GET(check, archive::check_signatures(input, trusted));
+    if (check->outcome != archive::SignatureCheck::Outcome::verified)
+        return make_error(ErrorCode::untrusted, "input " + o.input + " " + check->why(ids) + "; nothing is written");
+    SDM_TRY(input.enforce_digests());
+    return true;
+}
 
 }  // namespace
 
@@ -39,11 +70,24 @@ int run_jit(const JitOptions& o) {
         fmt::print(stderr, "sdm jit: {}\n", input.error().message);
         return 1;
     }
-    auto jit = runtime::NvJitLink::load(o.nvjitlink);
+    const auto trusted = check_input(*input, o);
+    if (!trusted) {
+        fmt::print(stderr, "sdm jit: {}\n", trusted.error().message);
+        return 1;
+    }
+    if (!o.sign.empty() && !*trusted && !o.quiet)
+        fmt::print(stderr, "sdm jit: note: {} is not signed; the output signed with {} vouches for it as it is\n", o.input, o.sign);
+    runtime::Logger log({}, std::nullopt);
+    runtime::JitIsolationOptions isolation_options;
+    isolation_options.helper = {o.self, "--jit-helper"};
+    const runtime::JitIsolationSettings isolation = runtime::JitIsolationSettings::resolve(isolation_options, log);
+    auto located = runtime::locate_nvjitlink(o.nvjitlink);
+    auto jit = runtime::NvJitLink::load(located ? located->file : o.nvjitlink);
     if (!jit) {
         fmt::print(stderr, "sdm jit: {}\n", jit.error().message);
         return 1;
     }
+    const std::string linker_file = jit->file();
     std::vector<archive::Target> targets;
     for (const auto& a : o.archs) {
         // Any spelling of one SM: 90, sm_90, compute_90 (link for SM 90), 90a, sm_90a.
@@ -118,7 +162,18 @@ int run_jit(const JitOptions& o) {
     const auto worker = [&] {
         for (size_t i = next++; i < jobs.size(); i = next++) {
             const Job& j = jobs[i];
-            Result<runtime::JitOutput> out = jit->link({entries[j.entry].kind, inputs.at(j.entry), input->describe(j.entry)}, j.sm, j.variant, {});
+            const runtime::JitInput in{entries[j.entry].kind, inputs.at(j.entry), input->describe(j.entry)};
+            // Where libsdm would run it (jit_isolation.hpp): isolated unless the input is PTX whose
+            // signature a --trust key verified, or the policy says never.
+            const bool isolated = isolation.policy == runtime::JitIsolation::always ||
+                                  (isolation.policy == runtime::JitIsolation::automatic && (in.kind == archive::Kind::ltoir || !*trusted));
+            Result<runtime::JitOutput> out = isolated ? runtime::run_isolated(isolation.helper, {runtime::IsolatedTool::nvjitlink, linker_file, in, j.sm, j.variant, {}},
+                                                                             isolation.limits)
+                                                      : jit->link(in, j.sm, j.variant, {});
+            if (out) {
+                if (auto checked = archive::inspect_cubin(out->cubin); !checked)
+                    out = make_error(ErrorCode::jit, "the cubin linked from " + in.name + " is not well formed: " + checked.error().message);
+            }
             if (out) {
                 cubins[i] = std::move(out->cubin);
             } else {

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "digest.hpp"
 #include "manifest.hpp"
 #include "signature.hpp"
 #include "archive.hpp"
@@ -48,7 +49,8 @@ int run_ls(const std::string& path, bool json, bool demangle) {
                              {"raw_size", e.raw_size},
                              {"stored_size", e.stored_size},
                              {"offset", e.data_offset},
-                             {"xxh3_128", e.raw_hash.hex()}};
+                             {"xxh3_128", e.raw_hash.hex()},
+                             {"identity", crypto::digest_hex(a->identity(i))}};
             if (e.ref != archive::kNoRef) j["ref"] = e.ref;
             out["entries"].push_back(std::move(j));
         }

@@ -3,13 +3,31 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <string>
 #include <string_view>
+
+#include <unistd.h>
 
 #include "commands.hpp"
 #include "completion.hpp"
+#include "jit_isolation.hpp"
 #include "sdm_version.h"
 
+namespace {
+
+// This program's own path, for the JIT helper it starts (itself again, with --jit-helper).
+std::string self_path(const char* argv0) {
+    char path[4096];
+    const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+    return n > 0 ? std::string(path, static_cast<size_t>(n)) : std::string(argv0);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    // Not a command: the JIT helper's side of an isolated link (runtime/jit_isolation.hpp), which
+    // sdm jit and sdm info start as this program again. It reads its request from descriptor 3.
+    if (argc == 2 && std::string_view(argv[1]) == "--jit-helper") return sdm::runtime::jit_helper_main();
     CLI::App app{"sdm: pack, import, inspect and verify sdm kernel archives; show what the runtime sees"};
     app.set_version_flag("--version", std::string("sdm ") + SDM_VERSION_STRING);
     app.require_subcommand(1);
@@ -120,7 +138,9 @@ int main(int argc, char** argv) {
     jit_cmd->add_option("--nvjitlink", jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
     jit_cmd->add_option("-j,--jobs", jit.threads, "Parallel links (default: one per core)");
     jit_cmd->add_flag("-q,--quiet", jit.quiet, "No progress bar, no summary");
-    jit_cmd->add_option("--sign", jit.sign, "Sign the output with this secret key (from sdm keygen)")->check(CLI::ExistingFile);
+    jit_cmd->add_option("--sign", jit.sign, "Sign the output with this secret key (from sdm keygen); a signed input needs --trust")->check(CLI::ExistingFile);
+    jit_cmd->add_option("--trust", jit.trust, "Public keys (.pub) one of which must have signed the input; then its PTX links in this process")
+        ->check(CLI::ExistingFile);
     jit_cmd->add_flag("--full", jit.full, "Write the original's entries too: an archive that replaces it (default: an overlay of the cubins, mounted over it)");
     sdm::tools::PlanOptions plan;
     auto* plan_cmd = app.add_subcommand("plan", "A kernel's launch plan for a problem on every row of the hardware matrix");
@@ -208,7 +228,10 @@ int main(int argc, char** argv) {
         if (diff_cmd->parsed()) return sdm::tools::run_diff(diff_left, diff_right, diff_json);
         if (info_cmd->parsed()) return sdm::tools::run_info(info);
         if (cache_cmd->parsed()) return sdm::tools::run_cache(cache);
-        if (jit_cmd->parsed()) return sdm::tools::run_jit(jit);
+        if (jit_cmd->parsed()) {
+            jit.self = self_path(argv[0]);
+            return sdm::tools::run_jit(jit);
+        }
         if (plan_cmd->parsed()) return sdm::tools::run_plan(plan);
         if (completion_cmd->parsed()) {
             fmt::print("{}", *sdm::tools::completion_script(app, completion_shell));

@@ -1,7 +1,7 @@
 """What pyproject.toml cannot declare: the version, libsdm inside the wheel, the platform tag.
 
-The version is sdm's release as sdm/_version.py reads it from the top-level meson.build. libsdm is
-copied from the Meson build directory $SDM_BUILD_DIR (default ../../build; a relative path is taken
+The version is sdm's release as sdm/_version.py reads it from the top-level meson.build. libsdm and
+its JIT helper are copied from the Meson build directory $SDM_BUILD_DIR (default ../../build; a relative path is taken
 from this directory, where pip runs the build) into the wheel's sdm/_lib, through `strip
 --strip-unneeded` where strip is installed (a debugoptimized build's copy carries its debug
 information: 40 MB, against 1.6 MB stripped). Both are written into setuptools' build directory,
@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 VERSION = runpy.run_path(str(HERE / "sdm" / "_version.py"))["__version__"]
 # The SONAME, the name sdm._capi looks for in sdm/_lib: libsdm's soversion is the ABI major.
 LIBRARY = "libsdm.so.{}".format(runpy.run_path(str(HERE / "sdm" / "_sdm_h.py"))["SDM_ABI_VERSION_MAJOR"])
+HELPER = "sdm-jit-helper"
 
 
 class BuildPy(build_py):
@@ -38,14 +39,21 @@ class BuildPy(build_py):
             raise FileError(f"{source.resolve()} is missing: build sdm first (in the repository: meson setup build "
                             "&& ninja -C build), or set SDM_BUILD_DIR (default: the repository's build) to the Meson "
                             "build directory that has it")
-        target = package / "_lib" / LIBRARY
-        target.parent.mkdir(exist_ok=True)
-        strip = shutil.which("strip")
-        if strip is None:
-            print(f"setup.py: no strip program: {source} goes into the wheel as it is", file=sys.stderr)
-            shutil.copy(source, target)
-        else:
-            subprocess.run([strip, "--strip-unneeded", "-o", str(target), str(source)], check=True)
+        (package / "_lib").mkdir(exist_ok=True)
+        # libsdm, and beside it the JIT helper it starts for links it cannot fully check
+        # (docs/LOADING.md, "A compiler that crashes"): libsdm looks for it in its own directory.
+        helper = source.parent / HELPER
+        if not helper.is_file():
+            raise FileError(f"{helper.resolve()} is missing: build sdm first (ninja -C build), or set SDM_BUILD_DIR")
+        for built, mode in ((source, 0o755), (helper, 0o755)):
+            target = package / "_lib" / built.name
+            strip = shutil.which("strip")
+            if strip is None:
+                print(f"setup.py: no strip program: {built} goes into the wheel as it is", file=sys.stderr)
+                shutil.copy(built, target)
+            else:
+                subprocess.run([strip, "--strip-unneeded", "-o", str(target), str(built)], check=True)
+            target.chmod(mode)
 
 
 class WithLibrary(Distribution):

@@ -174,7 +174,28 @@ typedef struct sdm_runtime_params {
                                   replaces $SDM_TRUSTED_KEYS. NULL with a count of 0: the environment's */
     uint32_t trusted_key_count; /* at most 256 */
     uint32_t reserved2;        /* zero */
+    uint32_t jit_isolation;    /* SDM_JIT_ISOLATION_*: where PTX and LTO-IR links run (docs/LOADING.md,
+                                  "A compiler that crashes"); DEFAULT: $SDM_JIT_ISOLATION, else AUTO */
+    uint32_t jit_time_limit_ms; /* every link's wall-clock limit; 0: $SDM_JIT_TIME_LIMIT (seconds),
+                                  else 120 s. Past it an isolated link is killed, one in this process
+                                  abandoned; the fetch gets SDM_ERROR_JIT */
+    uint64_t jit_memory_limit_bytes; /* an isolated link's address space, at least 64 MiB; 0:
+                                  $SDM_JIT_MEMORY_LIMIT, else 8 GiB */
 } sdm_runtime_params;
+
+/* sdm_runtime_params.jit_isolation (ABI 1.2). An isolated link runs in sdm-jit-helper, a program
+ * installed beside libsdm (in its sdm/ folder; $SDM_JIT_HELPER names another), under the time and
+ * memory limits: a compiler that crashes, hangs or runs out of memory there is SDM_ERROR_JIT naming
+ * the signal or the limit, and the host lives. The driver's JIT always compiles inside the host,
+ * so it is not used for a link that is isolated. */
+enum {
+    SDM_ISOLATION_DEFAULT = 0u, /* $SDM_JIT_ISOLATION (auto, always, never), else AUTO */
+    SDM_ISOLATION_AUTO = 1u,    /* isolate what sdm cannot fully check: LTO-IR, and PTX from an
+                                       archive no trusted key signed (the embedded archive is trusted) */
+    SDM_ISOLATION_ALWAYS = 2u,  /* isolate every link */
+    SDM_ISOLATION_NEVER = 3u    /* link inside this process (a watchdog bounds the fetch's wait, not
+                                       the link's memory, and cannot stop a link that hangs) */
+};
 
 /* sdm_runtime_params.signature_policy (ABI 1.2). A host that sets a policy cannot be weakened by
  * the environment: $SDM_REQUIRE_SIGNED then changes nothing, and trusted keys the host gives

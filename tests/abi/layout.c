@@ -57,6 +57,10 @@ PIN_VALUE(SDM_LOG_INFO, 3);
 PIN_VALUE(SDM_LOG_DEBUG, 4);
 PIN_VALUE(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
 PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2); /* unreleased */
+PIN_VALUE(SDM_ISOLATION_DEFAULT, 0); /* unreleased */
+PIN_VALUE(SDM_ISOLATION_AUTO, 1); /* unreleased */
+PIN_VALUE(SDM_ISOLATION_ALWAYS, 2); /* unreleased */
+PIN_VALUE(SDM_ISOLATION_NEVER, 3); /* unreleased */
 PIN_VALUE(SDM_SIGNATURES_DEFAULT, 0); /* unreleased */
 PIN_VALUE(SDM_SIGNATURES_OFF, 1); /* unreleased */
 PIN_VALUE(SDM_SIGNATURES_WARN, 2); /* unreleased */
@@ -108,7 +112,10 @@ PIN_FIELD(sdm_runtime_params, signature_policy, 100, 4); /* unreleased */
 PIN_FIELD(sdm_runtime_params, trusted_keys, 104, 8); /* unreleased */
 PIN_FIELD(sdm_runtime_params, trusted_key_count, 112, 4); /* unreleased */
 PIN_FIELD(sdm_runtime_params, reserved2, 116, 4); /* unreleased */
-PIN_SIZE(sdm_runtime_params, 120, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, jit_isolation, 120, 4); /* unreleased */
+PIN_FIELD(sdm_runtime_params, jit_time_limit_ms, 124, 4); /* unreleased */
+PIN_FIELD(sdm_runtime_params, jit_memory_limit_bytes, 128, 8); /* unreleased */
+PIN_SIZE(sdm_runtime_params, 136, 8); /* unreleased */
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);

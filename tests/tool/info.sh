@@ -64,11 +64,16 @@ if "$sdm" info -a "$work/ptx.sdma" | grep -q '^nvJitLink: /'; then
   "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
   expect "JIT: nvJitLink would build it"
 fi
+# Without nvJitLink: the driver's JIT compiles inside the host, which the default isolation keeps
+# unsigned PTX out of; with SDM_JIT_ISOLATION=never it would build it.
 SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
+expect "JIT: no backend may build it now"
+expect "passed over: the driver's JIT compiles inside this process, and the JIT isolation policy (auto) keeps PTX from an archive no trusted key signed out of it"
+SDM_JIT_ISOLATION=never SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
 expect "JIT: the driver's JIT would build it"
 expect "passed over: nvJitLink was not found"
 expect "$work/no-nvjitlink.so: cannot open"
-SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info --json -a "$work/ptx.sdma" | python3 -c "
+SDM_JIT_ISOLATION=never SDM_NVJITLINK=$work/no-nvjitlink.so "$sdm" info --json -a "$work/ptx.sdma" | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
 k = [k for k in d['devices'][0]['kernels'] if k['name'] == 'scale'][0]

@@ -86,8 +86,15 @@ struct sdm_runtime_params
     trusted_keys::Ptr{UInt8}
     trusted_key_count::UInt32
     reserved2::UInt32
+    jit_isolation::UInt32
+    jit_time_limit_ms::UInt32
+    jit_memory_limit_bytes::UInt64
 end
 
+const SDM_ISOLATION_DEFAULT = UInt32(0)
+const SDM_ISOLATION_AUTO = UInt32(1)
+const SDM_ISOLATION_ALWAYS = UInt32(2)
+const SDM_ISOLATION_NEVER = UInt32(3)
 const SDM_SIGNATURES_DEFAULT = UInt32(0)
 const SDM_SIGNATURES_OFF = UInt32(1)
 const SDM_SIGNATURES_WARN = UInt32(2)

@@ -40,7 +40,7 @@ __all__ = [
     "NotFoundError", "UnsupportedError", "NoImageError", "ImageRefusedError", "JitError", "MismatchError",
     "GraphCaptureError", "InternalError", "UntrustedError", "error_class",
     "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
-    "SignaturePolicy", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
+    "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
 ]
 
@@ -148,6 +148,16 @@ class SignaturePolicy(enum.IntEnum):
     OFF = _capi.SDM_SIGNATURES_OFF          # signatures are not looked at
     WARN = _capi.SDM_SIGNATURES_WARN        # an archive without a valid trusted signature mounts; the log says why
     REQUIRE = _capi.SDM_SIGNATURES_REQUIRE  # such an archive is refused: UntrustedError
+
+
+class JitIsolation(enum.IntEnum):
+    """Where PTX and LTO-IR links run (ABI 1.2; docs/LOADING.md, "A compiler that crashes"): in
+    sdm-jit-helper, a process of their own whose crash or hang is a JitError, or in this one."""
+
+    DEFAULT = _capi.SDM_ISOLATION_DEFAULT  # $SDM_JIT_ISOLATION (auto, always, never), else AUTO
+    AUTO = _capi.SDM_ISOLATION_AUTO        # isolate LTO-IR, and PTX of archives no trusted key signed
+    ALWAYS = _capi.SDM_ISOLATION_ALWAYS    # isolate every link
+    NEVER = _capi.SDM_ISOLATION_NEVER      # link in this process (a watchdog bounds the wait only)
 
 
 _Enum = TypeVar("_Enum", bound=enum.IntEnum)
@@ -605,7 +615,9 @@ class Runtime:
     jit_flags (JitFlag: backends the host forbids), kernel_abi_major (0: any), signature_policy
     (SignaturePolicy), trusted_keys (the Ed25519 public keys whose signatures it trusts, at most
     256: each 32 bytes, or the path of a .pub file; None: those of $SDM_TRUSTED_KEYS; a list, even
-    an empty one, replaces them)."""
+    an empty one, replaces them), jit_isolation (JitIsolation), jit_time_limit (seconds, 0:
+    $SDM_JIT_TIME_LIMIT, else 120) and jit_memory_limit (bytes of an isolated link's address
+    space, 0: $SDM_JIT_MEMORY_LIMIT, else 8 GiB)."""
 
     def __init__(self, *, library: str | None = None, flags: int = 0,
                  log: Callable[[LogLevel | int, str], object] | None = None, log_level: int = LogLevel.DEFAULT,
@@ -613,7 +625,8 @@ class Runtime:
                  device_contexts: Iterable[int | None] | None = None,
                  cache_dir: _PathLike | None = None, cache_max_bytes: int = 0, cache_flags: int = 0, jit_flags: int = 0,
                  kernel_abi_major: int = 0, signature_policy: int = SignaturePolicy.DEFAULT,
-                 trusted_keys: Iterable[bytes | bytearray | memoryview | str | os.PathLike[str]] | None = None) -> None:
+                 trusted_keys: Iterable[bytes | bytearray | memoryview | str | os.PathLike[str]] | None = None,
+                 jit_isolation: int = JitIsolation.DEFAULT, jit_time_limit: float = 0, jit_memory_limit: int = 0) -> None:
         self.library = load_library(library)
         if isinstance(trusted_keys, (str, bytes, bytearray, memoryview, os.PathLike)):
             # Iterated, one key or path would read as its characters or bytes.
@@ -631,7 +644,8 @@ class Runtime:
         params = _capi.sdm_runtime_params(
             flags=int(flags), log_level=int(log_level), cuda_driver=_path(cuda_driver), cuda_context=cuda_context,
             cache_dir=_path(cache_dir), cache_max_bytes=cache_max_bytes, cache_flags=int(cache_flags),
-            jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major, signature_policy=int(signature_policy))
+            jit_flags=int(jit_flags), kernel_abi_major=kernel_abi_major, signature_policy=int(signature_policy),
+            jit_isolation=int(jit_isolation), jit_time_limit_ms=int(round(jit_time_limit * 1000)), jit_memory_limit_bytes=int(jit_memory_limit))
         contexts = None
         if device_contexts is not None:
             given = list(device_contexts)

@@ -124,9 +124,16 @@ class sdm_runtime_params(Sized):
         ("trusted_keys", P(c_uint8)),
         ("trusted_key_count", c_uint32),
         ("reserved2", c_uint32),
+        ("jit_isolation", c_uint32),
+        ("jit_time_limit_ms", c_uint32),
+        ("jit_memory_limit_bytes", c_uint64),
     ]
 
 
+SDM_ISOLATION_DEFAULT = 0
+SDM_ISOLATION_AUTO = 1
+SDM_ISOLATION_ALWAYS = 2
+SDM_ISOLATION_NEVER = 3
 SDM_SIGNATURES_DEFAULT = 0
 SDM_SIGNATURES_OFF = 1
 SDM_SIGNATURES_WARN = 2

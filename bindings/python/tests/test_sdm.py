@@ -167,7 +167,7 @@ class DeclarationsTest(unittest.TestCase):
         self.assertEqual({"SDM_DEVICE_CLASS_" + s.name: int(s) for s in sdm.DeviceClass},
                          {k: v for k, v in values.items() if k.startswith("SDM_DEVICE_CLASS_")})
         for prefix, flags in (("SDM_JIT_", sdm.JitFlag), ("SDM_CACHE_", sdm.CacheFlag), ("SDM_PLAN_", sdm.PlanFlag),
-                              ("SDM_SIGNATURES_", sdm.SignaturePolicy)):
+                              ("SDM_SIGNATURES_", sdm.SignaturePolicy), ("SDM_ISOLATION_", sdm.JitIsolation)):
             self.assertEqual({prefix + f.name: int(f) for f in flags},
                              {k: v for k, v in values.items() if k.startswith(prefix)})
 

@@ -101,8 +101,15 @@ pub struct sdm_runtime_params {
     pub trusted_keys: *const u8,
     pub trusted_key_count: u32,
     pub reserved2: u32,
+    pub jit_isolation: u32,
+    pub jit_time_limit_ms: u32,
+    pub jit_memory_limit_bytes: u64,
 }
 
+pub const SDM_ISOLATION_DEFAULT: u32 = 0;
+pub const SDM_ISOLATION_AUTO: u32 = 1;
+pub const SDM_ISOLATION_ALWAYS: u32 = 2;
+pub const SDM_ISOLATION_NEVER: u32 = 3;
 pub const SDM_SIGNATURES_DEFAULT: u32 = 0;
 pub const SDM_SIGNATURES_OFF: u32 = 1;
 pub const SDM_SIGNATURES_WARN: u32 = 2;
@@ -484,6 +491,10 @@ mod layout {
         assert_eq!(SDM_LOG_DEBUG, 4);
         assert_eq!(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
         assert_eq!(SDM_RUNTIME_CURRENT_CONTEXT, 2);
+        assert_eq!(SDM_ISOLATION_DEFAULT, 0);
+        assert_eq!(SDM_ISOLATION_AUTO, 1);
+        assert_eq!(SDM_ISOLATION_ALWAYS, 2);
+        assert_eq!(SDM_ISOLATION_NEVER, 3);
         assert_eq!(SDM_SIGNATURES_DEFAULT, 0);
         assert_eq!(SDM_SIGNATURES_OFF, 1);
         assert_eq!(SDM_SIGNATURES_WARN, 2);
@@ -534,7 +545,10 @@ mod layout {
         pin_field!(sdm_runtime_params, trusted_keys, 104, 8);
         pin_field!(sdm_runtime_params, trusted_key_count, 112, 4);
         pin_field!(sdm_runtime_params, reserved2, 116, 4);
-        pin_size!(sdm_runtime_params, 120, 8);
+        pin_field!(sdm_runtime_params, jit_isolation, 120, 4);
+        pin_field!(sdm_runtime_params, jit_time_limit_ms, 124, 4);
+        pin_field!(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
+        pin_size!(sdm_runtime_params, 136, 8);
     }
 
     #[test]
