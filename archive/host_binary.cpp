@@ -40,20 +40,20 @@ bool is_fatbin(Bytes b) { return b.size() >= 4 && load_u32(b, 0) == kFatbinMagic
 // Where the containers being found come from: the member (if any), the offset of the bytes being
 // searched within the input, and the list they go to.
 struct Origin {
-    std::string member;
+    std::string_view member;  // a view into the input
     size_t member_index{0};
     uint64_t base{0};
     std::string where;  // "member 3 (kernels.o): " or empty
     std::vector<EmbeddedFatbin>* out{nullptr};
 
-    void add(const std::string& section, size_t ordinal, uint64_t offset, bool relocatable, bool scanned, Bytes bytes) const {
+    void add(std::string_view section, size_t ordinal, uint64_t offset, bool relocatable, bool scanned, Bytes bytes) const {
         out->push_back({member, member_index, section, ordinal, base + offset, relocatable, scanned, bytes});
     }
 };
 
 // Containers back to back over the whole of `region` (a fatbin section, or a .fatbin file): zero
 // bytes between them are padding, anything else is corrupt.
-Result<void> walk_containers(Bytes file, uint64_t offset, uint64_t size, const std::string& section, bool relocatable, const Origin& origin) {
+Result<void> walk_containers(Bytes file, uint64_t offset, uint64_t size, std::string_view section, bool relocatable, const Origin& origin) {
     const std::string where = origin.where + (section.empty() ? std::string() : "section " + printable(section) + ": ");
     size_t at = static_cast<size_t>(offset);
     const size_t end = static_cast<size_t>(offset + size);
@@ -77,7 +77,7 @@ Result<void> walk_containers(Bytes file, uint64_t offset, uint64_t size, const s
 // version 1 and the 16-byte header nvcc writes, and parse whole; one that does not is data that
 // looks like a container, and the scan resumes past the furthest entry its walk reached, so that
 // no byte is walked twice.
-void scan_section(Bytes file, uint64_t offset, uint64_t size, const std::string& section, const Origin& origin) {
+void scan_section(Bytes file, uint64_t offset, uint64_t size, std::string_view section, const Origin& origin) {
     size_t at = static_cast<size_t>(align_up(offset, kScanAlignment));
     const size_t end = static_cast<size_t>(offset + size);
     size_t ordinal = 0;
@@ -99,7 +99,7 @@ void scan_section(Bytes file, uint64_t offset, uint64_t size, const std::string&
 
 struct Section {
     uint64_t offset{0}, size{0}, flags{0};
-    std::string name;
+    std::string_view name;  // a view into the file's section-name table
     uint64_t index{0};  // in the section table
     bool fatbin{false}, relocatable{false};
 };
@@ -146,7 +146,7 @@ Result<std::vector<Section>> progbits_sections(Bytes elf, const std::string& whe
         const size_t nul = text.find('\0');
         if (nul == std::string_view::npos)
             return corrupt(where, "section " + std::to_string(s) + "'s name is not terminated within " + std::to_string(kMaxSectionName) + " bytes");
-        sections.push_back(Section{load_u64(elf, h + 24), load_u64(elf, h + 32), load_u64(elf, h + 8), std::string(text.substr(0, nul)), s});
+        sections.push_back(Section{load_u64(elf, h + 24), load_u64(elf, h + 32), load_u64(elf, h + 8), text.substr(0, nul), s});
     }
     return sections;
 }
@@ -259,7 +259,7 @@ Result<void> search_archive(Bytes ar, const FatbinSearch& search, std::vector<Em
             while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
         }
         if (name.size() > kMaxMemberName) return corrupt(which, "its name is longer than " + std::to_string(kMaxMemberName) + " bytes");
-        Origin origin{std::string(name), index, data_offset + skipped, "member " + std::to_string(index) + " (" + printable(name) + "): ", &out};
+        Origin origin{name, index, data_offset + skipped, "member " + std::to_string(index) + " (" + printable(name) + "): ", &out};
         ++index;
         if (is_elf(data)) {
             SDM_TRY(search_elf(data, search, origin));

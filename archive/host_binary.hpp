@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bytes.hpp"
@@ -18,9 +19,12 @@
 namespace sdm::archive {
 
 struct EmbeddedFatbin {
-    std::string member;       // the ar member's name; empty outside a static archive
+    std::string_view member;  // the ar member's name, a view into the input (never copied per container: a
+                              // long name over many small containers would multiply it); empty outside
+                              // a static archive. Raw bytes: print it through printable()
     size_t member_index{0};   // the member's position in the archive, from 0 (names may repeat)
-    std::string section;      // ".nv_fatbin", "__nv_relfatbin", the data section a scan found it in, or empty in a .fatbin file
+    std::string_view section; // ".nv_fatbin", "__nv_relfatbin", the data section a scan found it in (a view into
+                              // the input's section-name table), or empty in a .fatbin file
     size_t ordinal{0};        // position among the containers of the same member and section, from 0
     uint64_t offset{0};       // of the container's first byte, from the start of the input
     bool relocatable{false};  // from __nv_relfatbin: -rdc device code for nvlink, not what the CUDA runtime loads
@@ -36,7 +40,8 @@ struct FatbinSearch {
     bool scan_data_sections{true};
 };
 
-// Every container in `input`, in file order. ErrorCode::invalid_argument for bytes that are none
+// Every container in `input`, in file order: about a hundred bytes of memory each (views into the
+// input, whatever its names weigh), so the cost is linear in the input however small its containers. ErrorCode::invalid_argument for bytes that are none
 // of the three formats (or an ELF without section headers); ErrorCode::unsupported for ELF32,
 // big-endian ELF and thin archives; ErrorCode::archive_corrupt, naming the member, the section and
 // the container, for tables, sizes or names that lie outside the input, overlapping sections, and

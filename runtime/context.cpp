@@ -69,6 +69,12 @@ Result<CUcontext> Contexts::current(int32_t ordinal) {
     return context;
 }
 
+Result<uint64_t> Contexts::id_of(CUcontext context) {
+    unsigned long long id = 0;
+    SDM_TRY(SDM_DRIVER_CALL(*driver_, cuCtxGetId, "reading the unique id of the calling thread's CUDA context", context, &id));
+    return static_cast<uint64_t>(id);
+}
+
 Result<ContextScope> ContextScope::enter(Driver& driver, CUcontext context) {
     SDM_TRY(SDM_DRIVER_CALL(driver, cuCtxPushCurrent, "making a CUDA context current", context));
     return ContextScope(&driver);

@@ -39,6 +39,9 @@ public:
     Result<CUcontext> get(int32_t ordinal);
     // The context current on the calling thread, which must belong to device `ordinal`.
     Result<CUcontext> current(int32_t ordinal);
+    // The driver's unique id of `context` (cuCtxGetId): never the same for two contexts of one
+    // process, even at the same address.
+    Result<uint64_t> id_of(CUcontext context);
     bool follows_current() const noexcept { return choice_.current; }
     Driver& driver() noexcept { return *driver_; }
 

@@ -20,6 +20,7 @@
     X(cuCtxPopCurrent)                        \
     X(cuCtxGetCurrent)                        \
     X(cuCtxGetDevice)                         \
+    X(cuCtxGetId)                             \
     X(cuModuleLoadData)                       \
     X(cuModuleLoadDataEx)                     \
     X(cuModuleUnload)                         \

@@ -14,7 +14,7 @@
 #pragma once
 
 #include <chrono>
-#include <cmath>
+#include <cstdio>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -114,7 +114,9 @@ Result<T> run_with_watchdog(double seconds, const std::string& what, std::functi
     std::unique_lock lock(shared->mutex);
     if (!shared->done.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return shared->result.has_value(); })) {
         shared->abandoned = true;
-        return make_error(ErrorCode::jit, what + " ran past its time limit of " + std::to_string(static_cast<long>(std::ceil(seconds))) +
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%.1f", seconds);
+        return make_error(ErrorCode::jit, what + " ran past its time limit of " + limit +
                                               " s. It runs inside this process, where it cannot be stopped, and goes on in the background; "
                                               "run links in the JIT helper (SDM_JIT_ISOLATION=always) to have them killed, or raise the "
                                               "limit (SDM_JIT_TIME_LIMIT)");

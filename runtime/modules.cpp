@@ -196,16 +196,21 @@ std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
 Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected,
                                             CUcontext context) {
     const uint64_t generation = runtime_.mount_generation();
-    if (runtime_.follows_current_context() && context == nullptr) {  // the calling thread's, checked against the ordinal
+    uint64_t context_id = 0;
+    if (runtime_.follows_current_context()) {
         SDM_TRY_GET(contexts, runtime_.contexts());
-        SDM_TRY_GET(current, (*contexts)->current(ordinal));
-        context = *current;
-    } else if (!runtime_.follows_current_context()) {
+        if (context == nullptr) {  // the calling thread's, checked against the ordinal
+            SDM_TRY_GET(current, (*contexts)->current(ordinal));
+            context = *current;
+        }
+        SDM_TRY_GET(id, (*contexts)->id_of(context));
+        context_id = *id;
+    } else {
         context = nullptr;  // the ordinal's: the key needs no context
     }
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
-        const auto it = served_.find(std::tuple<int32_t, CUcontext, std::string_view>(ordinal, context, name));
+        const auto it = served_.find(std::tuple<int32_t, CUcontext, uint64_t, std::string_view>(ordinal, context, context_id, name));
         if (it != served_.end() && it->second.first == generation && !it->second.second->retired) {
             const auto k = it->second.second->kernels.find(name);
             if (k != it->second.second->kernels.end()) {
@@ -222,7 +227,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             SDM_TRY_GET(spec, serve->archive->manifest->spec(*serve->archive->manifest->find(name)));
             SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
         }
-        auto s = slot({ordinal, serve->archive.get(), serve->module, context});
+        auto s = slot({ordinal, serve->archive.get(), serve->module, context, context_id});
         std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
         if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
         const auto it = s->kernels.find(name);
@@ -241,7 +246,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
         if (!current) s->retired = true;
         ++s->references;  // retired or not: the reference keeps it loaded until released
-        if (!s->retired) served_[std::tuple(ordinal, context, name)] = {generation, s};
+        if (!s->retired) served_[std::tuple(ordinal, context, context_id, name)] = {generation, s};
         return it->second.get();
     }
 }

@@ -71,7 +71,7 @@ struct ModuleSlot {
     int64_t references{0};  // kernel() successes not yet released
     bool retired{false};    // its archive was replaced by a reload
     std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
-    std::tuple<int32_t, const MountedArchive*, std::string, CUcontext> key;
+    std::tuple<int32_t, const MountedArchive*, std::string, CUcontext, uint64_t> key;
     LaunchStreams streams;  // where its kernels were launched, for its retirement
 };
 
@@ -97,8 +97,10 @@ public:
 
 private:
     using Slot = ModuleSlot;
-    // The context is null but when fetches follow the calling thread's (it is then the ordinal's).
-    using Key = std::tuple<int32_t, const MountedArchive*, std::string, CUcontext>;
+    // The context is null but when fetches follow the calling thread's (it is then the ordinal's),
+    // with the driver's unique id of it (cuCtxGetId): a context destroyed and another created at the
+    // same address is another context, whose modules are not the old one's.
+    using Key = std::tuple<int32_t, const MountedArchive*, std::string, CUcontext, uint64_t>;
 
     std::shared_ptr<Slot> slot(const Key& key);
     void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
@@ -109,9 +111,9 @@ private:
     std::map<Key, std::shared_ptr<Slot>> slots_;
     std::vector<std::shared_ptr<Slot>> load_order_;
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
-    // (ordinal, context as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
+    // (ordinal, context and its id as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
     // those of `generation`.
-    std::map<std::tuple<int32_t, CUcontext, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
+    std::map<std::tuple<int32_t, CUcontext, uint64_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
     Libraries libraries_;
     // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
     // is reported as dead rather than read from freed memory; older ones are freed.

@@ -180,11 +180,13 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
         }
         auto fresh = [&]() -> Result<std::shared_ptr<MountedArchive>> {
             SDM_TRY_GET(a, archive::Archive::open_file(map->path()));
+            // Admitted first, as a mount is: the policy and the kernel ABI read only the metadata,
+            // and an archive they refuse (an unsigned one under require) costs no decoding.
+            SDM_TRY(provenance_.admit(*a, false));
+            SDM_TRY(check_compatible(*a));
             // A new version replaces one that works only when all of it is sound: every checksum,
             // every image against its declared target, the manifest.
             SDM_TRY(archive::verify_archive(*a));
-            SDM_TRY(provenance_.admit(*a, false));
-            SDM_TRY(check_compatible(*a));
             auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
             SDM_TRY(decode_manifest_of(*m));
             return m;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -293,6 +294,55 @@ TEST_CASE("a lock file's contents are only a hint: junk in it, or a pid no syste
         REQUIRE_FALSE(lock);  // gave up: the other holds it
         CHECK(holder.rfind(expect, 0) == 0);
         CHECK_THAT(lock.error().message, Catch::Contains("which " + holder + " holds"));
+        ::close(held);
+    }
+}
+
+TEST_CASE("a lock holder says what it builds and until when; a waiter stops waiting for one past its limit, not after 600 s", "[cache][lock]") {
+    test::TempDir dir;
+    auto folder = runtime::platform::Directory::open(dir.path, false, 0700).value();
+    const auto hold = [&](const std::string& mark) {
+        { std::ofstream(dir.path + "/k.lock", std::ios::binary | std::ios::trunc) << mark; }
+        const int held = ::open((dir.path + "/k.lock").c_str(), O_RDWR);
+        REQUIRE(held >= 0);
+        REQUIRE(::flock(held, LOCK_EX) == 0);
+        return held;
+    };
+    const long now = static_cast<long>(::time(nullptr));
+    // A holder whose limit ends in 100 s: waited for (here up to 1.5 s), its work and limit named.
+    {
+        const int held = hold("pid 4242 until " + std::to_string(now + 100) + ": nvJitLink building ptx k, compute_90 for sm_90\n");
+        std::string holder;
+        auto lock = folder.lock("k.lock", 0.01, 1.5, [&](const std::string& h) { holder = h; });
+        REQUIRE_FALSE(lock);
+        CHECK_THAT(holder, Catch::StartsWith("process 4242 (nvJitLink building ptx k, compute_90 for sm_90, its limit ends in"));
+        CHECK_THAT(lock.error().message, !Catch::Contains("past the end of its build's limit"));
+        ::close(held);
+    }
+    // One 60 s past its limit: given up on at the first look, long before give_up_seconds (600).
+    {
+        const int held = hold("pid 4242 until " + std::to_string(now - 60) + ": nvJitLink building ptx k\n");
+        const auto started = std::chrono::steady_clock::now();
+        auto lock = folder.lock("k.lock", 5, 600, {});
+        REQUIRE_FALSE(lock);
+        CHECK_THAT(lock.error().message, Catch::Contains("past the end of its build's limit") && Catch::Contains("process 4242"));
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(300));  // (not a timing: 600 s would be the bug)
+        ::close(held);
+    }
+    // The holder's own mark: what the runtime writes when it takes the lock.
+    {
+        auto lock = folder.lock("k.lock", 5, 600, {}, {"linking m with nvJitLink", 120});
+        REQUIRE(lock);
+        std::ifstream in(dir.path + "/k.lock");
+        std::string mark((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CHECK_THAT(mark, Catch::StartsWith("pid " + std::to_string(::getpid()) + " until ") && Catch::Contains(": linking m with nvJitLink\n"));
+    }
+    // Text from the lock file is escaped: a holder cannot write terminal escapes into a waiter's log.
+    {
+        const int held = hold("pid 4242 until " + std::to_string(now + 100) + ": \x1b[2Jcleared\n");
+        std::string holder;
+        auto lock = folder.lock("k.lock", 0.01, 0.05, [&](const std::string& h) { holder = h; });
+        CHECK_THAT(holder, Catch::Contains("\\x1b[2Jcleared"));
         ::close(held);
     }
 }

@@ -163,3 +163,25 @@ TEST_CASE("SDM_RUNTIME_CURRENT_CONTEXT: fetches, preloads and launches follow th
     rt.reset();
     CHECK(fake_calls("@libraries") == 0);
 }
+
+TEST_CASE("SDM_RUNTIME_CURRENT_CONTEXT: a context destroyed and made again at the same address is another context, served anew", "[context][hostile]") {
+    fake({kH200});
+    fake_reset();  // no retain of an earlier test's left: the test's release below is the last
+    Params params;
+    params.p.flags |= SDM_RUNTIME_CURRENT_CONTEXT;
+    RuntimePtr rt = params.create();
+    const CUcontext first = fake_host_context(0, true);
+    sdm_kernel* before = nullptr;
+    REQUIRE(fetch(rt.get(), 0, &before) == SDM_OK);
+    CHECK(launch_scale(before) == SDM_OK);
+    fake_pop_context();
+    fake_release_host_context(0);  // the last retain: the context and what was loaded in it are gone
+    const CUcontext second = fake_host_context(0, true);
+    REQUIRE(second == first);  // the same address, as a driver may hand out again
+    sdm_kernel* after = nullptr;
+    REQUIRE(fetch(rt.get(), 0, &after) == SDM_OK);
+    CHECK(after != before);  // keyed by the context's id (cuCtxGetId), not its address: not the dead handle
+    CHECK(launch_scale(after) == SDM_OK);
+    fake_pop_context();
+    rt.reset();
+}

@@ -40,7 +40,7 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         TempDir cache;
         fake_reset();  // what an earlier round's failed teardown left behind goes
         const std::string_view name(entry);
-        const bool follows_current = name == "cuCtxGetCurrent" || name == "cuCtxGetDevice";
+        const bool follows_current = name == "cuCtxGetCurrent" || name == "cuCtxGetDevice" || name == "cuCtxGetId";
         if (name == "cuModuleLoadData") fake_configure({.devices = {kH200}, .missing = {"cuLibraryLoadData"}});
         else fake({kH200});
         if (follows_current) (void)fake_host_context(0, true);  // the host's context, current on this thread

@@ -384,3 +384,59 @@ TEST_CASE("the manifest a mount decodes is bounded by the file: 64 MiB at most, 
     REQUIRE_FALSE(added);
     CHECK_THAT(added.error().message, Catch::Contains("exceed the manifest limit of 67108864"));
 }
+
+TEST_CASE("a fatbin's inner images get the checks a bare image gets: every hostile cubin inside one, stored or compressed, is refused", "[hostile][images][fatbin]") {
+    const forge::Bytes good = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.sm_90.cubin");
+    const forge::Bytes ptx_text = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.compute_90.ptx");
+    const auto as_bytes_of = [](const forge::Bytes& b) { return Bytes(reinterpret_cast<const std::byte*>(b.data()), b.size()); };
+    const forge::FatbinEntry ptx{1, 90, 0x11, ptx_text, 0, 9, 0};
+    // The forge's container of a good cubin and PTX passes: the baseline of what follows.
+    REQUIRE(inspect_fatbin(as_bytes_of(forge::fatbin({{2, 90, 0x11, good, 0, 1, 8}, ptx}))));
+    for (const auto& hostile : forge::hostile_cubins(good)) {
+        for (const bool compressed : {false, true}) {
+            INFO(hostile.name << (compressed ? ", zstd" : ", stored"));
+            const forge::FatbinEntry inner = compressed ? forge::FatbinEntry{2, 90, 0x8011, forge::zstd(hostile.bytes), hostile.bytes.size(), 1, 8}
+                                                        : forge::FatbinEntry{2, 90, 0x11, hostile.bytes, 0, 1, 8};
+            const forge::Bytes container = forge::fatbin({ptx, inner});
+            auto r = inspect_fatbin(as_bytes_of(container));
+            REQUIRE_FALSE(r);
+            CHECK(r.error().code == ErrorCode::archive_corrupt);
+            CHECK_THAT(r.error().message, Catch::Contains("fatbin entry 1 (sm_90") && Catch::Contains("at offset") && Catch::Contains(hostile.expect));
+            // In an archive: sdm verify (and every reader that checks a fatbin entry) names it.
+            forge::Archive a;
+            a.records.push_back({"k", forge::kind::fatbin, forge::codec::stored, 0, 0, 0, forge::kNoRef, container, {}, {}, {}, {}});
+            const std::string why = verify_error(forge::write(a));
+            CHECK_THAT(why, Catch::Contains("fatbin k") && Catch::Contains(hostile.expect));
+        }
+    }
+}
+
+TEST_CASE("a fatbin's compressed inner entries: sizes checked before anything is allocated, the decoded image checked like any other", "[hostile][images][fatbin][cost]") {
+    const forge::Bytes good = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.sm_90.cubin");
+    const auto error_of = [](const forge::Bytes& container) {
+        auto r = inspect_fatbin(Bytes(reinterpret_cast<const std::byte*>(container.data()), container.size()));
+        return r ? std::string("accepted") : r.error().message;
+    };
+    // A zstd inner entry that claims 1 GiB from 40 bytes: refused from its header alone.
+    CHECK_THAT(error_of(forge::fatbin({{2, 90, 0x8011, forge::zstd(forge::Bytes(40, 1)), uint64_t{1} << 30, 1, 8}})),
+               Catch::Contains("more than that compression can expand to"));
+    // One that decodes to other bytes than it declares.
+    CHECK_THAT(error_of(forge::fatbin({{2, 90, 0x8011, forge::zstd(good), good.size() + 1, 1, 8}})), Catch::Contains("fatbin entry 0 (sm_90, zstd)"));
+    // A compressed cubin that decodes to the 64-byte hostile header; and to a cubin of another arch
+    // than its entry declares (the driver would pick it for an sm_80 device).
+    const auto hostile = forge::hostile_cubins(good).back();
+    CHECK_THAT(error_of(forge::fatbin({{2, 90, 0x8011, forge::zstd(hostile.bytes), hostile.bytes.size(), 1, 8}})), Catch::Contains(hostile.expect));
+    CHECK_THAT(error_of(forge::fatbin({{2, 80, 0x8011, forge::zstd(good), good.size(), 1, 8}})), Catch::Contains("declared sm_80 but its bytes are for sm_90"));
+    // Inner PTX and LTO-IR get theirs: PTX is a C string, read to its first NUL as the driver
+    // reads it (here: before its .version); an LTO-IR offset past its end.
+    forge::Bytes nul_ptx = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.compute_90.ptx");
+    nul_ptx[100] = 0;
+    CHECK_THAT(error_of(forge::fatbin({{1, 90, 0x8011, forge::zstd(nul_ptx), nul_ptx.size(), 9, 0}})),
+               Catch::Contains("fatbin entry 0 (compute_90, zstd)") && Catch::Contains("not a valid PTX module"));
+    forge::Bytes lto = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.lto_90.ltoir");
+    lto[22] = 0xff;  // the IR's offset, 16 MiB past the end
+    CHECK_THAT(error_of(forge::fatbin({{8, 90, 0x11, lto, 0, 0, 0}})), Catch::Contains("not a valid LTO-IR module"));
+    // An entry kind sdm does not know would reach the driver unchecked: refused, naming the fix.
+    CHECK_THAT(error_of(forge::fatbin({{2, 90, 0x11, good, 0, 1, 8}, {16, 90, 0x11, forge::Bytes(64, 7), 0, 0, 0}})),
+               Catch::Contains("entry kind 16 is not one sdm can check") && Catch::Contains("sdm import"));
+}

@@ -32,6 +32,7 @@
 #include "sdm/sdm.h"
 #include "signature.hpp"
 #include "support.hpp"
+#include "verify.hpp"
 
 using namespace sdm;
 using namespace sdm::test;
@@ -644,4 +645,60 @@ TEST_CASE("without libsodium every signing path answers SDM_ERROR_UNSUPPORTED", 
     }
     CHECK(archive::sign_archive(plain, "plain.sdma", crypto::SecretKey{}).error().code == ErrorCode::unsupported);
     CHECK(crypto::generate_key_pair().error().code == ErrorCode::unsupported);
+}
+
+TEST_CASE("sdm jit --sign signs only what verified: an input edited after signing is refused, not laundered", "[signing][jit][hostile]") {
+    if (!crypto::available()) return;  // (this build cannot sign)
+    TempDir dir;
+    const Key a = new_key(), b = new_key();
+    // A PTX module stored (its text in place), signed by a; then one byte of the text changed and
+    // every checksum recomputed, as an attacker would: it opens, every checksum holds, and its
+    // own `verify --trust a` fails.
+    archive::WriterOptions stored;
+    stored.compress = false;
+    archive::ArchiveWriter writer(stored);
+    REQUIRE(writer.add({"jit", archive::Kind::ptx, 90, archive::Variant::base, data_file("kernels.compute_90.ptx")}));
+    const ByteVector signed_archive = signed_by(writer.finish().value(), a);
+    ByteVector edited = signed_archive;
+    auto opened = archive::Archive::open_memory(signed_archive, "x");
+    REQUIRE(opened);
+    const size_t ptx = opened->find("jit", archive::Kind::ptx, 90, archive::Variant::base).value();
+    const archive::Entry entry = opened->entries()[ptx];
+    const std::string_view text(reinterpret_cast<const char*>(signed_archive.data() + entry.data_offset), static_cast<size_t>(entry.raw_size));
+    REQUIRE(text.find("NVIDIA") != std::string_view::npos);
+    const size_t at = static_cast<size_t>(entry.data_offset) + text.find("NVIDIA");  // in nvcc's header comment
+    edited[at] = edited[at] == std::byte{'x'} ? std::byte{'y'} : std::byte{'x'};
+    store_hash128(edited, record_field(edited, ptx, archive::record::raw_hash),
+                  xxh3_128(Bytes(edited).subspan(static_cast<size_t>(entry.data_offset), static_cast<size_t>(entry.raw_size))));
+    rehash_stored(edited, ptx);
+    reseal(edited);
+    REQUIRE(open_error(edited).empty());
+    const std::string in = dir.path + "/edited.sdma", out = dir.path + "/jit.sdma", a_pub = dir.path + "/a.pub", b_key = dir.path + "/b.key";
+    drop(in, edited);
+    write_file(a_pub, archive::public_key_text(a.pub));
+    write_file(b_key, archive::secret_key_text(b.secret), 0600);
+    {
+        auto check = archive::Archive::open_memory(edited, "edited");
+        REQUIRE(check);
+        auto verified = archive::verify_archive(*check);
+        INFO((verified ? std::string() : verified.error().message));
+        CHECK(verified);
+    }
+    CHECK(tools::run_verify({in}, true, {}) == 0);       // every checksum holds
+    CHECK(tools::run_verify({in}, true, {a_pub}) == 1);  // its signature does not
+    for (const bool full : {false, true}) {
+        INFO((full ? "--full" : "an overlay"));
+        tools::JitOptions o;
+        o.input = in;
+        o.output = out;
+        o.archs = {"90"};
+        o.quiet = true;
+        o.full = full;
+        o.sign = b_key;
+        o.self = SDM_TEST_TOOL;
+        CHECK(tools::run_jit(o) == 1);  // a signed input and no --trust: refused
+        o.trust = {a_pub};
+        CHECK(tools::run_jit(o) == 1);  // --trust a: its signature does not hold, refused
+        CHECK_FALSE(std::filesystem::exists(out));
+    }
 }

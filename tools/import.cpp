@@ -10,6 +10,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "text.hpp"
 #include "elf.hpp"
 #include "fatbin.hpp"
 #include "file_map.hpp"
@@ -89,6 +90,14 @@ struct Tally {
     uint64_t container_bytes{0}, kept_bytes{0};  // of the containers; of the images kept, as the containers store them
 };
 
+// A member's name in messages: escaped, and cut at 96 bytes. Each image keeps its label, so a
+// name of kilobytes would cost kilobytes per image however small the images.
+std::string short_name(std::string_view name) {
+    constexpr size_t kShown = 96;
+    if (name.size() <= kShown) return printable(name);
+    return printable(name.substr(0, kShown)) + "... (" + std::to_string(name.size()) + " bytes)";
+}
+
 class Importer {
 public:
     Importer(const TargetFilter& filter, Tally& tally) : filter_(filter), tally_(tally) {}
@@ -135,18 +144,18 @@ private:
             const archive::EmbeddedFatbin& embedded = (*found)[ordinal];
             const std::string module = stem + "." + std::to_string(ordinal);
             std::string where = path;
-            if (!embedded.member.empty()) where += " member " + std::to_string(embedded.member_index) + " (" + embedded.member + ")";
+            if (!embedded.member.empty()) where += " member " + std::to_string(embedded.member_index) + " (" + short_name(embedded.member) + ")";
             where += " container " + std::to_string(ordinal);
             ++tally_.containers;
             tally_.container_bytes += embedded.bytes.size();
             if (embedded.relocatable) {
                 // -rdc device code: nvlink's input, which the driver does not load.
                 fmt::print(stderr, "sdm import: {} (in {}) is relocatable device code (-rdc) for nvlink: skipped; import the linked binary\n",
-                           where, embedded.section);
+                           where, printable(embedded.section));
                 ++tally_.skipped;
                 continue;
             }
-            SDM_TRY(claim(module, path));
+            bool claimed = false;  // the module is claimed with its first image: an empty container makes none
             auto container = archive::parse_fatbin(embedded.bytes);
             if (!container) return make_error(container.error().code, where + ": " + container.error().message);
             std::set<std::string> targets;
@@ -186,6 +195,8 @@ private:
                     continue;
                 }
                 if (!payload) return make_error(payload.error().code, label + ": " + payload.error().message);
+                if (!claimed) SDM_TRY(claim(module, path));
+                claimed = true;
                 tally_.kept_bytes += entry.stored.size();
                 raw_bytes_ += payload->size();
                 archive::WriterInput input{module, *entry.image_kind, entry.sm, entry.variant, {}, {}};

@@ -190,7 +190,12 @@ int run_info(const InfoOptions& o) {
                                    {"kernel_abi", fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor)},
                                    {"content_version", m->manifest ? m->manifest->content_version : ""},
                                    {"signers", archive::signer_ids(m->archive)},
-                                   {"signature_verified", m->archive.enforces_digests()}});
+                                   {"signature_verified", m->archive.enforces_digests()},
+                                   // The embedded archive's signature is checked against the key embedded beside
+                                   // it in the same file: whoever could change one could change both.
+                                   {"verified_against", !m->archive.enforces_digests() ? ""
+                                                        : m->embedded                   ? "the key embedded in the same libsdm"
+                                                                                        : "a trusted key"}});
     }
     {
         nlohmann::json trusted = nlohmann::json::array();
@@ -259,7 +264,11 @@ int run_info(const InfoOptions& o) {
         fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}, {}{}\n", a["label"].get<std::string>(),
                    a["embedded"].get<bool>() ? " (embedded)" : "", a["entries"].get<size_t>(), a["kernels"].get<size_t>(),
                    a["kernel_abi"].get<std::string>(), a["content_version"].get<std::string>(), signers.empty() ? "unsigned" : "signed by " + signers,
-                   a["signature_verified"].get<bool>() ? " (verified)" : "");
+                   !a["signature_verified"].get<bool>() ? ""
+                   : a["embedded"].get<bool>()
+                       ? " (consistent with the key embedded beside it in the same file: the archive was not changed alone, which says nothing of who "
+                         "built the file; compare the key id with its builder's)"
+                       : " (verified by a trusted key)");
     }
     return status;
 }

@@ -73,7 +73,7 @@ bool check_library(const std::string& path) {
         ++f.containers;
         f.scanned += embedded.scanned ? 1 : 0;
         f.relocatable += embedded.relocatable ? 1 : 0;
-        ++f.sections[embedded.section];
+        ++f.sections[std::string(embedded.section)];
         for (const auto& e : container->entries) {
             ++f.kinds[e.image_kind ? kind_name(*e.image_kind) : "kind " + std::to_string(e.kind)];
             ++f.codecs[e.compression == FatbinCompression::lz4 ? "lz4" : e.compression == FatbinCompression::zstd ? "zstd" : "none"];

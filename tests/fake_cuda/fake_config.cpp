@@ -126,6 +126,10 @@ CUcontext fake_host_context(int ordinal, bool push) {
     return context;
 }
 
+void fake_release_host_context(int ordinal) {
+    REQUIRE(fake_entry<decltype(&::cuDevicePrimaryCtxRelease)>("cuDevicePrimaryCtxRelease")(ordinal) == CUDA_SUCCESS);
+}
+
 void fake_pop_context() {
     CUcontext popped = nullptr;
     REQUIRE(fake_entry<decltype(&::cuCtxPopCurrent)>("cuCtxPopCurrent")(&popped) == CUDA_SUCCESS);

@@ -49,7 +49,7 @@ struct FakeConfig {
     bool disable_jit{false};           // every PTX load fails with CUDA_ERROR_JIT_COMPILER_NOT_FOUND
     bool capturing{false};             // cuStreamIsCapturing reports CU_STREAM_CAPTURE_STATUS_ACTIVE
     std::optional<int> occupancy{};    // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
-    std::string image_log{};           // a file that gets a line per cubin loaded; "": none
+    std::string image_log{};           // a file that gets a line per cubin loaded (XXH3-128, BLAKE2b-256); "": none
     bool hold_work{false};             // launches stay queued until fake_finish_work or a synchronize waits for them
 };
 
@@ -90,6 +90,8 @@ int64_t fake_image_loads();
 // sdm. With `push`, it is made current on the calling thread (fake_pop_context undoes that).
 CUcontext fake_host_context(int ordinal, bool push = false);
 void fake_pop_context();
+// Drops the retain fake_host_context took: the last one destroys the context and its modules.
+void fake_release_host_context(int ordinal);
 // Back to a freshly loaded fake driver, its configuration kept: uninitialized, every module
 // unloaded, every context released, the counters zeroed.
 void fake_reset();

@@ -73,7 +73,7 @@ typedef struct sdm_fake_cuda_config {
     int32_t capturing;                   /* nonzero: cuStreamIsCapturing reports CU_STREAM_CAPTURE_STATUS_ACTIVE */
     int32_t force_occupancy;             /* nonzero: cuOccupancyMaxActiveBlocksPerMultiprocessor reports `occupancy` */
     int32_t occupancy;
-    const char* image_log;               /* NULL or "": none; else a file that gets a line per cubin loaded */
+    const char* image_log;               /* NULL or "": none; else a file that gets a line per cubin loaded: its XXH3-128 and BLAKE2b-256 in hex */
     int32_t hold_work;                   /* nonzero: a launch stays queued on its stream until sdm_fake_cuda_finish_work,
                                             or a cuEventSynchronize / cuCtxSynchronize that waits for it */
 } sdm_fake_cuda_config;

@@ -34,6 +34,57 @@ Bytes zstd(const Bytes& raw, int level) {
     return out;
 }
 
+Bytes fatbin(const std::vector<FatbinEntry>& entries) {
+    Bytes body;
+    for (const FatbinEntry& e : entries) {
+        const uint64_t padded = (e.payload.size() + 7) / 8 * 8;
+        Bytes h(64, 0);
+        put(h, 0, e.kind, 2);
+        put(h, 2, 0x0101, 2);
+        put(h, 4, 64, 4);
+        put(h, 8, padded, 8);
+        put(h, 16, e.raw_size != 0 ? e.payload.size() : 0, 4);
+        put(h, 24, e.version_minor, 2);
+        put(h, 26, e.version_major, 2);
+        put(h, 28, e.arch, 4);
+        put(h, 40, e.flags, 8);
+        put(h, 56, e.raw_size, 8);
+        body.insert(body.end(), h.begin(), h.end());
+        body.insert(body.end(), e.payload.begin(), e.payload.end());
+        body.resize(body.size() + (padded - e.payload.size()), 0);
+    }
+    Bytes out(16, 0);
+    put(out, 0, 0xba55ed50u, 4);
+    put(out, 4, 1, 2);
+    put(out, 6, 16, 2);
+    put(out, 8, body.size(), 8);
+    out.insert(out.end(), body.begin(), body.end());
+    return out;
+}
+
+std::vector<HostileImage> hostile_cubins(const Bytes& good) {
+    const uint64_t far = uint64_t{512} << 20;
+    const auto patched = [&](size_t at, uint64_t value, int width) {
+        Bytes b = good;
+        put(b, at, value, width);
+        return b;
+    };
+    uint64_t shoff = 0;
+    for (int i = 0; i < 8; ++i) shoff |= uint64_t{good[40 + static_cast<size_t>(i)]} << (8 * i);
+    Bytes header(good.begin(), good.begin() + 64);
+    put(header, 32, far, 8);
+    put(header, 40, far, 8);
+    return {
+        {"section header table past the end", patched(40, far, 8), "the section header table [536870912"},
+        {"program header table past the end", patched(32, far, 8), "the program header table [536870912"},
+        {"ELF header size 32", patched(52, 32, 2), "e_ehsize is 32"},
+        {"program header size 40", patched(54, 40, 2), "program header size 40"},
+        {"no section-name table", patched(62, 0, 2), "section-name table index 0"},
+        {"a section's bytes past the end", patched(static_cast<size_t>(shoff + 64 * 2 + 24), far, 8), "section 2 [536870912"},
+        {"the 64-byte header libcuda 580 crashes on", header, "lies outside the image of 64 bytes"},
+    };
+}
+
 Bytes zstd_with_prefix(const Bytes& raw, const Bytes& prefix, int level) {
     Bytes out(ZSTD_compressBound(raw.size()));
     ZSTD_CCtx* c = ZSTD_createCCtx();

@@ -75,6 +75,30 @@ Bytes kernel_abi(uint16_t major, uint16_t minor);
 // every verify when each referrer decoded its reference again.
 Bytes shared_reference_archive(size_t base_bytes, int referrers, bool referenced, bool manifest);
 
+// An nvcc fatbin container (FORMAT.md section 14), entries in the order given: a 16-byte header
+// (magic, version 1, header size 16, the entries' size), then per entry a 64-byte header (kind,
+// version 0x0101, header size 64, payload size padded to 8, compressed size, no options, version,
+// arch, no name, flags, raw size) and its payload, zero-padded to 8.
+struct FatbinEntry {
+    uint16_t kind{2};          // 1 PTX, 2 cubin, 8 LTO-IR
+    uint32_t arch{90};
+    uint64_t flags{0x11};      // 64-bit, Linux; 0x8000 zstd (then `payload` is the frame and raw_size counts)
+    Bytes payload;
+    uint64_t raw_size{0};      // 0 when not compressed
+    uint16_t version_major{1}, version_minor{8};
+};
+Bytes fatbin(const std::vector<FatbinEntry>& entries);
+
+// The hostile cubins the image checks refuse, made from a good one: ELF tables and sections that
+// point outside the image, header sizes a reader would trust, the 64-byte header the real driver
+// (libcuda 580) crashes on. `expect`: a part of the message sdm's refusal carries.
+struct HostileImage {
+    std::string name;
+    Bytes bytes;
+    std::string expect;
+};
+std::vector<HostileImage> hostile_cubins(const Bytes& good);
+
 Bytes read_file(const std::string& path);
 void write_file(const std::string& path, const Bytes& bytes);
 

@@ -33,6 +33,8 @@ run gpu-hostile "$build/tests/test_gpu_hostile"
 # process of its own. Its exit is recorded, not judged (a signal here is the driver's crash).
 "$build/tests/test_gpu_hostile" --raw-driver >"$out/raw-driver-hostile.log" 2>&1
 echo "raw driver on the hostile header: exit $? (128+11 = SIGSEGV)" | tee -a "$out/raw-driver-hostile.log"
+"$build/tests/test_gpu_hostile" --raw-driver-fatbin >"$out/raw-driver-hostile-fatbin.log" 2>&1
+echo "raw driver on a fatbin holding the hostile header: exit $? (128+11 = SIGSEGV)" | tee -a "$out/raw-driver-hostile-fatbin.log"
 [ -x "$build/tests/test_gpu_kernels" ] && run gpu-kernels "$build/tests/test_gpu_kernels"
 # Layers on the real device: the newest archive with an image serves, an older one the rest.
 layers=$(mktemp -d)

@@ -6,6 +6,9 @@
 //   test_gpu_hostile               the checks above
 //   test_gpu_hostile --raw-driver  hands the header to cuModuleLoadData itself (tests/gpu/run.sh
 //                                  runs this in its own process, to show why sdm checks first)
+//   test_gpu_hostile --raw-driver-fatbin  the same header inside a fatbin container
+// The same header and every other hostile cubin of tests/forge inside a fatbin, stored or zstd
+// there: SDM_ERROR_ARCHIVE_CORRUPT from sdm_kernel_get with the real driver, the process alive.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +73,15 @@ int main(int argc, char** argv) {
         std::printf("the driver returned %d and the process lives\n", static_cast<int>(rc));
         return 0;
     }
+    if (argc > 1 && std::strcmp(argv[1], "--raw-driver-fatbin") == 0) {
+        const forge::Bytes container = forge::fatbin({{2, 90, 0x11, hostile, 0, 1, 8}});
+        CUmodule module = nullptr;
+        std::printf("handing a fatbin holding the 64-byte header to cuModuleLoadData...\n");
+        std::fflush(stdout);
+        const CUresult rc = cuda.get<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&module, container.data());
+        std::printf("the driver returned %d and the process lives\n", static_cast<int>(rc));
+        return 0;
+    }
     char tmpl[] = "/tmp/sdm-gpu-hostile-XXXXXX";
     const std::string cache = ::mkdtemp(tmpl);
     for (const uint8_t codec : {forge::codec::stored, forge::codec::zstd}) {
@@ -85,6 +97,30 @@ int main(int argc, char** argv) {
         sdm_error_destroy(e);
         sdm_runtime_destroy(rt);
     }
+    // The same header and every other hostile cubin inside a fatbin (stored or zstd inside it): the
+    // driver would read the container's entries as the images they claim to be.
+    for (const auto& bad : forge::hostile_cubins(forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.sm_90.cubin"))) {
+        for (const bool inner_zstd : {false, true}) {
+            const forge::FatbinEntry inner = inner_zstd ? forge::FatbinEntry{2, 90, 0x8011, forge::zstd(bad.bytes), bad.bytes.size(), 1, 8}
+                                                        : forge::FatbinEntry{2, 90, 0x11, bad.bytes, 0, 1, 8};
+            forge::Archive a;
+            a.kernel_abi_major = 1;
+            a.records.push_back({"kernels", forge::kind::fatbin, forge::codec::stored, 0, 0, 0, forge::kNoRef, forge::fatbin({inner}), {}, {}, {}, {}});
+            const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")}));
+            a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+            const forge::Bytes archive = forge::write(a);
+            sdm_runtime* rt = runtime(cache + "/fatbin");
+            sdm_archive_mount_memory(rt, archive.data(), archive.size(), "hostile-fatbin.sdma", nullptr);
+            sdm_kernel* k = nullptr;
+            sdm_error* e = nullptr;
+            const sdm_status s = sdm_kernel_get(rt, 0, "scale", nullptr, &k, &e);
+            const std::string message = sdm_error_message(e);
+            check(s == SDM_ERROR_ARCHIVE_CORRUPT && message.find(bad.expect) != std::string::npos,
+                  "a fatbin wrapping " + bad.name + (inner_zstd ? " (zstd inside)" : " (stored inside)") + ": " + sdm_status_string(s) + ": " + message);
+            sdm_error_destroy(e);
+            sdm_runtime_destroy(rt);
+        }
+    }
     // Planted in the cache under the key of a good image: removed, and the good image loads.
     {
         const forge::Bytes good = archive_with(forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.sm_90.cubin"), forge::codec::zstd);
@@ -93,7 +129,8 @@ int main(int argc, char** argv) {
         sdm::runtime::CacheOptions o;
         o.directory = cache + "/planted";
         auto c = sdm::runtime::Cache::open(o).value();
-        const auto key = sdm::runtime::CacheKeyBuilder().field("raw image").field(entry.raw_hash).field(entry.raw_size).key();
+        (void)entry;
+        const auto key = sdm::runtime::CacheKeyBuilder().field("raw image").field(opened->identity(0)).key();
         check(c->put(key, {reinterpret_cast<const std::byte*>(hostile.data()), hostile.size()}).ok(), "planted the hostile header in the cache");
         sdm_runtime* rt = runtime(o.directory);
         sdm_archive_mount_memory(rt, good.data(), good.size(), "good.sdma", nullptr);

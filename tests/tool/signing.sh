@@ -70,10 +70,25 @@ expect_fail "character device" timeout 20 "$sdm" verify --trust "$work/zero.pub"
 if grep -q "(embedded)" "$work/info"; then
   SDM_REQUIRE_SIGNED=1 "$sdm" info --libsdm "$libsdm" >"$work/info" 2>&1 || true
   grep -q "signature policy: require" "$work/info" || { cat "$work/info"; fail "policy line"; }
-  grep -q "(embedded), .*signed by [0-9a-f]\{16\} (verified)" "$work/info" || { cat "$work/info"; fail "embedded archive under require"; }
+  # (The embedded archive's key is read from the same file: consistent, not proof of its builder.)
+  grep -q "(embedded), .*signed by [0-9a-f]\{16\} (consistent with the key embedded beside it in the same file" "$work/info" ||
+    { cat "$work/info"; fail "embedded archive under require"; }
+  grep -q "(verified)" "$work/info" && { cat "$work/info"; fail "the embedded archive called verified"; }
   SDM_REQUIRE_SIGNED=1 "$sdm" info --libsdm "$libsdm" -a "$work/plain.sdma" >"$work/info" 2>&1 && fail "an unsigned archive mounted under require"
   grep -q "plain.sdma is not signed" "$work/info" || { cat "$work/info"; fail "refusal of the unsigned archive"; }
   SDM_REQUIRE_SIGNED=1 SDM_TRUSTED_KEYS="$work/k3.pub:$work/k1.pub" "$sdm" info --libsdm "$libsdm" -a "$work/a.sdma" --json |
-    python3 -c 'import json,sys; j=json.load(sys.stdin); a=[x for x in j["archives"] if x["label"].endswith("a.sdma")]; assert a and a[0]["signature_verified"], j["archives"]; assert len(j["signature_policy"]["trusted_keys"])==2'
+    python3 -c 'import json,sys; j=json.load(sys.stdin); a=[x for x in j["archives"] if x["label"].endswith("a.sdma")]; assert a and a[0]["signature_verified"], j["archives"]; assert a[0]["verified_against"] == "a trusted key"; e=[x for x in j["archives"] if x["embedded"]]; assert e[0]["verified_against"] == "the key embedded in the same libsdm", e; assert len(j["signature_policy"]["trusted_keys"])==2'
+fi
+
+# sdm jit signs only what verified: a signed input needs --trust, and its signature must hold under it.
+"$sdm" pack -q -o "$work/ptx.sdma" --sign "$work/k1.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+expect_fail "pass --trust KEY.pub so its signature is checked" "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key"
+[ ! -e "$work/jit.sdma" ] || fail "a refused jit wrote its output"
+# (An input edited after signing, its checksums recomputed: tests/test_signing.cpp, "sdm jit --sign".)
+expect_fail "which this host does not trust" "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key" --trust "$work/k3.pub"
+if "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key" --trust "$work/k1.pub" 2>"$work/jit.err"; then
+  "$sdm" verify -q --trust "$work/k2.pub" "$work/jit.sdma" || fail "the overlay of a verified input is not signed by k2"
+elif ! grep -q "nvJitLink was not found" "$work/jit.err"; then
+  cat "$work/jit.err"; fail "sdm jit of a verified input"
 fi
 echo "signing: ok"
