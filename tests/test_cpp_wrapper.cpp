@@ -309,6 +309,23 @@ TEST_CASE("the signature policy: REQUIRE refuses an unsigned archive, WARN and O
     CHECK(create(options).mount_file(SDM_TEST_ARCHIVE));
 }
 
+TEST_CASE("the JIT isolation options reach sdm_runtime_params: an unknown policy and a memory limit below 64 MiB are refused", "[cpp][isolation]") {
+    sdm::Runtime::Options options = offline_options();
+    options.jit_isolation = SDM_ISOLATION_NEVER;
+    options.jit_time_limit_ms = 5000;
+    options.jit_memory_limit_bytes = uint64_t{1} << 30;
+    CHECK(sdm::Runtime::create(options));
+    options.jit_isolation = 9;
+    const auto unknown = sdm::Runtime::create(options);
+    REQUIRE_FALSE(unknown);
+    CHECK_THAT(std::string(unknown.error().message()), Contains("jit_isolation 9"));
+    options.jit_isolation = SDM_ISOLATION_ALWAYS;
+    options.jit_memory_limit_bytes = 1024;
+    const auto small = sdm::Runtime::create(options);
+    REQUIRE_FALSE(small);
+    CHECK_THAT(std::string(small.error().message()), Contains("below 64 MiB"));
+}
+
 TEST_CASE("an unknown signature policy and too many trusted keys are SDM_ERROR_INVALID_ARGUMENT", "[cpp][signing]") {
     sdm::Runtime::Options options = offline_options();
     options.signature_policy = 7;

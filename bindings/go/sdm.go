@@ -135,6 +135,18 @@ const (
 	SignaturesRequire SignaturePolicy = C.SDM_SIGNATURES_REQUIRE // such an archive is refused at mount: ErrUntrusted
 )
 
+// JITIsolation is where PTX and LTO-IR links run (Options.JITIsolation; ABI 1.2, docs/LOADING.md,
+// "A compiler that crashes"): in sdm-jit-helper, a process of their own whose crash or hang is
+// ErrJIT, or in this one.
+type JITIsolation uint32
+
+const (
+	IsolationDefault JITIsolation = C.SDM_ISOLATION_DEFAULT // $SDM_JIT_ISOLATION (auto, always, never), else auto
+	IsolationAuto    JITIsolation = C.SDM_ISOLATION_AUTO    // LTO-IR, and PTX of archives no trusted key signed, in the helper
+	IsolationAlways  JITIsolation = C.SDM_ISOLATION_ALWAYS  // every link in the helper
+	IsolationNever   JITIsolation = C.SDM_ISOLATION_NEVER   // every link in this process (a watchdog bounds the wait only)
+)
+
 // Options are sdm_runtime_params; the zero value takes sdm's defaults (environment included).
 type Options struct {
 	NoEmbeddedArchive bool     // mount only the archives mounted later, not the one in libsdm
@@ -155,6 +167,12 @@ type Options struct {
 	// .pub file from sdm keygen; at most 256. nil: those of $SDM_TRUSTED_KEYS; non-nil, even
 	// empty, replaces them.
 	TrustedKeys [][32]byte
+	// JITIsolation is where links run; JITTimeLimitMs every link's limit (0: $SDM_JIT_TIME_LIMIT,
+	// else 120 s); JITMemoryLimitBytes an isolated link's address space (0: $SDM_JIT_MEMORY_LIMIT,
+	// else 8 GiB; at least 64 MiB).
+	JITIsolation        JITIsolation
+	JITTimeLimitMs      uint32
+	JITMemoryLimitBytes uint64
 }
 
 // Runtime owns an sdm_runtime: mounted archives, devices, loaded modules, the kernel cache.
@@ -194,6 +212,9 @@ func NewRuntime(opts *Options) (*Runtime, error) {
 	params.jit_flags = C.uint32_t(opts.JITFlags)
 	params.kernel_abi_major = C.uint32_t(opts.KernelABIMajor)
 	params.signature_policy = C.uint32_t(opts.SignaturePolicy)
+	params.jit_isolation = C.uint32_t(opts.JITIsolation)
+	params.jit_time_limit_ms = C.uint32_t(opts.JITTimeLimitMs)
+	params.jit_memory_limit_bytes = C.uint64_t(opts.JITMemoryLimitBytes)
 	if opts.TrustedKeys != nil {
 		// C memory, as cgo forbids a Go pointer inside a struct passed to C; one byte more, so
 		// that no keys is not NULL, which would mean $SDM_TRUSTED_KEYS.

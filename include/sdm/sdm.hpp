@@ -476,6 +476,13 @@ struct RuntimeOptions {
     // text). std::nullopt: those of $SDM_TRUSTED_KEYS. A list, even an empty one, replaces them,
     // so that the environment cannot add trust the host did not give.
     std::optional<std::vector<PublicKey>> trusted_keys;
+    // ABI 1.2 (docs/LOADING.md, "A compiler that crashes"): where PTX and LTO-IR links run,
+    // SDM_ISOLATION_* (DEFAULT: $SDM_JIT_ISOLATION, else AUTO: in sdm-jit-helper for what sdm
+    // cannot fully check); every link's time limit in ms (0: $SDM_JIT_TIME_LIMIT, else 120 s);
+    // an isolated link's address space in bytes (0: $SDM_JIT_MEMORY_LIMIT, else 8 GiB).
+    uint32_t jit_isolation = SDM_ISOLATION_DEFAULT;
+    uint32_t jit_time_limit_ms = 0;
+    uint64_t jit_memory_limit_bytes = 0;
 };
 
 // Owns an sdm_runtime (and the log function it calls). Move-only; a moved-from or
@@ -520,6 +527,9 @@ public:
         // Clamped, not truncated: a count past sdm's limit is refused with the limit named.
         params.device_context_count = static_cast<uint32_t>(std::min<size_t>(options.device_contexts.size(), UINT32_MAX));
         params.signature_policy = options.signature_policy;
+        params.jit_isolation = options.jit_isolation;
+        params.jit_time_limit_ms = options.jit_time_limit_ms;
+        params.jit_memory_limit_bytes = options.jit_memory_limit_bytes;
         std::vector<uint8_t> keys;  // back to back, as sdm_runtime_params takes them; the call copies them
         if (options.trusted_keys) {
             for (const PublicKey& key : *options.trusted_keys) keys.insert(keys.end(), key.begin(), key.end());

@@ -25,6 +25,13 @@ echo "== the installed tree"
 for f in "$root/bin/sdm" "$(find "$root" -name 'libsdm.so.*.*' | head -1)"; do
   file -L "$f" | grep -q ", stripped" || fail "$f is not stripped: $(file -L "$f")"
 done
+# The installed libsdm exports no test-only entry point (those live in libsdm_testing, never
+# installed), and its JIT helper is in the sdm/ folder beside it, where it looks.
+libsdm_file=$(find "$root" -name 'libsdm.so.*.*' | head -1)
+! nm -D --defined-only "$libsdm_file" | grep -q sdm_testing_ || fail "the installed libsdm exports $(nm -D --defined-only "$libsdm_file" | grep sdm_testing_)"
+[ -z "$(find "$root" -name 'libsdm_testing*')" ] || fail "libsdm_testing is installed"
+[ -x "$(dirname "$libsdm_file")/sdm/sdm-jit-helper" ] || fail "no sdm-jit-helper in $(dirname "$libsdm_file")/sdm"
+file -L "$(dirname "$libsdm_file")/sdm/sdm-jit-helper" | grep -q ", stripped" || fail "sdm-jit-helper is not stripped"
 [ "$(cat "$root/share/doc/sdm/LICENSE")" = "$(cat "$src/LICENSE")" ] || fail "LICENSE is not installed"
 for doc in "$src"/README.md "$src"/docs/*.md; do
   cmp -s "$doc" "$root/share/doc/sdm/$(basename "$doc")" || fail "$(basename "$doc") is not installed under share/doc/sdm"

@@ -153,7 +153,8 @@ end
 
 """
     Runtime(; flags, log_level, cuda_driver, cuda_context, cache_dir, cache_max_bytes, cache_flags,
-            jit_flags, kernel_abi_major, signature_policy, trusted_keys)
+            jit_flags, kernel_abi_major, signature_policy, trusted_keys, jit_isolation,
+            jit_time_limit_ms, jit_memory_limit_bytes)
     Runtime(f; options...)
 
 An sdm runtime (`sdm_runtime_params` as keywords; their defaults are sdm's). `close(rt)`, or the
@@ -166,6 +167,10 @@ with `SDM_SIGNATURES_REQUIRE` an archive without a valid signature by a trusted 
 `SDM_ERROR_UNTRUSTED` at mount. `trusted_keys` are the Ed25519 public keys trusted, at most 256:
 each 32 bytes (a `Vector{UInt8}` or an `NTuple{32,UInt8}`) or the path of a `.pub` file;
 `nothing`: those of `\$SDM_TRUSTED_KEYS`; a vector, even an empty one, replaces them.
+
+`jit_isolation` (`SDM_ISOLATION_*`, ABI 1.2, docs/LOADING.md) is where PTX and LTO-IR links run:
+in sdm-jit-helper, a process of their own, or in Julia's; `jit_time_limit_ms` and
+`jit_memory_limit_bytes` bound them (0: the environment's, else 120 s and 8 GiB).
 """
 mutable struct Runtime
     handle::Ptr{sdm_runtime}
@@ -175,7 +180,9 @@ mutable struct Runtime
                      cache_dir::Union{Nothing,AbstractString} = nothing, cache_max_bytes::Integer = 0,
                      cache_flags::Integer = 0, jit_flags::Integer = 0, kernel_abi_major::Integer = 0,
                      signature_policy::Integer = SDM_SIGNATURES_DEFAULT,
-                     trusted_keys::Union{Nothing,AbstractVector} = nothing)
+                     trusted_keys::Union{Nothing,AbstractVector} = nothing,
+                     jit_isolation::Integer = SDM_ISOLATION_DEFAULT, jit_time_limit_ms::Integer = 0,
+                     jit_memory_limit_bytes::Integer = 0)
         driver = cuda_driver === nothing ? nothing : String(cuda_driver)
         cache = cache_dir === nothing ? nothing : String(cache_dir)
         # Back to back, as sdm_runtime_params takes them; one byte more, so that no keys is not
@@ -193,7 +200,9 @@ mutable struct Runtime
                                jit_flags = UInt32(jit_flags), kernel_abi_major = UInt32(kernel_abi_major),
                                signature_policy = UInt32(signature_policy),
                                trusted_keys = keys === nothing ? Ptr{UInt8}(C_NULL) : pointer(keys),
-                               trusted_key_count = UInt32(keys === nothing ? 0 : length(trusted_keys))))
+                               trusted_key_count = UInt32(keys === nothing ? 0 : length(trusted_keys)),
+                               jit_isolation = UInt32(jit_isolation), jit_time_limit_ms = UInt32(jit_time_limit_ms),
+                               jit_memory_limit_bytes = UInt64(jit_memory_limit_bytes)))
             check(error -> sdm_runtime_create(params, handle, error))
         end
         runtime = new(handle[])

@@ -302,6 +302,23 @@ impl SignaturePolicy {
     pub const REQUIRE: SignaturePolicy = SignaturePolicy(sys::SDM_SIGNATURES_REQUIRE);
 }
 
+/// Where PTX and LTO-IR links run ([`RuntimeBuilder::jit_isolation`]; ABI 1.2, docs/LOADING.md,
+/// "A compiler that crashes"): in sdm-jit-helper, a process of their own whose crash or hang is a
+/// [`Status::JIT`] error, or in the host's.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct JitIsolation(pub u32);
+
+impl JitIsolation {
+    /// `$SDM_JIT_ISOLATION` (auto, always, never) decides, else [`JitIsolation::AUTO`].
+    pub const DEFAULT: JitIsolation = JitIsolation(sys::SDM_ISOLATION_DEFAULT);
+    /// LTO-IR, and PTX from an archive no trusted key signed, link in the helper.
+    pub const AUTO: JitIsolation = JitIsolation(sys::SDM_ISOLATION_AUTO);
+    /// Every link in the helper.
+    pub const ALWAYS: JitIsolation = JitIsolation(sys::SDM_ISOLATION_ALWAYS);
+    /// Every link in this process (a watchdog bounds the wait, not the link).
+    pub const NEVER: JitIsolation = JitIsolation(sys::SDM_ISOLATION_NEVER);
+}
+
 /// `sdm_runtime_params`, built up. Every default is sdm's (environment variables included).
 pub struct RuntimeBuilder {
     flags: u32,
@@ -316,6 +333,9 @@ pub struct RuntimeBuilder {
     kernel_abi_major: u32,
     signature_policy: SignaturePolicy,
     trusted_keys: Option<Vec<[u8; 32]>>,
+    jit_isolation: JitIsolation,
+    jit_time_limit_ms: u32,
+    jit_memory_limit_bytes: u64,
     invalid: Option<Error>,
 }
 
@@ -396,6 +416,24 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Where links run (default: [`JitIsolation::DEFAULT`]).
+    pub fn jit_isolation(mut self, isolation: JitIsolation) -> Self {
+        self.jit_isolation = isolation;
+        self
+    }
+    /// Every link's wall-clock limit (default: `$SDM_JIT_TIME_LIMIT`, else 120 s): past it an
+    /// isolated link is killed, one in this process abandoned, and the fetch is a [`Status::JIT`].
+    pub fn jit_time_limit(mut self, limit: std::time::Duration) -> Self {
+        self.jit_time_limit_ms = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX).max(1);
+        self
+    }
+    /// An isolated link's address space in bytes, at least 64 MiB (default:
+    /// `$SDM_JIT_MEMORY_LIMIT`, else 8 GiB).
+    pub fn jit_memory_limit(mut self, bytes: u64) -> Self {
+        self.jit_memory_limit_bytes = bytes;
+        self
+    }
+
     /// Creates the runtime. Cheap: the driver loads on first need, and a machine without one
     /// still mounts and lists archives.
     pub fn build(self) -> Result<Runtime> {
@@ -426,6 +464,9 @@ impl RuntimeBuilder {
             signature_policy: self.signature_policy.0,
             trusted_keys,
             trusted_key_count,
+            jit_isolation: self.jit_isolation.0,
+            jit_time_limit_ms: self.jit_time_limit_ms,
+            jit_memory_limit_bytes: self.jit_memory_limit_bytes,
             ..Default::default()
         };
         if let Some(log) = &self.log {
@@ -576,6 +617,9 @@ impl Runtime {
             kernel_abi_major: 0,
             signature_policy: SignaturePolicy::DEFAULT,
             trusted_keys: None,
+            jit_isolation: JitIsolation::DEFAULT,
+            jit_time_limit_ms: 0,
+            jit_memory_limit_bytes: 0,
             invalid: None,
         }
     }
