@@ -502,7 +502,22 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
     if (!std::is_sorted(m.kernels_.begin(), m.kernels_.end(), by_name)) std::sort(m.kernels_.begin(), m.kernels_.end(), by_name);
     for (size_t i = 1; i < m.kernels_.size(); ++i)
         if (m.kernels_[i].name == m.kernels_[i - 1].name) return bad("kernel " + std::string(m.kernels_[i].name) + " is listed twice");
+    // By module too, stably (so by name within a module): a module's kernels in one binary search.
+    m.by_module_.resize(m.kernels_.size());
+    for (size_t i = 0; i < m.kernels_.size(); ++i) m.by_module_[i] = static_cast<uint32_t>(i);
+    std::stable_sort(m.by_module_.begin(), m.by_module_.end(), [&](uint32_t x, uint32_t y) { return m.kernels_[x].module < m.kernels_[y].module; });
     return m;
+}
+
+std::vector<const ManifestIndex::Kernel*> ManifestIndex::of_module(std::string_view module) const {
+    const auto [first, last] = std::equal_range(by_module_.begin(), by_module_.end(), module, [&](const auto& x, const auto& y) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, uint32_t>) return kernels_[x].module < y;
+        else return x < kernels_[y].module;
+    });
+    std::vector<const Kernel*> out;
+    out.reserve(static_cast<size_t>(last - first));
+    for (auto it = first; it != last; ++it) out.push_back(&kernels_[*it]);
+    return out;
 }
 
 const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name) const {

@@ -144,12 +144,16 @@ public:
     size_t size() const noexcept { return kernels_.size(); }
     std::span<const Kernel> kernels() const noexcept { return kernels_; }  // sorted by name
     const Kernel* find(std::string_view name) const;                       // binary search
+    // The kernels of module `module`, sorted by name, found by binary search: what a load of the
+    // module reads of the manifest, never the other modules' records.
+    std::vector<const Kernel*> of_module(std::string_view module) const;
     Result<KernelSpec> spec(const Kernel& kernel) const;                   // `kernel` from kernels()
 
 private:
     uint16_t minor_{0};
     size_t max_name_{0};
     std::vector<Kernel> kernels_;
+    std::vector<uint32_t> by_module_;  // indices into kernels_, sorted by (module, name)
 };
 
 }  // namespace sdm::archive

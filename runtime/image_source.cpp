@@ -55,11 +55,6 @@ namespace {
 
 using archive::Kind;
 
-// Compressed images of at least this many raw bytes are cached decoded; smaller ones are decoded
-// at each load (a cache read's open, checks and, the first time, its write cost more than zstd
-// takes for them).
-constexpr uint64_t kCacheDecodedFrom = 64 * 1024;
-
 class ImageFetch {
 public:
     ImageFetch(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream)
@@ -80,25 +75,15 @@ public:
             return std::move(out_);
         }
         if (selected.path == SelectionPath::cubin || selected.path == SelectionPath::fatbin) {
-            // Compressed. Small images are decoded into memory every time (a prefix base once for
-            // all that reference it: ReferenceMemo); from kCacheDecodedFrom bytes on, the verified
-            // raw image is kept in the cache, since reading it back costs less than decoding it
-            // again (measured on the H200: bench/RESULTS.md, issue 17).
-            const Kind kind = selected.path == SelectionPath::fatbin ? Kind::fatbin : Kind::cubin;
-            const ImageSource built_by = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
-            const auto decode = [&]() -> Result<ByteVector> {
-                auto raw = served_.archive->references->read(archive_, selected.image.index);
-                if (raw) SDM_TRY(from_archive(*raw));
-                return raw;
-            };
-            if (entry_.raw_size < kCacheDecodedFrom) {
-                SDM_TRY_GET(raw, decode());
-                out_.source = built_by;
-                out_.owned = std::move(*raw);
-                return std::move(out_);
-            }
-            SDM_TRY(cached(CacheKeyBuilder().field("raw image").field(archive_.identity(selected.image.index)).key(), kind, built_by, decode,
-                           {"decoding " + image_, 0}));
+            // Compressed: decoded into memory the loaded image owns, at each load (a prefix base
+            // once for all that reference it: ReferenceMemo), and never written to the cache,
+            // which holds JIT outputs only: a decoded copy on disk multiplied an imported library
+            // into a cache many times the archive's size, and reading it back saved less than
+            // zstd costs (bench/RESULTS.md, issue 27).
+            SDM_TRY_GET(raw, served_.archive->references->read(archive_, selected.image.index));
+            SDM_TRY(from_archive(*raw));
+            out_.source = selected.path == SelectionPath::fatbin ? ImageSource::fatbin : ImageSource::archive_cubin;
+            out_.owned = std::move(*raw);
             return std::move(out_);
         }
         SDM_TRY(jit());
@@ -106,15 +91,19 @@ public:
     }
 
 private:
-    Result<void> from_archive(Bytes raw) const {
+    // The checks of the image as the archive holds it; a cubin's entry points are kept for the
+    // load's check of the kernels the manifest lists (the image says what it defines).
+    Result<void> from_archive(Bytes raw) {
         auto info = archive::check_declared_target(entry_.kind, entry_.sm, entry_.variant, raw, image_);
         if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
+        if (info->kind == Kind::cubin) out_.kernels = std::move(info->kernels);
         return {};
     }
 
-    static Result<void> well_formed(Kind kind, Bytes raw, const std::string& what) {
+    Result<void> well_formed(Kind kind, Bytes raw, const std::string& what) {
         auto info = archive::inspect_image(kind, raw);
         if (!info) return make_error(ErrorCode::archive_corrupt, what + ": " + info.error().message + "; it is not loaded");
+        if (info->kind == Kind::cubin) out_.kernels = std::move(info->kernels);
         return {};
     }
 

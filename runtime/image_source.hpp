@@ -1,8 +1,8 @@
 // Where the bytes of a selected image come from (docs/LOADING.md, "Which image" and "When no cubin
 // fits"): a stored cubin straight from the archive's mapping; a compressed cubin or a fatbin
-// decoded into memory, through the cache from 64 KiB on (reading back costs less than decoding);
-// PTX or LTO-IR built by the first JIT backend that may run (jit_backend.hpp), through the cache
-// when the backend's output is cached.
+// decoded into memory (never to the cache: it holds JIT outputs only); PTX or LTO-IR built by the
+// first JIT backend that may run (jit_backend.hpp), through the cache when the backend's output is
+// cached.
 // The driver trusts an image's headers (the real one crashes on an ELF header that points past the
 // image), and so do the backends: every image an archive holds passes the checks `sdm verify` runs
 // before a backend or the driver sees it, and so does every image a backend or the cache hands
@@ -32,6 +32,9 @@ struct LoadableImage {
     Bytes view;                        // a stored cubin, in the archive's mapping
     ByteVector owned;                  // anything else
     CUmodule module{nullptr};          // loaded already (the driver's JIT)
+    // A cubin's entry points, as its checks read them (unset for a fatbin, whose image the driver
+    // chooses, and for what the driver's JIT loaded): what the load checks the manifest against.
+    std::optional<std::vector<std::string>> kernels;
     Bytes bytes() const noexcept { return owned.empty() ? view : Bytes(owned); }
 };
 

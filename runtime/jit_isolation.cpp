@@ -291,7 +291,12 @@ int jit_helper_main() {
     // compiler cannot grow past, and CPU time as a second bound behind the parent's clock.
     const rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SDM_SANITIZED 1  // clang's way of saying it
+#endif
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(SDM_SANITIZED)
     // (A sanitizer build reserves terabytes of shadow address space: there the limit is not set.)
     const rlimit space{memory, memory};
     ::setrlimit(RLIMIT_AS, &space);

@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "platform.hpp"
+
 namespace sdm::runtime {
 
 Result<std::shared_ptr<LoadedLibrary>> LoadedLibrary::load(std::shared_ptr<Driver> driver, const Logger& log, Bytes bytes, ByteVector owned,
@@ -32,32 +34,52 @@ std::shared_ptr<Libraries::Entry> Libraries::entry(const Key& key) {
     std::lock_guard lock(mutex_);
     auto& e = entries_[key];
     if (!e) {
-        // Entries whose library is gone and that nobody holds go as new ones come: the map stays
+        // Entries whose library is gone and that nobody holds go, in one sweep each time the map
+        // has doubled since the last (amortized: no load walks the whole map), so it stays about
         // as large as what is loaded, however many reloads passed. Nobody can take one meanwhile
         // (that needs mutex_); its own mutex, tried, orders this read after the last load's write.
-        for (auto it = entries_.begin(); it != entries_.end();) {
-            bool idle = false;
-            if (it->second && it->second.use_count() == 1) {
-                std::unique_lock entry_lock(it->second->mutex, std::try_to_lock);
-                idle = entry_lock.owns_lock() && it->second->library.expired();
-            }  // unlocked before the erase destroys the mutex
-            it = idle ? entries_.erase(it) : std::next(it);
+        if (entries_.size() > 2 * swept_at_ + 16) {
+            for (auto it = entries_.begin(); it != entries_.end();) {
+                bool idle = false;
+                if (it->second && it->second.use_count() == 1) {
+                    std::unique_lock entry_lock(it->second->mutex, std::try_to_lock);
+                    idle = entry_lock.owns_lock() && it->second->library.expired();
+                }  // unlocked before the erase destroys the mutex
+                it = idle ? entries_.erase(it) : std::next(it);
+            }
+            swept_at_ = entries_.size();
         }
-        e = std::make_shared<Entry>();
+        auto& fresh = entries_[key];  // (the sweep never erases it: it has no entry yet)
+        fresh = std::make_shared<Entry>();
+        return fresh;
     }
     return e;
 }
 
-bool Libraries::available(Driver& driver, const Logger& log) {
+LoadPathChoice choose_load_path(bool libraries, bool follows_current_context, const Logger& log) {
+    if (!libraries) return {LoadPath::module, "the CUDA driver lacks the library entry points: images load as modules of each context (cuModuleLoadData)"};
+    if (const auto forced = platform::env("SDM_LOAD_PATH")) {
+        if (*forced == "module") return {LoadPath::module, "SDM_LOAD_PATH=module: images load as modules of each context (cuModuleLoadData)"};
+        if (*forced == "library") return {LoadPath::library, "SDM_LOAD_PATH=library: images load as libraries shared by every context (cuLibraryLoadData)"};
+        log.warn("SDM_LOAD_PATH='" + *forced + "' is neither module nor library; it is ignored");
+    }
+    if (follows_current_context)
+        return {LoadPath::library, "fetches follow the calling thread's context (contexts come and go): images load once as libraries shared by every "
+                                   "context (cuLibraryLoadData)"};
+    return {LoadPath::module, "one context per device: images load as modules of each device's context (cuModuleLoadData), the driver's cheaper "
+                              "path at scale"};
+}
+
+LoadPath Libraries::path(Driver& driver, const Logger& log, bool follows_current_context) {
     std::call_once(once_, [&] {
-        std::string missing;
+        bool all = true;
         for (EntryPoint e : {EntryPoint::cuLibraryLoadData, EntryPoint::cuLibraryUnload, EntryPoint::cuLibraryGetKernel, EntryPoint::cuKernelGetFunction})
-            if (!driver.resolve(e)) missing += (missing.empty() ? "" : ", ") + std::string(entry_point_name(e));
-        available_ = missing.empty();
-        if (!available_)
-            log.info("the CUDA driver lacks " + missing + ": images load as modules (cuModuleLoadData), once per context, instead of as libraries shared by every context");
+            all = all && driver.resolve(e);
+        const LoadPathChoice choice = choose_load_path(all, follows_current_context, log);
+        path_ = choice.path;
+        log.info(choice.why);
     });
-    return available_;
+    return path_;
 }
 
 }  // namespace sdm::runtime

@@ -1,5 +1,5 @@
-// Context-independent libraries (cuLibraryLoadData, CUDA 12.0): one per distinct image a runtime
-// loads (one archive entry, built for one target), shared by every device and context that selects
+// Context-independent libraries (cuLibraryLoadData, CUDA 12.0), on the library path (LoadPath
+// below): one per distinct image a runtime loads (one archive entry, built for one target), shared by every device and context that selects
 // it; the driver loads it into a context on first use (cuKernelGetFunction). The library owns or
 // pins the bytes it was given and tells the driver so (CU_LIBRARY_BINARY_IS_PRESERVED): a stored
 // cubin is read in place from the archive's mapping, anything decoded or built is kept here
@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "bytes.hpp"
 #include "driver.hpp"
@@ -39,9 +40,11 @@ public:
 
     CUlibrary handle() const noexcept { return library_; }
     const std::string& what() const noexcept { return what_; }
-    // Where its bytes came from, and the cache entry they did (for the handles and an eviction).
+    // Where its bytes came from, and the cache entry they did (for the handles and an eviction);
+    // the entry points its image defines, when its checks read them.
     ImageSource source{ImageSource::archive_cubin};
     std::optional<Hash128> cache_key;
+    std::optional<std::vector<std::string>> kernels;
 
 private:
     LoadedLibrary(std::shared_ptr<Driver> driver, const Logger& log) : driver_(std::move(driver)), log_(log) {}
@@ -52,6 +55,21 @@ private:
     std::shared_ptr<const MountedArchive> pin_;
     std::string what_;
 };
+
+// How a runtime hands images to the driver. The module path (cuModuleLoadData in each context)
+// costs less than the library path at scale (on the H200, 348 modules loaded EAGER: 1,238 ms
+// against 1,478 ms; bench/RESULTS.md), and a runtime with one context per device loads each image
+// once per device either way; the library path loads an image once for however many contexts
+// come and go, which is what a runtime following the calling thread's context meets.
+enum class LoadPath : uint8_t { module, library };
+struct LoadPathChoice {
+    LoadPath path{LoadPath::module};
+    std::string why;  // "one context per device: ...", for the log and sdm info
+};
+// The choice for a runtime: $SDM_LOAD_PATH (module, library) when set, else the library path when
+// fetches follow the calling thread's context, else the module path; the module path always when
+// the driver lacks the library entry points (`libraries`: whether it has them).
+LoadPathChoice choose_load_path(bool libraries, bool follows_current_context, const Logger& log);
 
 // The libraries a runtime loaded, by image: (archive, module, entry index, JIT target SM and variant;
 // 0 for an image loaded as it is stored).
@@ -64,14 +82,15 @@ public:
     };
     // The entry of `key`, made on first use; lock its mutex, then read or fill its library.
     std::shared_ptr<Entry> entry(const Key& key);
-    // Whether the driver has the library entry points (asked once; the answer is logged once).
-    bool available(Driver& driver, const Logger& log);
+    // The runtime's load path (choose_load_path, asked once; the choice is logged once).
+    LoadPath path(Driver& driver, const Logger& log, bool follows_current_context);
 
 private:
     std::mutex mutex_;
     std::map<Key, std::shared_ptr<Entry>> entries_;
+    size_t swept_at_{0};  // entries_.size() after the last sweep of idle entries
     std::once_flag once_;
-    bool available_{false};
+    LoadPath path_{LoadPath::module};
 };
 
 }  // namespace sdm::runtime

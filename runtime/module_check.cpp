@@ -5,49 +5,42 @@
 
 namespace sdm::runtime {
 
-Result<ResolvedKernels> resolve_kernels(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot, int32_t ordinal,
-                                        ImageSource source) {
+Result<std::unique_ptr<KernelHandle>> resolve_kernel(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
+                                                     int32_t ordinal, ImageSource source, const archive::ManifestIndex::Kernel& listed) {
     const archive::Archive& a = served.archive->archive;
     const Selection& selected = served.selection;
     const auto& entry = a.entries()[selected.image.index];
-    ResolvedKernels out;
-    const archive::ManifestIndex& manifest = *served.archive->manifest;
-    for (const auto& listed : manifest.kernels()) {
-        if (listed.module != served.module) continue;
-        SDM_TRY_GET(decoded, manifest.spec(listed));
-        const archive::KernelSpec& spec = *decoded;
-        CUfunction function = nullptr;
-        if (code.library != nullptr) {
-            SDM_TRY_GET(get_kernel, driver.resolve(EntryPoint::cuLibraryGetKernel));
-            CUkernel kernel = nullptr;
-            const CUresult rc = reinterpret_cast<decltype(&::cuLibraryGetKernel)>(*get_kernel)(&kernel, code.library, spec.name.c_str());
-            if (rc == CUDA_ERROR_NOT_FOUND) {
-                out.missing += (out.missing.empty() ? "" : ", ") + spec.name;
-                continue;
-            }
-            if (rc != CUDA_SUCCESS) return driver.error(rc, EntryPoint::cuLibraryGetKernel, "resolving kernel " + spec.name);
-            SDM_TRY(SDM_DRIVER_CALL(driver, cuKernelGetFunction, "loading kernel " + spec.name + " into the context of " + served.device, &function, kernel));
-        } else if (!SDM_DRIVER_CALL(driver, cuModuleGetFunction, "resolving kernel " + spec.name, &function, code.module, spec.name.c_str())) {
-            out.missing += (out.missing.empty() ? "" : ", ") + spec.name;
-            continue;
-        }
-        auto h = std::make_unique<KernelHandle>();
-        h->slot = &slot;
-        h->name = spec.name;
-        h->module = served.module;
-        h->archive = a.label();
-        h->signature = archive::signature_text(spec.signature);
-        h->ordinal = ordinal;
-        h->function = function;
-        h->image_kind = entry.kind;
-        h->image_sm = entry.sm;
-        h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
-        h->source = source;
-        SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
-        h->launcher = std::make_unique<Launcher>(runtime, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
-        out.handles.push_back(std::move(h));
+    SDM_TRY_GET(decoded, served.archive->manifest->spec(listed));
+    const archive::KernelSpec& spec = *decoded;
+    CUfunction function = nullptr;
+    if (code.library != nullptr) {
+        SDM_TRY_GET(get_kernel, driver.resolve(EntryPoint::cuLibraryGetKernel));
+        CUkernel kernel = nullptr;
+        const CUresult rc = reinterpret_cast<decltype(&::cuLibraryGetKernel)>(*get_kernel)(&kernel, code.library, spec.name.c_str());
+        if (rc == CUDA_ERROR_NOT_FOUND) return std::unique_ptr<KernelHandle>();
+        if (rc != CUDA_SUCCESS) return driver.error(rc, EntryPoint::cuLibraryGetKernel, "resolving kernel " + spec.name);
+        SDM_TRY(SDM_DRIVER_CALL(driver, cuKernelGetFunction, "loading kernel " + spec.name + " into the context of " + served.device, &function, kernel));
+    } else {
+        SDM_TRY_GET(get_function, driver.resolve(EntryPoint::cuModuleGetFunction));
+        const CUresult rc = reinterpret_cast<decltype(&::cuModuleGetFunction)>(*get_function)(&function, code.module, spec.name.c_str());
+        if (rc == CUDA_ERROR_NOT_FOUND) return std::unique_ptr<KernelHandle>();
+        if (rc != CUDA_SUCCESS) return driver.error(rc, EntryPoint::cuModuleGetFunction, "resolving kernel " + spec.name);
     }
-    return out;
+    auto h = std::make_unique<KernelHandle>();
+    h->slot = &slot;
+    h->name = spec.name;
+    h->module = served.module;
+    h->archive = a.label();
+    h->signature = archive::signature_text(spec.signature);
+    h->ordinal = ordinal;
+    h->function = function;
+    h->image_kind = entry.kind;
+    h->image_sm = entry.sm;
+    h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
+    h->source = source;
+    SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
+    h->launcher = std::make_unique<Launcher>(runtime, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
+    return h;
 }
 
 Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal) {

@@ -53,6 +53,7 @@ Modules::~Modules() {
         }
         auto r = SDM_DRIVER_CALL(scope->driver(), cuModuleUnload, "unloading module " + std::get<2>(s.key), s.module);
         if (!r) runtime_.log().error(r.error().message);
+        else runtime_.log().debug("unloaded module " + std::get<2>(s.key));
     }
 }
 
@@ -150,7 +151,7 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
     // go, so that a host reloading every frame does not grow without bound.
     unloaded_.push_back(s);
     if (unloaded_.size() > kUnloadedKept) unloaded_.pop_front();
-    for (auto it = served_.begin(); it != served_.end();) it = it->second.second == s ? served_.erase(it) : std::next(it);
+    for (auto it = served_.begin(); it != served_.end();) it = it->second.slot == s ? served_.erase(it) : std::next(it);
     const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == std::get<1>(s->key); });
     if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per loaded slot
     drain_locked(false);
@@ -210,15 +211,12 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     }
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
-        const auto it = served_.find(std::tuple<int32_t, CUcontext, uint64_t, std::string_view>(ordinal, context, context_id, name));
-        if (it != served_.end() && it->second.first == generation && !it->second.second->retired) {
-            const auto k = it->second.second->kernels.find(name);
-            if (k != it->second.second->kernels.end()) {
-                const KernelHandle& handle = *k->second;
-                if (expected) SDM_TRY(check_signature(handle.name, handle.archive, handle.signature, *expected));  // before the reference
-                ++it->second.second->references;
-                return &handle;
-            }
+        const auto it = served_.find(std::tuple<int32_t, CUcontext, std::string_view>(ordinal, context, name));
+        if (it != served_.end() && it->second.generation == generation && it->second.context_id == context_id && !it->second.slot->retired) {
+            const KernelHandle& handle = *it->second.handle;
+            if (expected) SDM_TRY(check_signature(handle.name, handle.archive, handle.signature, *expected));  // before the reference
+            ++it->second.slot->references;
+            return &handle;
         }
     }
     for (;;) {
@@ -229,26 +227,57 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
         auto s = slot({ordinal, serve->archive.get(), serve->module, context, context_id});
         std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
-        if (!s->loaded) SDM_TRY(load(*s, ordinal, *serve, stream));
-        const auto it = s->kernels.find(name);
-        if (it == s->kernels.end()) return make_error(ErrorCode::internal, "kernel " + name + " vanished from its loaded module " + serve->module);
+        KernelHandle* handle = nullptr;
+        bool pinned = false;  // a reference taken before resolving in a loaded slot
+        if (!s->loaded) {
+            // Not registered yet, so nothing unloads it meanwhile.
+            SDM_TRY(load(*s, ordinal, *serve, stream, name));
+            handle = s->kernels.begin()->second.get();  // the one load resolved
+        } else {
+            {  // A registered slot may be retired and unloaded by a reload: pinned by a reference
+               // while this kernel is resolved in it (the driver is asked for its function).
+                std::lock_guard registry(mutex_);
+                if (s->unloaded.load(std::memory_order_acquire)) continue;
+                ++s->references;
+                pinned = true;
+            }
+            auto resolved = resolve(*s, ordinal, *serve, name);  // this kernel only, on its first fetch
+            if (!resolved) {
+                std::lock_guard registry(mutex_);
+                if (--s->references == 0 && s->retired && s->registered && !s->unloaded.load(std::memory_order_acquire)) unload_locked(s);
+                return std::move(resolved).error();
+            }
+            handle = *resolved;
+        }
         std::lock_guard registry(mutex_);
         // Replaced while this call loaded it? Then it registers retired. (Checked under mutex_: a
         // reload replaces the archive first, then retires the registered slots under mutex_.)
         const auto mounted = runtime_.archives();
         const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a == serve->archive; });
         // A reload may have unloaded it between the load and here (retired, with no reference
-        // yet): serve again, from what is mounted now.
+        // yet): serve again, from what is mounted now. (A pinned slot was not unloaded.)
         if (s->unloaded.load(std::memory_order_acquire)) continue;
-        if (std::find(load_order_.begin(), load_order_.end(), s) == load_order_.end()) {
+        if (!s->registered) {
+            s->registered = true;
             load_order_.push_back(s);
             pinned_.push_back(serve->archive);
         }
         if (!current) s->retired = true;
-        ++s->references;  // retired or not: the reference keeps it loaded until released
-        if (!s->retired) served_[std::tuple(ordinal, context, context_id, name)] = {generation, s};
-        return it->second.get();
+        if (!pinned) ++s->references;  // retired or not: the reference keeps it loaded until released
+        if (!s->retired) served_[std::tuple(ordinal, context, name)] = {generation, context_id, s, handle};
+        return handle;
     }
+}
+
+Result<void> Modules::load_all(int32_t ordinal, const std::string& name, CUcontext context) {
+    SDM_TRY_GET(first, kernel(ordinal, name, nullptr, std::nullopt, context));
+    Slot& s = *(*first)->slot;
+    const auto release_first = gsl::finally([&]() noexcept { (void)release(**first); });  // preload keeps no reference
+    SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));
+    if (serve->archive.get() != std::get<1>(s.key)) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
+    std::lock_guard lock(s.mutex);
+    for (const auto* listed : serve->archive->manifest->of_module(serve->module)) SDM_TRY(resolve(s, ordinal, *serve, std::string(listed->name)));
+    return {};
 }
 
 namespace {
@@ -273,12 +302,13 @@ private:
 };
 
 // What a load hands out the kernels' handles from: a library (shared, or loaded now), or a module
-// of the current context.
+// of the current context; and the entry points its image defines, when its checks read them.
 struct Code {
     CUmodule module{nullptr};
     std::shared_ptr<LoadedLibrary> library;
     ImageSource source{ImageSource::archive_cubin};
     std::optional<Hash128> cache_key;
+    std::optional<std::vector<std::string>> kernels;
 };
 
 Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
@@ -287,13 +317,13 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
     const bool jit = served.selection.path == SelectionPath::jit;
     std::shared_ptr<Libraries::Entry> entry;
     std::unique_lock<std::mutex> entry_lock;  // one load per image, whichever device or context asks first
-    if (libraries.available(driver, runtime.log())) {
+    if (libraries.path(driver, runtime.log(), runtime.follows_current_context()) == LoadPath::library) {
         entry = libraries.entry({served.archive.get(), served.module, served.selection.image.index, jit ? served.selection.target_sm : uint16_t{0},
                                  jit ? served.selection.target_variant : archive::Variant::base});
         entry_lock = std::unique_lock(entry->mutex);
         if (auto shared = entry->library.lock()) {
             trace.mark("library (loaded before)");
-            return Code{nullptr, shared, shared->source, shared->cache_key};
+            return Code{nullptr, shared, shared->source, shared->cache_key, shared->kernels};
         }
     }
     SDM_TRY_GET(bytes, load_image_bytes(runtime, driver, served, stream));
@@ -301,7 +331,7 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
     const auto evict = [&] {
         if (bytes->source == ImageSource::cache) runtime.cache()->evict(*bytes->cache_key);
     };
-    if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key};  // the driver's JIT loaded it
+    if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key, std::nullopt};  // the driver's JIT loaded it
     if (entry) {
         SDM_TRY_GET(shared_driver, runtime.driver());
         auto library = LoadedLibrary::load(*shared_driver, runtime.log(), bytes->view, std::move(bytes->owned), served.archive, image);
@@ -311,22 +341,24 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
         }
         (*library)->source = bytes->source;
         (*library)->cache_key = bytes->cache_key;
+        (*library)->kernels = bytes->kernels;
         entry->library = *library;
         trace.mark("cuLibraryLoadData");
-        return Code{nullptr, *library, bytes->source, bytes->cache_key};
+        return Code{nullptr, *library, bytes->source, bytes->cache_key, std::move(bytes->kernels)};
     }
+    // The module path: the driver copies the image, so bytes decoded for it go when it returns.
     CUmodule module = nullptr;
     if (auto loaded = SDM_DRIVER_CALL(driver, cuModuleLoadData, "loading " + image + " on " + served.device, &module, bytes->bytes().data()); !loaded) {
         evict();
         return std::move(loaded).error();
     }
     trace.mark("cuModuleLoadData");
-    return Code{module, nullptr, bytes->source, bytes->cache_key};
+    return Code{module, nullptr, bytes->source, bytes->cache_key, std::move(bytes->kernels)};
 }
 
 }  // namespace
 
-Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream) {
+Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name) {
     PhaseTrace trace(runtime_.log().enabled(LogLevel::debug));
     const std::string& module = served.module;
     const archive::Archive& a = served.archive->archive;
@@ -347,33 +379,64 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
         } catch (...) {  // no memory for the message: the module stays loaded until the context goes
         }
     });
-    SDM_TRY_GET(resolved, resolve_kernels(runtime_, driver, LoadedCode{cu_module, code->library ? code->library->handle() : nullptr, scope->context()},
-                                          served, slot, ordinal, code->source));
-    if (!resolved->missing.empty()) {
-        std::string evicted;
+    const auto evicted = [&]() -> std::string {
         Cache* cache = runtime_.cache();
-        if (cache != nullptr && code->cache_key && code->source != ImageSource::archive_cubin && code->source != ImageSource::fatbin) {
-            cache->evict(*code->cache_key);
-            evicted = "; its cache entry was removed";
-        }
-        return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + served.device +
-                                                    ") lacks kernel(s) " + resolved->missing + " that the manifest lists" + evicted +
-                                                    ". Rebuild the archive so its images define them");
+        if (cache == nullptr || !code->cache_key || code->source == ImageSource::archive_cubin || code->source == ImageSource::fatbin) return {};
+        cache->evict(*code->cache_key);
+        return "; its cache entry was removed";
+    };
+    // Every kernel the manifest lists for the module (its records alone, found by module), against
+    // the entry points the image defines, as its checks read them: a module that lacks one is
+    // refused whole, as the seed refuses it, without resolving any kernel into the context.
+    const auto listed = served.archive->manifest->of_module(module);
+    if (code->kernels) {
+        std::string missing;
+        for (const auto* k : listed)
+            if (!std::binary_search(code->kernels->begin(), code->kernels->end(), k->name)) missing += (missing.empty() ? "" : ", ") + std::string(k->name);
+        if (!missing.empty())
+            return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + served.device +
+                                                        ") lacks kernel(s) " + missing + " that the manifest lists" + evicted() +
+                                                        ". Rebuild the archive so its images define them");
     }
-    trace.mark("functions");
-    if (!resolved->handles.empty()) SDM_TRY(validate_module(runtime_, driver, served, *resolved->handles.front(), ordinal));
+    trace.mark((std::to_string(listed.size()) + " kernels listed").c_str());
+    const LoadedCode loaded{cu_module, code->library ? code->library->handle() : nullptr, scope->context()};
+    const auto* wanted = served.archive->manifest->find(name);
+    if (wanted == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest that served it");
+    SDM_TRY_GET(handle, resolve_kernel(runtime_, driver, loaded, served, slot, ordinal, code->source, *wanted));
+    if (!*handle)
+        return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + served.device +
+                                                    ") lacks kernel " + name + " that the manifest lists" + evicted() +
+                                                    ". Rebuild the archive so its images define it");
+    trace.mark("function");
+    SDM_TRY(validate_module(runtime_, driver, served, **handle, ordinal));
     trace.mark("validate");
     decltype(slot.kernels) kernels;  // filled aside: a throw here leaves the slot as it was
-    for (auto& h : resolved->handles) kernels.emplace(h->name, std::move(h));
+    kernels.emplace(name, std::move(*handle));
     slot.kernels = std::move(kernels);
     slot.module = cu_module;
     slot.library = std::move(code->library);
     slot.context = scope->context();
+    slot.source = code->source;
+    slot.cache_key = code->cache_key;
     slot.loaded = true;
     kept = true;
     runtime_.log().info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
     if (!trace.text().empty()) runtime_.log().debug("load of module " + module + ": " + trace.text());
     return {};
+}
+
+Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name) {
+    if (const auto it = slot.kernels.find(name); it != slot.kernels.end()) return it->second.get();
+    const auto* listed = served.archive->manifest->find(name);
+    if (listed == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest that served it");
+    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, slot.context));
+    const LoadedCode loaded{slot.module, slot.library ? slot.library->handle() : nullptr, slot.context};
+    SDM_TRY_GET(handle, resolve_kernel(runtime_, scope->driver(), loaded, served, slot, ordinal, slot.source, *listed));
+    if (!*handle)  // an image whose entry points its checks could not read (a fatbin: the driver chose the image)
+        return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
+                                                    served.device + ") lacks kernel " + name +
+                                                    " that the manifest lists. Rebuild the archive so its images define it");
+    return slot.kernels.emplace(name, std::move(*handle)).first->second.get();
 }
 
 }  // namespace sdm::runtime

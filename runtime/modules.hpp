@@ -17,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -66,7 +67,13 @@ struct ModuleSlot {
     CUmodule module{nullptr};                // the module path (no library entry points, the driver's JIT)
     std::shared_ptr<LoadedLibrary> library;  // or the library it uses, shared with other contexts
     CUcontext context{nullptr};
+    // The kernels resolved so far, each at its first fetch (or all of them by preload): a load
+    // checks that the image defines every kernel the manifest lists for the module, and resolves
+    // only the one asked for. Guarded by `mutex`.
     std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels;
+    ImageSource source{ImageSource::archive_cubin};  // where the image's bytes came from
+    std::optional<Hash128> cache_key;                 // the cache entry they came from, if any
+    bool registered{false};  // in load_order_ (guarded by the registry's mutex)
     // Guarded by the registry's mutex:
     int64_t references{0};  // kernel() successes not yet released
     bool retired{false};    // its archive was replaced by a reload
@@ -88,6 +95,9 @@ public:
     // success takes a reference on the kernel's module, which release() drops; a failure takes none.
     Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream,
                                        std::optional<std::string_view> expected = std::nullopt, CUcontext context = nullptr);
+    // What sdm_preload does for one module: kernel(), then every other kernel the manifest lists
+    // for its module resolved too (eager), and the reference released.
+    Result<void> load_all(int32_t ordinal, const std::string& name, CUcontext context);
     // Drops a reference kernel() took. A module of a replaced (reloaded) archive is unloaded when
     // its last reference goes; a current one stays loaded until the runtime is destroyed.
     Result<void> release(const KernelHandle& kernel);
@@ -104,16 +114,39 @@ private:
 
     std::shared_ptr<Slot> slot(const Key& key);
     void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
-    Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream);
+    // Loads the image and checks it, with `name` resolved (a module's image policy is read through
+    // its first kernel). With the slot's mutex held.
+    Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
+    // Kernel `name` of the loaded `slot`, resolved on its first call. With the slot's mutex held.
+    Result<KernelHandle*> resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name);
+
 
     Runtime& runtime_;
     std::mutex mutex_;
     std::map<Key, std::shared_ptr<Slot>> slots_;
     std::vector<std::shared_ptr<Slot>> load_order_;
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
-    // (ordinal, context and its id as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
+    // What served a kernel: the slot, for the context of that id, while the mounts are those of
+    // `generation` (another id at the context's address is another context: a miss).
+    struct Served {
+        uint64_t generation{0};
+        uint64_t context_id{0};
+        std::shared_ptr<Slot> slot;
+        const KernelHandle* handle{nullptr};  // the slot's, for this kernel: read without the slot's lock
+    };
+    // (ordinal, context as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
     // those of `generation`.
-    std::map<std::tuple<int32_t, CUcontext, uint64_t, std::string>, std::pair<uint64_t, std::shared_ptr<Slot>>, std::less<>> served_;
+    // Found by a string_view of the name, without a copy: the comparison views both sides (the
+    // heterogeneous tuple comparison of std::less<> does not compile with every standard library).
+    struct ServedOrder {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            return std::tuple(std::get<0>(a), std::get<1>(a), std::string_view(std::get<2>(a))) <
+                   std::tuple(std::get<0>(b), std::get<1>(b), std::string_view(std::get<2>(b)));
+        }
+    };
+    std::map<std::tuple<int32_t, CUcontext, std::string>, Served, ServedOrder> served_;
     Libraries libraries_;
     // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
     // is reported as dead rather than read from freed memory; older ones are freed.

@@ -53,9 +53,8 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
     const auto worker = [&]() noexcept {
         for (size_t i = next++; i < work.size(); i = next++) {
             try {
-                auto k = runtime.modules().kernel(ordinal, work[i], nullptr, std::nullopt, context);
-                if (k) (void)runtime.modules().release(**k);  // loaded is all preload wants: it keeps no reference
-                else record(work[i], std::move(k).error());
+                // Eager: the module loaded, and every kernel it lists resolved (a fetch resolves one).
+                if (auto loaded = runtime.modules().load_all(ordinal, work[i], context); !loaded) record(work[i], std::move(loaded).error());
             } catch (const std::bad_alloc&) {
                 record(work[i], make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
             } catch (const std::exception& e) {

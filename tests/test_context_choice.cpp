@@ -93,7 +93,7 @@ TEST_CASE("device_contexts: each device works in the host's context for it, chec
         REQUIRE(fetch(rt.get(), 0, &k0) == SDM_OK);
         REQUIRE(fetch(rt.get(), 1, &k1) == SDM_OK);
         CHECK(fake_calls("@contexts") == host_retains);  // no primary context retained by sdm
-        CHECK(fake_calls("@libraries") == 1);  // one image, loaded into both contexts
+        CHECK(fake_calls("@modules") == 2);  // one image, a module of each device's context (the module path)
         CHECK(launch_scale(k0) == SDM_OK);
         CHECK(launch_scale(k1) == SDM_OK);
         REQUIRE(fetch(rt.get(), 2, &k2) == SDM_OK);

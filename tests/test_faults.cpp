@@ -10,6 +10,8 @@
 // UBSan (LSan) in ./run.sh test's sanitizer stage.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -41,6 +43,9 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         fake_reset();  // what an earlier round's failed teardown left behind goes
         const std::string_view name(entry);
         const bool follows_current = name == "cuCtxGetCurrent" || name == "cuCtxGetDevice" || name == "cuCtxGetId";
+        // The library entry points are the library path's (runtime/library.hpp, LoadPath).
+        if (name.starts_with("cuLibrary") || name == "cuKernelGetFunction") setenv("SDM_LOAD_PATH", "library", 1);
+        else unsetenv("SDM_LOAD_PATH");
         if (name == "cuModuleLoadData") fake_configure({.devices = {kH200}, .missing = {"cuLibraryLoadData"}});
         else fake({kH200});
         if (follows_current) (void)fake_host_context(0, true);  // the host's context, current on this thread
@@ -126,4 +131,5 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         if (follows_current) fake_pop_context();
         if (!teardown_entry && !retire_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
     }
+    unsetenv("SDM_LOAD_PATH");
 }

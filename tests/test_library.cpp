@@ -1,10 +1,12 @@
-// Images as context-independent libraries (runtime/library.hpp), on the fake driver: one
+// Images as context-independent libraries (runtime/library.hpp), on the fake driver, on the library
+// path (meson runs this test with SDM_LOAD_PATH=library; the default choice is tested last): one
 // cuLibraryLoadData per image however many devices select it, a function per context, the bytes
 // handed over preserved (the fake reads them again at each context's load: under ASan a freed
 // buffer would show), unloaded with the last module using it (a reload's old library included),
 // and cuModule* per context on a driver without the library entry points, said once at info.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -79,7 +81,7 @@ TEST_CASE("a driver without the library entry points loads modules per context, 
     CHECK(function_of(on0) != function_of(on1));
     CHECK(fake_calls("cuModuleLoadData") == 2);
     CHECK(fake_calls("@libraries") == 0);
-    CHECK(count_containing(log, "lacks cuLibraryLoadData: images load as modules (cuModuleLoadData)") == 1);
+    CHECK(count_containing(log, "the CUDA driver lacks the library entry points: images load as modules of each context (cuModuleLoadData)") == 1);
     CHECK(count_containing(log, "(as a module of its context)") == 2);
     rt.reset();
     CHECK(fake_calls("@modules") == 0);
@@ -134,4 +136,39 @@ TEST_CASE("10,000 reloads with a kernel held across each: libraries and modules 
     const uint64_t rss_end = resident_bytes();
     INFO("resident after 1,000 reloads " << rss_warm << " B, after 10,000 " << rss_end << " B");
     if (!kSanitized) CHECK(rss_end < rss_warm + (8u << 20));
+}
+
+TEST_CASE("the load path a runtime takes: modules with one context per device, libraries when fetches follow the thread's context", "[library][path]") {
+    const std::string forced = std::getenv("SDM_LOAD_PATH") != nullptr ? std::getenv("SDM_LOAD_PATH") : "";
+    unsetenv("SDM_LOAD_PATH");
+    fake({kH200});
+    for (const bool current : {false, true}) {
+        INFO((current ? "SDM_RUNTIME_CURRENT_CONTEXT" : "primary contexts"));
+        fake_reset();
+        TempDir dir;
+        std::vector<std::string> log;
+        if (current) (void)fake_host_context(0, true);
+        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log, current ? SDM_RUNTIME_CURRENT_CONTEXT : 0);
+        mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
+        kernel_of(rt.get(), "scale", 0);
+        CHECK(fake_calls("cuModuleLoadData") == (current ? 0 : 1));
+        CHECK(fake_calls("cuLibraryLoadData") == (current ? 1 : 0));
+        CHECK(count_containing(log, current ? "images load once as libraries shared by every context" : "one context per device: images load as modules") == 1);
+        rt.reset();
+        if (current) fake_pop_context();
+    }
+    // The environment's choice, for measuring one against the other.
+    setenv("SDM_LOAD_PATH", "library", 1);
+    {
+        fake_reset();
+        TempDir dir;
+        std::vector<std::string> log;
+        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+        mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
+        kernel_of(rt.get(), "scale", 0);
+        CHECK(fake_calls("cuLibraryLoadData") == 1);
+        CHECK(count_containing(log, "SDM_LOAD_PATH=library") == 1);
+    }
+    if (forced.empty()) unsetenv("SDM_LOAD_PATH");
+    else setenv("SDM_LOAD_PATH", forced.c_str(), 1);
 }

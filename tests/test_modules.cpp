@@ -43,15 +43,85 @@ TEST_CASE_METHOD(FakeRuntime, "cubins: the best one for the device, small compre
     CHECK(stats_of(rt.get()).misses == 0);
 }
 
-TEST_CASE_METHOD(FakeRuntime, "a compressed cubin of 64 KiB or more is kept decoded in the cache: a warm start reads it back", "[modules][cache]") {
-    // tests/data/chains.sm_90.cubin: 320 KiB of real nvcc output.
+TEST_CASE_METHOD(FakeRuntime, "a compressed cubin is decoded into memory, never into the cache: a first run writes nothing", "[modules][cache]") {
+    // tests/data/chains.sm_90.cubin: 320 KiB of real nvcc output, zstd in the archive. The cache
+    // holds JIT outputs only: a decoded copy on disk multiplied an imported library many times over.
     mount(rt.get(), make_archive("chains", {"chains.sm_90.cubin=sm_90"}, {"chain1", "chain2"}, 1, Matrix::none), "chains.sdma");
     CHECK(info_of(rt.get(), 0, "chain1").source == 1);  // decoded from the archive
-    CHECK(stats_of(rt.get()).bytes_written > 320000);
+    CHECK(stats_of(rt.get()).bytes_written == 0);
+    CHECK(stats_of(rt.get()).misses == 0);  // the cache was not even asked
     restart();
     mount(rt.get(), make_archive("chains", {"chains.sm_90.cubin=sm_90"}, {"chain1", "chain2"}, 1, Matrix::none), "chains.sdma");
-    CHECK(info_of(rt.get(), 0, "chain2").source == 2);  // read back from the cache, not decoded
-    CHECK(stats_of(rt.get()).hits == 1);
+    CHECK(info_of(rt.get(), 0, "chain2").source == 1);  // decoded again: nothing was cached
+    CHECK(stats_of(rt.get()).bytes_written == 0);
+}
+
+TEST_CASE_METHOD(FakeRuntime, "a fetch resolves the kernel it asks for, not every kernel of its module; preload resolves them all", "[modules][lazy]") {
+    // One module of two kernels: the first fetch loads it and asks the driver for one function,
+    // the second for the other; the image's own entry points said both are there.
+    mount(rt.get(), make_archive("kernels", {"sm_90"}, {"axpy", "scale"}), "k.sdma");
+    info_of(rt.get(), 0, "scale");
+    CHECK(fake_image_loads() == 1);
+    CHECK(fake_calls("cuModuleGetFunction") == 1);
+    info_of(rt.get(), 0, "axpy");
+    CHECK(fake_image_loads() == 1);
+    CHECK(fake_calls("cuModuleGetFunction") == 2);
+    info_of(rt.get(), 0, "scale");  // served before: no driver call
+    CHECK(fake_calls("cuModuleGetFunction") == 2);
+    // sdm_preload is eager: a fresh runtime's preload resolves both.
+    restart();
+    mount(rt.get(), make_archive("kernels", {"sm_90"}, {"axpy", "scale"}), "k.sdma");
+    REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
+    CHECK(fake_calls("cuModuleGetFunction") == 2);  // (the counters start again at the new runtime's cuInit)
+    // A kernel the manifest lists and the image lacks: the module is refused at its load, naming
+    // it, from the image's entry points, before any function is asked for.
+    restart();
+    mount(rt.get(), make_archive("kernels", {"sm_90"}, {"axpy", "scale", "absent"}), "absent.sdma");
+    std::string message;
+    info_of(rt.get(), 0, "scale", SDM_ERROR_NOT_FOUND, &message);
+    CHECK_THAT(message, Catch::Contains("lacks kernel(s) absent that the manifest lists"));
+    CHECK(fake_calls("cuModuleGetFunction") == 0);
+    CHECK(fake_calls("@modules") == 0);  // unloaded again
+}
+
+TEST_CASE("a module load reads its own kernels' manifest records, found by module, not the other modules'", "[modules][lazy]") {
+    // Module "one" of two kernels beside module "many" of 20,000: the load of "one" reads two
+    // records (its log says how many), and resolves the one kernel asked for.
+    archive::ArchiveWriter writer;
+    REQUIRE(writer.add({"one", archive::Kind::cubin, 90, archive::Variant::base, test::data_file("kernels.sm_90.cubin")}));
+    REQUIRE(writer.add({"many", archive::Kind::cubin, 90, archive::Variant::base, test::data_file("templates.sm_90.cubin")}));
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    m.kernels.push_back({"scale", "one", {archive::ParamType::ptr}, {}, {}});
+    m.kernels.push_back({"axpy", "one", {archive::ParamType::ptr}, {}, {}});
+    for (size_t i = 0; i < 20000; ++i) m.kernels.push_back({"k" + std::to_string(i), "many", {archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    const ByteVector bytes = writer.finish().value();
+    FakeRuntime f({.log = true});
+    mount(f.rt.get(), bytes, "a.sdma");
+    info_of(f.rt.get(), 0, "scale");
+    CHECK(count_containing(f.log, "load of module one: ") == 1);
+    CHECK(count_containing(f.log, "2 kernels listed") == 1);
+    CHECK(fake_calls("cuModuleGetFunction") == 1);
+}
+
+TEST_CASE("ManifestIndex::of_module: a module's kernels by binary search, sorted by name", "[modules][lazy][manifest]") {
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    for (const auto& [name, module] : std::vector<std::pair<std::string, std::string>>{{"z", "b"}, {"a", "b"}, {"m", "a"}, {"c", "c"}, {"b", "b"}})
+        m.kernels.push_back({name, module, {archive::ParamType::ptr}, {}, {}});
+    const ByteVector encoded = archive::encode_manifest(m).value();
+    const auto index = archive::ManifestIndex::build(encoded).value();
+    const auto names = [&](std::string_view module) {
+        std::vector<std::string> out;
+        for (const auto* k : index.of_module(module)) out.emplace_back(k->name);
+        return out;
+    };
+    CHECK(names("b") == std::vector<std::string>{"a", "b", "z"});
+    CHECK(names("a") == std::vector<std::string>{"m"});
+    CHECK(names("c") == std::vector<std::string>{"c"});
+    CHECK(names("d").empty());
+    CHECK(names("").empty());
 }
 
 TEST_CASE("16 threads asking at once cause one load; each device gets its own module", "[modules][concurrency]") {
@@ -291,7 +361,7 @@ TEST_CASE("a device outside the matrix gets no module of an archive that follows
 }
 
 TEST_CASE_METHOD(FakeRuntime, "an exception inside a load, in preload's workers, is the call's error; nothing stays loaded", "[modules][preload]") {
-    fake_throw("cuKernelGetFunction", 1);  // read at the runtime's cuInit (its first driver call, below)
+    fake_throw("cuModuleGetFunction", 1);  // read at the runtime's cuInit (its first driver call, below)
     mount(rt.get(), make_archive("one", {"sm_90"}), "one.sdma");
     mount(rt.get(), make_archive("two", {"sm_90"}, {"axpy"}), "two.sdma");
     sdm_error* e = nullptr;

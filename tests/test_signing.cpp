@@ -702,3 +702,43 @@ TEST_CASE("sdm jit --sign signs only what verified: an input edited after signin
         CHECK_FALSE(std::filesystem::exists(out));
     }
 }
+
+TEST_CASE("a reload under require admits before it decodes: an unsigned bomb renamed over a signed archive costs its metadata", "[signing][reload][cost]") {
+    if (!crypto::available()) return;  // (require needs signing)
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key();
+    const std::string file = dir.path + "/k.sdma";
+    // 256 MiB of raw bytes in a few KB of zstd, unsigned: verifying it decodes all of it.
+    archive::WriterOptions quick;
+    quick.level = 1;
+    quick.dictionary = quick.prefix = false;
+    archive::ArchiveWriter bomb_writer(quick);
+    {
+        ByteVector raw(size_t{256} << 20, std::byte{0});
+        const ByteVector cubin = data_file("kernels.sm_90.cubin");
+        std::copy(cubin.begin(), cubin.end(), raw.begin());  // a cubin, then zeros its sections never reach
+        REQUIRE(bomb_writer.add({"kernels", archive::Kind::cubin, 90, archive::Variant::base, std::move(raw)}));
+    }
+    drop(dir.path + "/bomb.sdma", bomb_writer.finish().value());
+    drop(dir.path + "/small.sdma", make_archive("kernels", {"sm_80"}, {"scale"}, 1, Matrix::none));
+    REQUIRE(std::filesystem::file_size(dir.path + "/bomb.sdma") < (size_t{1} << 20));
+    const ByteVector good = signed_by(make_archive("kernels", {"sm_90"}, {"scale"}, 1, Matrix::none), a);
+    const auto reload_cost = [&](const std::string& next) {
+        return run_in_child([&] {
+            drop(file, good);
+            auto rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, nullptr);
+            if (sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) != SDM_OK) return false;
+            std::filesystem::copy_file(next, file + ".new");
+            std::filesystem::rename(file + ".new", file);
+            uint32_t reloaded = 0;
+            return sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_ERROR_UNTRUSTED && reloaded == 0;
+        });
+    };
+    const auto baseline = reload_cost(dir.path + "/small.sdma"), attack = reload_cost(dir.path + "/bomb.sdma");
+    REQUIRE(baseline.ok);
+    REQUIRE(attack.ok);
+    INFO("baseline " << baseline.peak_mib << " MiB, " << baseline.cpu_seconds << " s; bomb " << attack.peak_mib << " MiB, " << attack.cpu_seconds << " s");
+    CHECK(attack.peak_mib <= baseline.peak_mib + 32);  // 256 MiB more when the reload decoded before admitting
+    CHECK(attack.cpu_seconds <= 2 * baseline.cpu_seconds + 0.1);
+}

@@ -53,6 +53,8 @@ void link(Kind kind, Bytes bytes) {
         return;
     }
     const std::string& m = out.error().message;
+    static const bool verbose = std::getenv("SDM_FUZZ_VERBOSE") != nullptr;  // each failure's message, for a look by hand
+    if (verbose) std::fprintf(stderr, "fuzz_isolated_jit: %s\n", m.c_str());
     if (m.find("was killed by signal") != std::string::npos) ++tally.crashed;
     else if (m.find("ran past its time limit") != std::string::npos) ++tally.timed_out;
     else ++tally.tool_errors;
