@@ -1,7 +1,7 @@
 // libFuzzer target: LTO-IR and fatbins through sdm's checks to the real nvJitLink, isolated.
 // The first byte picks what the rest is: an LTO-IR module, or a fatbin whose every LTO-IR and
 // PTX entry is linked in turn. What passes inspect_image goes to run_isolated (the JIT helper
-// of $SDM_JIT_HELPER, which loads nvJitLink from the usual places) for sm_90, under a 20 s and
+// of $SDM_JIT_HELPER, which loads nvJitLink from the usual places) for sm_90, under a 5 s and
 // 2 GiB limit. The helper's crashes are nvJitLink's, counted and reported at exit, never
 // failures: what must hold is that this process, the host, never crashes, hangs or leaks.
 // Without $SDM_JIT_HELPER or nvJitLink only the checks run.
@@ -46,7 +46,7 @@ void link(Kind kind, Bytes bytes) {
     if (h == nullptr) return;
     const auto located = locate_nvjitlink("");
     const IsolatedJob job{IsolatedTool::nvjitlink, located ? located->file : std::string(), {kind, bytes, "fuzz"}, 90, Variant::base, {}};
-    auto out = run_isolated(*h, job, JitLimits{20, uint64_t{2} << 30});
+    auto out = run_isolated(*h, job, JitLimits{5, uint64_t{2} << 30});  // (under libFuzzer's 10 s -timeout)
     if (out) {
         ++tally.linked;
         (void)inspect_cubin(out->cubin);  // what comes back is checked like any other cubin

@@ -21,7 +21,11 @@ if [ ! -f build-fuzz/build.ninja ]; then
     -Dcpp_args="-fsanitize=fuzzer-no-link -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION" >/dev/null
 fi
 ninja -C build-fuzz "${targets[@]/#/tests/fuzz_}" capi/sdm-jit-helper
-export SDM_JIT_HELPER=$PWD/build-fuzz/capi/sdm-jit-helper
+# The JIT helper of a plain build when there is one: it runs in its own process, so it needs no
+# instrumentation, and a sanitized helper has no address-space limit (its shadow memory needs
+# terabytes), which lets an input that drives nvJitLink out of memory take the machine's.
+if [ -x build/capi/sdm-jit-helper ]; then export SDM_JIT_HELPER=$PWD/build/capi/sdm-jit-helper
+else export SDM_JIT_HELPER=$PWD/build-fuzz/capi/sdm-jit-helper; fi
 figures=build-fuzz/fuzz-figures.md
 echo "| target | seconds | executions | exec/s | corpus before | corpus after | crashes |" >"$figures"
 echo "|---|--:|--:|--:|--:|--:|--:|" >>"$figures"
