@@ -30,6 +30,10 @@ constexpr double kPrefixGain = 0.97;
 constexpr size_t kSimilarCandidates = 6;
 constexpr size_t kSameNameCandidates = 2;
 constexpr size_t kMinDictionarySamples = 8;
+// Every choice (stored or compressed, which prefix, whether a dictionary pays) is made on trial
+// encodes at this level, an estimate about forty times cheaper than level 19 that ranks the same
+// candidates; each entry is then coded once at the level asked for, with the codec chosen.
+constexpr int kTrialLevel = 3;
 
 auto input_key(const WriterInput& e) {
     return std::tuple(std::string_view(e.name), static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant));
@@ -178,7 +182,9 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) { return input_key(a) < input_key(b); });
     const size_t n = in.size();
     const unsigned threads = options_.threads ? options_.threads : std::max(1u, std::thread::hardware_concurrency());
-    const int level = options_.level;
+    const int final_level = options_.level;
+    const int level = std::min(final_level, kTrialLevel);  // the trials'
+    const bool final_pass = final_level > level;            // the trials' outputs are not the archive's
     // Memory: the raw inputs, each entry's chosen payload, and one encoder per thread. A trial's
     // output is kept only while it is its entry's best; the rest are sized and dropped.
     std::vector<ZstdEncoder> encoders(threads);
@@ -189,8 +195,8 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     Budget budget(options_.work_memory);
     // What coding entry i against `reference` bytes holds: its encoder, and the decode buffers of
     // the entry and of a reference that comes from sources.
-    const auto cost = [&](size_t i, uint64_t reference, bool reference_decoded) {
-        return ZstdEncoder::memory(raw_size[i], reference, level) + (in[i].source ? raw_size[i] : 0) + (reference_decoded ? reference : 0);
+    const auto cost = [&](size_t i, uint64_t reference, bool reference_decoded, int at = 0) {
+        return ZstdEncoder::memory(raw_size[i], reference, at ? at : level) + (in[i].source ? raw_size[i] : 0) + (reference_decoded ? reference : 0);
     };
     std::vector<Choice> choice(n);
     std::vector<bool> pinned(n, false);   // stays plain: stored by request, or a prefix others use
@@ -236,7 +242,9 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         if (!store) {
             auto c = encoders[w].compress(*raw, level, {Codec::zstd, {}});
             if (!c) return record_error(std::move(c).error());
-            if (c->size() < raw->size()) choice[i].stored = copy_of(*c);
+            const bool loadable = in[i].kind == Kind::cubin || in[i].kind == Kind::fatbin;
+            const size_t saving = loadable ? options_.min_saving : 1;
+            if (c->size() + saving <= raw->size()) choice[i].stored = copy_of(*c);
         }
         if (store || choice[i].stored.empty()) {
             choice[i].codec = Codec::stored;
@@ -337,6 +345,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         }
         best_out.clear();
         best_out.shrink_to_fit();
+        if (final_pass) recode.clear();  // coded once, at the final level, below
         next_phase("prefix coding", recode.size());
         parallel_for(recode.size(), threads, tick, [&](unsigned w, size_t r) {
             const size_t i = recode[r];
@@ -395,7 +404,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
                 ++done;
             });
             if (failed) return first_error;
-            auto packed = zstd_compress(dictionary, level, {Codec::zstd, {}});
+            auto packed = zstd_compress(dictionary, final_level, {Codec::zstd, {}});
             if (!packed) return std::move(packed).error();
             dictionary_stored = packed->size() < dictionary.size() ? std::move(*packed) : dictionary;
             size_t gain = 0;
@@ -412,6 +421,36 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
                     }
             }
         }
+    }
+    // 4. The archive's payloads: every compressed entry coded once at the level asked for, with the
+    // codec and reference its trials chose, largest first so that no core waits on one long entry
+    // at the end. A final frame larger than its trial's (zstd's levels do not promise an order)
+    // keeps the trial's.
+    if (final_pass) {
+        std::vector<size_t> coded;
+        for (size_t i = 0; i < n; ++i)
+            if (choice[i].codec != Codec::stored) coded.push_back(i);
+        std::stable_sort(coded.begin(), coded.end(), [&](size_t a, size_t b) { return raw_size[a] > raw_size[b]; });
+        next_phase("coding", coded.size());
+        parallel_for(coded.size(), threads, tick, [&](unsigned w, size_t r) {
+            const size_t i = coded[r];
+            const Choice& c = choice[i];
+            const bool prefixed = c.codec == Codec::zstd_prefix;
+            const uint64_t reference = prefixed ? raw_size[c.ref] : c.codec == Codec::zstd_dict ? dictionary.size() : 0;
+            const auto held = budget.take(cost(i, reference, prefixed && in[c.ref].source != nullptr, final_level));
+            auto raw = in[i].raw(scratch[w]);
+            if (!raw) return record_error(std::move(raw).error());
+            Result<Bytes> base = Bytes(dictionary);
+            if (prefixed) base = in[c.ref].raw(scratch2[w]);
+            if (!base) return record_error(std::move(base).error());
+            auto out = encoders[w].compress(*raw, final_level, {c.codec, c.codec == Codec::zstd ? Bytes() : *base});
+            if (!out) return record_error(std::move(out).error());
+            if (choice[i].stored.empty() || out->size() < choice[i].stored.size()) choice[i].stored = copy_of(*out);
+            trim(scratch[w]);
+            trim(scratch2[w]);
+            ++done;
+        });
+        if (failed) return first_error;
     }
     encoders.clear();
     scratch2.clear();
@@ -443,7 +482,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
         return Bytes(choice[i].stored);
     };
 
-    // 4. Layout: header, index, strings, then payloads in index order.
+    // 5. Layout: header, index, strings, then payloads in index order.
     std::string strings;
     std::vector<uint32_t> name_offsets(count);
     for (size_t i = 0; i < count; ++i) {

@@ -23,6 +23,10 @@ struct WriterOptions {
     bool prefix{true};          // code an entry against a similar entry's raw bytes where it pays
     bool store_cubins{false};   // keep cubins uncompressed (page-aligned, mappable straight to the driver)
     bool compress{true};        // false: store every entry uncompressed
+    // A cubin or fatbin whose zstd form saves fewer bytes than this is stored: the driver takes it
+    // in place, and a load pays no decoder start and no decode for a few KiB of file (the tool's
+    // default is kDefaultMinSaving).
+    size_t min_saving{0};
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
     unsigned threads{0};        // 0: one per hardware thread
     // What the threads' encoders and decode buffers may hold at once: a payload whose coding needs
@@ -40,6 +44,9 @@ struct WriterOptions {
 // payloads being coded (WriterOptions::work_memory, and one small encoder kept per thread),
 // a dictionary's training sample (at most kDictionarySampleBytes) and the archive as it is laid out
 // (each payload's buffer goes back as it is copied in).
+// The tool's min_saving: a small module's decode (a decoder's first use in a fresh process is
+// most of it) costs more of a warm start than 4 KiB of file costs on disk.
+constexpr size_t kDefaultMinSaving = 4096;
 constexpr size_t kDictionarySampleBytes = size_t{16} << 20;
 
 // An entry's raw bytes, read each time the writer needs them instead of held for the whole write:

@@ -16,6 +16,11 @@
 //   load_bench nvjitlink-serial SM FILE...    the same for several PTX files, one after another
 //   load_bench sdm ARCHIVE KERNEL CACHE_DIR   sdm_runtime_create + mount + sdm_kernel_get
 //   load_bench sdm-preload ARCHIVE CACHE_DIR  sdm_runtime_create + mount + sdm_preload (everything)
+//   load_bench sdm-phases ARCHIVE KERNEL CACHE_DIR
+//                                             the sdm start by phase: create, mount and get timed apart,
+//                                             and the load's own debug trace (context, image, driver,
+//                                             functions); one line "create=US mount=US get=US | TRACE"
+//                                             (the debug log costs a little itself: the total is the sdm mode's)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -127,6 +132,33 @@ int main(int argc, char** argv) {
         stop = Clock::now();
         if (s != SDM_OK) return fail(sdm_error_message(e));
         // The runtime stays: destroying it (unloading) is not part of a start.
+    } else if (mode == "sdm-phases") {
+        if (argc < 5) return fail("sdm-phases needs ARCHIVE KERNEL CACHE_DIR");
+        std::string trace;
+        sdm_runtime_params p{};
+        p.struct_size = sizeof p;
+        p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+        p.cache_dir = argv[4];
+        p.log_level = SDM_LOG_DEBUG;
+        p.log_user_data = &trace;
+        p.log_fn = [](void* user, sdm_log_level, const char* message, size_t length) {
+            const std::string_view line(message, length);
+            if (line.find("load of module") != std::string_view::npos) *static_cast<std::string*>(user) = line;
+        };
+        sdm_runtime* rt = nullptr;
+        sdm_error* e = nullptr;
+        sdm_kernel* k = nullptr;
+        const auto t0 = Clock::now();
+        sdm_status s = sdm_runtime_create(&p, &rt, &e);
+        const auto t1 = Clock::now();
+        if (s == SDM_OK) s = sdm_archive_mount_file(rt, argv[2], &e);
+        const auto t2 = Clock::now();
+        if (s == SDM_OK) s = sdm_kernel_get(rt, 0, argv[3], nullptr, &k, &e);
+        const auto t3 = Clock::now();
+        if (s != SDM_OK) return fail(sdm_error_message(e));
+        const auto us = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+        std::printf("create=%.1f mount=%.1f get=%.1f | %s\n", us(t0, t1), us(t1, t2), us(t2, t3), trace.c_str());
+        return 0;
     } else {
         return fail("unknown mode");
     }

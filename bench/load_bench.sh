@@ -36,6 +36,7 @@ for size in small medium large; do
     kernel=_Z5chainILi1024ELi1EEvPfPKfi
   fi
   "$sdm" pack -q -o "$work/$size.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
+  "$sdm" pack -q --store-cubins -o "$work/$size-stored.sdma" "$size:sm_90=$work/$size.sm_90.cubin"
   [ -f "$work/$size.compute_90.ptx" ] && "$sdm" pack -q -o "$work/$size-ptx.sdma" "$size:compute_90=$work/$size.compute_90.ptx"
   eval "kernel_$size=$kernel"
 done
@@ -56,6 +57,9 @@ for size in small medium large; do
   r[hand_$size]=$(median hand_$size 15 "$lb" hand-rolled "$work/$size.sm_90.cubin" "${!k}")
   "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size" >/dev/null  # warm the sdm cache
   r[sdm_warm_$size]=$(median sdm_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
+  r[sdm_stored_$size]=$(median sdm_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
+  # The same start by phase (its own runs: the debug trace costs a little).
+  for _ in $(seq 9); do "$lb" sdm-phases "$work/$size.sdma" "${!k}" "$work/cache-$size"; done >"$out/phases_$size.txt" 2>>"$out/errors.log"
   [ $size = large ] && continue
   CUDA_CACHE_PATH="$work/cc-$size" "$lb" driver-ptx "$work/$size.compute_90.ptx" >/dev/null  # warm the driver's ComputeCache
   r[driver_warm_$size]=$(CUDA_CACHE_PATH="$work/cc-$size" median driver_warm_$size 15 "$lb" driver-ptx "$work/$size.compute_90.ptx")
@@ -88,6 +92,7 @@ echo "|---|--:|--:|--:|--:|--:|--:|---|"
 echo "| (a) the floor: cuModuleLoadData + cuModuleGetFunction of the raw cubin, read before the clock | ${r[raw_small]} | ${r[raw_medium]} | ${r[raw_large]} | | | | |"
 echo "| (a) a hand-rolled loader: read the cubin file + cuModuleLoadData + cuModuleGetFunction | ${r[hand_small]} | ${r[hand_medium]} | ${r[hand_large]} | $(ratio ${r[hand_small]} ${r[raw_small]}) | $(ratio ${r[hand_medium]} ${r[raw_medium]}) | $(ratio ${r[hand_large]} ${r[raw_large]}) | |"
 echo "| (a) sdm warm start: create + mount + kernel_get, compressed archive, warm cache | ${r[sdm_warm_small]} | ${r[sdm_warm_medium]} | ${r[sdm_warm_large]} | $(ratio ${r[sdm_warm_small]} ${r[raw_small]}) | $(ratio ${r[sdm_warm_medium]} ${r[raw_medium]}) | $(ratio ${r[sdm_warm_large]} ${r[raw_large]}) | <= 1.2x the floor |"
+echo "| (a) sdm warm start, --store-cubins archive (served in place) | ${r[sdm_stored_small]} | ${r[sdm_stored_medium]} | ${r[sdm_stored_large]} | $(ratio ${r[sdm_stored_small]} ${r[raw_small]}) | $(ratio ${r[sdm_stored_medium]} ${r[raw_medium]}) | $(ratio ${r[sdm_stored_large]} ${r[raw_large]}) | |"
 echo "| (a) sdm warm start against the hand-rolled loader | | | | $(ratio ${r[sdm_warm_small]} ${r[hand_small]}) | $(ratio ${r[sdm_warm_medium]} ${r[hand_medium]}) | $(ratio ${r[sdm_warm_large]} ${r[hand_large]}) | |"
 echo "| (b) driver PTX JIT, its ComputeCache warm | ${r[driver_warm_small]} | ${r[driver_warm_medium]} | | | | | |"
 echo "| (b) sdm PTX, its cache warm | ${r[sdm_ptx_warm_small]} | ${r[sdm_ptx_warm_medium]} | | $(ratio ${r[driver_warm_small]} ${r[sdm_ptx_warm_small]}) faster | $(ratio ${r[driver_warm_medium]} ${r[sdm_ptx_warm_medium]}) faster | | >= 2x faster |"
@@ -99,6 +104,30 @@ echo "| (d) 16 medium PTX modules, cold | us | speedup | target |"
 echo "|---|--:|--:|---|"
 echo "| linked and loaded one after another (nvJitLink) | ${r[serial16]} | | |"
 echo "| sdm_preload (parallel links) | ${r[preload16]} | $(ratio ${r[serial16]} ${r[preload16]}) | >= 6x on 16 cores |"
+echo
+echo "The warm start by phase (load_bench sdm-phases, medians of 9 runs, us; create, mount and get timed apart, the"
+echo "load's phases from its own debug trace; the small module is stored by the default --min-saving, the others compressed):"
+echo
+python3 - "$out" <<'PY'
+import re, statistics, sys
+out = sys.argv[1]
+rows, names = {}, []
+for size in ("small", "medium", "large"):
+    per = {}
+    for line in open(f"{out}/phases_{size}.txt"):
+        head, _, trace = line.partition("|")
+        for k, v in re.findall(r"(\w+)=([\d.]+)", head): per.setdefault(k, []).append(float(v))
+        for phase, v in re.findall(r"(?:: |, )([^,:]+?) (\d+) us", trace):
+            per.setdefault(phase, []).append(float(v))
+    for k in per:
+        if k not in names: names.append(k)
+    rows[size] = {k: statistics.median(v) for k, v in per.items()}
+print("| phase | small | medium | large |")
+print("|---|--:|--:|--:|")
+for k in names:
+    label = {"create": "sdm_runtime_create", "mount": "sdm_archive_mount_file", "get": "sdm_kernel_get, of which:"}.get(k, "&nbsp;&nbsp;" + k)
+    print(f"| {label} | " + " | ".join(f"{rows[s].get(k, float('nan')):.0f}" for s in ("small", "medium", "large")) + " |")
+PY
 echo
 echo "Warm-start trace (SDM_LOG=debug, small module):"
 echo '```'

@@ -70,12 +70,16 @@ LoadPathChoice choose_load_path(bool libraries, bool follows_current_context, co
                               "path at scale"};
 }
 
+LoadPathChoice load_path_for(Driver& driver, bool follows_current_context, const Logger& log) {
+    bool all = true;
+    for (EntryPoint e : {EntryPoint::cuLibraryLoadData, EntryPoint::cuLibraryUnload, EntryPoint::cuLibraryGetKernel, EntryPoint::cuKernelGetFunction})
+        all = all && driver.resolve(e);
+    return choose_load_path(all, follows_current_context, log);
+}
+
 LoadPath Libraries::path(Driver& driver, const Logger& log, bool follows_current_context) {
     std::call_once(once_, [&] {
-        bool all = true;
-        for (EntryPoint e : {EntryPoint::cuLibraryLoadData, EntryPoint::cuLibraryUnload, EntryPoint::cuLibraryGetKernel, EntryPoint::cuKernelGetFunction})
-            all = all && driver.resolve(e);
-        const LoadPathChoice choice = choose_load_path(all, follows_current_context, log);
+        const LoadPathChoice choice = load_path_for(driver, follows_current_context, log);
         path_ = choice.path;
         log.info(choice.why);
     });

@@ -70,6 +70,9 @@ struct LoadPathChoice {
 // fetches follow the calling thread's context, else the module path; the module path always when
 // the driver lacks the library entry points (`libraries`: whether it has them).
 LoadPathChoice choose_load_path(bool libraries, bool follows_current_context, const Logger& log);
+// The same for this driver (whether it resolves the library entry points): what a runtime on it
+// chooses at its first load, and what sdm info shows.
+LoadPathChoice load_path_for(Driver& driver, bool follows_current_context, const Logger& log);
 
 // The libraries a runtime loaded, by image: (archive, module, entry index, JIT target SM and variant;
 // 0 for an image loaded as it is stored).

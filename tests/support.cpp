@@ -12,15 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SDM_TEST_SANITIZER_HEAP 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define SDM_TEST_SANITIZER_HEAP 1
-#endif
-#ifdef SDM_TEST_SANITIZER_HEAP
+#ifdef SDM_TEST_SANITIZED
 // The sanitizer runtimes' allocator interface (sanitizer/allocator_interface.h, which GCC 12's
 // packages do not install): the bytes allocated and not yet freed, quarantine excluded.
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
@@ -129,7 +121,7 @@ ChildCost run_in_child(const std::function<bool()>& body) {
 }
 
 size_t heap_in_use() {
-#ifdef SDM_TEST_SANITIZER_HEAP
+#ifdef SDM_TEST_SANITIZED
     return __sanitizer_get_current_allocated_bytes();
 #else
     return ::mallinfo2().uordblks;

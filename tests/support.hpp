@@ -15,6 +15,23 @@
 
 namespace sdm::test {
 
+// Whether this test runs under ASan or TSan (GCC's macros, clang's __has_feature): their freed
+// memory sits in quarantine and shadow, so resident memory says little, and a crash in a child
+// becomes the sanitizer's report; the helper sets no address-space limit there.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SDM_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SDM_TEST_SANITIZED 1
+#endif
+#ifdef SDM_TEST_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
 std::string data_path(const std::string& name);  // tests/data/<name>
 
 // A fresh directory under /tmp, removed with everything in it when the object goes.

@@ -535,6 +535,9 @@ TEST_CASE("sdm import is linear in its input: a 4,000-byte member name over a qu
     REQUIRE(attack.ok);
     const double input_mib = static_cast<double>(big_size) / (1 << 20);
     INFO("baseline " << baseline.peak_mib << " MiB, the 4 MiB archive " << attack.peak_mib << " MiB (" << input_mib << " MiB of input)");
-    CHECK(attack.peak_mib - baseline.peak_mib <= 16 * input_mib);
+    // Under ASan freed blocks stay resident in its quarantine (256 MiB) and every allocation
+    // carries redzones and shadow, so peak RSS there bounds only the order of growth: the copies
+    // this replaced took over a gigabyte without a sanitizer.
+    CHECK(attack.peak_mib - baseline.peak_mib <= (test::kSanitized ? 128 : 16) * input_mib);
     (void)small_size;
 }

@@ -35,12 +35,6 @@ uint64_t resident_bytes() {
     return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;  // freed memory sits in quarantine or shadow: RSS says nothing
-#else
-constexpr bool kSanitized = false;
-#endif
-
 }  // namespace
 
 TEST_CASE("one library per image: two devices selecting the same cubin share it, each with its own function", "[library]") {

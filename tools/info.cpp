@@ -21,6 +21,7 @@
 #include "jit_nvjitlink.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "layering.hpp"
+#include "library.hpp"
 #include "runtime.hpp"
 
 namespace sdm::tools {
@@ -104,6 +105,12 @@ int run_info(const InfoOptions& o) {
                          {"version_text", fmt::format("{}.{}", (*driver)->version() / 1000, (*driver)->version() % 1000 / 10)}};
     } else {
         out["driver"] = {{"error", driver.error().message}};
+    }
+    if (driver) {
+        // What a host's runtime on this driver chooses (with one context per device; a host
+        // following the calling thread's context gets the library path): the log says it too.
+        const auto path = runtime::load_path_for(**driver, false, rt.log());
+        out["load_path"] = {{"path", path.path == runtime::LoadPath::library ? "library" : "module"}, {"why", path.why}};
     }
     out["devices"] = nlohmann::json::array();
     if (driver) {
@@ -211,6 +218,7 @@ int run_info(const InfoOptions& o) {
         fmt::print("driver: {} (CUDA {})\n", out["driver"]["path"].get<std::string>(), out["driver"]["version_text"].get<std::string>());
     else
         fmt::print("driver: none: {}\n", driver.error().message);
+    if (out.contains("load_path")) fmt::print("load path: {} ({})\n", out["load_path"]["path"].get<std::string>(), out["load_path"]["why"].get<std::string>());
     if (driver && out["devices"].empty()) fmt::print("devices: none visible\n");
     for (const auto& d : out["devices"]) {
         if (d.contains("error")) {

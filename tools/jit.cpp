@@ -133,7 +133,9 @@ int run_jit(const JitOptions& o) {
     // One walk over the archive (each entry decoded once, a shared reference once): the jobs get
     // their inputs; the output the manifest (its content version naming the linker), and with
     // --full every other entry but the dictionary (the writer trains its own).
-    archive::ArchiveWriter writer;
+    archive::WriterOptions writing;
+    writing.min_saving = archive::kDefaultMinSaving;  // as pack and import write them
+    archive::ArchiveWriter writer(writing);
     std::map<size_t, ByteVector> inputs;
     for (const Job& j : jobs) inputs[j.entry];
     const std::string built_by = fmt::format("nvJitLink {}", jit->version());

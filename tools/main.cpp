@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
         cmd->add_option("--dict", w.dict, "auto: add a trained zstd dictionary only where it pays including its own size; off")->capture_default_str();
         cmd->add_option("--prefix", w.prefix, "auto: code entries against similar entries where it pays; off")->capture_default_str();
         cmd->add_flag("--store-cubins", w.store_cubins, "Keep cubins uncompressed and page-aligned (mappable straight to the driver)");
+        cmd->add_option("--min-saving", w.min_saving,
+                        "Store a cubin or fatbin uncompressed when zstd saves fewer bytes than this (a load then skips its decode)")
+            ->capture_default_str();
         cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
         cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
         cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");

@@ -204,6 +204,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     wo.dictionary = o.dict == "auto";
     wo.prefix = o.prefix == "auto";
     wo.store_cubins = o.store_cubins;
+    wo.min_saving = o.min_saving;
     wo.compress = !o.store;
     wo.threads = o.jobs;
     wo.progress = [&](const char* phase, size_t done, size_t total) { progress.update(phase, done, total); };

@@ -19,6 +19,7 @@ struct WriteOptions {
     std::string dict{"auto"};         // auto | off
     std::string prefix{"auto"};       // auto | off
     bool store_cubins{false};
+    size_t min_saving{archive::kDefaultMinSaving};  // a cubin or fatbin compression saves less of is stored
     bool store{false};
     bool quiet{false};
     unsigned jobs{0};                 // 0: one per core

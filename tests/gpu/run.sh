@@ -44,6 +44,10 @@ run sdm-info-layers env SDM_ARCHIVE_PATH="tests/golden/kernels.sdma:$layers/old-
 # Real libraries (issue 16): cuFFT and cuBLASLt imported with sdm import, every module loaded and
 # every kernel resolved through sdm_kernel_get, against the driver loading their fatbins itself.
 [ -x "$build/bench/import_load_bench" ] && run import-load bash bench/import_load.sh "$build" /tmp/sdm-import-load 3
+# Loading at scale (issue 27): the toolkit's biggest libraries, sdm against the driver's module and
+# library paths on the same bytes, EAGER and LAZY (several minutes: SDM_GPU_SKIP_SCALE_LOAD=1 leaves
+# it for a call of its own, bench/scale_load.sh BUILD_DIR).
+[ -x "$build/bench/scale_load_bench" ] && [ -z "${SDM_GPU_SKIP_SCALE_LOAD:-}" ] && run scale-load bash bench/scale_load.sh "$build" 3
 # Hot reload with a host running: a new version, a broken file, the first version again.
 run reload-transcript bash tests/gpu/reload_transcript.sh "$build"
 # The case users hit most: PTX from a toolkit newer than the driver. When .device-newer/ travels

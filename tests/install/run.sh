@@ -46,9 +46,9 @@ if command -v help2man >/dev/null; then
     f=$root/share/man/man1/$page.1
     [ -f "$f" ] || fail "no man page $page(1) (tools/meson.build's sdm_commands lacks a command?)"
     if command -v man >/dev/null; then text=$(MANPAGER=cat man -l "$f" 2>&1); else text=$(groff -man -Tutf8 "$f" 2>&1); fi
-    echo "$text" | grep -q "^NAME" || fail "man $page does not render: $text"
+    grep -q "^NAME" <<<"$text" || fail "man $page does not render: $text"  # (not echo | grep -q: under pipefail grep's early exit fails echo)
   done
-  MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null | grep -q -- "--sign" || fail "man sdm-pack lacks the options"
+  grep -q -- "--sign" <<<"$(MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null)" || fail "man sdm-pack lacks the options"
   echo "man pages: sdm $(printf 'sdm-%s ' $commands)"
 else
   echo "no help2man: the man pages are not built"
