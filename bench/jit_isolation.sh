@@ -15,6 +15,7 @@ mkdir -p "$out"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export CUDA_CACHE_DISABLE=1
+export LD_LIBRARY_PATH="$PWD/$build/gpu-libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$sdm" pack -q -o "$work/small.sdma" "small:compute_90=tests/data/kernels.compute_90.ptx"
 "$sdm" pack -q -o "$work/medium.sdma" "medium:compute_90=$build/bench/gemm.compute_90.ptx"
 # median NAME COMMAND...: the median wall time in ms of RUNS fresh runs, each logged.

@@ -74,7 +74,7 @@ for size in small medium large; do
   r[sdm_cold_inproc_$size]=$(SDM_JIT_ISOLATION=never median sdm_cold_inproc_$size $runs cold)
 done
 ptxs=(); for i in $(seq 0 15); do ptxs+=("$work/m$i.ptx"); done
-r[serial16]=$(CUDA_CACHE_DISABLE=1 median serial16 3 "$lb" nvjitlink-serial 90 "${ptxs[@]}")
+r[serial16]=$(CUDA_CACHE_DISABLE=1 median serial16 1 "$lb" nvjitlink-serial 90 "${ptxs[@]}")
 preload() { rm -rf "$work/pcache"; CUDA_CACHE_DISABLE=1 "$lb" sdm-preload "$work/sixteen.sdma" "$work/pcache"; }
 r[preload16]=$(median preload16 3 preload)
 # Where a warm start spends its time: one more run with sdm's debug log (phase timestamps).

@@ -35,6 +35,7 @@ struct LoadableImage {
     // A cubin's entry points, as its checks read them (unset for a fatbin, whose image the driver
     // chooses, and for what the driver's JIT loaded): what the load checks the manifest against.
     std::optional<std::vector<std::string>> kernels;
+    bool decoded_ahead{false};  // a worker decoded it while an earlier load ran (readahead.hpp)
     Bytes bytes() const noexcept { return owned.empty() ? view : Bytes(owned); }
 };
 

@@ -327,7 +327,7 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
         }
     }
     SDM_TRY_GET(bytes, load_image_bytes(runtime, driver, served, stream));
-    trace.mark("image");
+    trace.mark(bytes->decoded_ahead ? "image (decoded ahead)" : "image");
     const auto evict = [&] {
         if (bytes->source == ImageSource::cache) runtime.cache()->evict(*bytes->cache_key);
     };

@@ -21,6 +21,7 @@
 #include "log.hpp"
 #include "manifest.hpp"
 #include "modules.hpp"
+#include "readahead.hpp"
 #include "reference_memo.hpp"
 #include "plugins.hpp"
 #include "provenance.hpp"
@@ -63,6 +64,9 @@ struct MountedArchive {
     std::shared_ptr<const ByteVector> owned;  // bytes copied from the host, when mounted from memory
     ByteVector manifest_bytes;                // a compressed manifest, decoded (a stored one is viewed in place)
     std::shared_ptr<ReferenceMemo> references{std::make_shared<ReferenceMemo>()};  // decoded prefix bases, for the loads
+    // Images decoded ahead of their loads (readahead.hpp). Last: its workers stop before the
+    // archive they read goes.
+    std::unique_ptr<Readahead> readahead{std::make_unique<Readahead>()};
     // Whether the archive's kernels follow the SDM hardware matrix (its manifest says so).
     bool follows_matrix() const noexcept { return manifest && manifest->hardware_matrix; }
 };

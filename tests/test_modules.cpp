@@ -4,12 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
 #include "manifest.hpp"
+#include "readahead.hpp"
 #include "reference_memo.hpp"
 #include "writer.hpp"
 #include "support.hpp"
@@ -408,3 +410,119 @@ TEST_CASE("a prefix base is decoded once for every entry that references it, wit
     CHECK(refused.error().code == ErrorCode::archive_corrupt);
 }
 
+
+namespace {
+
+// Modules m0..m(n-1), each an sm_90 cubin (compressed: the writer's min_saving is 0) and a
+// compute_90 PTX; a manifest listing each module's "scale" as mI_scale is not needed here.
+ByteVector modules_archive(size_t n) {
+    archive::WriterOptions o;
+    o.prefix = o.dictionary = false;
+    archive::ArchiveWriter writer(o);
+    for (size_t i = 0; i < n; ++i) {
+        const std::string name = "m" + std::to_string(i);
+        REQUIRE(writer.add({name, archive::Kind::cubin, 90, archive::Variant::base, test::data_file("kernels.sm_90.cubin")}));
+        REQUIRE(writer.add({name, archive::Kind::ptx, 90, archive::Variant::base, test::data_file("kernels.compute_90.ptx")}));
+    }
+    return writer.finish().value();
+}
+
+}  // namespace
+
+TEST_CASE("decoding ahead: the next modules' same target, taken by their loads, bounded, stopped with its archive", "[modules][readahead]") {
+    const ByteVector bytes = modules_archive(4);
+    const auto a = archive::Archive::open_memory(bytes, "m.sdma").value();
+    const auto cubin = [&](size_t i) { return a.find("m" + std::to_string(i), archive::Kind::cubin, 90, archive::Variant::base).value(); };
+    REQUIRE(a.entries()[cubin(0)].codec == archive::Codec::zstd);
+    // The next modules in the archive's order, the same kind and target (not their PTX).
+    CHECK(runtime::next_in_order(a, cubin(0), 2) == std::vector<size_t>{cubin(1), cubin(2)});
+    CHECK(runtime::next_in_order(a, cubin(2), 5) == std::vector<size_t>{cubin(3)});
+    CHECK(runtime::next_in_order(a, cubin(3), 2).empty());
+    CHECK(runtime::next_in_order(a, cubin(0), 0).empty());
+    runtime::ReferenceMemo memo;
+    {
+        runtime::Readahead ahead;
+        ahead.start(a, memo, cubin(1));
+        ahead.start(a, memo, cubin(1));  // once
+        CHECK(ahead.read(a, memo, cubin(1)).value() == a.read(cubin(1)).value());
+        CHECK(ahead.hits() <= 1);  // taken decoded, or still queued (then decoded by the read itself)
+        CHECK(ahead.read(a, memo, cubin(2)).value() == a.read(cubin(2)).value());  // never started: decoded here
+        // Many queued and never taken, then the archive goes: the workers stop, nothing hangs.
+        for (size_t i = 0; i < 4; ++i) ahead.start(a, memo, cubin(i));
+    }
+    {
+        runtime::Readahead tiny(16);  // smaller than any image: nothing is decoded ahead
+        tiny.start(a, memo, cubin(1));
+        CHECK(tiny.read(a, memo, cubin(1)).value() == a.read(cubin(1)).value());
+        CHECK(tiny.hits() == 0);
+    }
+    {
+        // A decode ahead waited for: the worker has it before the read asks.
+        runtime::Readahead ahead;
+        ahead.start(a, memo, cubin(3));
+        for (int waited = 0; waited < 10000 && !ahead.ready(cubin(3)); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        REQUIRE(ahead.ready(cubin(3)));
+        bool decoded_ahead = false;
+        CHECK(ahead.read(a, memo, cubin(3), &decoded_ahead).value() == a.read(cubin(3)).value());
+        CHECK(decoded_ahead);
+        CHECK(ahead.hits() == 1);
+    }
+}
+
+TEST_CASE("decoding ahead: a damaged entry decoded ahead is its load's error, named; the other loads serve", "[modules][readahead][hostile]") {
+    ByteVector bytes = modules_archive(3);
+    const auto damaged = [&] {
+        const auto a = archive::Archive::open_memory(bytes, "m.sdma").value();
+        return a.find("m1", archive::Kind::cubin, 90, archive::Variant::base).value();
+    }();
+    {
+        const auto a = archive::Archive::open_memory(bytes, "m.sdma").value();
+        const archive::Entry& e = a.entries()[damaged];
+        bytes[e.data_offset + e.stored_size / 2] ^= std::byte{0x40};  // the payload, behind no re-sealed checksum
+    }
+    const auto a = archive::Archive::open_memory(bytes, "m.sdma").value();
+    runtime::ReferenceMemo memo;
+    runtime::Readahead ahead;
+    for (size_t i : runtime::next_in_order(a, a.find("m0", archive::Kind::cubin, 90, archive::Variant::base).value(), 2)) ahead.start(a, memo, i);
+    const auto bad = ahead.read(a, memo, damaged);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == ErrorCode::archive_corrupt);
+    CHECK_THAT(bad.error().message, Catch::Contains("m1"));
+    const size_t m2 = a.find("m2", archive::Kind::cubin, 90, archive::Variant::base).value();
+    CHECK(ahead.read(a, memo, m2).value() == a.read(m2).value());
+}
+
+TEST_CASE("decoding ahead through the runtime: a host fetching module after module finds the next ones decoded", "[modules][readahead]") {
+    // Three modules of different kernels, compressed, fetched in the archive's order with a pause
+    // between (a worker's start is not instant on a loaded machine): the later loads take images
+    // decoded ahead, and every kernel is served.
+    archive::WriterOptions o;
+    o.prefix = o.dictionary = false;
+    archive::ArchiveWriter writer(o);
+    REQUIRE(writer.add({"m0", archive::Kind::cubin, 90, archive::Variant::base, test::data_file("kernels.sm_90.cubin")}));
+    REQUIRE(writer.add({"m1", archive::Kind::cubin, 90, archive::Variant::base, test::data_file("params.sm_90.cubin")}));
+    REQUIRE(writer.add({"m2", archive::Kind::cubin, 90, archive::Variant::base, test::data_file("templates.sm_90.cubin")}));
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    const std::vector<std::pair<std::string, std::string>> kernels{
+        {"scale", "m0"}, {"no_params", "m1"}, {"_ZN8sdm_test4fillIfLi256EEEvPT_S1_", "m2"}};
+    for (const auto& [name, module] : kernels) m.kernels.push_back({name, module, {}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    const ByteVector bytes = writer.finish().value();
+    FakeRuntime f({.log = true});
+    mount(f.rt.get(), bytes, "m.sdma");
+    for (const auto& [name, module] : kernels) {
+        info_of(f.rt.get(), 0, name.c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(count_containing(f.log, "load of module m0: context") == 1);
+    CHECK(count_containing(f.log, "image (decoded ahead)") == 2);  // m1 and m2
+    // Off (SDM_READAHEAD=0): every load decodes its own.
+    setenv("SDM_READAHEAD", "0", 1);
+    FakeRuntime off({.log = true});
+    mount(off.rt.get(), bytes, "m.sdma");
+    for (const auto& [name, module] : kernels) info_of(off.rt.get(), 0, name.c_str());
+    unsetenv("SDM_READAHEAD");
+    CHECK(count_containing(off.log, "image (decoded ahead)") == 0);
+    CHECK(count_containing(off.log, "load of module m2: ") == 1);
+}

@@ -61,10 +61,11 @@ std::string module_stem(const std::string& path) {
 // is kept whole.
 struct TargetFilter {
     std::set<std::string> archs, ptx;  // target names as target_name writes them
+    bool no_ptx{false};                // --ptx none: a cubin-only archive
 
     bool keeps(archive::Kind kind, uint16_t sm, archive::Variant variant) const {
         const std::string name = archive::target_name(kind, sm, variant);
-        if (kind == archive::Kind::ptx) return ptx.empty() || ptx.count(name);
+        if (kind == archive::Kind::ptx) return !no_ptx && (ptx.empty() || ptx.count(name));
         return archs.empty() || archs.count(name);
     }
 };
@@ -74,10 +75,14 @@ Result<TargetFilter> parse_filter(const ImportOptions& o) {
     for (const auto& [list, set, option] : {std::tuple{&o.archs, &filter.archs, "--arch"}, std::tuple{&o.ptx, &filter.ptx, "--ptx"}}) {
         for (const std::string& text : *list) {
             const bool ptx = std::string_view(option) == "--ptx";
+            if (ptx && text == "none") {
+                filter.no_ptx = true;
+                continue;
+            }
             const auto target = parse_arch_option(text, ptx ? archive::Kind::ptx : archive::Kind::cubin);
             if (!target || (ptx ? target->kind != archive::Kind::ptx : target->kind == archive::Kind::ptx))
                 return make_error(ErrorCode::invalid_argument, std::string(option) + " '" + text + "' must be " +
-                                                                   (ptx ? "an SM or compute_XY[a|f] (90, compute_90)"
+                                                                   (ptx ? "an SM or compute_XY[a|f] (90, compute_90), or none"
                                                                         : "an SM, sm_XY[a|f] or lto_XY (90, sm_90, sm_90a, lto_90)"));
             set->insert(archive::target_name(target->kind, target->sm, target->variant));
         }

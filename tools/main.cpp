@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
     import_cmd->add_option("inputs", import.inputs, "Files: cubin, PTX, LTO-IR, .fatbin, ELF (.so, executable, .o) or ar (.a)")
         ->required()->check(CLI::ExistingFile);
     import_cmd->add_option("--arch", import.archs, "Keep only these cubin (and LTO-IR) targets, comma-separated: sm_80,sm_90a,lto_90")->delimiter(',');
-    import_cmd->add_option("--ptx", import.ptx, "Keep only these PTX targets, comma-separated: compute_90")->delimiter(',');
+    import_cmd->add_option("--ptx", import.ptx, "Keep only these PTX targets, comma-separated: compute_90; none: no PTX (a cubin-only archive)")->delimiter(',');
 
     std::string ls_path;
     bool ls_json = false;

@@ -174,7 +174,7 @@ typedef struct sdm_runtime_params {
                                   replaces $SDM_TRUSTED_KEYS. NULL with a count of 0: the environment's */
     uint32_t trusted_key_count; /* at most 256 */
     uint32_t reserved2;        /* zero */
-    uint32_t jit_isolation;    /* SDM_JIT_ISOLATION_*: where PTX and LTO-IR links run (docs/LOADING.md,
+    uint32_t jit_isolation;    /* SDM_ISOLATION_*: where PTX and LTO-IR links run (docs/LOADING.md,
                                   "A compiler that crashes"); DEFAULT: $SDM_JIT_ISOLATION, else AUTO */
     uint32_t jit_time_limit_ms; /* every link's wall-clock limit; 0: $SDM_JIT_TIME_LIMIT (seconds),
                                   else 120 s. Past it an isolated link is killed, one in this process

@@ -35,12 +35,13 @@ std::string cache_dir() {
     return ::mkdtemp(tmpl);
 }
 
-sdm_runtime* runtime(const std::string& cache, uint32_t jit_flags = 0) {
+sdm_runtime* runtime(const std::string& cache, uint32_t jit_flags = 0, uint32_t jit_isolation = SDM_ISOLATION_DEFAULT) {
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
     p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     p.cache_dir = cache.c_str();
     p.jit_flags = jit_flags;
+    p.jit_isolation = jit_isolation;
     sdm_runtime* rt = nullptr;
     if (sdm_runtime_create(&p, &rt, nullptr) != SDM_OK) std::exit(1);
     return rt;
@@ -199,9 +200,22 @@ int main(int argc, char** argv) {
         sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
         check(run_checked(rt, d, "axpy", "PTX warm") == 2, "PTX warm comes from the cache");
         sdm_runtime_destroy(rt);
+        // The driver's JIT compiles in this process: the default isolation policy keeps an unsigned
+        // archive's PTX from it (SDM_ERROR_JIT naming the policy), and a host that says never gets it.
         rt = runtime(cache, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER);
         sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
-        check(run_checked(rt, d, "scale", "driver JIT") == 4, "the driver's JIT when nvJitLink and nvPTXCompiler are forbidden");
+        {
+            sdm_kernel* k = nullptr;
+            sdm_error* e = nullptr;
+            const sdm_status s = sdm_kernel_get(rt, d, "scale", nullptr, &k, &e);
+            check(s == SDM_ERROR_JIT && std::string(sdm_error_message(e)).find("JIT isolation policy (auto)") != std::string::npos,
+                  std::string("the driver's JIT is refused an unsigned archive's PTX under the default isolation: ") + (e ? sdm_error_message(e) : "served"));
+            sdm_error_destroy(e);
+        }
+        sdm_runtime_destroy(rt);
+        rt = runtime(cache, SDM_JIT_NO_NVJITLINK | SDM_JIT_NO_PTX_COMPILER, SDM_ISOLATION_NEVER);
+        sdm_archive_mount_memory(rt, ptx.data(), ptx.size(), "ptx.sdma", nullptr);
+        check(run_checked(rt, d, "scale", "driver JIT") == 4, "the driver's JIT when nvJitLink and nvPTXCompiler are forbidden (isolation never)");
         sdm_runtime_destroy(rt);
         if (SDM_TEST_PTX_COMPILER) {  // this libsdm has nvPTXCompiler linked in
             const std::string own = cache_dir();

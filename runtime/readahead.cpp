@@ -1,0 +1,132 @@
+#include "readahead.hpp"
+
+#include <algorithm>
+#include <new>
+#include <system_error>
+
+namespace sdm::runtime {
+
+Readahead::~Readahead() {
+    {
+        std::lock_guard lock(mutex_);
+        stop_ = true;
+    }
+    queued_.notify_all();
+    for (auto& t : workers_) t.join();
+}
+
+size_t Readahead::hits() const {
+    std::lock_guard lock(mutex_);
+    return hits_;
+}
+
+bool Readahead::ready(size_t index) const {
+    std::lock_guard lock(mutex_);
+    const auto it = jobs_.find(index);
+    return it != jobs_.end() && it->second.result.has_value();
+}
+
+Result<ByteVector> Readahead::read(const archive::Archive& archive, ReferenceMemo& references, size_t index, bool* ahead) {
+    if (ahead != nullptr) *ahead = false;
+    {
+        std::unique_lock lock(mutex_);
+        auto it = jobs_.find(index);
+        if (it != jobs_.end() && (it->second.running || it->second.result)) {
+            it->second.wanted = true;  // not dropped to make room while this waits
+            // Looked up again after every wake: another load of the same entry may take it first.
+            finished_.wait(lock, [&] {
+                it = jobs_.find(index);
+                return it == jobs_.end() || it->second.result.has_value();
+            });
+        }
+        if (it != jobs_.end() && it->second.result) {
+            Result<ByteVector> out = std::move(*it->second.result);
+            bytes_ -= it->second.bytes;
+            jobs_.erase(it);
+            done_.erase(std::remove(done_.begin(), done_.end(), index), done_.end());
+            ++hits_;
+            if (out) {
+                if (ahead != nullptr) *ahead = true;
+                return out;
+            }
+            // A decode ahead that failed (out of memory while another load held much, say) is
+            // tried again here, where its error reaches the caller.
+        } else if (it != jobs_.end()) {  // still queued: decoded here, not behind the others
+            bytes_ -= it->second.bytes;
+            jobs_.erase(it);
+            queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
+        }
+    }
+    return references.read(archive, index);
+}
+
+void Readahead::start(const archive::Archive& archive, ReferenceMemo& references, size_t index) {
+    if (index >= archive.entries().size()) return;
+    const uint64_t size = archive.entries()[index].raw_size;
+    std::lock_guard lock(mutex_);
+    if (stop_ || jobs_.count(index) || size > max_bytes_) return;
+    archive_ = &archive;
+    references_ = &references;
+    // Decoded and never taken (the host went elsewhere): the oldest make room first.
+    while (bytes_ + size > max_bytes_ && !done_.empty()) {
+        const auto it = jobs_.find(done_.front());
+        done_.pop_front();
+        if (it == jobs_.end() || it->second.wanted) continue;
+        bytes_ -= it->second.bytes;
+        jobs_.erase(it);
+    }
+    if (bytes_ + size > max_bytes_) return;
+    if (workers_.size() < max_workers_ && workers_.size() < queue_.size() + 1) {
+        try {
+            workers_.emplace_back([this] { work(); });
+        } catch (const std::system_error&) {
+            if (workers_.empty()) return;  // no thread to be had: nothing is decoded ahead
+        }
+    }
+    jobs_[index].bytes = size;
+    bytes_ += size;
+    queue_.push_back(index);
+    queued_.notify_one();
+}
+
+void Readahead::work() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+        queued_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        const size_t index = queue_.front();
+        queue_.pop_front();
+        jobs_[index].running = true;
+        lock.unlock();
+        std::optional<Result<ByteVector>> result;
+        try {
+            result.emplace(references_->read(*archive_, index));
+        } catch (const std::bad_alloc&) {
+            result.emplace(make_error(ErrorCode::out_of_memory, "out of memory decoding " + archive_->describe(index) + " ahead of its load"));
+        }
+        lock.lock();
+        const auto it = jobs_.find(index);  // a read takes a running job only once it is done
+        it->second.running = false;
+        it->second.result = std::move(result);
+        done_.push_back(index);
+        finished_.notify_all();
+    }
+}
+
+std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index, size_t modules) {
+    std::vector<size_t> out;
+    const auto& entries = archive.entries();
+    if (index >= entries.size()) return out;
+    const archive::Entry& e = entries[index];
+    size_t j = index;
+    for (size_t m = 0; m < modules; ++m) {
+        const std::string_view name = entries[j].name;
+        while (j < entries.size() && entries[j].name == name) ++j;  // `in` is sorted by name: a module's entries are together
+        if (j >= entries.size()) break;
+        const auto found = archive.find(entries[j].name, e.kind, e.sm, e.variant);
+        if (found && entries[*found].codec != archive::Codec::stored) out.push_back(*found);
+    }
+    return out;
+}
+
+}  // namespace sdm::runtime

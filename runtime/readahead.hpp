@@ -1,0 +1,73 @@
+// Decoding ahead of the loads: when a load of one module decodes its compressed image, the same
+// target of the next modules in the archive's order is decoded on a worker thread meanwhile, so a
+// host that fetches module after module (every kernel of a library, in the order `sdm ls` lists
+// them) pays for the driver's load of one module while the next one decodes (docs/LOADING.md,
+// "Decoding ahead"). A fetch of an entry decoded ahead takes its bytes (waiting for a decode under
+// way); of one still queued, it decodes the entry itself. What is decoded ahead and not taken is
+// bounded by bytes and dropped oldest first. One per mounted archive; its workers end with it.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "archive.hpp"
+#include "bytes.hpp"
+#include "reference_memo.hpp"
+#include "result.hpp"
+
+namespace sdm::runtime {
+
+class Readahead {
+public:
+    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2) : max_bytes_(max_bytes), max_workers_(workers) {}
+    ~Readahead();
+    Readahead(const Readahead&) = delete;
+    Readahead& operator=(const Readahead&) = delete;
+
+    // Entry `index`'s verified raw bytes: decoded ahead, or decoded here. `archive` and
+    // `references` are the mounted archive's own, the same at every call.
+    // `ahead`, when given, says whether a worker had decoded (or was decoding) it.
+    Result<ByteVector> read(const archive::Archive& archive, ReferenceMemo& references, size_t index, bool* ahead = nullptr);
+    // Queues entry `index` for a worker, unless it is queued or decoded already, or the bound
+    // would be passed. Never fails: without a thread to run it, nothing is decoded ahead.
+    void start(const archive::Archive& archive, ReferenceMemo& references, size_t index);
+    // How many reads found their entry decoded ahead, and whether entry `index` is decoded and
+    // waiting for its read (for the tests).
+    size_t hits() const;
+    bool ready(size_t index) const;
+
+private:
+    struct Job {
+        bool running{false};
+        bool wanted{false};  // a read waits for it
+        std::optional<Result<ByteVector>> result;  // set when done
+        uint64_t bytes{0};
+    };
+    void work();
+
+    const archive::Archive* archive_{nullptr};  // set by the first start, before any worker runs
+    ReferenceMemo* references_{nullptr};
+    const size_t max_bytes_;
+    const unsigned max_workers_;
+    mutable std::mutex mutex_;
+    std::condition_variable queued_, finished_;
+    std::map<size_t, Job> jobs_;
+    std::deque<size_t> queue_;  // queued, oldest first
+    std::deque<size_t> done_;   // decoded and not taken, oldest first
+    std::vector<std::thread> workers_;
+    uint64_t bytes_{0};
+    size_t hits_{0};
+    bool stop_{false};
+};
+
+// The entries a load of entry `index` (a compressed cubin or fatbin) decodes ahead: the same kind
+// and target of the next `modules` modules in the archive's order that have one compressed.
+std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index, size_t modules);
+
+}  // namespace sdm::runtime
