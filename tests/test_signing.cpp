@@ -3,7 +3,7 @@
 // MACs. A second signer written here from FORMAT.md alone, over libsodium directly (sign_by_hand),
 // checks that the document describes what sdm reads, and forges what sdm's own signer never
 // writes: a valid signature over a digest table that disagrees with a payload.
-// Built without libsodium (the TSan build: -Dsigning=disabled), only the last test case runs: every
+// Built without signing (the TSan build: -Dsigning=disabled; libsodium still gives the digests), only the last test case runs: every
 // signing path answers SDM_ERROR_UNSUPPORTED.
 #include <catch2/catch.hpp>
 
@@ -616,7 +616,7 @@ TEST_CASE("key files: written by the tool's format, read back; hostile ones refu
 
 #endif  // SDM_TEST_SIGNING
 
-TEST_CASE("without libsodium every signing path answers SDM_ERROR_UNSUPPORTED", "[signing][absent]") {
+TEST_CASE("built without signing every signing path answers SDM_ERROR_UNSUPPORTED", "[signing][absent]") {
     if (crypto::available()) {
         SUCCEED("this build has libsodium: the TSan build (-Dsigning=disabled) runs this case");
         return;
@@ -630,7 +630,7 @@ TEST_CASE("without libsodium every signing path answers SDM_ERROR_UNSUPPORTED", 
         sdm_runtime* r = nullptr;
         sdm_error* e = nullptr;
         CHECK(sdm_runtime_create(&p, &r, &e) == SDM_ERROR_UNSUPPORTED);
-        CHECK_THAT(sdm_error_message(e), Catch::Contains("without libsodium"));
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("built without signing (Meson option -Dsigning=disabled)"));
         sdm_error_destroy(e);
     }
     // Off (and the default) work as before; the environment's require fails closed at mount.
