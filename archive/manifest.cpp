@@ -226,7 +226,13 @@ Result<Signature> parse_signature(std::string_view text) {
         std::string_view token = text.substr(at, end - at);
         while (!token.empty() && token.front() == ' ') token.remove_prefix(1);
         while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
-        if (token.starts_with(kOpaque)) {
+        const auto same = [&](std::string_view name, std::string_view text) {  // in place, no memcmp call per token
+            if (name.size() != text.size()) return false;
+            for (size_t c = 0; c < name.size(); ++c)
+                if (name[c] != text[c]) return false;
+            return true;
+        };
+        if (token.size() >= kOpaque.size() && same(kOpaque, token.substr(0, kOpaque.size()))) {
             // opaque:SIZE:ALIGN
             const std::string_view rest = token.substr(kOpaque.size());
             const size_t colon = rest.find(':');
@@ -242,7 +248,9 @@ Result<Signature> parse_signature(std::string_view text) {
                 return refuse("'" + std::string(token) + "': the alignment must be a power of two from 1 to 256");
             out.push_back({ParamKind::opaque, size, align});
         } else {
-            const auto t = std::find_if(std::begin(kParamTypes), std::end(kParamTypes), [&](const auto& p) { return p.first == token; });
+            // (A library's kernels have tens of parameters each: a memcmp call per candidate name
+            // was most of a fetch's cost.)
+            const auto t = std::find_if(std::begin(kParamTypes), std::end(kParamTypes), [&](const auto& p) { return same(p.first, token); });
             if (t == std::end(kParamTypes))
                 return refuse("unknown type '" + printable(token.substr(0, 64)) +
                               "' (ptr, i32, u32, i64, u64, f32, f64, f16, bf16, b8, b16, b32, b64, opaque:SIZE:ALIGN)");
@@ -256,9 +264,18 @@ Result<Signature> parse_signature(std::string_view text) {
 
 std::string signature_text(const Signature& signature) {
     std::string out;
+    out.reserve(signature.size() * 5);
     for (const ParamType& t : signature) {
         if (!out.empty()) out += ',';
-        out += param_type_name(t);
+        if (t.kind == ParamKind::opaque) {
+            out += param_type_name(t);
+            continue;
+        }
+        for (const auto& [name, known] : kParamTypes)  // appended in place: no string per parameter
+            if (known.kind == t.kind) {
+                out += name;
+                break;
+            }
     }
     return out;
 }
@@ -323,6 +340,7 @@ Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
                            "sms, l2_bytes, smem_cap, cc, block, blocks_per_sm, smem");
     }
     if (k.plans.size() > kMaxRules) return invalid("kernel " + k.name + ": more than 256 plan rules");
+    if (k.plans.empty()) return {};  // (an imported kernel's case: nothing below to check)
     const std::vector<std::string> vars = plan_variables(k);
     const size_t base = k.problem.size() + std::size(kDeviceVariables);
     for (size_t r = 0; r < k.plans.size(); ++r) {

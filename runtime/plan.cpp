@@ -24,6 +24,7 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
     PlanTable t;
     t.kernel_ = kernel.name;
     t.problem_ = kernel.problem;
+    if (kernel.plans.empty()) return t;  // no rules (every imported kernel): nothing to compile
     const std::vector<std::string> vars = archive::plan_variables(kernel);
     // What each output may see (docs/FORMAT.md, "Variables and evaluation order"): the problem and
     // device variables, then block, blocks_per_sm and smem as they are computed.

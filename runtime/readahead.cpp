@@ -4,7 +4,17 @@
 #include <new>
 #include <system_error>
 
+#include <unistd.h>
+
 namespace sdm::runtime {
+
+Readahead::Readahead(size_t max_bytes, unsigned workers) : max_bytes_(max_bytes), max_workers_(workers), owner_(static_cast<int>(::getpid())) {}
+
+bool Readahead::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
+
+void ReadaheadDeleter::operator()(Readahead* readahead) const noexcept {
+    if (readahead != nullptr && !readahead->forked()) delete readahead;
+}
 
 Readahead::~Readahead() {
     {
@@ -28,7 +38,7 @@ bool Readahead::ready(size_t index) const {
 
 Result<ByteVector> Readahead::read(const archive::Archive& archive, ReferenceMemo& references, size_t index, bool* ahead) {
     if (ahead != nullptr) *ahead = false;
-    {
+    if (!forked()) {
         std::unique_lock lock(mutex_);
         auto it = jobs_.find(index);
         if (it != jobs_.end() && (it->second.running || it->second.result)) {
@@ -63,6 +73,7 @@ Result<ByteVector> Readahead::read(const archive::Archive& archive, ReferenceMem
 void Readahead::start(const archive::Archive& archive, ReferenceMemo& references, size_t index) {
     if (index >= archive.entries().size()) return;
     const uint64_t size = archive.entries()[index].raw_size;
+    if (forked()) return;
     std::lock_guard lock(mutex_);
     if (stop_ || jobs_.count(index) || size > max_bytes_) return;
     archive_ = &archive;

@@ -25,7 +25,7 @@ namespace sdm::runtime {
 
 class Readahead {
 public:
-    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2) : max_bytes_(max_bytes), max_workers_(workers) {}
+    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2);
     ~Readahead();
     Readahead(const Readahead&) = delete;
     Readahead& operator=(const Readahead&) = delete;
@@ -37,6 +37,9 @@ public:
     // Queues entry `index` for a worker, unless it is queued or decoded already, or the bound
     // would be passed. Never fails: without a thread to run it, nothing is decoded ahead.
     void start(const archive::Archive& archive, ReferenceMemo& references, size_t index);
+    // Whether this process is a fork of the one that made it: the workers are the parent's then,
+    // and nothing here may be waited for, locked or joined (ReadaheadDeleter leaves it alone).
+    bool forked() const noexcept;
     // How many reads found their entry decoded ahead, and whether entry `index` is decoded and
     // waiting for its read (for the tests).
     size_t hits() const;
@@ -55,6 +58,7 @@ private:
     ReferenceMemo* references_{nullptr};
     const size_t max_bytes_;
     const unsigned max_workers_;
+    const int owner_;  // the process id that made it
     mutable std::mutex mutex_;
     std::condition_variable queued_, finished_;
     std::map<size_t, Job> jobs_;
@@ -64,6 +68,13 @@ private:
     uint64_t bytes_{0};
     size_t hits_{0};
     bool stop_{false};
+};
+
+// Deletes a Readahead, except in a forked child (a host that forked after loading: its copy's
+// workers do not exist there, and its mutex or condition variables may be held by them): that copy
+// is left as it is, a few bytes, rather than joined or destroyed.
+struct ReadaheadDeleter {
+    void operator()(Readahead* readahead) const noexcept;
 };
 
 // The entries a load of entry `index` (a compressed cubin or fatbin) decodes ahead: the same kind

@@ -66,7 +66,7 @@ struct MountedArchive {
     std::shared_ptr<ReferenceMemo> references{std::make_shared<ReferenceMemo>()};  // decoded prefix bases, for the loads
     // Images decoded ahead of their loads (readahead.hpp). Last: its workers stop before the
     // archive they read goes.
-    std::unique_ptr<Readahead> readahead{std::make_unique<Readahead>()};
+    std::unique_ptr<Readahead, ReadaheadDeleter> readahead{new Readahead()};
     // Whether the archive's kernels follow the SDM hardware matrix (its manifest says so).
     bool follows_matrix() const noexcept { return manifest && manifest->hardware_matrix; }
 };
