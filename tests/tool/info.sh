@@ -21,12 +21,16 @@ expect "device 3: NVIDIA Jetson AGX Orin, compute capability 8.7, class unclassi
 expect "unclassified: outside the SDM kernels' hardware matrix, which archives declaring it follow (sparse_delta_memory supports"
 expect "any other archive is served here by compute capability"
 expect "kernel scale: archive $golden/kernels.sdma, module kernels, sm_90a"
+expect "load path: module (one context per device"  # the driver's path a host's runtime takes (issue 27)
+SDM_LOAD_PATH=library "$sdm" info -a "$golden/kernels.sdma" 2>&1 | grep -F "load path: library (SDM_LOAD_PATH=library" >/dev/null ||
+  fail "sdm info does not follow SDM_LOAD_PATH"
 "$sdm" info --json -a "$golden/kernels.sdma" | python3 -c "
 import json, sys
 d = json.load(sys.stdin)
 classes = [x['class'] for x in d['devices']]
 assert classes == ['modern', 'unclassified', 'unclassified', 'unclassified'], classes
 assert 'sparse_delta_memory supports' in d['devices'][1]['matrix']
+assert d['load_path']['path'] == 'module', d['load_path']
 " || fail "sdm info --json"
 
 # The libsdm a host loads: its embedded archive mounts first, as libsdm mounts it.
