@@ -4,11 +4,13 @@
 # process each and interleaved, RUNS times:
 #   the driver's module path and library path on exactly the bytes sdm serves (decoded before the
 #   clock), CUDA_MODULE_LOADING=EAGER and LAZY, every kernel resolved;
-#   sdm, compressed and stored archives, EAGER and LAZY, every kernel through sdm_kernel_get;
+#   sdm, compressed and stored archives, EAGER and LAZY, every kernel through sdm_kernel_get, and the
+#   compressed one again without decoding ahead (SDM_READAHEAD=0);
 #   sdm_preload of everything (EAGER);
 #   50 kernels spread over the library (LAZY): sdm, the driver loading just their modules;
-# and sdm's first run on an empty cache, with the bytes it wrote. With OLD_BUILD (a build of the tree
-# before the change, its capi/libsdm.so.1), the sdm rows are measured again against that libsdm.
+# and sdm's first run of a cubin-only import (--ptx none) on an empty cache, with the bytes it wrote,
+# against its warm run. With OLD_BUILD (a build of the tree before the change, its
+# capi/libsdm.so.1), the compressed rows are measured again with that libsdm.
 # Medians, as ratios, in one Markdown table per library.
 # Usage: bench/scale_load.sh BUILD_DIR [RUNS [LIBRARY...]]   (BUILD_DIR: tools/sdm, bench/scale_load_bench;
 #        LIBRARY: the libraries to take, by default the four above)
