@@ -57,8 +57,9 @@ private:
 };
 
 // How a runtime hands images to the driver. The module path (cuModuleLoadData in each context)
-// costs less than the library path at scale (on the H200, 348 modules loaded EAGER: 1,238 ms
-// against 1,478 ms; bench/RESULTS.md), and a runtime with one context per device loads each image
+// costs less than the library path at scale (on the H200, four CUDA libraries loaded whole: the
+// library path took 1.02x to 1.33x as long EAGER, 0.95x to 1.56x LAZY; bench/RESULTS.md, "Loading at scale"), and a runtime
+// with one context per device loads each image
 // once per device either way; the library path loads an image once for however many contexts
 // come and go, which is what a runtime following the calling thread's context meets.
 enum class LoadPath : uint8_t { module, library };
