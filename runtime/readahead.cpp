@@ -76,8 +76,10 @@ void Readahead::start(const archive::Archive& archive, ReferenceMemo& references
     if (forked()) return;
     std::lock_guard lock(mutex_);
     if (stop_ || jobs_.count(index) || size > max_bytes_) return;
-    archive_ = &archive;
-    references_ = &references;
+    if (archive_ == nullptr) {  // the mounted archive's own, the same at every call: set once
+        archive_ = &archive;
+        references_ = &references;
+    }
     // Decoded and never taken (the host went elsewhere): the oldest make room first.
     while (bytes_ + size > max_bytes_ && !done_.empty()) {
         const auto it = jobs_.find(done_.front());
@@ -108,12 +110,14 @@ void Readahead::work() {
         const size_t index = queue_.front();
         queue_.pop_front();
         jobs_[index].running = true;
+        const archive::Archive& archive = *archive_;  // read under the lock that start() set them under
+        ReferenceMemo& references = *references_;
         lock.unlock();
         std::optional<Result<ByteVector>> result;
         try {
-            result.emplace(references_->read(*archive_, index));
+            result.emplace(references.read(archive, index));
         } catch (const std::bad_alloc&) {
-            result.emplace(make_error(ErrorCode::out_of_memory, "out of memory decoding " + archive_->describe(index) + " ahead of its load"));
+            result.emplace(make_error(ErrorCode::out_of_memory, "out of memory decoding " + archive.describe(index) + " ahead of its load"));
         }
         lock.lock();
         const auto it = jobs_.find(index);  // a read takes a running job only once it is done
