@@ -1,12 +1,9 @@
 #include "image_source.hpp"
 
-#include <charconv>
 #include <functional>
-#include <mutex>
 
 #include "cache.hpp"
 #include "image.hpp"
-#include "platform.hpp"
 #include "readahead.hpp"
 #include "runtime.hpp"
 
@@ -59,21 +56,6 @@ namespace {
 
 using archive::Kind;
 
-// How many modules ahead a load decodes: $SDM_READAHEAD (0 turns it off, at most 16), else 2.
-size_t readahead_modules(const Logger& log) {
-    constexpr size_t kDefault = 2;
-    const auto text = platform::env("SDM_READAHEAD");
-    if (!text) return kDefault;
-    size_t n = 0;
-    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-    if (ec != std::errc() || end != text->data() + text->size() || n > 16) {
-        static std::once_flag warned;
-        std::call_once(warned, [&] { log.warn("SDM_READAHEAD='" + *text + "' is not a number of modules from 0 to 16; decoding 2 ahead"); });
-        return kDefault;
-    }
-    return n;
-}
-
 class ImageFetch {
 public:
     ImageFetch(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream)
@@ -101,7 +83,7 @@ public:
             // zstd costs (bench/RESULTS.md, issue 27).
             // The next modules' same target starts decoding on a worker first (readahead.hpp):
             // a host fetching module after module finds each decoded while the last one loaded.
-            for (const size_t next : next_in_order(archive_, selected.image.index, readahead_modules(runtime_.log())))
+            for (const size_t next : next_in_order(archive_, selected.image.index, runtime_.readahead_modules()))
                 served_.archive->readahead->start(archive_, *served_.archive->references, next);
             SDM_TRY_GET(raw, served_.archive->readahead->read(archive_, *served_.archive->references, selected.image.index, &out_.decoded_ahead));
             SDM_TRY(from_archive(*raw));

@@ -1,10 +1,13 @@
 #include "readahead.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <new>
 #include <system_error>
 
 #include <unistd.h>
+
+#include "platform.hpp"
 
 namespace sdm::runtime {
 
@@ -126,6 +129,17 @@ void Readahead::work() {
         done_.push_back(index);
         finished_.notify_all();
     }
+}
+
+size_t readahead_modules_from_environment(const Logger& log) {
+    constexpr size_t kDefault = 2, kMost = 16;
+    const auto text = platform::env("SDM_READAHEAD");
+    if (!text) return kDefault;
+    size_t n = 0;
+    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
+    if (ec == std::errc() && end == text->data() + text->size() && n <= kMost) return n;
+    log.warn("SDM_READAHEAD='" + *text + "' is not a number of modules from 0 to 16; decoding 2 ahead (0 turns it off)");
+    return kDefault;
 }
 
 std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index, size_t modules) {

@@ -18,6 +18,7 @@
 
 #include "archive.hpp"
 #include "bytes.hpp"
+#include "log.hpp"
 #include "reference_memo.hpp"
 #include "result.hpp"
 
@@ -76,6 +77,10 @@ private:
 struct ReadaheadDeleter {
     void operator()(Readahead* readahead) const noexcept;
 };
+
+// How many modules ahead a load decodes: $SDM_READAHEAD (0 turns it off, at most 16), else 2; a
+// value that is neither is warned of through `log` and read as 2. Read once per runtime.
+size_t readahead_modules_from_environment(const Logger& log);
 
 // The entries a load of entry `index` (a compressed cubin or fatbin) decodes ahead: the same kind
 // and target of the next `modules` modules in the archive's order that have one compressed.

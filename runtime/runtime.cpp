@@ -20,6 +20,7 @@ Runtime::Runtime(RuntimeOptions options)
       provenance_(options_.signatures, options_.embedded_key ? std::optional<std::string_view>(*options_.embedded_key) : embedded_archive_key(), log_),
       devices_([this] { return driver(); }),
       isolation_(JitIsolationSettings::resolve(options_.isolation, log_)),
+      readahead_modules_(readahead_modules_from_environment(log_)),
       modules_(std::make_unique<Modules>(*this)) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
     if (options_.mount_embedded) {

@@ -100,6 +100,8 @@ public:
     std::optional<NvJitLinkLocation> nvjitlink_location();
     const JitPolicy& jit_policy() const noexcept { return options_.jit; }
     const JitIsolationSettings& jit_isolation() const noexcept { return isolation_; }
+    // How many modules ahead a compressed image's load decodes (readahead.hpp; $SDM_READAHEAD).
+    size_t readahead_modules() const noexcept { return readahead_modules_; }
     // The JIT helper's command line, located on first need (jit_helper_command).
     Result<std::vector<std::string>> jit_helper();
     Modules& modules() noexcept { return *modules_; }
@@ -146,6 +148,7 @@ private:
     std::unique_ptr<Cache> cache_;
     std::shared_ptr<const NvJitLink> nvjitlink_;
     JitIsolationSettings isolation_;
+    size_t readahead_modules_;
     std::once_flag helper_once_;
     std::optional<Result<std::vector<std::string>>> helper_;
     std::once_flag locate_once_;

@@ -163,6 +163,18 @@ TEST_CASE("the load path a runtime takes: modules with one context per device, l
         CHECK(fake_calls("cuLibraryLoadData") == 1);
         CHECK(count_containing(log, "SDM_LOAD_PATH=library") == 1);
     }
+    // A value that is neither: warned of, and the runtime's own choice taken.
+    setenv("SDM_LOAD_PATH", "sideways", 1);
+    {
+        fake_reset();
+        TempDir dir;
+        std::vector<std::string> log;
+        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
+        mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
+        kernel_of(rt.get(), "scale", 0);
+        CHECK(fake_calls("cuModuleLoadData") == 1);
+        CHECK(count_containing(log, "SDM_LOAD_PATH='sideways' is neither module nor library; it is ignored") == 1);
+    }
     if (forced.empty()) unsetenv("SDM_LOAD_PATH");
     else setenv("SDM_LOAD_PATH", forced.c_str(), 1);
 }

@@ -47,6 +47,17 @@ grep -q "1 fatbin containers ([0-9]* bytes), 3 images: 2 imported ([0-9]* bytes 
 ls_json "$work/filtered.sdma" "sorted(t for _, t in e) == ['compute_90', 'manifest', 'sm_90']"
 "$sdm" import -q -o "$work/cubins.sdma" --arch sm_80 --ptx compute_80 "$f/params.fatbin"
 ls_json "$work/cubins.sdma" "sorted(t for _, t in e) == ['manifest', 'sm_80']"
+"$sdm" import -q -o "$work/nopt.sdma" --arch sm_90 --ptx none "$f/params.fatbin"  # a cubin-only archive
+ls_json "$work/nopt.sdma" "sorted(t for _, t in e) == ['manifest', 'sm_90']"
+expect_fail "or none" "$sdm" import -q -o "$work/bad.sdma" --ptx sm_90 "$f/params.fatbin"
+# --min-saving: the small cubin compression saves a few KiB of is stored by default, compressed at 0.
+"$sdm" import -q -o "$work/small.sdma" "$data/kernels.sm_90.cubin"
+"$sdm" ls --json "$work/small.sdma" | python3 -c "import json,sys; e=[x for x in json.load(sys.stdin)['entries'] if x['target']=='sm_90']; assert e[0]['codec']=='stored', e" ||
+  fail "a small cubin is not stored by default"
+"$sdm" import -q --min-saving 0 -o "$work/small0.sdma" "$data/kernels.sm_90.cubin"
+"$sdm" ls --json "$work/small0.sdma" | python3 -c "import json,sys; e=[x for x in json.load(sys.stdin)['entries'] if x['target']=='sm_90']; assert e[0]['codec']!='stored', e" ||
+  fail "--min-saving 0 stores a cubin"
+expect_fail "min-saving" "$sdm" import -q --min-saving lots -o "$work/bad.sdma" "$data/params.sm_90.cubin"
 expect_fail "--arch 'compute_90' must be an SM, sm_XY" "$sdm" import -q -o "$work/bad.sdma" --arch compute_90 "$f/params.fatbin"
 expect_fail "no image to import" "$sdm" import -q -o "$work/bad.sdma" --arch sm_70 --ptx compute_70 "$f/params.fatbin"
 expect_fail "relocatable device code" "$sdm" import -q -o "$work/bad.sdma" "$f/kernels.rdc.o"
