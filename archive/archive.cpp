@@ -38,11 +38,15 @@ struct Archive::DigestChecks {
     std::unique_ptr<std::atomic<bool>[]> checked;
 };
 
-// One digest per entry, computed at first use (a mount allocates nothing per entry).
+// One digest per entry, computed at first use (a mount allocates nothing per entry); and one flag
+// per entry, set once its stored bytes passed their checksum (each is hashed once, by whichever
+// thread reads it first: a load, or a worker checking it ahead of one).
 struct Archive::Identities {
     std::once_flag made;
     std::unique_ptr<std::once_flag[]> once;
     std::unique_ptr<crypto::Digest[]> digest;
+    std::once_flag checks_made;
+    std::unique_ptr<std::atomic<bool>[]> stored_checked;
 };
 
 crypto::Digest Archive::identity(size_t index) const {
@@ -348,8 +352,13 @@ Result<void> Archive::enforce_digests() {
 Result<void> Archive::check_stored(size_t index) const {
     const Entry& e = entries_[index];
     const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
-    if (kCheckHashes && xxh3_64(stored) != e.stored_hash)
-        return make_error(ErrorCode::archive_corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
+    Identities& ids = *identities_;
+    std::call_once(ids.checks_made, [&] { ids.stored_checked = std::make_unique<std::atomic<bool>[]>(entries_.size()); });
+    if (kCheckHashes && !ids.stored_checked[index].load(std::memory_order_acquire)) {
+        if (xxh3_64(stored) != e.stored_hash)
+            return make_error(ErrorCode::archive_corrupt, describe(index) + ": stored bytes fail their checksum (the payload is damaged)");
+        ids.stored_checked[index].store(true, std::memory_order_release);
+    }
     if (digest_checks_ && !digest_checks_->checked[index].load(std::memory_order_acquire)) {
         SDM_TRY_GET(digest, crypto::blake2b(stored));
         const Bytes signed_digest = signature_block_->digest(index);

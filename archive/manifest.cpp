@@ -85,10 +85,31 @@ struct Item {
     Bytes payload;
 };
 
+// Where a decode is, for a message ("kernel 3 plan rule 0 field 7"): rendered only when there is
+// one. A fetch decodes its kernel's record at first use, so the context must cost nothing.
+struct Where {
+    Where(const char* text) : label(text) {}  // NOLINT(google-explicit-constructor): a literal names the place
+    Where(const Where& within, const char* text) : parent(&within), label(text) {}
+    Where(const Where& within, const char* text, size_t n) : parent(&within), label(text), number(n), numbered(true) {}
+    Where(const char* text, size_t n) : label(text), number(n), numbered(true) {}
+    std::string str() const {
+        std::string s = parent != nullptr ? parent->str() + " " : std::string();
+        s += label;
+        if (numbered) s += " " + std::to_string(number);
+        return s;
+    }
+    const Where* parent{nullptr};
+    const char* label;
+    size_t number{0};
+    bool numbered{false};
+};
+std::string operator+(const Where& w, const char* text) { return w.str() + text; }
+std::string operator+(const Where& w, const std::string& text) { return w.str() + text; }
+
 // Calls `handle` with each item of a container in order, building nothing: memory does not grow
 // with the number of items (a hostile manifest may hold millions of empty ones).
 template <typename Handle>
-Result<void> for_each_item(Bytes b, const std::string& where, Handle&& handle) {
+Result<void> for_each_item(Bytes b, const Where& where, Handle&& handle) {
     size_t at = 0;
     while (at < b.size()) {
         if (b.size() - at < kItemHeader) return bad(where + ": truncated item header");
@@ -102,39 +123,41 @@ Result<void> for_each_item(Bytes b, const std::string& where, Handle&& handle) {
 
 // Names and versions must be printable (validate_manifest); expressions may hold the whitespace
 // the expression language allows, and whatever prints them escapes it (text.hpp).
-Result<std::string> text_of(const Item& item, const std::string& what, size_t limit = kMaxString) {
+Result<std::string> text_of(const Item& item, const Where& what, size_t limit = kMaxString) {
     if (item.payload.size() > limit) return bad(what + " longer than " + std::to_string(limit) + " bytes");
     std::string s(as_text(item.payload));
     if (s.find('\0') != std::string::npos) return bad(what + " contains a NUL byte");
     return s;
 }
 
-Result<uint16_t> u16_of(const Item& item, const std::string& what) {
+Result<uint16_t> u16_of(const Item& item, const Where& what) {
     if (item.payload.size() != 2) return bad(what + " must be 2 bytes");
     return load_u16(item.payload, 0);
 }
 
-Error unknown_required(const Item& item, const std::string& where) {
-    return make_error(ErrorCode::archive_unsupported, "manifest: " + where + " has required field " + std::to_string(item.tag) +
+Error unknown_required(const Item& item, const Where& where) {
+    return make_error(ErrorCode::archive_unsupported, "manifest: " + where.str() + " has required field " + std::to_string(item.tag) +
                                                   " that this sdm does not know (written by a newer packer); update sdm");
 }
 
 // Decodes a set of fields where each known tag appears at most once (unless repeated is true).
 template <typename Handler>
-Result<void> fields(Bytes payload, const std::string& where, std::initializer_list<std::pair<uint16_t, bool>> known, Handler&& handle) {
-    std::set<uint16_t> seen;
+Result<void> fields(Bytes payload, const Where& where, std::initializer_list<std::pair<uint16_t, bool>> known, Handler&& handle) {
+    uint64_t seen = 0;  // by place in `known` (at most 64 known tags)
     return for_each_item(payload, where, [&](const Item& item) -> Result<void> {
         const auto k = std::find_if(known.begin(), known.end(), [&](const auto& p) { return p.first == item.tag; });
         if (k == known.end()) {
             if (item.flags & kRequiredFlag) return unknown_required(item, where);
             return {};  // an optional field from a later minor
         }
-        if (!k->second && !seen.insert(item.tag).second) return bad(where + ": field " + std::to_string(item.tag) + " appears twice");
+        const uint64_t bit = uint64_t{1} << (static_cast<size_t>(k - known.begin()) & 63);
+        if (!k->second && (seen & bit) != 0) return bad(where + ": field " + std::to_string(item.tag) + " appears twice");
+        seen |= bit;
         return handle(item);
     });
 }
 
-Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
+Result<PlanRule> decode_rule(Bytes payload, const Where& where) {
     PlanRule rule;
     bool have_class = false, have_block = false, have_grid = false;
     SDM_TRY(fields(payload, where,
@@ -143,11 +166,11 @@ Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
                     {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}, {tag::capability_min, false}, {tag::capability_max, false}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::capability || item.tag == tag::capability_min || item.tag == tag::capability_max) {
-                           SDM_TRY_GET(v, u16_of(item, where + " capability"));
+                           SDM_TRY_GET(v, u16_of(item, Where(where, "capability")));
                            (item.tag == tag::capability ? rule.capability : item.tag == tag::capability_min ? rule.capability_min : rule.capability_max) = *v;
                            return {};
                        }
-                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag)));
+                       SDM_TRY_GET(s, text_of(item, Where(where, "field", item.tag)));
                        switch (item.tag) {
                        case tag::device_class: rule.device_class = std::move(*s); have_class = true; break;
                        case tag::when: rule.when = std::move(*s); break;
@@ -170,19 +193,19 @@ Result<PlanRule> decode_rule(Bytes payload, const std::string& where) {
 
 Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
     KernelSpec k;
-    const std::string where = "kernel " + std::to_string(index);
+    const Where where("kernel", index);
     bool have_name = false, have_module = false, have_signature = false;
     SDM_TRY(fields(payload, where,
                    {{tag::name, false}, {tag::module, false}, {tag::signature, false}, {tag::problem, true}, {tag::plan, true}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::plan) {
                            if (k.plans.size() >= kMaxRules) return bad(where + ": more than 256 plan rules");
-                           SDM_TRY_GET(rule, decode_rule(item.payload, where + " plan rule " + std::to_string(k.plans.size())));
+                           SDM_TRY_GET(rule, decode_rule(item.payload, Where(where, "plan rule", k.plans.size())));
                            k.plans.push_back(std::move(*rule));
                            return {};
                        }
                        const bool is_name = item.tag == tag::name || item.tag == tag::module;
-                       SDM_TRY_GET(s, text_of(item, where + " field " + std::to_string(item.tag), is_name ? max_name : kMaxString));
+                       SDM_TRY_GET(s, text_of(item, Where(where, "field", item.tag), is_name ? max_name : kMaxString));
                        if (item.tag == tag::name) { k.name = std::move(*s); have_name = true; }
                        else if (item.tag == tag::module) { k.module = std::move(*s); have_module = true; }
                        else if (item.tag == tag::problem) {
@@ -323,12 +346,10 @@ std::vector<std::string> plan_variables(const KernelSpec& kernel) {
     return v;
 }
 
-Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
-    if (!valid_name(k.name, max_name))
-        return invalid("kernel name '" + printable(k.name.substr(0, 64)) + "' " + name_problem(k.name, max_name) + " (" + kNameRules + ")");
-    if (!valid_name(k.module, max_name))
-        return invalid("kernel " + k.name + ": module name '" + printable(k.module.substr(0, 64)) + "' " + name_problem(k.module, max_name) + " (" +
-                       kNameRules + ")");
+namespace {
+
+// validate_kernel but for the names (which ManifestIndex::build checked for every record).
+Result<void> validate_kernel_fields(const KernelSpec& k) {
     if (k.signature.size() > 64) return invalid("kernel " + k.name + ": more than 64 parameters");
     if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than 8 problem parameters");
     std::set<std::string> params;
@@ -374,15 +395,26 @@ Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
     return {};
 }
 
-bool needs_manifest_11(const Manifest& m) {
-    for (const KernelSpec& k : m.kernels) {
-        if (k.name.size() > limits::max_name_length || k.module.size() > limits::max_name_length) return true;
-        if (std::any_of(k.signature.begin(), k.signature.end(), param_type_is_11)) return true;
-        for (const PlanRule& r : k.plans)
-            if (r.device_class.empty() || r.capability_min != 0 || r.capability_max != 0) return true;
-    }
+bool kernel_needs_11(const KernelSpec& k) {
+    if (k.name.size() > limits::max_name_length || k.module.size() > limits::max_name_length) return true;
+    if (std::any_of(k.signature.begin(), k.signature.end(), param_type_is_11)) return true;
+    for (const PlanRule& r : k.plans)
+        if (r.device_class.empty() || r.capability_min != 0 || r.capability_max != 0) return true;
     return false;
 }
+
+}  // namespace
+
+Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
+    if (!valid_name(k.name, max_name))
+        return invalid("kernel name '" + printable(k.name.substr(0, 64)) + "' " + name_problem(k.name, max_name) + " (" + kNameRules + ")");
+    if (!valid_name(k.module, max_name))
+        return invalid("kernel " + k.name + ": module name '" + printable(k.module.substr(0, 64)) + "' " + name_problem(k.module, max_name) + " (" +
+                       kNameRules + ")");
+    return validate_kernel_fields(k);
+}
+
+bool needs_manifest_11(const Manifest& m) { return std::any_of(m.kernels.begin(), m.kernels.end(), kernel_needs_11); }
 
 Result<void> validate_manifest(const Manifest& m) {
     if (m.content_version.size() > 64) return invalid("content version longer than 64 characters");
@@ -546,12 +578,10 @@ const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name) const {
 Result<KernelSpec> ManifestIndex::spec(const Kernel& kernel) const {
     const size_t index = static_cast<size_t>(&kernel - kernels_.data());
     SDM_TRY_GET(k, decode_kernel(kernel.item, index, max_name_));
-    if (auto valid = validate_kernel(*k, max_name_); !valid) return bad(valid.error().message.substr(std::string_view("manifest: ").size()));
-    if (minor_ < kManifestMinor11) {
-        Manifest one;
-        one.kernels.push_back(*k);
-        if (needs_manifest_11(one)) return bad("kernel " + k->name + " uses manifest 1.1 fields in a manifest of minor " + std::to_string(minor_));
-    }
+    // Its name and module were checked by build(), as every record's.
+    if (auto valid = validate_kernel_fields(*k); !valid) return bad(valid.error().message.substr(std::string_view("manifest: ").size()));
+    if (minor_ < kManifestMinor11 && kernel_needs_11(*k))
+        return bad("kernel " + k->name + " uses manifest 1.1 fields in a manifest of minor " + std::to_string(minor_));
     return k;
 }
 

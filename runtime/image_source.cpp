@@ -70,6 +70,11 @@ public:
     Result<LoadableImage> run() {
         const Selection& selected = served_.selection;
         if (selected.path == SelectionPath::cubin && entry_.codec == archive::Codec::stored) {
+            // The next modules' images are checked (or decoded) on a worker meanwhile; this one
+            // may have been checked ahead already.
+            for (const size_t next : next_in_order(archive_, selected.image.index, runtime_.readahead_modules()))
+                served_.archive->readahead->start(archive_, *served_.archive->references, next);
+            served_.archive->readahead->settle(selected.image.index, &out_.decoded_ahead);
             SDM_TRY_GET(view, archive_.view(selected.image.index));  // checked, zero-copy from the mapping
             SDM_TRY(from_archive(*view));
             out_.view = *view;

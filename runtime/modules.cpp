@@ -144,6 +144,7 @@ void Modules::unload_locked(std::shared_ptr<Slot> s) {
     draining_.push_back(fence(*s));
     s->module = nullptr;
     s->library.reset();
+    if (s->served) s->served->archive.reset();  // (no reference is left: nothing reads it now)
     s->unloaded.store(true, std::memory_order_release);
     if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
@@ -220,18 +221,30 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
     }
     for (;;) {
-        SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));
-        if (expected) {  // checked against the manifest before anything is loaded or referenced
-            SDM_TRY_GET(spec, serve->archive->manifest->spec(*serve->archive->manifest->find(name)));
-            SDM_TRY(check_signature(name, serve->archive->archive.label(), archive::signature_text(spec->signature), *expected));
+        Listed found = listed(ordinal, name, context, context_id);
+        std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
+        std::shared_ptr<Slot> s = std::move(found.slot);
+        if (!s) {
+            SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));  // (not found: the message names what is mounted)
+            chosen = std::move(*serve);
+            if (chosen->archive != found.archive) {  // an older archive has the image (or a mount came between)
+                found.archive = chosen->archive;
+                found.record = chosen->archive->manifest->find(name);
+            }
+            if (found.record == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest of archive " + chosen->archive->archive.label() + " that serves it");
+            s = slot({ordinal, chosen->archive.get(), chosen->module, context, context_id});
         }
-        auto s = slot({ordinal, serve->archive.get(), serve->module, context, context_id});
+        if (expected) {  // checked against the serving manifest before anything is loaded or referenced
+            SDM_TRY_GET(spec, found.archive->manifest->spec(*found.record));
+            SDM_TRY(check_signature(name, found.archive->archive.label(), archive::signature_text(spec->signature), *expected));
+        }
         std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
         KernelHandle* handle = nullptr;
         bool pinned = false;  // a reference taken before resolving in a loaded slot
         if (!s->loaded) {
+            if (!chosen) continue;  // (a registered slot is loaded: not reached)
             // Not registered yet, so nothing unloads it meanwhile.
-            SDM_TRY(load(*s, ordinal, *serve, stream, name));
+            SDM_TRY(load(*s, ordinal, *chosen, stream, name));
             handle = s->kernels.begin()->second.get();  // the one load resolved
         } else {
             {  // A registered slot may be retired and unloaded by a reload: pinned by a reference
@@ -241,7 +254,9 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
                 ++s->references;
                 pinned = true;
             }
-            auto resolved = resolve(*s, ordinal, *serve, name);  // this kernel only, on its first fetch
+            // What chose the module chose this kernel's image: resolved in it, this kernel only,
+            // on its first fetch.
+            auto resolved = resolve(*s, ordinal, *s->served, name, *found.record);
             if (!resolved) {
                 std::lock_guard registry(mutex_);
                 if (--s->references == 0 && s->retired && s->registered && !s->unloaded.load(std::memory_order_acquire)) unload_locked(s);
@@ -249,18 +264,19 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             }
             handle = *resolved;
         }
+        const MountedArchive* const serving = std::get<1>(s->key);
         std::lock_guard registry(mutex_);
         // Replaced while this call loaded it? Then it registers retired. (Checked under mutex_: a
         // reload replaces the archive first, then retires the registered slots under mutex_.)
         const auto mounted = runtime_.archives();
-        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a == serve->archive; });
+        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a.get() == serving; });
         // A reload may have unloaded it between the load and here (retired, with no reference
         // yet): serve again, from what is mounted now. (A pinned slot was not unloaded.)
         if (s->unloaded.load(std::memory_order_acquire)) continue;
         if (!s->registered) {
             s->registered = true;
             load_order_.push_back(s);
-            pinned_.push_back(serve->archive);
+            pinned_.push_back(s->served->archive);
         }
         if (!current) s->retired = true;
         if (!pinned) ++s->references;  // retired or not: the reference keeps it loaded until released
@@ -269,14 +285,35 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     }
 }
 
+Modules::Listed Modules::listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id) {
+    Listed out;
+    const auto mounted = runtime_.archives();
+    for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // the newest mount first
+        if (!(*it)->manifest) continue;
+        const auto* record = (*it)->manifest->find(name);
+        if (record == nullptr) continue;
+        out.archive = *it;
+        out.record = record;
+        break;
+    }
+    if (out.record == nullptr) return out;
+    std::lock_guard lock(mutex_);
+    const auto found = slots_.find(Key{ordinal, out.archive.get(), std::string(out.record->module), context, context_id});
+    if (found != slots_.end() && found->second->registered && !found->second->retired) out.slot = found->second;
+    return out;
+}
+
 Result<void> Modules::load_all(int32_t ordinal, const std::string& name, CUcontext context) {
     SDM_TRY_GET(first, kernel(ordinal, name, nullptr, std::nullopt, context));
     Slot& s = *(*first)->slot;
     const auto release_first = gsl::finally([&]() noexcept { (void)release(**first); });  // preload keeps no reference
-    SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));
-    if (serve->archive.get() != std::get<1>(s.key)) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
-    std::lock_guard lock(s.mutex);
-    for (const auto* listed : serve->archive->manifest->of_module(serve->module)) SDM_TRY(resolve(s, ordinal, *serve, std::string(listed->name)));
+    {
+        std::lock_guard registry(mutex_);
+        if (s.retired) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
+    }
+    std::lock_guard lock(s.mutex);  // (the reference keeps it loaded, and its choice, meanwhile)
+    const ServedBy& served = *s.served;
+    for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, served, std::string(listed->name), *listed));
     return {};
 }
 
@@ -418,6 +455,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     slot.context = scope->context();
     slot.source = code->source;
     slot.cache_key = code->cache_key;
+    slot.served = served;
     slot.loaded = true;
     kept = true;
     runtime_.log().info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
@@ -425,13 +463,12 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     return {};
 }
 
-Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name) {
+Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
+                                       const archive::ManifestIndex::Kernel& listed) {
     if (const auto it = slot.kernels.find(name); it != slot.kernels.end()) return it->second.get();
-    const auto* listed = served.archive->manifest->find(name);
-    if (listed == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest that served it");
     SDM_TRY_GET(scope, DeviceScope::enter(runtime_, slot.context));
     const LoadedCode loaded{slot.module, slot.library ? slot.library->handle() : nullptr, slot.context};
-    SDM_TRY_GET(handle, resolve_kernel(runtime_, scope->driver(), loaded, served, slot, ordinal, slot.source, *listed));
+    SDM_TRY_GET(handle, resolve_kernel(runtime_, scope->driver(), loaded, served, slot, ordinal, slot.source, listed));
     if (!*handle)  // an image whose entry points its checks could not read (a fatbin: the driver chose the image)
         return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
                                                     served.device + ") lacks kernel " + name +

@@ -28,6 +28,7 @@
 #include "jit_backend.hpp"
 #include "layering.hpp"
 #include "library.hpp"
+#include "manifest.hpp"
 
 namespace sdm::runtime {
 
@@ -79,6 +80,10 @@ struct ModuleSlot {
     bool retired{false};    // its archive was replaced by a reload
     std::atomic<bool> unloaded{false};  // retired and unloaded: its kernels' handles are dead
     std::tuple<int32_t, const MountedArchive*, std::string, CUcontext, uint64_t> key;
+    // What chose it (archive, image, device), written by its load before it is registered: a
+    // later kernel of the module is resolved in it without choosing again. Its archive is dropped
+    // when it is unloaded.
+    std::optional<ServedBy> served;
     LaunchStreams streams;  // where its kernels were launched, for its retirement
 };
 
@@ -117,8 +122,19 @@ private:
     // Loads the image and checks it, with `name` resolved (a module's image policy is read through
     // its first kernel). With the slot's mutex held.
     Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
-    // Kernel `name` of the loaded `slot`, resolved on its first call. With the slot's mutex held.
-    Result<KernelHandle*> resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name);
+    // Kernel `name` (its manifest record `listed`) of the loaded `slot`, resolved on its first
+    // call. With the slot's mutex held.
+    Result<KernelHandle*> resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
+                                  const archive::ManifestIndex::Kernel& listed);
+    // The newest mounted archive listing `name` and its record; with the registered (loaded,
+    // current) slot of its module for this key, when there is one: the layering rule would choose
+    // that archive again (it chose an image of it for the module), so nothing is chosen again.
+    struct Listed {
+        std::shared_ptr<const MountedArchive> archive;
+        const archive::ManifestIndex::Kernel* record{nullptr};
+        std::shared_ptr<Slot> slot;
+    };
+    Listed listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id);
 
 
     Runtime& runtime_;

@@ -73,9 +73,33 @@ Result<ByteVector> Readahead::read(const archive::Archive& archive, ReferenceMem
     return references.read(archive, index);
 }
 
+void Readahead::settle(size_t index, bool* ahead) {
+    if (ahead != nullptr) *ahead = false;
+    if (forked()) return;
+    std::unique_lock lock(mutex_);
+    auto it = jobs_.find(index);
+    if (it == jobs_.end()) return;
+    if (it->second.running || it->second.result) {
+        it->second.wanted = true;
+        finished_.wait(lock, [&] {
+            it = jobs_.find(index);
+            return it == jobs_.end() || it->second.result.has_value();
+        });
+        if (it == jobs_.end()) return;  // another load of the entry took it
+        if (ahead != nullptr) *ahead = static_cast<bool>(*it->second.result);
+        ++hits_;
+        done_.erase(std::remove(done_.begin(), done_.end(), index), done_.end());
+    } else {  // still queued: checked by the caller, not behind the others
+        queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
+    }
+    bytes_ -= it->second.bytes;
+    jobs_.erase(it);
+}
+
 void Readahead::start(const archive::Archive& archive, ReferenceMemo& references, size_t index) {
     if (index >= archive.entries().size()) return;
-    const uint64_t size = archive.entries()[index].raw_size;
+    // A stored entry is only checked ahead: nothing is held for it.
+    const uint64_t size = archive.entries()[index].codec == archive::Codec::stored ? 0 : archive.entries()[index].raw_size;
     if (forked()) return;
     std::lock_guard lock(mutex_);
     if (stop_ || jobs_.count(index) || size > max_bytes_) return;
@@ -118,7 +142,12 @@ void Readahead::work() {
         lock.unlock();
         std::optional<Result<ByteVector>> result;
         try {
-            result.emplace(references.read(archive, index));
+            if (archive.entries()[index].codec == archive::Codec::stored) {
+                auto checked = archive.view(index);  // hashed once: the load's view finds it checked
+                result.emplace(checked ? Result<ByteVector>(ByteVector{}) : Result<ByteVector>(std::move(checked).error()));
+            } else {
+                result.emplace(references.read(archive, index));
+            }
         } catch (const std::bad_alloc&) {
             result.emplace(make_error(ErrorCode::out_of_memory, "out of memory decoding " + archive.describe(index) + " ahead of its load"));
         }
@@ -153,7 +182,7 @@ std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index,
         while (j < entries.size() && entries[j].name == name) ++j;  // `in` is sorted by name: a module's entries are together
         if (j >= entries.size()) break;
         const auto found = archive.find(entries[j].name, e.kind, e.sm, e.variant);
-        if (found && entries[*found].codec != archive::Codec::stored) out.push_back(*found);
+        if (found) out.push_back(*found);
     }
     return out;
 }

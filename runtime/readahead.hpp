@@ -1,5 +1,6 @@
-// Decoding ahead of the loads: when a load of one module decodes its compressed image, the same
-// target of the next modules in the archive's order is decoded on a worker thread meanwhile, so a
+// Decoding ahead of the loads: when a load of one module reads its image, the same target of the
+// next modules in the archive's order is decoded (compressed) or checked (stored: its checksum,
+// and its signed digest, each computed once) on a worker thread meanwhile, so a
 // host that fetches module after module (every kernel of a library, in the order `sdm ls` lists
 // them) pays for the driver's load of one module while the next one decodes (docs/LOADING.md,
 // "Decoding ahead"). A fetch of an entry decoded ahead takes its bytes (waiting for a decode under
@@ -35,6 +36,10 @@ public:
     // `references` are the mounted archive's own, the same at every call.
     // `ahead`, when given, says whether a worker had decoded (or was decoding) it.
     Result<ByteVector> read(const archive::Archive& archive, ReferenceMemo& references, size_t index, bool* ahead = nullptr);
+    // For a stored entry (which a worker only checks ahead, leaving nothing to take): waits for a
+    // check under way, or drops one still queued, so that the caller's Archive::view of it finds it
+    // checked, or checks it. `ahead`, when given, says whether a worker had checked it.
+    void settle(size_t index, bool* ahead = nullptr);
     // Queues entry `index` for a worker, unless it is queued or decoded already, or the bound
     // would be passed. Never fails: without a thread to run it, nothing is decoded ahead.
     void start(const archive::Archive& archive, ReferenceMemo& references, size_t index);
@@ -82,8 +87,9 @@ struct ReadaheadDeleter {
 // value that is neither is warned of through `log` and read as 2. Read once per runtime.
 size_t readahead_modules_from_environment(const Logger& log);
 
-// The entries a load of entry `index` (a compressed cubin or fatbin) decodes ahead: the same kind
-// and target of the next `modules` modules in the archive's order that have one compressed.
+// The entries a load of entry `index` (a cubin or fatbin) prepares ahead: the same kind and target
+// of the next `modules` modules in the archive's order that have one (a compressed one is decoded
+// ahead, a stored one checked).
 std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index, size_t modules);
 
 }  // namespace sdm::runtime
