@@ -11,7 +11,8 @@
 
 namespace sdm::runtime {
 
-Readahead::Readahead(size_t max_bytes, unsigned workers) : max_bytes_(max_bytes), max_workers_(workers), owner_(static_cast<int>(::getpid())) {}
+Readahead::Readahead(size_t max_bytes, unsigned workers, size_t min_checked)
+    : max_bytes_(max_bytes), max_workers_(workers), min_checked_(min_checked), owner_(static_cast<int>(::getpid())) {}
 
 bool Readahead::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
 
@@ -99,7 +100,9 @@ void Readahead::settle(size_t index, bool* ahead) {
 void Readahead::start(const archive::Archive& archive, ReferenceMemo& references, size_t index) {
     if (index >= archive.entries().size()) return;
     // A stored entry is only checked ahead: nothing is held for it.
-    const uint64_t size = archive.entries()[index].codec == archive::Codec::stored ? 0 : archive.entries()[index].raw_size;
+    const bool stored = archive.entries()[index].codec == archive::Codec::stored;
+    if (stored && archive.entries()[index].stored_size < min_checked_) return;
+    const uint64_t size = stored ? 0 : archive.entries()[index].raw_size;
     if (forked()) return;
     std::lock_guard lock(mutex_);
     if (stop_ || jobs_.count(index) || size > max_bytes_) return;

@@ -27,7 +27,9 @@ namespace sdm::runtime {
 
 class Readahead {
 public:
-    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2);
+    // A stored entry smaller than `min_checked` is left to its load: hashing it costs less than
+    // handing it to a worker (cuDNN's engines, a few KB a module, lost 30 % to the hand-off).
+    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2, size_t min_checked = size_t{512} << 10);
     ~Readahead();
     Readahead(const Readahead&) = delete;
     Readahead& operator=(const Readahead&) = delete;
@@ -64,6 +66,7 @@ private:
     ReferenceMemo* references_{nullptr};
     const size_t max_bytes_;
     const unsigned max_workers_;
+    const size_t min_checked_;
     const int owner_;  // the process id that made it
     mutable std::mutex mutex_;
     std::condition_variable queued_, finished_;

@@ -492,6 +492,66 @@ TEST_CASE("decoding ahead: a damaged entry decoded ahead is its load's error, na
     CHECK(ahead.read(a, memo, m2).value() == a.read(m2).value());
 }
 
+TEST_CASE("checking ahead: a stored image's checksum is computed by a worker once, and a damaged one is still its load's error", "[modules][readahead][hostile]") {
+    archive::WriterOptions o;
+    o.prefix = o.dictionary = false;
+    o.store_cubins = true;
+    archive::ArchiveWriter writer(o);
+    for (size_t i = 0; i < 3; ++i)
+        REQUIRE(writer.add({"m" + std::to_string(i), archive::Kind::cubin, 90, archive::Variant::base, test::data_file("kernels.sm_90.cubin")}));
+    ByteVector bytes = writer.finish().value();
+    const auto index_of = [&](const archive::Archive& a, size_t i) {
+        return a.find("m" + std::to_string(i), archive::Kind::cubin, 90, archive::Variant::base).value();
+    };
+    {
+        const auto a = archive::Archive::open_memory(bytes, "s.sdma").value();
+        REQUIRE(a.entries()[index_of(a, 0)].codec == archive::Codec::stored);
+        CHECK(runtime::next_in_order(a, index_of(a, 0), 2) == std::vector<size_t>{index_of(a, 1), index_of(a, 2)});  // stored ones too
+        runtime::ReferenceMemo memo;
+        {
+            runtime::Readahead ahead;  // by default a stored image this small is left to its load
+            ahead.start(a, memo, index_of(a, 1));
+            CHECK_FALSE(ahead.ready(index_of(a, 1)));
+            bool checked_ahead = true;
+            ahead.settle(index_of(a, 1), &checked_ahead);
+            CHECK_FALSE(checked_ahead);
+        }
+        runtime::Readahead ahead(size_t{64} << 20, 2, 0);
+        ahead.start(a, memo, index_of(a, 1));
+        for (int waited = 0; waited < 10000 && !ahead.ready(index_of(a, 1)); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        REQUIRE(ahead.ready(index_of(a, 1)));
+        bool checked_ahead = false;
+        ahead.settle(index_of(a, 1), &checked_ahead);
+        CHECK(checked_ahead);
+        CHECK_FALSE(ahead.ready(index_of(a, 1)));  // taken: nothing is held for a stored entry
+        CHECK(a.view(index_of(a, 1)).value().size() == a.entries()[index_of(a, 1)].stored_size);
+        ahead.start(a, memo, index_of(a, 2));
+        ahead.settle(index_of(a, 2));  // queued or running: waited for or dropped; the view checks it then
+        CHECK(a.view(index_of(a, 2)));
+        ahead.settle(index_of(a, 0), &checked_ahead);  // never started: nothing to wait for
+        CHECK_FALSE(checked_ahead);
+    }
+    // A stored payload damaged behind its checksum: the worker's check fails, is not remembered,
+    // and the load's own view reports it, naming the module; the others serve.
+    {
+        const auto a = archive::Archive::open_memory(bytes, "s.sdma").value();
+        const archive::Entry& e = a.entries()[index_of(a, 1)];
+        bytes[e.data_offset + e.stored_size / 2] ^= std::byte{0x40};
+    }
+    const auto a = archive::Archive::open_memory(bytes, "s.sdma").value();
+    runtime::ReferenceMemo memo;
+    runtime::Readahead ahead(size_t{64} << 20, 2, 0);
+    for (size_t i : runtime::next_in_order(a, index_of(a, 0), 2)) ahead.start(a, memo, i);
+    ahead.settle(index_of(a, 1));
+    const auto bad = a.view(index_of(a, 1));
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().code == ErrorCode::archive_corrupt);
+    CHECK_THAT(bad.error().message, Catch::Contains("m1"));
+    CHECK_FALSE(a.view(index_of(a, 1)));  // every time
+    ahead.settle(index_of(a, 2));
+    CHECK(a.view(index_of(a, 2)));
+}
+
 TEST_CASE("decoding ahead through the runtime: a host fetching module after module finds the next ones decoded", "[modules][readahead]") {
     // Three modules of different kernels, compressed, fetched in the archive's order with a pause
     // between (a worker's start is not instant on a loaded machine): the later loads take images
