@@ -5,12 +5,13 @@
 #   the driver's module path and library path on exactly the bytes sdm serves (decoded before the
 #   clock), CUDA_MODULE_LOADING=EAGER and LAZY, every kernel resolved;
 #   sdm, compressed and stored archives, EAGER and LAZY, every kernel through sdm_kernel_get, and the
-#   compressed one again without decoding ahead (SDM_READAHEAD=0);
+#   compressed one again without decoding ahead (SDM_READAHEAD=0) and decoding 8 ahead;
 #   sdm_preload of everything (EAGER);
-#   50 kernels spread over the library (LAZY): sdm, the driver loading just their modules;
+#   50 kernels spread over the library (LAZY): sdm (compressed and stored), the driver loading just
+#   their modules;
 # and sdm's first run of a cubin-only import (--ptx none) on an empty cache, with the bytes it wrote,
 # against its warm run. With OLD_BUILD (a build of the tree before the change, its
-# capi/libsdm.so.1), the compressed rows are measured again with that libsdm.
+# capi/libsdm.so.1), the compressed and stored rows are measured again with that libsdm.
 # Medians, as ratios, in one Markdown table per library.
 # Usage: bench/scale_load.sh BUILD_DIR [RUNS [LIBRARY...]]   (BUILD_DIR: tools/sdm, bench/scale_load_bench;
 #        LIBRARY: the libraries to take, by default the four above)
@@ -63,13 +64,16 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
       v[sc_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
       v[ss_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.stored.sdma")")"
       v[sr_$mode]+=" $(us_of "$(SDM_READAHEAD=0 CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
+      v[s8_$mode]+=" $(us_of "$(SDM_READAHEAD=8 CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
       if [ -n "${OLD_BUILD:-}" ]; then
         v[oc_$mode]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
+        v[os_$mode]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.stored.sdma")")"
       fi
     done
     v[pre]+=" $(us_of "$(CUDA_MODULE_LOADING=EAGER "$bench" sdm-preload "$work/$name.sdma")")"
     v[d50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" driver-module "$work/$name.sdma" "$work/$name.50")")"
     v[s50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.sdma" "$work/$name.50")")"
+    v[s50s]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.stored.sdma" "$work/$name.50")")"
     # A first run of the compressed archive: an empty cache, and what it wrote there.
     rm -rf "$work/first"
     v[first]+=" $(us_of "$(SDM_CACHE_DIR=$work/first CUDA_MODULE_LOADING=EAGER "$bench" sdm "$work/$name.cubins.sdma")")"
@@ -87,13 +91,16 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
   echo "| driver: cuLibraryLoadData + cuLibraryGetKernel + cuKernelGetFunction | $(ms "$m_dl_EAGER") | $(ms "$m_dl_LAZY") | $(ratio "$m_dl_EAGER" "$m_dm_EAGER") | $(ratio "$m_dl_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, compressed archive | $(ms "$m_sc_EAGER") | $(ms "$m_sc_LAZY") | $(ratio "$m_sc_EAGER" "$m_dm_EAGER") | $(ratio "$m_sc_LAZY" "$m_dm_LAZY") | <= 1.05x |"
   echo "| sdm, compressed archive, no decoding ahead (SDM_READAHEAD=0) | $(ms "$m_sr_EAGER") | $(ms "$m_sr_LAZY") | $(ratio "$m_sr_EAGER" "$m_dm_EAGER") | $(ratio "$m_sr_LAZY" "$m_dm_LAZY") | |"
+  echo "| sdm, compressed archive, decoding 8 ahead (SDM_READAHEAD=8) | $(ms "$m_s8_EAGER") | $(ms "$m_s8_LAZY") | $(ratio "$m_s8_EAGER" "$m_dm_EAGER") | $(ratio "$m_s8_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, stored cubins | $(ms "$m_ss_EAGER") | $(ms "$m_ss_LAZY") | $(ratio "$m_ss_EAGER" "$m_dm_EAGER") | $(ratio "$m_ss_LAZY" "$m_dm_LAZY") | <= 1.05x |"
   [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change (same bench, the old libsdm), compressed | $(ms "$m_oc_EAGER") | $(ms "$m_oc_LAZY") | $(ratio "$m_oc_EAGER" "$m_dm_EAGER") | $(ratio "$m_oc_LAZY" "$m_dm_LAZY") | |"
+  [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change, stored cubins | $(ms "$m_os_EAGER") | $(ms "$m_os_LAZY") | $(ratio "$m_os_EAGER" "$m_dm_EAGER") | $(ratio "$m_os_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, cubin-only archive (--ptx none), warm | $(ms "$m_cubins") | | | | |"
   echo "| sdm first run of the cubin-only archive, empty cache (wrote ${written:-0} B) | $(ms "$m_first") | | $(ratio "$m_first" "$m_cubins") of its warm run | | <= 1.1x warm, 0 B |"
   echo "| sdm_preload of everything | $(ms "$m_pre") | | $(ratio "$m_pre" "$m_dm_EAGER") | | <= 0.8x |"
   echo "| 50 kernels: the driver loading just their modules | | $(ms "$m_d50") | | $(ratio "$m_d50" "$m_dm_LAZY") of every module | |"
   echo "| 50 kernels: sdm | | $(ms "$m_s50") | | $(ratio "$m_s50" "$m_d50") of the driver's 50, $(ratio "$m_s50" "$m_dm_LAZY") of every module | <= 1.2x, <= 0.1x |"
+  echo "| 50 kernels: sdm, stored cubins | | $(ms "$m_s50s") | | $(ratio "$m_s50s" "$m_d50") of the driver's 50, $(ratio "$m_s50s" "$m_dm_LAZY") of every module | <= 1.2x, <= 0.1x |"
   echo
   } | tee -a "$out/scale_load.md"
   unset v

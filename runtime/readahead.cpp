@@ -12,7 +12,10 @@
 namespace sdm::runtime {
 
 Readahead::Readahead(size_t max_bytes, unsigned workers, size_t min_checked)
-    : max_bytes_(max_bytes), max_workers_(workers), min_checked_(min_checked), owner_(static_cast<int>(::getpid())) {}
+    : max_bytes_(max_bytes),
+      max_workers_(workers != 0 ? workers : std::clamp(std::thread::hardware_concurrency() / 2, 2u, 8u)),
+      min_checked_(min_checked),
+      owner_(static_cast<int>(::getpid())) {}
 
 bool Readahead::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
 

@@ -29,7 +29,9 @@ class Readahead {
 public:
     // A stored entry smaller than `min_checked` is left to its load: hashing it costs less than
     // handing it to a worker (cuDNN's engines, a few KB a module, lost 30 % to the hand-off).
-    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 2, size_t min_checked = size_t{512} << 10);
+    // `workers`: at most that many threads, started as jobs queue (0: half the machine's cores,
+    // from 2 to 8; how many modules ahead a load queues, SDM_READAHEAD, bounds how many run).
+    explicit Readahead(size_t max_bytes = size_t{64} << 20, unsigned workers = 0, size_t min_checked = size_t{512} << 10);
     ~Readahead();
     Readahead(const Readahead&) = delete;
     Readahead& operator=(const Readahead&) = delete;
