@@ -88,8 +88,9 @@ struct ReadaheadDeleter {
     void operator()(Readahead* readahead) const noexcept;
 };
 
-// How many modules ahead a load decodes: $SDM_READAHEAD (0 turns it off, at most 16), else 2; a
-// value that is neither is warned of through `log` and read as 2. Read once per runtime.
+// How many modules ahead a load decodes: $SDM_READAHEAD (0 turns it off, at most 16), else half the
+// machine's cores from 2 to 8; a value that is neither is warned of through `log` and read as that
+// default. Read once per runtime.
 size_t readahead_modules_from_environment(const Logger& log);
 
 // The entries a load of entry `index` (a cubin or fatbin) prepares ahead: the same kind and target
