@@ -104,7 +104,6 @@ struct Where {
     bool numbered{false};
 };
 std::string operator+(const Where& w, const char* text) { return w.str() + text; }
-std::string operator+(const Where& w, const std::string& text) { return w.str() + text; }
 
 // Calls `handle` with each item of a container in order, building nothing: memory does not grow
 // with the number of items (a hostile manifest may hold millions of empty ones).
