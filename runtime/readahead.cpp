@@ -43,36 +43,38 @@ bool Readahead::ready(size_t index) const {
     return it != jobs_.end() && it->second.result.has_value();
 }
 
+std::optional<Readahead::Job> Readahead::take_locked(std::unique_lock<std::mutex>& lock, size_t index) {
+    auto it = jobs_.find(index);
+    if (it == jobs_.end()) return std::nullopt;
+    if (it->second.running || it->second.result) {
+        it->second.wanted = true;  // not dropped to make room while this waits
+        // Looked up again after every wake: another load of the same entry may take it first.
+        finished_.wait(lock, [&] {
+            it = jobs_.find(index);
+            return it == jobs_.end() || it->second.result.has_value();
+        });
+        if (it == jobs_.end()) return std::nullopt;
+        done_.erase(std::remove(done_.begin(), done_.end(), index), done_.end());
+        ++hits_;
+    } else {  // still queued: done by the caller, not behind the others
+        queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
+    }
+    Job job = std::move(it->second);
+    bytes_ -= job.bytes;
+    jobs_.erase(it);
+    return job;
+}
+
 Result<ByteVector> Readahead::read(const archive::Archive& archive, ReferenceMemo& references, size_t index, bool* ahead) {
     if (ahead != nullptr) *ahead = false;
     if (!forked()) {
         std::unique_lock lock(mutex_);
-        auto it = jobs_.find(index);
-        if (it != jobs_.end() && (it->second.running || it->second.result)) {
-            it->second.wanted = true;  // not dropped to make room while this waits
-            // Looked up again after every wake: another load of the same entry may take it first.
-            finished_.wait(lock, [&] {
-                it = jobs_.find(index);
-                return it == jobs_.end() || it->second.result.has_value();
-            });
+        if (auto job = take_locked(lock, index); job && job->result && *job->result) {
+            if (ahead != nullptr) *ahead = true;
+            return std::move(*job->result);
         }
-        if (it != jobs_.end() && it->second.result) {
-            Result<ByteVector> out = std::move(*it->second.result);
-            bytes_ -= it->second.bytes;
-            jobs_.erase(it);
-            done_.erase(std::remove(done_.begin(), done_.end(), index), done_.end());
-            ++hits_;
-            if (out) {
-                if (ahead != nullptr) *ahead = true;
-                return out;
-            }
-            // A decode ahead that failed (out of memory while another load held much, say) is
-            // tried again here, where its error reaches the caller.
-        } else if (it != jobs_.end()) {  // still queued: decoded here, not behind the others
-            bytes_ -= it->second.bytes;
-            jobs_.erase(it);
-            queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
-        }
+        // A decode ahead that failed (out of memory while another load held much, say) is tried
+        // again here, where its error reaches the caller.
     }
     return references.read(archive, index);
 }
@@ -81,23 +83,8 @@ void Readahead::settle(size_t index, bool* ahead) {
     if (ahead != nullptr) *ahead = false;
     if (forked()) return;
     std::unique_lock lock(mutex_);
-    auto it = jobs_.find(index);
-    if (it == jobs_.end()) return;
-    if (it->second.running || it->second.result) {
-        it->second.wanted = true;
-        finished_.wait(lock, [&] {
-            it = jobs_.find(index);
-            return it == jobs_.end() || it->second.result.has_value();
-        });
-        if (it == jobs_.end()) return;  // another load of the entry took it
-        if (ahead != nullptr) *ahead = static_cast<bool>(*it->second.result);
-        ++hits_;
-        done_.erase(std::remove(done_.begin(), done_.end(), index), done_.end());
-    } else {  // still queued: checked by the caller, not behind the others
-        queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
-    }
-    bytes_ -= it->second.bytes;
-    jobs_.erase(it);
+    const auto job = take_locked(lock, index);
+    if (ahead != nullptr && job && job->result) *ahead = static_cast<bool>(*job->result);
 }
 
 void Readahead::start(const archive::Archive& archive, ReferenceMemo& references, size_t index) {

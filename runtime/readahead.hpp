@@ -63,6 +63,9 @@ private:
         uint64_t bytes{0};
     };
     void work();
+    // With the lock held: the job for `index` taken out of the tables, waited for first when a
+    // worker has it (then with its result); nullopt when there is none (or another load took it).
+    std::optional<Job> take_locked(std::unique_lock<std::mutex>& lock, size_t index);
 
     const archive::Archive* archive_{nullptr};  // set by the first start, before any worker runs
     ReferenceMemo* references_{nullptr};

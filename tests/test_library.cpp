@@ -151,30 +151,22 @@ TEST_CASE("the load path a runtime takes: modules with one context per device, l
         rt.reset();
         if (current) fake_pop_context();
     }
-    // The environment's choice, for measuring one against the other.
-    setenv("SDM_LOAD_PATH", "library", 1);
-    {
+    // The environment's choice, for measuring one against the other; a value that is neither is
+    // warned of, and the runtime's own choice taken.
+    const auto load_with = [](const char* value, const char* entry_point, const char* said) {
+        INFO(value);
+        setenv("SDM_LOAD_PATH", value, 1);
         fake_reset();
         TempDir dir;
         std::vector<std::string> log;
         RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
         mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
         kernel_of(rt.get(), "scale", 0);
-        CHECK(fake_calls("cuLibraryLoadData") == 1);
-        CHECK(count_containing(log, "SDM_LOAD_PATH=library") == 1);
-    }
-    // A value that is neither: warned of, and the runtime's own choice taken.
-    setenv("SDM_LOAD_PATH", "sideways", 1);
-    {
-        fake_reset();
-        TempDir dir;
-        std::vector<std::string> log;
-        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, &log);
-        mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
-        kernel_of(rt.get(), "scale", 0);
-        CHECK(fake_calls("cuModuleLoadData") == 1);
-        CHECK(count_containing(log, "SDM_LOAD_PATH='sideways' is neither module nor library; it is ignored") == 1);
-    }
+        CHECK(fake_calls(entry_point) == 1);
+        CHECK(count_containing(log, said) == 1);
+    };
+    load_with("library", "cuLibraryLoadData", "SDM_LOAD_PATH=library");
+    load_with("sideways", "cuModuleLoadData", "SDM_LOAD_PATH='sideways' is neither module nor library; it is ignored");
     if (forced.empty()) unsetenv("SDM_LOAD_PATH");
     else setenv("SDM_LOAD_PATH", forced.c_str(), 1);
 }
