@@ -18,6 +18,7 @@ constexpr uint8_t kOsAbiCuda = 0x41;
 constexpr uint8_t kOsAbiCudaAbi7 = 0x33;
 constexpr uint8_t kStoCudaEntry = 0x10;  // st_other bit nvcc sets on __global__ functions
 constexpr uint8_t kSttFunc = 2;
+constexpr uint8_t kSttObject = 1;
 constexpr size_t kProgramHeaderSize = 56;
 constexpr size_t kSymbolSize = 24;
 
@@ -145,36 +146,53 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         const size_t strh = shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
         if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
         const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-        std::vector<std::pair<uint32_t, uint16_t>> names;  // string-table offset and section of each entry point
+        // String-table offset, section and size of each entry point (size 0: a kernel) and variable.
+        struct Named {
+            uint32_t name;
+            uint16_t section;
+            uint64_t size;
+            bool operator<(const Named& o) const { return name < o.name; }
+        };
+        std::vector<Named> names, objects;
         for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
             const uint32_t name = load_u32(b, at);
             const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
-            if ((st_info & 0xf) != kSttFunc || (st_other & kStoCudaEntry) == 0) continue;
+            const uint16_t shndx = load_u16(b, at + 6);
+            const bool entry = (st_info & 0xf) == kSttFunc && (st_other & kStoCudaEntry) != 0;
+            const bool object = (st_info & 0xf) == kSttObject && shndx != 0 && load_u64(b, at + 16) != 0;
+            if (!entry && !object) continue;
             if (name >= str_size) return bad("symbol name out of bounds");
-            names.emplace_back(name, load_u16(b, at + 6));
+            (entry ? names : objects).push_back({name, shndx, object ? load_u64(b, at + 16) : 0});
         }
         // Each name ends at the first NUL after it: one pass over the table for all of them (in
         // offset order), and all of them together may not be longer than the table, so that
         // neither the work nor the names a hostile table yields grow faster than the image.
-        std::sort(names.begin(), names.end());
-        names.erase(std::unique(names.begin(), names.end(), [](const auto& x, const auto& y) { return x.first == y.first; }), names.end());
         const auto strings = as_text(b.subspan(str_off, str_size));
-        uint64_t total = 0;
-        size_t end = 0;
-        std::vector<std::pair<std::string, uint16_t>> kernels;
-        for (const auto& [name, section] : names) {
-            end = std::max<size_t>(end, name);
-            while (end < strings.size() && strings[end] != '\0') ++end;
-            if (end == strings.size()) return bad("unterminated symbol name");
-            total += end - name;
-            if (total > strings.size()) return bad("kernel names overlap past the size of their string table");
-            kernels.emplace_back(strings.substr(name, end - name), section);
-        }
-        std::sort(kernels.begin(), kernels.end());
-        for (auto& [name, section] : kernels) {
+        const auto read_names = [&](std::vector<Named>& list, std::vector<std::pair<std::string, Named>>& out) -> Result<void> {
+            std::sort(list.begin(), list.end());
+            list.erase(std::unique(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.name == y.name; }), list.end());
+            uint64_t total = 0;
+            size_t end = 0;
+            for (const Named& n : list) {
+                end = std::max<size_t>(end, n.name);
+                while (end < strings.size() && strings[end] != '\0') ++end;
+                if (end == strings.size()) return bad("unterminated symbol name");
+                total += end - n.name;
+                if (total > strings.size()) return bad("symbol names overlap past the size of their string table");
+                out.emplace_back(strings.substr(n.name, end - n.name), n);
+            }
+            std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+            return {};
+        };
+        std::vector<std::pair<std::string, Named>> kernels, variables;
+        SDM_TRY(read_names(names, kernels));
+        SDM_TRY(read_names(objects, variables));
+        for (auto& [name, n] : kernels) {
             info.kernels.push_back(std::move(name));
-            info.kernel_sections.push_back(section);
+            info.kernel_sections.push_back(n.section);
         }
+        for (auto& [name, n] : variables)
+            if (!name.empty() && name.front() != '.') info.globals.emplace_back(std::move(name), n.size);
         break;
     }
     return info;

@@ -28,6 +28,9 @@ struct ImageInfo {
                                        // CU_FUNC_ATTRIBUTE_PTX_VERSION. PTX and LTO-IR: their arch. 0 when unknown
     std::vector<std::string> kernels;  // entry points, sorted: cubin STO_CUDA_ENTRY functions, PTX .entry
     std::vector<uint16_t> kernel_sections;  // cubins: each kernel's st_shndx (its .text section), beside kernels
+    // cubins: the module's variables (__device__, __constant__: defined STT_OBJECT symbols with a
+    // size, not the toolchain's own '.'-names), sorted by name, with their sizes in bytes
+    std::vector<std::pair<std::string, uint64_t>> globals;
 };
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With

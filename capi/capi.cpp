@@ -13,6 +13,9 @@
 
 #include "capi_internal.hpp"
 #include "hardware_matrix.hpp"
+#include "globals.hpp"
+#include "kernel_names.hpp"
+#include "plan_abi.hpp"
 #include "preload.hpp"
 #include "runtime.hpp"
 #include "sdm_version.h"
@@ -50,7 +53,8 @@ SDM_SAME_STATUS(mismatch, SDM_ERROR_MISMATCH);
 SDM_SAME_STATUS(graph_capture, SDM_ERROR_GRAPH_CAPTURE);
 SDM_SAME_STATUS(internal, SDM_ERROR_INTERNAL);
 SDM_SAME_STATUS(untrusted, SDM_ERROR_UNTRUSTED);
-static_assert(kLastErrorCode == SDM_ERROR_UNTRUSTED, "an ErrorCode without an sdm_status, or the other way round");
+SDM_SAME_STATUS(ambiguous, SDM_ERROR_AMBIGUOUS);
+static_assert(kLastErrorCode == SDM_ERROR_AMBIGUOUS, "an ErrorCode without an sdm_status, or the other way round");
 #undef SDM_SAME_STATUS
 
 sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
@@ -527,24 +531,13 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr || (problem_count > 0 && problem == nullptr))
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: kernel, plan (and problem, with a count) must not be NULL");
-        if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
-            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
+        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, "sdm_plan_select"); !live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->select({problem, problem_count});
         if (!selected) return fail(owner(kernel), error, std::move(selected).error());
-        const auto& p = selected->plan;
-        plan->flags = p.pdl ? SDM_PLAN_PDL : 0;
-        plan->grid = p.grid;
-        plan->block = p.block;
-        plan->smem_bytes = p.smem;
-        plan->cluster[0] = p.cluster[0];
-        plan->cluster[1] = p.cluster[1];
-        plan->cluster[2] = p.cluster[2];
-        plan->blocks_per_sm = p.blocks_per_sm;
-        plan->occupancy = selected->occupancy;
-        plan->rule = p.rule;
-        plan->reserved0 = 0;
+        sdm::runtime::plan_to_abi(selected->plan, selected->occupancy, *plan);
         return ok(error);
     });
 }
@@ -553,16 +546,13 @@ SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, vo
                               sdm_error** error) {
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr) return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: kernel and plan must not be NULL");
-        if (!sized(plan, plan->struct_size, sizeof(sdm_plan)))
-            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sizeof(sdm_plan)));
-        sdm::runtime::Plan p;
-        p.grid = plan->grid;
-        p.block = plan->block;
-        p.smem = plan->smem_bytes;
-        p.cluster = {plan->cluster[0], plan->cluster[1], plan->cluster[2]};
-        p.pdl = (plan->flags & SDM_PLAN_PDL) != 0;
+        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
+        const sdm::runtime::Plan p = sdm::runtime::plan_from_abi(*plan);
+        auto extra = sdm::runtime::launch_attributes(*plan);
+        if (!extra) return fail(owner(kernel), error, std::move(extra).error());
         if (auto live = sdm::runtime::check_live(*handle(kernel), "sdm_launch"); !live) return fail(owner(kernel), error, std::move(live).error());
-        auto launched = handle(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count);
+        auto launched = handle(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count, *extra);
         if (!launched) return fail(owner(kernel), error, std::move(launched).error());
         return ok(error);
     });
@@ -644,6 +634,115 @@ SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* st
         return ok(error);
     });
 }
+
+SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elements, uint32_t smem_bytes, sdm_plan* plan, sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || plan == nullptr)
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_for_elements: kernel and plan must not be NULL");
+        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument,
+                        "sdm_plan_for_elements: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_plan_for_elements"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto selected = k->launcher->for_elements(elements, smem_bytes);
+        if (!selected) return fail(owner(kernel), error, std::move(selected).error());
+        sdm::runtime::plan_to_abi(selected->plan, selected->occupancy, *plan);
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, uint64_t* device_ptr, uint64_t* bytes, sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || name == nullptr || (device_ptr == nullptr && bytes == nullptr))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_global_get: kernel, name and device_ptr or bytes must not be NULL");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_global_get"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto g = sdm::runtime::module_global(*owner(kernel), *k, name);
+        if (!g) return fail(owner(kernel), error, std::move(g).error());
+        if (device_ptr != nullptr) *device_ptr = static_cast<uint64_t>(g->address);
+        if (bytes != nullptr) *bytes = g->bytes;
+        return ok(error);
+    });
+}
+
+namespace {
+
+sdm_status global_copy(const char* api, const sdm_kernel* kernel, const char* name, uint64_t offset, void* data, uint64_t bytes, void* stream, bool to_device,
+                       sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || name == nullptr)
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, std::string(api) + ": kernel and name must not be NULL");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, api); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto copied = sdm::runtime::copy_global(*owner(kernel), *k, name, offset, data, bytes, static_cast<CUstream>(stream), to_device);
+        if (!copied) return fail(owner(kernel), error, std::move(copied).error());
+        return ok(error);
+    });
+}
+
+}  // namespace
+
+SDM_API sdm_status sdm_global_write(const sdm_kernel* kernel, const char* name, uint64_t offset, const void* data, uint64_t bytes, void* stream,
+                                    sdm_error** error) {
+    return global_copy("sdm_global_write", kernel, name, offset, const_cast<void*>(data), bytes, stream, true, error);
+}
+
+SDM_API sdm_status sdm_global_read(const sdm_kernel* kernel, const char* name, uint64_t offset, void* data, uint64_t bytes, void* stream,
+                                   sdm_error** error) {
+    return global_copy("sdm_global_read", kernel, name, offset, data, bytes, stream, false, error);
+}
+
+struct sdm_kernel_list {
+    sdm::runtime::Runtime* runtime;
+    std::vector<sdm::runtime::KernelListing> entries;
+};
+
+SDM_API sdm_status sdm_kernel_list_create(sdm_runtime* runtime, uint32_t archive_index, sdm_kernel_list** list, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || list == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_list_create: runtime and list must not be NULL");
+        auto entries = sdm::runtime::list_kernels(runtime->impl, archive_index == SDM_LIST_SERVED ? std::nullopt : std::optional<uint32_t>(archive_index));
+        if (!entries) return fail(runtime, error, std::move(entries).error());
+        *list = new sdm_kernel_list{&runtime->impl, std::move(*entries)};
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* count, sdm_error** error) {
+    sdm::runtime::Runtime* rt = list != nullptr ? list->runtime : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        if (list == nullptr || count == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_count: list and count must not be NULL");
+        *count = static_cast<uint32_t>(list->entries.size());
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t index, sdm_kernel_entry* entry, sdm_error** error) {
+    sdm::runtime::Runtime* rt = list != nullptr ? list->runtime : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = sizeof(sdm_kernel_entry);
+        if (list == nullptr || entry == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_get: list and entry must not be NULL");
+        if (!sized(entry, entry->struct_size, kMinimum))
+            return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_get: " + struct_size_message("sdm_kernel_entry", entry->struct_size, kMinimum));
+        if (index >= list->entries.size())
+            return fail(rt, error, ErrorCode::invalid_argument,
+                        "sdm_kernel_list_get: index " + std::to_string(index) + " past the list's " + std::to_string(list->entries.size()) + " entries");
+        const auto& e = list->entries[index];
+        sdm_kernel_entry out{};
+        out.struct_size = entry->struct_size;
+        out.archive_index = e.archive_index;
+        out.name = e.name.c_str();
+        out.demangled = e.demangled.c_str();
+        out.module = e.module.c_str();
+        out.signature = e.signature.c_str();
+        out.targets = e.targets.c_str();
+        out.shadowed = e.shadowed ? 1 : 0;
+        std::memcpy(entry, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list) { delete list; }
 
 SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api) {
     static const sdm_api table = {

@@ -23,6 +23,7 @@ const char* status_name(ErrorCode code) noexcept {
     case ErrorCode::graph_capture: return "SDM_ERROR_GRAPH_CAPTURE";
     case ErrorCode::internal: return "SDM_ERROR_INTERNAL";
     case ErrorCode::untrusted: return "SDM_ERROR_UNTRUSTED";
+    case ErrorCode::ambiguous: return "SDM_ERROR_AMBIGUOUS";
     }
     return "SDM_ERROR_UNKNOWN";
 }

@@ -34,8 +34,9 @@ enum class ErrorCode : int32_t {
     graph_capture = 17,       // the work would JIT while a stream captures a graph
     internal = 18,            // a broken invariant inside sdm: report it
     untrusted = 19,           // the signature policy refused an archive (unsigned, unknown key, bad signature)
+    ambiguous = 20,           // a kernel name matches several kernels (ABI 1.3)
 };
-inline constexpr int32_t kLastErrorCode = 19;
+inline constexpr int32_t kLastErrorCode = 20;
 
 // The sdm_status name of a code ("SDM_ERROR_NO_DRIVER"), as sdm_status_string gives it.
 const char* status_name(ErrorCode code) noexcept;

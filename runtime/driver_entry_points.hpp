@@ -40,4 +40,10 @@
     X(cuEventQuery)                           \
     X(cuEventSynchronize)                     \
     X(cuEventDestroy)                         \
-    X(cuCtxSynchronize)
+    X(cuCtxSynchronize)                       \
+    X(cuCtxGetStreamPriorityRange)            \
+    X(cuOccupancyMaxPotentialBlockSize)       \
+    X(cuModuleGetGlobal)                      \
+    X(cuLibraryGetGlobal)                     \
+    X(cuMemcpyHtoDAsync)                      \
+    X(cuMemcpyDtoHAsync)

@@ -1,5 +1,6 @@
 #include "launch.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "device_scope.hpp"
@@ -20,13 +21,15 @@ CUlaunchAttribute cluster_attribute(const Plan& plan) {
     return attr;
 }
 
-// A one-dimensional launch of `plan` (the occupancy calculator's query and the launch itself).
+// The launch of `plan` (the occupancy calculator's query and the launch itself).
 CUlaunchConfig launch_config(const Plan& plan, CUstream stream, CUlaunchAttribute* attrs, unsigned count) {
     CUlaunchConfig config{};
     config.gridDimX = plan.grid;
-    config.gridDimY = config.gridDimZ = 1;
+    config.gridDimY = plan.grid_y;
+    config.gridDimZ = plan.grid_z;
     config.blockDimX = plan.block;
-    config.blockDimY = config.blockDimZ = 1;
+    config.blockDimY = plan.block_y;
+    config.blockDimZ = plan.block_z;
     config.sharedMemBytes = plan.smem;
     config.hStream = stream;
     config.attrs = attrs;
@@ -123,12 +126,12 @@ Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& de
     SDM_TRY(ensure_smem(plan.smem));
     const std::string what = "the occupancy of kernel " + kernel_ + " with " + plan_text(plan);
     int blocks = 0;
-    SDM_TRY(SDM_DRIVER_CALL(driver, cuOccupancyMaxActiveBlocksPerMultiprocessor, what, &blocks, function_, static_cast<int>(plan.block),
+    SDM_TRY(SDM_DRIVER_CALL(driver, cuOccupancyMaxActiveBlocksPerMultiprocessor, what, &blocks, function_, static_cast<int>(plan.threads()),
                             static_cast<size_t>(plan.smem)));
     if (blocks < 1)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + plan_text(plan) + " on " + device.description +
                                                            ": no block of it fits on a multiprocessor (registers or shared memory)");
-    if (plan.cluster[0] > 1) {  // x by 1 by 1: check_plan checked the shape
+    if (plan.cluster_blocks() > 1) {  // check_plan checked the shape (at most 8 blocks)
         CUlaunchAttribute attr = cluster_attribute(plan);
         const CUlaunchConfig config = launch_config(plan, nullptr, &attr, 1);
         int clusters = 0;
@@ -173,7 +176,7 @@ Result<void> Launcher::check_current() {
     return {};
 }
 
-Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count) {
+Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count, std::span<const CUlaunchAttribute> extra) {
     if (arg_count != signature_.size())
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
                                                            archive::signature_text(signature_) + "), not " + std::to_string(arg_count));
@@ -185,9 +188,19 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
         if (args[i] == nullptr)
             return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": args[" + std::to_string(i) + "] (its " +
                                                                archive::param_type_name(signature_[i]) + " argument) is NULL; it must point to the value");
-    if (auto shape = check_cluster_shape(plan); !shape)
+    if (auto shape = check_shape(plan); !shape)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot launch with " + plan_text(plan) + ": " + shape.error().message);
+    if (extra.size() > kMaxExtraAttributes)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": " + std::to_string(extra.size()) + " launch attributes in sdm_launch_attributes, at most " +
+                                                           std::to_string(kMaxExtraAttributes));
+    for (const CUlaunchAttribute& a : extra)  // what a plan field sets is set once, from the field
+        if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION || a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE || a.id == CU_LAUNCH_ATTRIBUTE_PRIORITY ||
+            a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+            return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": launch attribute " + std::to_string(static_cast<int>(a.id)) +
+                                                               " in sdm_launch_attributes is one sdm_plan sets (cluster, flags or priority): set it there");
     if (runtime_.follows_current_context()) SDM_TRY(check_current());
+    if (plan.cooperative) SDM_TRY(check_cooperative(plan));
+    if (plan.priority != 0) SDM_TRY(check_priority(plan.priority));
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
     LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     if (launch_ex == nullptr) {  // once; racing threads store the same pointer
@@ -196,14 +209,25 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
         launch_ex = reinterpret_cast<LaunchEx>(*fn);
         launch_ex_.store(launch_ex, std::memory_order_release);
     }
-    CUlaunchAttribute attrs[2]{};
+    CUlaunchAttribute attrs[4 + kMaxExtraAttributes]{};
     unsigned n = 0;
-    if (plan.cluster[0] > 1) attrs[n++] = cluster_attribute(plan);
+    if (plan.cluster_blocks() > 1) attrs[n++] = cluster_attribute(plan);  // its size past 8 blocks is the driver's to refuse
     if (plan.pdl) {
         attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attrs[n].value.programmaticStreamSerializationAllowed = 1;
         ++n;
     }
+    if (plan.cooperative) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attrs[n].value.cooperative = 1;
+        ++n;
+    }
+    if (plan.priority != 0) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+        attrs[n].value.priority = plan.priority;
+        ++n;
+    }
+    for (const CUlaunchAttribute& a : extra) attrs[n++] = a;
     const CUlaunchConfig config = launch_config(plan, stream, n > 0 ? attrs : nullptr, n);
     if (streams_ != nullptr) streams_->note(stream);  // before: a retire racing the launch must see its stream
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
@@ -212,6 +236,114 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
         return (*d)->error(rc, EntryPoint::cuLaunchKernelEx, "launching kernel " + kernel_ + " with " + plan_text(plan));
     }
     return {};
+}
+
+Result<int32_t> Launcher::blocks_per_sm(uint32_t threads, uint32_t smem) {
+    const uint64_t key = uint64_t{threads} << 32 | smem;
+    {
+        std::lock_guard lock(facts_mutex_);
+        if (const auto it = occupancy_.find(key); it != occupancy_.end()) return it->second;
+    }
+    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+    SDM_TRY(ensure_smem(smem));
+    int blocks = 0;
+    SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                            "the occupancy of kernel " + kernel_ + " with " + std::to_string(threads) + " threads and " + std::to_string(smem) + " B of shared memory",
+                            &blocks, function_, static_cast<int>(threads), static_cast<size_t>(smem)));
+    std::lock_guard lock(facts_mutex_);
+    if (occupancy_.size() >= kMemoLimit) occupancy_.clear();
+    occupancy_[key] = blocks;
+    return blocks;
+}
+
+// A cooperative grid must be resident all at once (grid-wide sync waits for every block): the
+// device must support it, and the grid fit in what the occupancy calculator says runs at once.
+Result<void> Launcher::check_cooperative(const Plan& plan) {
+    std::optional<bool> supported;
+    {
+        std::lock_guard lock(facts_mutex_);
+        supported = cooperative_device_;
+    }
+    SDM_TRY_GET(props, runtime_.devices().properties(ordinal_));
+    const std::string device = "device " + std::to_string(ordinal_) + " (" + props->name + ")";
+    if (!supported) {
+        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        const std::string what = "reading whether " + device + " supports cooperative launches";
+        CUdevice dev = 0;
+        SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuCtxGetDevice, what, &dev));
+        int value = 0;
+        SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuDeviceGetAttribute, what, &value, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev));
+        supported = value != 0;
+        std::lock_guard lock(facts_mutex_);
+        cooperative_device_ = supported;
+    }
+    if (!*supported)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot launch cooperatively on " + device +
+                                                           ": the device does not support cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)");
+    SDM_TRY_GET(per_sm, blocks_per_sm(plan.threads(), plan.smem));
+    const uint64_t resident = static_cast<uint64_t>(std::max(*per_sm, 0)) * static_cast<uint64_t>(std::max(props->sm_count, 0));
+    if (plan.blocks() > resident)
+        return make_error(ErrorCode::invalid_argument,
+                          "kernel " + kernel_ + " cannot launch cooperatively with " + plan_text(plan) + ": its " + std::to_string(plan.blocks()) +
+                              " blocks cannot all be resident on " + device + ", which holds " + std::to_string(*per_sm) + " block(s) of " +
+                              std::to_string(plan.threads()) + " threads and " + std::to_string(plan.smem) + " B of dynamic shared memory per SM x " +
+                              std::to_string(props->sm_count) + " SMs = " + std::to_string(resident) +
+                              " at once (the driver's occupancy calculator); launch at most " + std::to_string(resident) +
+                              " blocks (a grid-stride loop covers the rest), or fewer threads or less shared memory per block");
+    return {};
+}
+
+Result<void> Launcher::check_priority(int32_t priority) {
+    std::optional<std::pair<int, int>> range;
+    {
+        std::lock_guard lock(facts_mutex_);
+        range = priorities_;
+    }
+    if (!range) {
+        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        int least = 0, greatest = 0;
+        SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuCtxGetStreamPriorityRange, "reading the stream priority range to launch kernel " + kernel_, &least, &greatest));
+        range = std::pair{least, greatest};
+        std::lock_guard lock(facts_mutex_);
+        priorities_ = range;
+    }
+    // Lower numbers are higher priorities: greatest <= priority <= least.
+    if (priority < range->second || priority > range->first)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": launch priority " + std::to_string(priority) + " is outside the context's range " +
+                                                           std::to_string(range->second) + " (greatest) to " + std::to_string(range->first) +
+                                                           " (least; cuCtxGetStreamPriorityRange); 0 is the stream's own");
+    return {};
+}
+
+Result<SelectedPlan> Launcher::for_elements(uint64_t elements, uint32_t smem) {
+    if (elements == 0) return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": a plan for 0 elements (at least 1)");
+    SDM_TRY_GET(device, plan_device());
+    if (static_cast<int64_t>(smem) > device->smem_cap)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": " + std::to_string(smem) + " B of dynamic shared memory per block, over the " +
+                                                           std::to_string(device->smem_cap) + " B of " + device->description);
+    int min_grid = 0, block = 0;
+    {
+        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        SDM_TRY(ensure_smem(smem));
+        SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxPotentialBlockSize, "the block size the driver suggests for kernel " + kernel_, &min_grid, &block,
+                                function_, nullptr, static_cast<size_t>(smem), 0));
+    }
+    if (block < 1 || block > static_cast<int>(kMaxBlockThreads))
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + std::to_string(smem) + " B of dynamic shared memory on " +
+                                                           device->description + ": the driver suggests blocks of " + std::to_string(block) + " threads");
+    Plan p;
+    p.block = static_cast<uint32_t>(block);
+    p.smem = smem;
+    p.rule = -1;
+    const uint64_t grid = (elements - 1) / p.block + 1;
+    if (grid > kMaxGridX)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": " + std::to_string(elements) + " elements in blocks of " + std::to_string(block) +
+                                                           " threads need " + std::to_string(grid) + " blocks, over the grid's " + std::to_string(kMaxGridX) +
+                                                           " in x: launch a grid-stride loop's shape yourself (or a 2-D grid)");
+    p.grid = static_cast<uint32_t>(grid);
+    SDM_TRY_GET(occupancy, check_occupancy(p, *device));
+    p.blocks_per_sm = *occupancy;
+    return SelectedPlan{p, *occupancy};
 }
 
 }  // namespace sdm::runtime

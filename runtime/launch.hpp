@@ -4,13 +4,17 @@
 // per problem (the problem values are the "problem class"), a memo hit costing a lock and a hash
 // lookup. launch() checks the argument count against the signature, raises the function's
 // dynamic shared memory limit once per (function, size) when the plan needs more than the default
-// 48 KiB, and launches with cuLaunchKernelEx (cluster dims, PDL).
+// 48 KiB, and launches with cuLaunchKernelEx in up to three dimensions (cluster dims, PDL, a
+// cooperative launch checked against the device and the occupancy, a priority within the
+// context's range, and attributes the host adds). for_elements() shapes a launch for a kernel
+// without plan rules from the driver's block-size suggestion.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -40,7 +44,12 @@ public:
              std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams = nullptr);
 
     Result<SelectedPlan> select(std::span<const int64_t> problem);
-    Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count);
+    // `extra`: attributes the host adds (sdm_launch_attributes), after sdm's own; at most
+    // kMaxExtraAttributes, none of the ids a Plan field sets.
+    Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count, std::span<const CUlaunchAttribute> extra = {});
+    // One thread per element in blocks of the driver's suggested size (cuOccupancyMaxPotentialBlockSize).
+    Result<SelectedPlan> for_elements(uint64_t elements, uint32_t smem);
+    static constexpr size_t kMaxExtraAttributes = 16;
 
     size_t memo_size() const;
     Runtime& runtime() const noexcept { return runtime_; }
@@ -59,6 +68,10 @@ private:
     Result<int32_t> check_occupancy(const Plan& plan, const PlanDevice& device);
     Result<void> ensure_smem(uint32_t bytes);
     Result<PlanDevice> plan_device();
+    // Blocks per SM the driver says fit for `threads` threads and `smem` bytes (memoized).
+    Result<int32_t> blocks_per_sm(uint32_t threads, uint32_t smem);
+    Result<void> check_cooperative(const Plan& plan);
+    Result<void> check_priority(int32_t priority);
 
     Runtime& runtime_;
     int32_t ordinal_;
@@ -79,6 +92,10 @@ private:
     uint64_t memo_generation_{0};  // Plugins::generation() its plans were chosen under
     std::mutex smem_mutex_;
     std::atomic<uint32_t> smem_limit_{48 * 1024};  // the function's dynamic shared memory limit as set
+    std::mutex facts_mutex_;  // guards the three below
+    std::unordered_map<uint64_t, int32_t> occupancy_;  // (threads << 32 | smem) -> blocks per SM, for cooperative launches
+    std::optional<std::pair<int, int>> priorities_;    // the context's stream priority range (least, greatest)
+    std::optional<bool> cooperative_device_;           // CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH
 };
 
 }  // namespace sdm::runtime

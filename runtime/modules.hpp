@@ -85,6 +85,9 @@ struct ModuleSlot {
     // when it is unloaded.
     std::optional<ServedBy> served;
     LaunchStreams streams;  // where its kernels were launched, for its retirement
+    // Its globals as the driver found them (globals.hpp), by name.
+    std::mutex globals_mutex;
+    std::map<std::string, std::pair<CUdeviceptr, uint64_t>, std::less<>> globals;
 };
 
 class Modules {

@@ -128,22 +128,34 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
                                                 " to the manifest");
 }
 
-Result<void> check_cluster_shape(const Plan& p) {
+Result<void> check_shape(const Plan& p) {
     const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, why); };
-    if (p.cluster[0] == 0 || p.cluster[1] == 0 || p.cluster[2] == 0)
-        return bad("cluster " + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) +
-                   " has a dimension of 0 (1x1x1 is no cluster)");
-    if (p.cluster[1] != 1 || p.cluster[2] != 1)
-        return bad("cluster " + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) +
-                   ": y and z must be 1 for a one-dimensional grid");
-    if (p.grid % p.cluster[0] != 0) return bad("grid " + std::to_string(p.grid) + " is not a multiple of cluster x " + std::to_string(p.cluster[0]));
+    const auto within = [&](const char* what, uint32_t v, uint32_t hi) -> Result<void> {
+        if (v >= 1 && v <= hi) return {};
+        return bad(std::string(what) + " of " + std::to_string(v) + " (1.." + std::to_string(hi) + ")");
+    };
+    SDM_TRY(within("grid x", p.grid, kMaxGridX));
+    SDM_TRY(within("grid y", p.grid_y, kMaxGridYZ));
+    SDM_TRY(within("grid z", p.grid_z, kMaxGridYZ));
+    SDM_TRY(within("block x", p.block, kMaxBlockThreads));
+    SDM_TRY(within("block y", p.block_y, kMaxBlockThreads));
+    SDM_TRY(within("block z", p.block_z, kMaxBlockZ));
+    if (uint64_t{p.block} * p.block_y * p.block_z > kMaxBlockThreads)
+        return bad("block " + std::to_string(p.block) + "x" + std::to_string(p.block_y) + "x" + std::to_string(p.block_z) + " of " +
+                   std::to_string(uint64_t{p.block} * p.block_y * p.block_z) + " threads (at most 1024)");
+    const std::string cluster = std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]);
+    if (p.cluster[0] == 0 || p.cluster[1] == 0 || p.cluster[2] == 0) return bad("cluster " + cluster + " has a dimension of 0 (1x1x1 is no cluster)");
+    const uint32_t grid[3] = {p.grid, p.grid_y, p.grid_z};
+    for (size_t d = 0; d < 3; ++d)
+        if (grid[d] % p.cluster[d] != 0)
+            return bad("grid " + std::string(1, "xyz"[d]) + " " + std::to_string(grid[d]) + " is not a multiple of cluster " + std::string(1, "xyz"[d]) + " " +
+                       std::to_string(p.cluster[d]));
     return {};
 }
 
 Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::string& who) {
     const auto bad = [&](const std::string& why) { return make_error(ErrorCode::invalid_argument, who + " on " + device.description + ": " + why); };
-    if (p.block < 1 || p.block > kMaxBlockThreads) return bad("block of " + std::to_string(p.block) + " threads (1..1024)");
-    if (p.grid < 1 || p.grid > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) return bad("grid of " + std::to_string(p.grid) + " blocks");
+    if (auto shape = check_shape(p); !shape) return bad(shape.error().message);
     // Outside the matrix the device's own limits apply: clusters and PDL from compute capability 9.0.
     const std::string on = device.device_class ? std::string("class ") + device_class_name(*device.device_class) : "compute capability " + archive::sm_capability(device.cc);
     const bool clusters = device.device_class ? class_allows_clusters(*device.device_class) : device.cc >= 90;
@@ -151,8 +163,7 @@ Result<void> check_plan(const Plan& p, const PlanDevice& device, const std::stri
     if (static_cast<int64_t>(p.smem) > device.smem_cap)
         return bad(std::to_string(p.smem) + " B of shared memory per block, over the " + (device.device_class ? "class's " : "device's ") +
                    std::to_string(device.smem_cap) + " B");
-    if (auto shape = check_cluster_shape(p); !shape) return bad(shape.error().message);
-    const uint32_t cluster = p.cluster[0];  // y and z are 1
+    const uint64_t cluster = p.cluster_blocks();
     if (cluster > 1 && !clusters)
         return bad("clusters (" + std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ") on " + on +
                    ", which has none");
@@ -176,8 +187,12 @@ PlanDevice plan_device_of(const DeviceProperties& props, std::optional<DeviceCla
 }
 
 std::string plan_text(const Plan& p) {
-    return "grid " + std::to_string(p.grid) + ", block " + std::to_string(p.block) + ", smem " + std::to_string(p.smem) + ", cluster " +
-           std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ", pdl " + (p.pdl ? "on" : "off");
+    const auto dims = [](uint32_t x, uint32_t y, uint32_t z) {
+        return y == 1 && z == 1 ? std::to_string(x) : std::to_string(x) + "x" + std::to_string(y) + "x" + std::to_string(z);
+    };
+    return "grid " + dims(p.grid, p.grid_y, p.grid_z) + ", block " + dims(p.block, p.block_y, p.block_z) + ", smem " + std::to_string(p.smem) + ", cluster " +
+           std::to_string(p.cluster[0]) + "x" + std::to_string(p.cluster[1]) + "x" + std::to_string(p.cluster[2]) + ", pdl " + (p.pdl ? "on" : "off") +
+           (p.cooperative ? ", cooperative" : "") + (p.priority != 0 ? ", priority " + std::to_string(p.priority) : "");
 }
 
 }  // namespace sdm::runtime

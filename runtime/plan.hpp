@@ -29,18 +29,26 @@ struct PlanDevice {
 };
 
 struct Plan {
-    uint32_t grid{1};
-    uint32_t block{1};
+    uint32_t grid{1};                         // blocks in x
+    uint32_t block{1};                        // threads per block in x
     uint32_t smem{0};                         // dynamic shared memory per block, bytes
     std::array<uint32_t, 3> cluster{1, 1, 1};
     bool pdl{false};
     int32_t blocks_per_sm{1};                 // what the rule aims for
-    int32_t rule{-1};                         // the rule that chose it; -1: a plugin
+    int32_t rule{-1};                         // the rule that chose it; -1: a plugin or sdm_plan_for_elements
+    uint32_t grid_y{1}, grid_z{1};            // blocks in y and z
+    uint32_t block_y{1}, block_z{1};          // threads in y and z
+    bool cooperative{false};                  // a cooperative launch (grid-wide sync)
+    int32_t priority{0};                      // CU_LAUNCH_ATTRIBUTE_PRIORITY; 0: the stream's
     bool operator==(const Plan&) const = default;
+    uint64_t blocks() const noexcept { return uint64_t{grid} * grid_y * grid_z; }       // after check_shape: < 2^63
+    uint32_t threads() const noexcept { return block * block_y * block_z; }              // after check_shape: <= 1024
+    uint64_t cluster_blocks() const noexcept { return uint64_t{cluster[0]} * cluster[1] * cluster[2]; }  // < 2^63
 };
 
 inline constexpr uint32_t kMaxBlockThreads = 1024;
 inline constexpr uint32_t kMaxPortableCluster = 8;  // blocks per cluster without the non-portable opt-in
+inline constexpr uint32_t kMaxGridX = 0x7fffffffu, kMaxGridYZ = 65535, kMaxBlockZ = 64;
 
 // A kernel's plan table with every expression parsed once.
 class PlanTable {
@@ -68,16 +76,18 @@ private:
     std::vector<Rule> rules_;
 };
 
-// sdm launches one-dimensional grids: a cluster is x by 1 by 1, x >= 1 dividing the grid. Checked
-// before any product of the dimensions is formed (three 32-bit dimensions overflow 64 bits).
-Result<void> check_cluster_shape(const Plan& plan);
+// The dimensions of a launch as the driver bounds them: grid 1..2^31-1 in x, 1..65535 in y and z;
+// block 1..1024 in x and y, 1..64 in z, at most 1024 threads; each grid dimension a multiple of the
+// cluster's, each cluster dimension >= 1. Checked one dimension at a time before any product is
+// formed; the message names the dimension, its value and its limit.
+Result<void> check_shape(const Plan& plan);
 
-// Whether `plan` may launch on the device's class: 1..1024 threads, a grid of 1..2^31-1 blocks
-// divisible by the cluster's x, shared memory within the class's cap, clusters (at most 8 blocks)
-// and PDL only where the class has them. `who` names the plan's author in the message.
+// Whether `plan` may launch on the device's class: its shape (check_shape), shared memory within
+// the class's cap, clusters (at most 8 blocks) and PDL only where the class has them. `who` names
+// the plan's author in the message.
 Result<void> check_plan(const Plan& plan, const PlanDevice& device, const std::string& who);
 
-std::string plan_text(const Plan& plan);
+std::string plan_text(const Plan& plan);  // "grid 1056, block 256, ..." (x by y by z where y or z is not 1)
 // What a plan sees of a device as read (device.hpp), in its class or outside the matrix.
 struct DeviceProperties;
 PlanDevice plan_device_of(const DeviceProperties& props, std::optional<DeviceClass> cls, std::string description);

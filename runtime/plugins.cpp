@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "plan_abi.hpp"
 #include "sdm/sdm_plugin.h"
 
 namespace sdm::runtime {
@@ -41,19 +42,6 @@ sdm_plugin_device c_device(int32_t ordinal, const PlanDevice& d) {
     return out;
 }
 
-sdm_plan c_plan(const Plan& p) {
-    sdm_plan out{};
-    out.struct_size = sizeof out;
-    out.flags = p.pdl ? SDM_PLAN_PDL : 0;
-    out.grid = p.grid;
-    out.block = p.block;
-    out.smem_bytes = p.smem;
-    for (int i = 0; i < 3; ++i) out.cluster[i] = p.cluster[static_cast<size_t>(i)];
-    out.blocks_per_sm = p.blocks_per_sm;
-    out.rule = p.rule;
-    return out;
-}
-
 }  // namespace
 
 Result<NegotiatedTable> accept_negotiation(const std::string& path, int32_t rc, uint32_t minor, const sdm_plugin_table& table) {
@@ -77,13 +65,7 @@ Result<NegotiatedTable> accept_negotiation(const std::string& path, int32_t rc, 
 }
 
 Plan plan_from_plugin(const sdm_plan& out) {
-    Plan plan;
-    plan.grid = out.grid;
-    plan.block = out.block;
-    plan.smem = out.smem_bytes;
-    plan.cluster = {out.cluster[0], out.cluster[1], out.cluster[2]};
-    plan.pdl = (out.flags & SDM_PLAN_PDL) != 0;
-    plan.blocks_per_sm = out.blocks_per_sm;
+    Plan plan = plan_from_abi(out);
     plan.rule = -1;
     return plan;
 }
@@ -157,7 +139,9 @@ std::optional<Plan> Plugins::select_plan(const PlanRequest& r) const {
     const auto loaded = snapshot();
     if (loaded.empty()) return std::nullopt;
     const sdm_plugin_device device = c_device(r.ordinal, r.device);
-    const sdm_plan table = r.table_plan != nullptr ? c_plan(*r.table_plan) : sdm_plan{};
+    sdm_plan table{};
+    table.struct_size = sizeof table;
+    if (r.table_plan != nullptr) plan_to_abi(*r.table_plan, 0, table);
     sdm_plugin_plan_request request{};
     request.struct_size = sizeof request;
     request.problem_count = static_cast<uint32_t>(r.problem.size());

@@ -18,6 +18,7 @@
 #include "image_policy.hpp"
 #include "jit_isolation.hpp"
 #include "jit_nvjitlink.hpp"
+#include "kernel_names.hpp"
 #include "log.hpp"
 #include "manifest.hpp"
 #include "modules.hpp"
@@ -64,6 +65,8 @@ struct MountedArchive {
     std::shared_ptr<const ByteVector> owned;  // bytes copied from the host, when mounted from memory
     ByteVector manifest_bytes;                // a compressed manifest, decoded (a stored one is viewed in place)
     std::shared_ptr<ReferenceMemo> references{std::make_shared<ReferenceMemo>()};  // decoded prefix bases, for the loads
+    // Its kernels' C++ spellings, built on first need (kernel_names.hpp).
+    std::shared_ptr<KernelNamesOnce> names{std::make_shared<KernelNamesOnce>()};
     // Images decoded ahead of their loads (readahead.hpp). Last: its workers stop before the
     // archive they read goes.
     std::unique_ptr<Readahead, ReadaheadDeleter> readahead{new Readahead()};

@@ -1,5 +1,7 @@
 #include "fake_runtime.hpp"
 
+#include "kernel_params.hpp"
+
 #include <cstdio>
 #include <fstream>
 
@@ -56,6 +58,20 @@ ByteVector make_archive(const std::string& module, std::initializer_list<const c
     m.kernel_abi_major = kernel_abi_major;
     m.hardware_matrix = matrix == Matrix::follows;
     for (const auto& k : kernels) m.kernels.push_back({k, module, {archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    return writer.finish().value();
+}
+
+ByteVector launch_archive() {
+    const ByteVector cubin = test::data_file("launch.sm_90.cubin");
+    archive::ArchiveWriter writer;
+    REQUIRE(writer.add({"launch", archive::Kind::cubin, 90, archive::Variant::base, cubin}));
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    m.hardware_matrix = false;
+    auto params = archive::cubin_kernel_params(cubin);
+    REQUIRE(params);
+    for (const auto& k : *params) m.kernels.push_back({k.name, "launch", k.signature, {}, {}});
     REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
     return writer.finish().value();
 }

@@ -102,9 +102,38 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         wide.smem_bytes = 100000;  // needs the shared-memory attribute
         step("wide launch", [&](sdm_error** e) { return sdm_launch(scale, &wide, nullptr, args, 3, e); });
         step("cluster launch", [&](sdm_error** e) { return sdm_launch(scale, &clustered, nullptr, args, 3, e); });
-        {  // a launch the driver refuses (2048 threads): its message names the CUresult, by name and text when the driver can
+        // A user's kernels (launch.cu): a cooperative launch with a priority (the device's
+        // attribute, the occupancy, the priority range), a plan for elements (the driver's block
+        // size), a __constant__ global looked up, written and read.
+        const auto user = launch_archive();
+        step("mount user", [&](sdm_error** e) { return sdm_archive_mount_memory(rt.get(), user.data(), user.size(), "launch.sdma", e); });
+        sdm_kernel* grid_sum = nullptr;
+        sdm_kernel* table = nullptr;
+        step("grid_sum", [&](sdm_error** e) { return sdm_kernel_get(rt.get(), 0, "grid_sum", nullptr, &grid_sum, e); });
+        step("scale_by_table", [&](sdm_error** e) { return sdm_kernel_get(rt.get(), 0, "scale_by_table", nullptr, &table, e); });
+        step("cooperative launch", [&](sdm_error** e) {
+            sdm_plan coop{};
+            coop.struct_size = sizeof coop;
+            coop.flags = SDM_PLAN_COOPERATIVE;
+            coop.grid = 132;
+            coop.block = 256;
+            coop.priority = -1;
+            void* p = nullptr;
+            void* total = nullptr;
+            void* two[] = {&p, &total};
+            return sdm_launch(grid_sum, &coop, nullptr, two, 2, e);
+        });
+        step("plan for elements", [&](sdm_error** e) {
+            sdm_plan shaped{};
+            shaped.struct_size = sizeof shaped;
+            return sdm_plan_for_elements(table, 1 << 20, 0, &shaped, e);
+        });
+        float coefficients[16] = {};
+        step("global write", [&](sdm_error** e) { return sdm_global_write(table, "coefficients", 0, coefficients, sizeof coefficients, nullptr, e); });
+        step("global read", [&](sdm_error** e) { return sdm_global_read(table, "coefficients", 0, coefficients, sizeof coefficients, nullptr, e); });
+        {  // a launch the driver refuses (a cluster of 16): its message names the CUresult, by name and text when the driver can
             sdm_plan refused = plan;
-            refused.block = 2048;
+            refused.cluster[0] = 16;
             sdm_error* e = nullptr;
             CHECK(sdm_launch(scale, &refused, nullptr, args, 3, &e) == SDM_ERROR_DRIVER);
             const std::string message = sdm_error_message(e);
@@ -113,7 +142,7 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
                 ++failed;  // the injected failure: the message falls back to the number
                 CHECK_THAT(message, Catch::Contains("cuLaunchKernelEx failed with"));
             } else {
-                CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_VALUE (invalid argument)"));
+                CHECK_THAT(message, Catch::Contains("CUDA_ERROR_INVALID_CLUSTER_SIZE (invalid cluster size)"));
             }
             fake_clear_failures();
         }

@@ -298,7 +298,7 @@ TEST_CASE_METHOD(FakeRuntime, "a signature mismatch takes no reference: a reload
     CHECK(fake_calls("@modules") == 0);
 }
 
-TEST_CASE("cluster shapes are checked before any product: none launches as \"no cluster\"", "[hostile][launch]") {
+TEST_CASE("cluster shapes are checked one dimension at a time, before any product: none launches as \"no cluster\"", "[hostile][launch]") {
     ScaleKernel scale;
     const sdm_kernel* k = scale.kernel;
     void* y = nullptr;
@@ -307,10 +307,10 @@ TEST_CASE("cluster shapes are checked before any product: none launches as \"no 
     void* args[] = {&y, &factor, &count};
     const int64_t launched = fake_calls("cuLaunchKernelEx");
     const std::vector<std::pair<std::array<uint32_t, 3>, std::string>> shapes = {
-        {{65536, 65536, 1}, "y and z must be 1"},  // 2^32: wrapped to 0, once launched as "no cluster"
-        {{65536, 1, 65536}, "y and z must be 1"},
-        {{0, 1, 1}, "has a dimension of 0"},
-        {{4294967295u, 4294967295u, 4294967295u}, "y and z must be 1"},
+        {{65536, 65536, 1}, "grid x 1024 is not a multiple of cluster x 65536"},  // 2^32: wrapped to 0, once launched as "no cluster"
+        {{1, 65536, 65536}, "grid y 1 is not a multiple of cluster y 65536"},
+        {{1, 1, 65536}, "grid z 1 is not a multiple of cluster z 65536"},
+        {{4294967295u, 4294967295u, 4294967295u}, "grid x 1024 is not a multiple of cluster x 4294967295"},
         {{3, 1, 1}, "is not a multiple of cluster x 3"},
     };
     for (const auto& [cluster, why] : shapes) {

@@ -132,12 +132,20 @@ TEST_CASE_METHOD(FakeRuntime, "sdm_launch: argument count, cuLaunchKernelEx attr
     p.smem_bytes = 200000;
     REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, nullptr) == SDM_OK);
     CHECK(fake_calls("cuFuncSetAttribute") == 2);
-    // A plan the driver refuses: the error names the kernel, the plan and the CUresult.
+    // A block past the driver's limit: refused before the driver, naming the dimension and its limit.
     p.smem_bytes = 0;
     p.block = 2048;
+    REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, &e) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("kernel scale cannot launch with grid 1056, block 2048") && Catch::Contains("block x of 2048 (1..1024)"));
+    sdm_error_destroy(e);
+    // A plan the driver refuses (a cluster of 16 blocks, past the portable 8): the error names the
+    // kernel, the plan and the CUresult.
+    p.block = 256;
+    p.cluster[0] = 16;
     REQUIRE(sdm_launch(k, &p, nullptr, a.values, 3, &e) == SDM_ERROR_DRIVER);
-    CHECK_THAT(sdm_error_message(e), Catch::Contains("launching kernel scale with grid 1056, block 2048") && Catch::Contains("CUDA_ERROR_INVALID_VALUE"));
-    CHECK(sdm_error_native(e) == CUDA_ERROR_INVALID_VALUE);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("launching kernel scale with grid 1056, block 256, smem 0, cluster 16x1x1") &&
+                                         Catch::Contains("CUDA_ERROR_INVALID_CLUSTER_SIZE"));
+    CHECK(sdm_error_native(e) == CUDA_ERROR_INVALID_CLUSTER_SIZE);
     sdm_error_destroy(e);
 }
 

@@ -127,11 +127,11 @@ TEST_CASE("plans a class cannot run are refused, naming the rule, the device and
     r = {};
     r.device_class = "modern";
     r.block = "2048";
-    CHECK_THAT(refused(r, "NVIDIA H200", 4096), Catch::Contains("block of 2048 threads"));
+    CHECK_THAT(refused(r, "NVIDIA H200", 4096), Catch::Contains("block x of 2048 (1..1024)"));
     r = {};
     r.device_class = "modern";
     r.cluster = {"2", "1", "1"};
-    CHECK_THAT(refused(r, "NVIDIA H200", 256 * 3), Catch::Contains("grid 3 is not a multiple of cluster x 2"));
+    CHECK_THAT(refused(r, "NVIDIA H200", 256 * 3), Catch::Contains("grid x 3 is not a multiple of cluster x 2"));
     r = {};
     r.device_class = "modern";
     r.grid = "N / (N - 4096)";

@@ -104,7 +104,7 @@ TEST_CASE("a plan no class can run is not used for that call, and the log says w
         INFO(why);
         CHECK(count_containing(f.log, why) == 1);
     };
-    table_used(kH200, 1, "block of 0 threads");
+    table_used(kH200, 1, "block x of 0 (1..1024)");
     table_used(kH200, 2, "over the class's 232448 B");
     table_used(kA100, 3, "clusters (2x1x1) on class a100");
     table_used(kRtx4090, 4, "PDL on class rtx");

@@ -108,10 +108,6 @@ Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std:
 // ("sm_90", "sm_90a", "compute_90", "lto_90"); nullopt when it is neither.
 std::optional<archive::Target> parse_arch_option(std::string_view text, archive::Kind bare);
 
-// The candidate nearest to `given` by edit distance, when it is near enough to be a typo of it
-// (at most a third of its letters off); empty otherwise. For "did you mean" messages.
-std::string closest(const std::string& given, const std::vector<std::string>& candidates);
-
 // Progress on stderr, by phase ("sdm pack: compress [=====>    ] 12/40, 3.1/s, ~9 s left"): on a
 // terminal one line redrawn at most ten times a second; elsewhere (a CI log) one line as each phase
 // ends, with its count, time and rate. update() may be called from several threads at once.

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "edit_distance.hpp"
 #include "completion.hpp"
 #include "jit_isolation.hpp"
 #include "sdm_version.h"
@@ -164,7 +165,7 @@ int main(int argc, char** argv) {
             if (sub->get_name() == name) return sub;
             commands.push_back(sub->get_name());
         }
-        const std::string near = sdm::tools::closest(name, commands);
+        const std::string near = sdm::closest(name, commands);
         std::string list;
         for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c;
         fmt::print(stderr, "{}: '{}' is not {}{}. Commands: {} ({} --help)\n", who, name, who == "sdm" ? "an sdm command" : "a command of " + who,
@@ -214,7 +215,7 @@ int main(int argc, char** argv) {
             const std::string given = colon == std::string::npos ? std::string() : text.substr(colon + 2);
             if (!given.empty() && given[0] == '-') {
                 const std::string option = given.substr(0, given.find('='));
-                near = sdm::tools::closest(option, options);
+                near = sdm::closest(option, options);
             }
         }
         fmt::print(stderr, "{}: {}{} ({} --help)\n", who, e.what(), near.empty() ? "" : " (did you mean '" + near + "'?)", who);

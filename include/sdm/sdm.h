@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define SDM_ABI_VERSION_MAJOR 1
-#define SDM_ABI_VERSION_MINOR 2
+#define SDM_ABI_VERSION_MINOR 3
 
 /* ---- statuses ------------------------------------------------------------------------------ */
 
@@ -64,9 +64,11 @@ enum {
     SDM_ERROR_MISMATCH = 16,          /* declared metadata disagrees (arch, ABI version, signature) */
     SDM_ERROR_GRAPH_CAPTURE = 17,     /* the work would JIT while a stream is capturing a graph */
     SDM_ERROR_INTERNAL = 18,          /* a broken invariant inside sdm: please report it */
-    SDM_ERROR_UNTRUSTED = 19          /* ABI 1.2: the signature policy refused an archive (unsigned, an
+    SDM_ERROR_UNTRUSTED = 19,         /* ABI 1.2: the signature policy refused an archive (unsigned, an
                                          unknown key, a bad signature); the message names the archive,
                                          the key ids it carries and the ones the host trusts */
+    SDM_ERROR_AMBIGUOUS = 20          /* ABI 1.3: a kernel name (a C++ spelling, a name expression)
+                                         matches several kernels; the message lists them */
 };
 
 /* The name of a status ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for values this library does
@@ -321,7 +323,13 @@ typedef struct sdm_kernel sdm_kernel;
 
 /* The kernel `name` on device `ordinal`, loading its module on first use (once per device and
  * module, however many threads ask at once): the newest mounted archive listing the kernel serves
- * it; the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
+ * it. ABI 1.3: `name` is the name an archive lists (a C++ kernel's mangled symbol), or, when no
+ * archive lists it, a C++ spelling of it, matched on every mounted archive's demangled names with
+ * whitespace normalised: the whole declaration as c++filt prints it
+ * ("ns::reduce<int>(int const*, int*, int)"), or a name expression as CuPy takes it, without the
+ * parameter list ("ns::reduce<int>", "fill<float, 256>", or "fill" when one instantiation has that
+ * name). Several kernels matching is SDM_ERROR_AMBIGUOUS listing them; none, SDM_ERROR_NOT_FOUND
+ * naming the closest kernels and sdm_kernel_list_create (docs/LOADING.md, "Kernel names"); the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
  * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
  * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
  * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed, or,
@@ -330,7 +338,12 @@ SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const c
                                   sdm_error** error);
 /* sdm_kernel_get that also checks the kernel's parameter signature against `signature`, what the
  * host was compiled for ("ptr,f32,i32"; spaces ignored): a kernel declaring another is
- * SDM_ERROR_MISMATCH, with both signatures in the message. NULL `signature`: no check. ABI 1.1. */
+ * SDM_ERROR_MISMATCH, with both signatures in the message. NULL `signature`: no check. ABI 1.1.
+ * ABI 1.3: a signature derived from an image (b8..b64, opaque: what `sdm import` writes; see
+ * docs/FORMAT.md, "Derived signatures") agrees with every typed one of its layout, as `sdm pack`
+ * checks it: b32 with i32, u32 or f32, b64 with ptr, i64, u64 or f64, b16 with f16 or bf16,
+ * opaque:SIZE:ALIGN (and b8) with any parameter of that size and alignment. The message of a
+ * mismatch names the first parameter that differs. */
 SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
                                           sdm_kernel** kernel, sdm_error** error);
 /* Drops the reference a successful sdm_kernel_get took (ABI 1.1). Only matters across a reload:
@@ -381,20 +394,54 @@ SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* st
 
 /* ---- plans and launches (ABI 1.1) ----------------------------------------------------------- */
 
-enum { SDM_PLAN_PDL = 1u << 0 /* launch with programmatic dependent launch (modern class only) */ };
+enum {
+    SDM_PLAN_PDL = 1u << 0,        /* launch with programmatic dependent launch (modern class only) */
+    SDM_PLAN_COOPERATIVE = 1u << 1 /* ABI 1.3: a cooperative launch (grid-wide sync, cudaLaunchCooperativeKernel):
+                                      refused unless the device supports it and the whole grid can be
+                                      resident at once (the message gives the figures) */
+};
 
+/* A launch shape. Zero-initialised fields mean the defaults (ABI 1.3; a 1.1-sized struct reads as
+ * zero past its size): a cluster dimension of 0 is 1, grid_y, grid_z, block_y and block_z of 0 are
+ * 1, priority 0 is the stream's own, no `next`. grid and block (x) have no default: 0 is refused. */
 typedef struct sdm_plan {
     uint32_t struct_size;      /* sizeof(sdm_plan) */
-    uint32_t flags;            /* SDM_PLAN_PDL */
-    uint32_t grid;             /* blocks (one-dimensional) */
-    uint32_t block;            /* threads per block */
+    uint32_t flags;            /* SDM_PLAN_PDL, SDM_PLAN_COOPERATIVE */
+    uint32_t grid;             /* blocks in x (1 .. 2^31-1) */
+    uint32_t block;            /* threads per block in x (x*y*z: 1 .. 1024) */
     uint32_t smem_bytes;       /* dynamic shared memory per block */
-    uint32_t cluster[3];       /* blocks per cluster; 1,1,1: no clusters (modern class only) */
+    uint32_t cluster[3];       /* blocks per cluster in x, y, z; each grid dimension a multiple of its
+                                  cluster's; 1,1,1 (or 0,0,0): no clusters (modern class only) */
     int32_t blocks_per_sm;     /* what the plan aims for */
     int32_t occupancy;         /* blocks per SM the driver says fit (its occupancy calculator) */
-    int32_t rule;              /* the manifest's plan rule that chose it (0-based); -1: a plugin */
+    int32_t rule;              /* the manifest's plan rule that chose it (0-based); -1: a plugin or
+                                  sdm_plan_for_elements */
     uint32_t reserved0;
+    /* ABI 1.3 (a 1.1-sized struct reads as zero here: y and z of 1, priority 0, no chain): */
+    uint32_t grid_y;           /* blocks in y (0 or 1 .. 65535) */
+    uint32_t grid_z;           /* blocks in z (0 or 1 .. 65535) */
+    uint32_t block_y;          /* threads in y (0 or 1 .. 1024) */
+    uint32_t block_z;          /* threads in z (0 or 1 .. 64) */
+    int32_t priority;          /* the launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY), within the
+                                  context's stream priority range; 0: the stream's */
+    uint32_t reserved1;        /* zero */
+    const sdm_chain* next;     /* extensions: sdm_launch_attributes; unknown types are skipped */
 } sdm_plan;
+
+/* sdm_chain types (ABI 1.3). */
+enum { SDM_CHAIN_LAUNCH_ATTRIBUTES = 1u };
+
+/* Launch attributes sdm has no field for (an access policy window, a memory sync domain, ...),
+ * handed to cuLaunchKernelEx as they are, after sdm's own (cluster, PDL, cooperative, priority),
+ * which they may not repeat. */
+typedef struct sdm_launch_attributes {
+    uint32_t struct_size;      /* sizeof(sdm_launch_attributes) */
+    uint32_t type;             /* SDM_CHAIN_LAUNCH_ATTRIBUTES */
+    const sdm_chain* next;
+    const void* attributes;    /* `count` CUlaunchAttribute values (cuda.h), read during the call */
+    uint32_t count;            /* at most 16 */
+    uint32_t reserved0;        /* zero */
+} sdm_launch_attributes;
 
 /* The plan for launching `kernel` on its device for `problem` (the kernel's problem parameters,
  * in manifest order): a plugin's, else the first matching rule of the manifest's table for the
@@ -405,12 +452,74 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
 /* Launches `kernel` with `plan` on `stream` (a CUstream of the kernel's device, or NULL for that
  * device's context current on this thread) through cuLaunchKernelEx, with the plan's cluster dims
  * and PDL. `arg_count` must equal the kernel's signature's length (args as for cuLaunchKernel).
- * The function's dynamic shared memory limit is raised once per size the plans need. */
+ * The function's dynamic shared memory limit is raised once per size the plans need. ABI 1.3: in
+ * three dimensions, cooperative, with a priority and the attributes of `plan->next`; a dimension
+ * out of range is SDM_ERROR_INVALID_ARGUMENT naming it and its limit. */
 SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
                               sdm_error** error);
 /* Loads a plan-provider plugin (sdm_plugin.h); also $SDM_PLUGIN_PATH at sdm_runtime_create. A
  * plugin whose negotiation fails is not loaded: the error says why. */
 SDM_API sdm_status sdm_plugin_load(sdm_runtime* runtime, const char* path, sdm_error** error);
+
+/* A plan for a kernel without plan rules (ABI 1.3): one thread per element of `elements`, in blocks
+ * of the size the driver's occupancy calculator suggests for the kernel with `smem_bytes` of dynamic
+ * shared memory (cuOccupancyMaxPotentialBlockSize, within the kernel's own block limit), and as many
+ * blocks as cover the elements. Fills `plan` (rule -1, occupancy the driver's blocks per SM); the
+ * host may change it before sdm_launch. elements 0, or more than 2^31-1 blocks, is
+ * SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elements, uint32_t smem_bytes, sdm_plan* plan, sdm_error** error);
+
+/* ---- module globals (ABI 1.3) ---------------------------------------------------------------- */
+
+/* The `__device__` or `__constant__` variable `name` (its symbol: mangled for a C++ variable in a
+ * namespace) of `kernel`'s module as loaded for the kernel's device and context: its device address
+ * and size in bytes. A global belongs to the image the handle's module loaded: after a reload
+ * replaced the archive, a kernel fetched again has the new image's globals (with their initial
+ * values), while the old handle keeps the old ones until it is released. No such variable is
+ * SDM_ERROR_NOT_FOUND naming the module; a name the module lists as a kernel is
+ * SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, uint64_t* device_ptr, uint64_t* bytes, sdm_error** error);
+/* Copies `bytes` from host memory `data` to the global `name` at `offset`, on `stream` (NULL: the
+ * context's default stream), as cuMemcpyHtoDAsync does: `data` must stay valid until the stream
+ * has done the copy. A range past the global's size is SDM_ERROR_INVALID_ARGUMENT naming both. */
+SDM_API sdm_status sdm_global_write(const sdm_kernel* kernel, const char* name, uint64_t offset, const void* data, uint64_t bytes, void* stream,
+                                    sdm_error** error);
+/* Copies `bytes` of the global `name` from `offset` to host memory `data` on `stream`, as
+ * cuMemcpyDtoHAsync does: synchronize the stream before reading `data`. */
+SDM_API sdm_status sdm_global_read(const sdm_kernel* kernel, const char* name, uint64_t offset, void* data, uint64_t bytes, void* stream,
+                                   sdm_error** error);
+
+/* ---- kernel listing (ABI 1.3) ---------------------------------------------------------------- */
+
+typedef struct sdm_kernel_list sdm_kernel_list;
+
+/* sdm_kernel_list_create's archive_index (UINT32_MAX): every kernel the runtime serves (each name
+ * once, from the newest archive listing it), instead of one archive's. */
+#define SDM_LIST_SERVED 4294967295
+
+typedef struct sdm_kernel_entry {
+    uint32_t struct_size;      /* sizeof(sdm_kernel_entry) */
+    uint32_t archive_index;    /* the archive listing it (mount order: sdm_archive_info_get) */
+    const char* name;          /* what the archive lists: a C++ kernel's mangled symbol */
+    const char* demangled;     /* as c++filt prints it; "" when the name is not a C++ symbol (extern
+                                  "C") or does not demangle */
+    const char* module;
+    const char* signature;     /* "ptr,f32,i32", or derived: "b64,b32,b32" (docs/FORMAT.md) */
+    const char* targets;       /* the module's images: "sm_90,sm_80,compute_90" */
+    uint32_t shadowed;         /* listing one archive: 1 when a newer mounted archive lists the same
+                                  name (and serves it instead); listing SDM_LIST_SERVED: 0 */
+    uint32_t reserved0;
+} sdm_kernel_entry;
+
+/* A snapshot of the kernels of mounted archive `archive_index` (mount order), or of every kernel
+ * the runtime serves (SDM_LIST_SERVED), sorted by name. Later mounts and reloads do not change it.
+ * An index past the mounted archives is SDM_ERROR_NOT_FOUND. */
+SDM_API sdm_status sdm_kernel_list_create(sdm_runtime* runtime, uint32_t archive_index, sdm_kernel_list** list, sdm_error** error);
+SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* count, sdm_error** error);
+/* Entry `index` (0 .. count-1); its strings are owned by the list and live as long as it does. */
+SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t index, sdm_kernel_entry* entry, sdm_error** error);
+/* Accepts NULL. */
+SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list);
 
 /* ---- the function table -------------------------------------------------------------------- */
 
@@ -452,6 +561,15 @@ typedef struct sdm_api {
     sdm_status (*plan_select)(const sdm_kernel*, const int64_t*, uint32_t, sdm_plan*, sdm_error**);
     sdm_status (*launch)(const sdm_kernel*, const sdm_plan*, void*, void* const*, uint32_t, sdm_error**);
     sdm_status (*plugin_load)(sdm_runtime*, const char*, sdm_error**);
+    /* ABI 1.3 */
+    sdm_status (*plan_for_elements)(const sdm_kernel*, uint64_t, uint32_t, sdm_plan*, sdm_error**);
+    sdm_status (*global_get)(const sdm_kernel*, const char*, uint64_t*, uint64_t*, sdm_error**);
+    sdm_status (*global_write)(const sdm_kernel*, const char*, uint64_t, const void*, uint64_t, void*, sdm_error**);
+    sdm_status (*global_read)(const sdm_kernel*, const char*, uint64_t, void*, uint64_t, void*, sdm_error**);
+    sdm_status (*kernel_list_create)(sdm_runtime*, uint32_t, sdm_kernel_list**, sdm_error**);
+    sdm_status (*kernel_list_count)(const sdm_kernel_list*, uint32_t*, sdm_error**);
+    sdm_status (*kernel_list_get)(const sdm_kernel_list*, uint32_t, sdm_kernel_entry*, sdm_error**);
+    void (*kernel_list_destroy)(sdm_kernel_list*);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

@@ -5,9 +5,9 @@
  * fails to compile. Hosts bind these by hand (Go, Julia, ctypes) or from a bindgen run made once;
  * a moved field breaks them silently at run time, so it must break here first.
  *
- * The numbers are those of the newest released header, tests/abi/released/1.1/sdm/sdm.h
+ * The numbers are those of the newest released header, tests/abi/released/1.2/sdm/sdm.h
  * (gen_abi.py compiles a probe of it), never of sdm.h itself, which they could then never fail.
- * What sdm.h adds after 1.1 (the minor in development) is pinned from sdm.h and marked
+ * What sdm.h adds after 1.2 (the minor in development) is pinned from sdm.h and marked
  * `unreleased`, as is the size of a struct that grew; releasing the minor (copying its header to
  * tests/abi/released/) fixes those numbers too. A shipped layout never changes: a failure here
  * is an ABI break to undo in sdm.h, not a number to update.
@@ -28,7 +28,8 @@
 /* ---- values: the same on every platform ------------------------------------------------------ */
 
 PIN_VALUE(SDM_ABI_VERSION_MAJOR, 1);
-PIN_VALUE(SDM_ABI_VERSION_MINOR, 2); /* unreleased */
+PIN_VALUE(SDM_ABI_VERSION_MINOR, 3); /* unreleased */
+PIN_VALUE(SDM_LIST_SERVED, 4294967295); /* unreleased */
 PIN_VALUE(SDM_OK, 0);
 PIN_VALUE(SDM_ERROR_INVALID_ARGUMENT, 1);
 PIN_VALUE(SDM_ERROR_OUT_OF_MEMORY, 2);
@@ -48,7 +49,8 @@ PIN_VALUE(SDM_ERROR_JIT, 15);
 PIN_VALUE(SDM_ERROR_MISMATCH, 16);
 PIN_VALUE(SDM_ERROR_GRAPH_CAPTURE, 17);
 PIN_VALUE(SDM_ERROR_INTERNAL, 18);
-PIN_VALUE(SDM_ERROR_UNTRUSTED, 19); /* unreleased */
+PIN_VALUE(SDM_ERROR_UNTRUSTED, 19);
+PIN_VALUE(SDM_ERROR_AMBIGUOUS, 20); /* unreleased */
 PIN_VALUE(SDM_LOG_OFF, -1);
 PIN_VALUE(SDM_LOG_DEFAULT, 0);
 PIN_VALUE(SDM_LOG_ERROR, 1);
@@ -56,15 +58,15 @@ PIN_VALUE(SDM_LOG_WARN, 2);
 PIN_VALUE(SDM_LOG_INFO, 3);
 PIN_VALUE(SDM_LOG_DEBUG, 4);
 PIN_VALUE(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
-PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2); /* unreleased */
-PIN_VALUE(SDM_ISOLATION_DEFAULT, 0); /* unreleased */
-PIN_VALUE(SDM_ISOLATION_AUTO, 1); /* unreleased */
-PIN_VALUE(SDM_ISOLATION_ALWAYS, 2); /* unreleased */
-PIN_VALUE(SDM_ISOLATION_NEVER, 3); /* unreleased */
-PIN_VALUE(SDM_SIGNATURES_DEFAULT, 0); /* unreleased */
-PIN_VALUE(SDM_SIGNATURES_OFF, 1); /* unreleased */
-PIN_VALUE(SDM_SIGNATURES_WARN, 2); /* unreleased */
-PIN_VALUE(SDM_SIGNATURES_REQUIRE, 3); /* unreleased */
+PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2);
+PIN_VALUE(SDM_ISOLATION_DEFAULT, 0);
+PIN_VALUE(SDM_ISOLATION_AUTO, 1);
+PIN_VALUE(SDM_ISOLATION_ALWAYS, 2);
+PIN_VALUE(SDM_ISOLATION_NEVER, 3);
+PIN_VALUE(SDM_SIGNATURES_DEFAULT, 0);
+PIN_VALUE(SDM_SIGNATURES_OFF, 1);
+PIN_VALUE(SDM_SIGNATURES_WARN, 2);
+PIN_VALUE(SDM_SIGNATURES_REQUIRE, 3);
 PIN_VALUE(SDM_CACHE_DISABLED, 1);
 PIN_VALUE(SDM_CACHE_READ_ONLY, 2);
 PIN_VALUE(SDM_JIT_NO_NVJITLINK, 1);
@@ -75,6 +77,8 @@ PIN_VALUE(SDM_DEVICE_CLASS_MODERN, 1);
 PIN_VALUE(SDM_DEVICE_CLASS_A100, 2);
 PIN_VALUE(SDM_DEVICE_CLASS_RTX, 3);
 PIN_VALUE(SDM_PLAN_PDL, 1);
+PIN_VALUE(SDM_PLAN_COOPERATIVE, 2); /* unreleased */
+PIN_VALUE(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1); /* unreleased */
 
 PIN_SIZE(sdm_status, 4, 4);
 PIN_SIZE(sdm_log_level, 4, 4);
@@ -106,16 +110,16 @@ PIN_FIELD(sdm_runtime_params, jit_flags, 76, 4);
 PIN_FIELD(sdm_runtime_params, kernel_abi_major, 80, 4);
 PIN_FIELD(sdm_runtime_params, reserved1, 84, 4);
 /* ABI 1.2 */
-PIN_FIELD(sdm_runtime_params, device_contexts, 88, 8); /* unreleased */
-PIN_FIELD(sdm_runtime_params, device_context_count, 96, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, signature_policy, 100, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, trusted_keys, 104, 8); /* unreleased */
-PIN_FIELD(sdm_runtime_params, trusted_key_count, 112, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, reserved2, 116, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, jit_isolation, 120, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, jit_time_limit_ms, 124, 4); /* unreleased */
-PIN_FIELD(sdm_runtime_params, jit_memory_limit_bytes, 128, 8); /* unreleased */
-PIN_SIZE(sdm_runtime_params, 136, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, device_contexts, 88, 8);
+PIN_FIELD(sdm_runtime_params, device_context_count, 96, 4);
+PIN_FIELD(sdm_runtime_params, signature_policy, 100, 4);
+PIN_FIELD(sdm_runtime_params, trusted_keys, 104, 8);
+PIN_FIELD(sdm_runtime_params, trusted_key_count, 112, 4);
+PIN_FIELD(sdm_runtime_params, reserved2, 116, 4);
+PIN_FIELD(sdm_runtime_params, jit_isolation, 120, 4);
+PIN_FIELD(sdm_runtime_params, jit_time_limit_ms, 124, 4);
+PIN_FIELD(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
+PIN_SIZE(sdm_runtime_params, 136, 8);
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);
@@ -179,7 +183,34 @@ PIN_FIELD(sdm_plan, blocks_per_sm, 32, 4);
 PIN_FIELD(sdm_plan, occupancy, 36, 4);
 PIN_FIELD(sdm_plan, rule, 40, 4);
 PIN_FIELD(sdm_plan, reserved0, 44, 4);
-PIN_SIZE(sdm_plan, 48, 4);
+/* ABI 1.3 */
+PIN_FIELD(sdm_plan, grid_y, 48, 4); /* unreleased */
+PIN_FIELD(sdm_plan, grid_z, 52, 4); /* unreleased */
+PIN_FIELD(sdm_plan, block_y, 56, 4); /* unreleased */
+PIN_FIELD(sdm_plan, block_z, 60, 4); /* unreleased */
+PIN_FIELD(sdm_plan, priority, 64, 4); /* unreleased */
+PIN_FIELD(sdm_plan, reserved1, 68, 4); /* unreleased */
+PIN_FIELD(sdm_plan, next, 72, 8); /* unreleased */
+PIN_SIZE(sdm_plan, 80, 8); /* unreleased */
+
+PIN_FIELD(sdm_launch_attributes, struct_size, 0, 4); /* unreleased */
+PIN_FIELD(sdm_launch_attributes, type, 4, 4); /* unreleased */
+PIN_FIELD(sdm_launch_attributes, next, 8, 8); /* unreleased */
+PIN_FIELD(sdm_launch_attributes, attributes, 16, 8); /* unreleased */
+PIN_FIELD(sdm_launch_attributes, count, 24, 4); /* unreleased */
+PIN_FIELD(sdm_launch_attributes, reserved0, 28, 4); /* unreleased */
+PIN_SIZE(sdm_launch_attributes, 32, 8); /* unreleased */
+
+PIN_FIELD(sdm_kernel_entry, struct_size, 0, 4); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, archive_index, 4, 4); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, name, 8, 8); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, demangled, 16, 8); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, module, 24, 8); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, signature, 32, 8); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, targets, 40, 8); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, shadowed, 48, 4); /* unreleased */
+PIN_FIELD(sdm_kernel_entry, reserved0, 52, 4); /* unreleased */
+PIN_SIZE(sdm_kernel_entry, 56, 8); /* unreleased */
 
 PIN_FIELD(sdm_api, struct_size, 0, 4);
 PIN_FIELD(sdm_api, abi_minor, 4, 4);
@@ -216,7 +247,16 @@ PIN_FIELD(sdm_api, runtime_poll_archives, 232, 8);
 PIN_FIELD(sdm_api, plan_select, 240, 8);
 PIN_FIELD(sdm_api, launch, 248, 8);
 PIN_FIELD(sdm_api, plugin_load, 256, 8);
-PIN_SIZE(sdm_api, 264, 8);
+/* ABI 1.3 */
+PIN_FIELD(sdm_api, plan_for_elements, 264, 8); /* unreleased */
+PIN_FIELD(sdm_api, global_get, 272, 8); /* unreleased */
+PIN_FIELD(sdm_api, global_write, 280, 8); /* unreleased */
+PIN_FIELD(sdm_api, global_read, 288, 8); /* unreleased */
+PIN_FIELD(sdm_api, kernel_list_create, 296, 8); /* unreleased */
+PIN_FIELD(sdm_api, kernel_list_count, 304, 8); /* unreleased */
+PIN_FIELD(sdm_api, kernel_list_get, 312, 8); /* unreleased */
+PIN_FIELD(sdm_api, kernel_list_destroy, 320, 8); /* unreleased */
+PIN_SIZE(sdm_api, 328, 8); /* unreleased */
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; teach capi/gen_abi.py this platform's probe before building on it"

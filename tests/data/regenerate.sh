@@ -54,3 +54,7 @@ rm -r "$tmp"
 nvcc -cubin -arch=sm_90 -o templates.sm_90.cubin templates.cu
 # A module of about 310 KiB (tests/test_modules.cpp: compressed images from 64 KiB on are cached decoded).
 nvcc -cubin -arch=sm_90 -O3 -o chains.sm_90.cubin chains.cu
+# Kernels launched the way their authors wrote them (tests/test_launch_config.cpp, tests/gpu): a 2-D
+# tiled matmul, a cooperative grid.sync() kernel, a __constant__ table and a __device__ counter,
+# and templates looked up by their C++ names.
+nvcc -cubin -arch=sm_90 -o launch.sm_90.cubin launch.cu

@@ -52,6 +52,9 @@ struct CUmod_st {
     int binary_version{0};  // cubin: its SM; PTX: the device's major*10+minor
     int ptx_version{0};     // cubin: its SM; PTX: its .target arch
     std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+    // Its variables (cubins: __device__, __constant__), host memory standing in for device memory,
+    // zero-initialised (the fake does not read an image's initial values).
+    std::map<std::string, std::vector<unsigned char>, std::less<>> globals;
 };
 // An event: the launches queued on its stream (every stream, for the legacy stream) when it was
 // recorded are what it waits for.
@@ -473,6 +476,7 @@ struct State {
     uint64_t next_context_id{0};       // cuCtxGetId's last id
     std::map<const CUlib_st*, std::unique_ptr<CUlib_st>> libraries;
     std::set<const CUkern_st*> kernels;
+    sdm_fake_cuda_launch last_launch{};  // the last cuLaunchKernelEx that succeeded
 };
 
 // Leaked on purpose: no destructor runs while another thread may still call in at exit.
@@ -657,6 +661,7 @@ CUresult CUDAAPI impl_cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, C
         case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
         case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *pi = 32; break;
         case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH: *pi = d->major >= 9 ? 1 : 0; break;
+        case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: *pi = d->major >= 6 ? 1 : 0; break;  // every device from Pascal on
         case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *pi = 32; break;
         default: return CUDA_ERROR_INVALID_VALUE;
     }
@@ -912,6 +917,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
                                "cubin for sm_" + std::to_string(sm) + sdm::archive::variant_suffix(variant) +
                                    " cannot run on " + device_text(ordinal, d)};
         module->kernels = std::move(info->kernels);
+        for (const auto& [name, size] : info->globals) module->globals[name].assign(std::min<uint64_t>(size, uint64_t{1} << 26), 0);
         module->binary_version = sm;
         module->ptx_version = info->virtual_sm != 0 ? info->virtual_sm : sm;  // what ptxas compiled from, as the driver reports
         return module;
@@ -1191,7 +1197,59 @@ CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, vo
         if (dim.x == 0 || dim.y == 0 || dim.z == 0 || dim.x * dim.y * dim.z > 8 || c->gridDimX % dim.x != 0) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
     if (find_attribute(c, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) && d.major < 9) return CUDA_ERROR_NOT_SUPPORTED;
+    if (const auto* coop = find_attribute(c, CU_LAUNCH_ATTRIBUTE_COOPERATIVE); coop && coop->value.cooperative) {
+        // As the driver: every block resident at once, or CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE.
+        int per_sm = static_cast<int>(c->sharedMemBytes) > f->max_dynamic_smem ? 0 : fake_blocks_per_sm(d, c->blockDimX * c->blockDimY * c->blockDimZ, c->sharedMemBytes);
+        if (const auto forced = live_config(s).occupancy) per_sm = *forced;
+        if (uint64_t{c->gridDimX} * c->gridDimY * c->gridDimZ > static_cast<uint64_t>(per_sm) * static_cast<uint64_t>(d.sm_count))
+            return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+    }
+    if (const auto* priority = find_attribute(c, CU_LAUNCH_ATTRIBUTE_PRIORITY); priority && (priority->value.priority < -5 || priority->value.priority > 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    // The configuration, as sdm_fake_cuda_last_launch reports it.
+    sdm_fake_cuda_launch& l = s.last_launch;
+    l = sdm_fake_cuda_launch{};
+    l.grid[0] = c->gridDimX, l.grid[1] = c->gridDimY, l.grid[2] = c->gridDimZ;
+    l.block[0] = c->blockDimX, l.block[1] = c->blockDimY, l.block[2] = c->blockDimZ;
+    l.smem_bytes = c->sharedMemBytes;
+    l.attribute_count = std::min<uint32_t>(c->numAttrs, 32);
+    for (uint32_t i = 0; i < l.attribute_count; ++i) {
+        const CUlaunchAttribute& a = c->attrs[i];
+        l.attribute_ids[i] = static_cast<int32_t>(a.id);
+        if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+            l.cluster[0] = a.value.clusterDim.x, l.cluster[1] = a.value.clusterDim.y, l.cluster[2] = a.value.clusterDim.z;
+        if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) l.cooperative = a.value.cooperative;
+        if (a.id == CU_LAUNCH_ATTRIBUTE_PRIORITY) l.priority = a.value.priority;
+        if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) l.pdl = a.value.programmaticStreamSerializationAllowed;
+    }
+    l.stream = c->hStream;
     if (s.config.hold_work) s.queued.push_back({s.next_seq++, c->hStream, f->module});
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuOccupancyMaxPotentialBlockSize(int* min_grid, int* block, CUfunction f, CUoccupancyB2DSize, size_t smem, int limit) {
+    SDM_FAKE_ENTER(e_cuOccupancyMaxPotentialBlockSize);
+    if (!min_grid || !block) return CUDA_ERROR_INVALID_VALUE;
+    if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    const Device& d = *device_of(s, f);
+    // The largest block (a multiple of 32, within the limit) of the most resident threads.
+    const int max_block = limit > 0 ? std::min(limit, 1024) : 1024;
+    int best = 0, best_threads = 0;
+    for (int b = 32; b <= max_block; b += 32) {
+        const int per_sm = static_cast<int>(smem) > f->max_dynamic_smem ? 0 : fake_blocks_per_sm(d, static_cast<unsigned>(b), smem);
+        if (per_sm * b >= best_threads && per_sm > 0) best = b, best_threads = per_sm * b;
+    }
+    *block = best;
+    *min_grid = best == 0 ? 0 : best_threads / best * d.sm_count;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+    SDM_FAKE_ENTER(e_cuCtxGetStreamPriorityRange);
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    if (least) *least = 0;  // H200's range
+    if (greatest) *greatest = -5;
     return CUDA_SUCCESS;
 }
 
@@ -1275,6 +1333,51 @@ CUresult CUDAAPI impl_cuModuleGetFunction(CUfunction* function, CUmodule module,
     const auto it = s.modules.find(module);
     if (it == s.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
     return function_of(s, *it->second, name, function);
+}
+
+CUresult global_of(CUmod_st& m, const char* name, CUdeviceptr* dptr, size_t* bytes) {
+    const auto it = m.globals.find(std::string_view(name));
+    if (it == m.globals.end()) return CUDA_ERROR_NOT_FOUND;
+    if (dptr) *dptr = reinterpret_cast<CUdeviceptr>(it->second.data());
+    if (bytes) *bytes = it->second.size();
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuModuleGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUmodule module, const char* name) {
+    SDM_FAKE_ENTER(e_cuModuleGetGlobal);
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.modules.find(module);
+    if (it == s.modules.end()) return CUDA_ERROR_INVALID_HANDLE;
+    return global_of(*it->second, name, dptr, bytes);
+}
+
+// The variable of the library's module in the current context, loaded there on first use.
+CUresult CUDAAPI impl_cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library, const char* name) {
+    SDM_FAKE_ENTER(e_cuLibraryGetGlobal);
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.libraries.find(library);
+    if (it == s.libraries.end()) return CUDA_ERROR_INVALID_HANDLE;
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    CUmod_st* m = nullptr;
+    if (const CUresult r = library_module(s, *it->second, ctx, m); r != CUDA_SUCCESS) return r;
+    return global_of(*m, name, dptr, bytes);
+}
+
+// A device address the fake handed out (a global's storage, or cuMemAlloc's) is host memory:
+// the copies are memcpy; a NULL one is refused as the driver does.
+CUresult CUDAAPI impl_cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t bytes, CUstream) {
+    SDM_FAKE_ENTER(e_cuMemcpyHtoDAsync);
+    if (bytes > 0 && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > 0) std::memcpy(reinterpret_cast<void*>(dst), src, bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes, CUstream) {
+    SDM_FAKE_ENTER(e_cuMemcpyDtoHAsync);
+    if (bytes > 0 && (!dst || !src)) return CUDA_ERROR_INVALID_VALUE;
+    if (bytes > 0) std::memcpy(dst, reinterpret_cast<const void*>(src), bytes);
+    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction function) {
@@ -1409,6 +1512,14 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     return entry ? s.calls[static_cast<size_t>(*entry)] : -1;
 }
 
+SDM_FAKE_EXPORT int32_t sdm_fake_cuda_last_launch(sdm_fake_cuda_launch* launch) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (!launch || s.last_launch.block[0] == 0) return CUDA_ERROR_NOT_FOUND;
+    *launch = s.last_launch;
+    return CUDA_SUCCESS;
+}
+
 SDM_FAKE_EXPORT void sdm_fake_cuda_finish_work(void) {
     State& s = state();
     Lock lock(s.mu);
@@ -1426,6 +1537,7 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     s.events.clear();
     s.libraries.clear();
     s.kernels.clear();
+    s.last_launch = sdm_fake_cuda_launch{};
     s.unloaded_busy = 0;
     for (const auto& c : s.contexts)
         if (c) c->refcount = 0;

@@ -101,6 +101,24 @@ void sdm_fake_cuda_reset(void);
 /* With hold_work: every queued launch finishes now. */
 void sdm_fake_cuda_finish_work(void);
 
+/* The configuration of the last cuLaunchKernelEx that succeeded since cuInit or a reset, as the
+ * fake received it: dims, dynamic shared memory, every attribute's id in order and the values of
+ * those sdm sets. CUDA_ERROR_NOT_FOUND (500) when there was none. */
+typedef struct sdm_fake_cuda_launch {
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t smem_bytes;
+    uint32_t cluster[3];       /* 0,0,0 without a cluster attribute */
+    int32_t cooperative;
+    int32_t priority;
+    int32_t pdl;
+    uint32_t attribute_count;  /* at most 32 recorded */
+    int32_t attribute_ids[32];
+    void* stream;
+} sdm_fake_cuda_launch;
+int32_t sdm_fake_cuda_last_launch(sdm_fake_cuda_launch* launch);
+
+typedef int32_t (*sdm_fake_cuda_last_launch_fn)(sdm_fake_cuda_launch*);
 typedef int32_t (*sdm_fake_cuda_configure_fn)(const sdm_fake_cuda_config*);
 typedef int64_t (*sdm_fake_cuda_calls_fn)(const char*);
 typedef void (*sdm_fake_cuda_reset_fn)(void);

@@ -6,7 +6,8 @@
 # function of the same name around one `ccall`.
 
 const SDM_ABI_VERSION_MAJOR = 1
-const SDM_ABI_VERSION_MINOR = 2
+const SDM_ABI_VERSION_MINOR = 3
+const SDM_LIST_SERVED = UInt32(4294967295)
 
 # ---- statuses ------------------------------------------------------------------------------------
 
@@ -31,6 +32,7 @@ const SDM_ERROR_MISMATCH = Int32(16)
 const SDM_ERROR_GRAPH_CAPTURE = Int32(17)
 const SDM_ERROR_INTERNAL = Int32(18)
 const SDM_ERROR_UNTRUSTED = Int32(19)
+const SDM_ERROR_AMBIGUOUS = Int32(20)
 
 # ---- errors --------------------------------------------------------------------------------------
 
@@ -179,6 +181,7 @@ end
 # ---- plans and launches (ABI 1.1) ----------------------------------------------------------------
 
 const SDM_PLAN_PDL = UInt32(1)
+const SDM_PLAN_COOPERATIVE = UInt32(2)
 
 struct sdm_plan
     struct_size::UInt32
@@ -190,6 +193,41 @@ struct sdm_plan
     blocks_per_sm::Int32
     occupancy::Int32
     rule::Int32
+    reserved0::UInt32
+    grid_y::UInt32
+    grid_z::UInt32
+    block_y::UInt32
+    block_z::UInt32
+    priority::Int32
+    reserved1::UInt32
+    next::Ptr{sdm_chain}
+end
+
+const SDM_CHAIN_LAUNCH_ATTRIBUTES = UInt32(1)
+
+struct sdm_launch_attributes
+    struct_size::UInt32
+    type::UInt32
+    next::Ptr{sdm_chain}
+    attributes::Ptr{Cvoid}
+    count::UInt32
+    reserved0::UInt32
+end
+
+# ---- kernel listing (ABI 1.3) --------------------------------------------------------------------
+
+# Opaque: only ever behind a Ptr.
+mutable struct sdm_kernel_list end
+
+struct sdm_kernel_entry
+    struct_size::UInt32
+    archive_index::UInt32
+    name::Ptr{UInt8}
+    demangled::Ptr{UInt8}
+    module_::Ptr{UInt8}  # `module`, a Julia keyword
+    signature::Ptr{UInt8}
+    targets::Ptr{UInt8}
+    shadowed::UInt32
     reserved0::UInt32
 end
 
@@ -230,6 +268,14 @@ struct sdm_api
     plan_select::Ptr{Cvoid}
     launch::Ptr{Cvoid}
     plugin_load::Ptr{Cvoid}
+    plan_for_elements::Ptr{Cvoid}
+    global_get::Ptr{Cvoid}
+    global_write::Ptr{Cvoid}
+    global_read::Ptr{Cvoid}
+    kernel_list_create::Ptr{Cvoid}
+    kernel_list_count::Ptr{Cvoid}
+    kernel_list_get::Ptr{Cvoid}
+    kernel_list_destroy::Ptr{Cvoid}
 end
 
 # ---- functions: one per SDM_API function ---------------------------------------------------------
@@ -322,6 +368,35 @@ sdm_launch(kernel, plan, stream, args, arg_count, error) =
 sdm_plugin_load(runtime, path, error) =
     ccall((:sdm_plugin_load, libsdm), sdm_status,
           (Ptr{sdm_runtime}, Cstring, Ptr{Ptr{sdm_error}}), runtime, path, error)
+sdm_plan_for_elements(kernel, elements, smem_bytes, plan, error) =
+    ccall((:sdm_plan_for_elements, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, UInt64, UInt32, Ptr{sdm_plan}, Ptr{Ptr{sdm_error}}),
+          kernel, elements, smem_bytes, plan, error)
+
+sdm_global_get(kernel, name, device_ptr, bytes, error) =
+    ccall((:sdm_global_get, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, Cstring, Ptr{UInt64}, Ptr{UInt64}, Ptr{Ptr{sdm_error}}),
+          kernel, name, device_ptr, bytes, error)
+sdm_global_write(kernel, name, offset, data, bytes, stream, error) =
+    ccall((:sdm_global_write, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, Cstring, UInt64, Ptr{Cvoid}, UInt64, Ptr{Cvoid}, Ptr{Ptr{sdm_error}}),
+          kernel, name, offset, data, bytes, stream, error)
+sdm_global_read(kernel, name, offset, data, bytes, stream, error) =
+    ccall((:sdm_global_read, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, Cstring, UInt64, Ptr{Cvoid}, UInt64, Ptr{Cvoid}, Ptr{Ptr{sdm_error}}),
+          kernel, name, offset, data, bytes, stream, error)
+
+sdm_kernel_list_create(runtime, archive_index, list, error) =
+    ccall((:sdm_kernel_list_create, libsdm), sdm_status,
+          (Ptr{sdm_runtime}, UInt32, Ptr{Ptr{sdm_kernel_list}}, Ptr{Ptr{sdm_error}}),
+          runtime, archive_index, list, error)
+sdm_kernel_list_count(list, count, error) =
+    ccall((:sdm_kernel_list_count, libsdm), sdm_status,
+          (Ptr{sdm_kernel_list}, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), list, count, error)
+sdm_kernel_list_get(list, index, entry, error) =
+    ccall((:sdm_kernel_list_get, libsdm), sdm_status,
+          (Ptr{sdm_kernel_list}, UInt32, Ptr{sdm_kernel_entry}, Ptr{Ptr{sdm_error}}), list, index, entry, error)
+sdm_kernel_list_destroy(list) = ccall((:sdm_kernel_list_destroy, libsdm), Cvoid, (Ptr{sdm_kernel_list},), list)
 
 sdm_get_api(major, minor, api) =
     ccall((:sdm_get_api, libsdm), sdm_status, (UInt32, Ptr{UInt32}, Ptr{Ptr{sdm_api}}), major, minor, api)

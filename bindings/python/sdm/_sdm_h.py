@@ -24,7 +24,8 @@ class Sized(Structure):
 
 
 SDM_ABI_VERSION_MAJOR = 1
-SDM_ABI_VERSION_MINOR = 2
+SDM_ABI_VERSION_MINOR = 3
+SDM_LIST_SERVED = 4294967295
 
 
 # ---- statuses ------------------------------------------------------------------------------------
@@ -50,6 +51,7 @@ SDM_ERROR_MISMATCH = 16
 SDM_ERROR_GRAPH_CAPTURE = 17
 SDM_ERROR_INTERNAL = 18
 SDM_ERROR_UNTRUSTED = 19
+SDM_ERROR_AMBIGUOUS = 20
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -234,6 +236,7 @@ class sdm_cache_stats(Sized):
 # ---- plans and launches (ABI 1.1) ----------------------------------------------------------------
 
 SDM_PLAN_PDL = 1 << 0
+SDM_PLAN_COOPERATIVE = 1 << 1
 
 
 class sdm_plan(Sized):
@@ -247,6 +250,52 @@ class sdm_plan(Sized):
         ("blocks_per_sm", c_int32),
         ("occupancy", c_int32),
         ("rule", c_int32),
+        ("reserved0", c_uint32),
+        # ABI 1.3
+        ("grid_y", c_uint32),
+        ("grid_z", c_uint32),
+        ("block_y", c_uint32),
+        ("block_z", c_uint32),
+        ("priority", c_int32),
+        ("reserved1", c_uint32),
+        ("next", P(sdm_chain)),
+    ]
+
+
+SDM_CHAIN_LAUNCH_ATTRIBUTES = 1
+
+
+class sdm_launch_attributes(Sized):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("type", c_uint32),
+        ("next", P(sdm_chain)),
+        ("attributes", c_void_p),
+        ("count", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+# ---- kernel listing (ABI 1.3) --------------------------------------------------------------------
+
+
+class sdm_kernel_list(Structure):
+    """Opaque: only ever behind a pointer."""
+
+
+kernel_list_p = P(sdm_kernel_list)
+
+
+class sdm_kernel_entry(Sized):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("archive_index", c_uint32),
+        ("name", c_char_p),
+        ("demangled", c_char_p),
+        ("module", c_char_p),
+        ("signature", c_char_p),
+        ("targets", c_char_p),
+        ("shadowed", c_uint32),
         ("reserved0", c_uint32),
     ]
 
@@ -292,6 +341,15 @@ class sdm_api(Sized):
         ("plan_select", CFUNCTYPE(sdm_status, kernel_p, P(c_int64), c_uint32, P(sdm_plan), P(error_p))),
         ("launch", CFUNCTYPE(sdm_status, kernel_p, P(sdm_plan), c_void_p, P(c_void_p), c_uint32, P(error_p))),
         ("plugin_load", CFUNCTYPE(sdm_status, runtime_p, c_char_p, P(error_p))),
+        # ABI 1.3
+        ("plan_for_elements", CFUNCTYPE(sdm_status, kernel_p, c_uint64, c_uint32, P(sdm_plan), P(error_p))),
+        ("global_get", CFUNCTYPE(sdm_status, kernel_p, c_char_p, P(c_uint64), P(c_uint64), P(error_p))),
+        ("global_write", CFUNCTYPE(sdm_status, kernel_p, c_char_p, c_uint64, c_void_p, c_uint64, c_void_p, P(error_p))),
+        ("global_read", CFUNCTYPE(sdm_status, kernel_p, c_char_p, c_uint64, c_void_p, c_uint64, c_void_p, P(error_p))),
+        ("kernel_list_create", CFUNCTYPE(sdm_status, runtime_p, c_uint32, P(kernel_list_p), P(error_p))),
+        ("kernel_list_count", CFUNCTYPE(sdm_status, kernel_list_p, P(c_uint32), P(error_p))),
+        ("kernel_list_get", CFUNCTYPE(sdm_status, kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p))),
+        ("kernel_list_destroy", CFUNCTYPE(None, kernel_list_p)),
     ]
 
 
@@ -329,5 +387,13 @@ FUNCTIONS = {
     "sdm_plan_select": (sdm_status, [kernel_p, P(c_int64), c_uint32, P(sdm_plan), P(error_p)]),
     "sdm_launch": (sdm_status, [kernel_p, P(sdm_plan), c_void_p, P(c_void_p), c_uint32, P(error_p)]),
     "sdm_plugin_load": (sdm_status, [runtime_p, c_char_p, P(error_p)]),
+    "sdm_plan_for_elements": (sdm_status, [kernel_p, c_uint64, c_uint32, P(sdm_plan), P(error_p)]),
+    "sdm_global_get": (sdm_status, [kernel_p, c_char_p, P(c_uint64), P(c_uint64), P(error_p)]),
+    "sdm_global_write": (sdm_status, [kernel_p, c_char_p, c_uint64, c_void_p, c_uint64, c_void_p, P(error_p)]),
+    "sdm_global_read": (sdm_status, [kernel_p, c_char_p, c_uint64, c_void_p, c_uint64, c_void_p, P(error_p)]),
+    "sdm_kernel_list_create": (sdm_status, [runtime_p, c_uint32, P(kernel_list_p), P(error_p)]),
+    "sdm_kernel_list_count": (sdm_status, [kernel_list_p, P(c_uint32), P(error_p)]),
+    "sdm_kernel_list_get": (sdm_status, [kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p)]),
+    "sdm_kernel_list_destroy": (None, [kernel_list_p]),
     "sdm_get_api": (sdm_status, [c_uint32, P(c_uint32), P(P(sdm_api))]),
 }

@@ -14,27 +14,31 @@ type Layout struct{ Size, Align uintptr }
 // Layouts is every public struct of sdm.h as cgo sees it, by C name.
 func Layouts() map[string]Layout {
 	return map[string]Layout{
-		"sdm_chain":          {unsafe.Sizeof(C.sdm_chain{}), unsafe.Alignof(C.sdm_chain{})},
-		"sdm_runtime_params": {unsafe.Sizeof(C.sdm_runtime_params{}), unsafe.Alignof(C.sdm_runtime_params{})},
-		"sdm_archive_info":   {unsafe.Sizeof(C.sdm_archive_info{}), unsafe.Alignof(C.sdm_archive_info{})},
-		"sdm_device_info":    {unsafe.Sizeof(C.sdm_device_info{}), unsafe.Alignof(C.sdm_device_info{})},
-		"sdm_kernel_info":    {unsafe.Sizeof(C.sdm_kernel_info{}), unsafe.Alignof(C.sdm_kernel_info{})},
-		"sdm_cache_stats":    {unsafe.Sizeof(C.sdm_cache_stats{}), unsafe.Alignof(C.sdm_cache_stats{})},
-		"sdm_plan":           {unsafe.Sizeof(C.sdm_plan{}), unsafe.Alignof(C.sdm_plan{})},
-		"sdm_api":            {unsafe.Sizeof(C.sdm_api{}), unsafe.Alignof(C.sdm_api{})},
+		"sdm_chain":             {unsafe.Sizeof(C.sdm_chain{}), unsafe.Alignof(C.sdm_chain{})},
+		"sdm_runtime_params":    {unsafe.Sizeof(C.sdm_runtime_params{}), unsafe.Alignof(C.sdm_runtime_params{})},
+		"sdm_archive_info":      {unsafe.Sizeof(C.sdm_archive_info{}), unsafe.Alignof(C.sdm_archive_info{})},
+		"sdm_device_info":       {unsafe.Sizeof(C.sdm_device_info{}), unsafe.Alignof(C.sdm_device_info{})},
+		"sdm_kernel_info":       {unsafe.Sizeof(C.sdm_kernel_info{}), unsafe.Alignof(C.sdm_kernel_info{})},
+		"sdm_cache_stats":       {unsafe.Sizeof(C.sdm_cache_stats{}), unsafe.Alignof(C.sdm_cache_stats{})},
+		"sdm_plan":              {unsafe.Sizeof(C.sdm_plan{}), unsafe.Alignof(C.sdm_plan{})},
+		"sdm_launch_attributes": {unsafe.Sizeof(C.sdm_launch_attributes{}), unsafe.Alignof(C.sdm_launch_attributes{})},
+		"sdm_kernel_entry":      {unsafe.Sizeof(C.sdm_kernel_entry{}), unsafe.Alignof(C.sdm_kernel_entry{})},
+		"sdm_api":               {unsafe.Sizeof(C.sdm_api{}), unsafe.Alignof(C.sdm_api{})},
 	}
 }
 
 // Pinned is every struct's size and alignment as tests/abi/layout.c pins them (LP64).
 func Pinned() map[string]Layout {
 	return map[string]Layout{
-		"sdm_chain":          {Size: 16, Align: 8},
-		"sdm_runtime_params": {Size: 136, Align: 8},
-		"sdm_archive_info":   {Size: 48, Align: 8},
-		"sdm_device_info":    {Size: 312, Align: 8},
-		"sdm_kernel_info":    {Size: 56, Align: 8},
-		"sdm_cache_stats":    {Size: 64, Align: 8},
-		"sdm_plan":           {Size: 48, Align: 4},
-		"sdm_api":            {Size: 264, Align: 8},
+		"sdm_chain":             {Size: 16, Align: 8},
+		"sdm_runtime_params":    {Size: 136, Align: 8},
+		"sdm_archive_info":      {Size: 48, Align: 8},
+		"sdm_device_info":       {Size: 312, Align: 8},
+		"sdm_kernel_info":       {Size: 56, Align: 8},
+		"sdm_cache_stats":       {Size: 64, Align: 8},
+		"sdm_plan":              {Size: 80, Align: 8},
+		"sdm_launch_attributes": {Size: 32, Align: 8},
+		"sdm_kernel_entry":      {Size: 56, Align: 8},
+		"sdm_api":               {Size: 328, Align: 8},
 	}
 }

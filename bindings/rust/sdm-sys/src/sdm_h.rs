@@ -8,7 +8,8 @@
 use core::ffi::{c_char, c_void};
 
 pub const SDM_ABI_VERSION_MAJOR: u32 = 1;
-pub const SDM_ABI_VERSION_MINOR: u32 = 2;
+pub const SDM_ABI_VERSION_MINOR: u32 = 3;
+pub const SDM_LIST_SERVED: u32 = 4294967295;
 
 // ---- statuses -----------------------------------------------------------------------------------
 
@@ -33,6 +34,7 @@ pub const SDM_ERROR_MISMATCH: sdm_status = 16;
 pub const SDM_ERROR_GRAPH_CAPTURE: sdm_status = 17;
 pub const SDM_ERROR_INTERNAL: sdm_status = 18;
 pub const SDM_ERROR_UNTRUSTED: sdm_status = 19;
+pub const SDM_ERROR_AMBIGUOUS: sdm_status = 20;
 
 // ---- errors -------------------------------------------------------------------------------------
 
@@ -206,9 +208,10 @@ pub struct sdm_cache_stats {
 // ---- plans and launches (ABI 1.1) ---------------------------------------------------------------
 
 pub const SDM_PLAN_PDL: u32 = 1 << 0;
+pub const SDM_PLAN_COOPERATIVE: u32 = 1 << 1;
 
 #[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct sdm_plan {
     pub struct_size: u32,
     pub flags: u32,
@@ -219,6 +222,50 @@ pub struct sdm_plan {
     pub blocks_per_sm: i32,
     pub occupancy: i32,
     pub rule: i32,
+    pub reserved0: u32,
+    // ABI 1.3
+    pub grid_y: u32,
+    pub grid_z: u32,
+    pub block_y: u32,
+    pub block_z: u32,
+    pub priority: i32,
+    pub reserved1: u32,
+    pub next: *const sdm_chain,
+}
+
+pub const SDM_CHAIN_LAUNCH_ATTRIBUTES: u32 = 1;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sdm_launch_attributes {
+    pub struct_size: u32,
+    pub type_: u32, // `type` in C
+    pub next: *const sdm_chain,
+    pub attributes: *const c_void,
+    pub count: u32,
+    pub reserved0: u32,
+}
+
+// ---- kernel listing (ABI 1.3) -------------------------------------------------------------------
+
+/// Opaque: only ever behind a pointer.
+#[repr(C)]
+pub struct sdm_kernel_list {
+    _opaque: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sdm_kernel_entry {
+    pub struct_size: u32,
+    pub archive_index: u32,
+    pub name: *const c_char,
+    pub demangled: *const c_char,
+    pub module: *const c_char,
+    pub signature: *const c_char,
+    pub targets: *const c_char,
+    pub shadowed: u32,
     pub reserved0: u32,
 }
 
@@ -307,6 +354,43 @@ pub struct sdm_api {
         ) -> sdm_status,
     >,
     pub plugin_load: Option<unsafe extern "C" fn(*mut sdm_runtime, *const c_char, *mut *mut sdm_error) -> sdm_status>,
+    // ABI 1.3
+    pub plan_for_elements:
+        Option<unsafe extern "C" fn(*const sdm_kernel, u64, u32, *mut sdm_plan, *mut *mut sdm_error) -> sdm_status>,
+    pub global_get: Option<
+        unsafe extern "C" fn(*const sdm_kernel, *const c_char, *mut u64, *mut u64, *mut *mut sdm_error) -> sdm_status,
+    >,
+    pub global_write: Option<
+        unsafe extern "C" fn(
+            *const sdm_kernel,
+            *const c_char,
+            u64,
+            *const c_void,
+            u64,
+            *mut c_void,
+            *mut *mut sdm_error,
+        ) -> sdm_status,
+    >,
+    pub global_read: Option<
+        unsafe extern "C" fn(
+            *const sdm_kernel,
+            *const c_char,
+            u64,
+            *mut c_void,
+            u64,
+            *mut c_void,
+            *mut *mut sdm_error,
+        ) -> sdm_status,
+    >,
+    pub kernel_list_create: Option<
+        unsafe extern "C" fn(*mut sdm_runtime, u32, *mut *mut sdm_kernel_list, *mut *mut sdm_error) -> sdm_status,
+    >,
+    pub kernel_list_count:
+        Option<unsafe extern "C" fn(*const sdm_kernel_list, *mut u32, *mut *mut sdm_error) -> sdm_status>,
+    pub kernel_list_get: Option<
+        unsafe extern "C" fn(*const sdm_kernel_list, u32, *mut sdm_kernel_entry, *mut *mut sdm_error) -> sdm_status,
+    >,
+    pub kernel_list_destroy: Option<unsafe extern "C" fn(*mut sdm_kernel_list)>,
 }
 
 // ---- defaults: zeros, struct_size set -----------------------------------------------------------
@@ -319,6 +403,8 @@ sized_default!(
     sdm_kernel_info,
     sdm_cache_stats,
     sdm_plan,
+    sdm_launch_attributes,
+    sdm_kernel_entry,
     sdm_api,
 );
 
@@ -448,6 +534,58 @@ extern "C" {
         error: *mut *mut sdm_error,
     ) -> sdm_status;
     pub fn sdm_plugin_load(runtime: *mut sdm_runtime, path: *const c_char, error: *mut *mut sdm_error) -> sdm_status;
+    pub fn sdm_plan_for_elements(
+        kernel: *const sdm_kernel,
+        elements: u64,
+        smem_bytes: u32,
+        plan: *mut sdm_plan,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+
+    pub fn sdm_global_get(
+        kernel: *const sdm_kernel,
+        name: *const c_char,
+        device_ptr: *mut u64,
+        bytes: *mut u64,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_global_write(
+        kernel: *const sdm_kernel,
+        name: *const c_char,
+        offset: u64,
+        data: *const c_void,
+        bytes: u64,
+        stream: *mut c_void,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_global_read(
+        kernel: *const sdm_kernel,
+        name: *const c_char,
+        offset: u64,
+        data: *mut c_void,
+        bytes: u64,
+        stream: *mut c_void,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+
+    pub fn sdm_kernel_list_create(
+        runtime: *mut sdm_runtime,
+        archive_index: u32,
+        list: *mut *mut sdm_kernel_list,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_list_count(
+        list: *const sdm_kernel_list,
+        count: *mut u32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_list_get(
+        list: *const sdm_kernel_list,
+        index: u32,
+        entry: *mut sdm_kernel_entry,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_list_destroy(list: *mut sdm_kernel_list);
 
     pub fn sdm_get_api(major: u32, minor: *mut u32, api: *mut *const sdm_api) -> sdm_status;
 }
@@ -462,7 +600,8 @@ mod layout {
     #[test]
     fn values() {
         assert_eq!(SDM_ABI_VERSION_MAJOR, 1);
-        assert_eq!(SDM_ABI_VERSION_MINOR, 2);
+        assert_eq!(SDM_ABI_VERSION_MINOR, 3);
+        assert_eq!(SDM_LIST_SERVED, 4294967295);
         assert_eq!(SDM_OK, 0);
         assert_eq!(SDM_ERROR_INVALID_ARGUMENT, 1);
         assert_eq!(SDM_ERROR_OUT_OF_MEMORY, 2);
@@ -483,6 +622,7 @@ mod layout {
         assert_eq!(SDM_ERROR_GRAPH_CAPTURE, 17);
         assert_eq!(SDM_ERROR_INTERNAL, 18);
         assert_eq!(SDM_ERROR_UNTRUSTED, 19);
+        assert_eq!(SDM_ERROR_AMBIGUOUS, 20);
         assert_eq!(SDM_LOG_OFF, -1);
         assert_eq!(SDM_LOG_DEFAULT, 0);
         assert_eq!(SDM_LOG_ERROR, 1);
@@ -509,6 +649,8 @@ mod layout {
         assert_eq!(SDM_DEVICE_CLASS_A100, 2);
         assert_eq!(SDM_DEVICE_CLASS_RTX, 3);
         assert_eq!(SDM_PLAN_PDL, 1);
+        assert_eq!(SDM_PLAN_COOPERATIVE, 2);
+        assert_eq!(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
         assert_eq!((size_of::<sdm_status>(), align_of::<sdm_status>()), (4, 4));
         assert_eq!((size_of::<sdm_log_level>(), align_of::<sdm_log_level>()), (4, 4));
         assert_eq!((size_of::<sdm_device_class>(), align_of::<sdm_device_class>()), (4, 4));
@@ -627,7 +769,39 @@ mod layout {
         pin_field!(sdm_plan, occupancy, 36, 4);
         pin_field!(sdm_plan, rule, 40, 4);
         pin_field!(sdm_plan, reserved0, 44, 4);
-        pin_size!(sdm_plan, 48, 4);
+        pin_field!(sdm_plan, grid_y, 48, 4);
+        pin_field!(sdm_plan, grid_z, 52, 4);
+        pin_field!(sdm_plan, block_y, 56, 4);
+        pin_field!(sdm_plan, block_z, 60, 4);
+        pin_field!(sdm_plan, priority, 64, 4);
+        pin_field!(sdm_plan, reserved1, 68, 4);
+        pin_field!(sdm_plan, next, 72, 8);
+        pin_size!(sdm_plan, 80, 8);
+    }
+
+    #[test]
+    fn launch_attributes() {
+        pin_field!(sdm_launch_attributes, struct_size, 0, 4);
+        pin_field!(sdm_launch_attributes, type_, 4, 4);
+        pin_field!(sdm_launch_attributes, next, 8, 8);
+        pin_field!(sdm_launch_attributes, attributes, 16, 8);
+        pin_field!(sdm_launch_attributes, count, 24, 4);
+        pin_field!(sdm_launch_attributes, reserved0, 28, 4);
+        pin_size!(sdm_launch_attributes, 32, 8);
+    }
+
+    #[test]
+    fn kernel_entry() {
+        pin_field!(sdm_kernel_entry, struct_size, 0, 4);
+        pin_field!(sdm_kernel_entry, archive_index, 4, 4);
+        pin_field!(sdm_kernel_entry, name, 8, 8);
+        pin_field!(sdm_kernel_entry, demangled, 16, 8);
+        pin_field!(sdm_kernel_entry, module, 24, 8);
+        pin_field!(sdm_kernel_entry, signature, 32, 8);
+        pin_field!(sdm_kernel_entry, targets, 40, 8);
+        pin_field!(sdm_kernel_entry, shadowed, 48, 4);
+        pin_field!(sdm_kernel_entry, reserved0, 52, 4);
+        pin_size!(sdm_kernel_entry, 56, 8);
     }
 
     #[test]
@@ -666,6 +840,14 @@ mod layout {
         pin_field!(sdm_api, plan_select, 240, 8);
         pin_field!(sdm_api, launch, 248, 8);
         pin_field!(sdm_api, plugin_load, 256, 8);
-        pin_size!(sdm_api, 264, 8);
+        pin_field!(sdm_api, plan_for_elements, 264, 8);
+        pin_field!(sdm_api, global_get, 272, 8);
+        pin_field!(sdm_api, global_write, 280, 8);
+        pin_field!(sdm_api, global_read, 288, 8);
+        pin_field!(sdm_api, kernel_list_create, 296, 8);
+        pin_field!(sdm_api, kernel_list_count, 304, 8);
+        pin_field!(sdm_api, kernel_list_get, 312, 8);
+        pin_field!(sdm_api, kernel_list_destroy, 320, 8);
+        pin_size!(sdm_api, 328, 8);
     }
 }

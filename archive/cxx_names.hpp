@@ -1,0 +1,43 @@
+// C++ names of kernels: a mangled symbol demangled (the C++ runtime's demangler, as c++filt
+// prints it), the spellings a user may look a kernel up by, and whitespace normalised so that
+// "fill<float,256>" and "fill<float, 256>" are one name (docs/LOADING.md, "Kernel names").
+// Symbols come from archives: every function is bounded by its input's length, and the demangler
+// only sees symbols of at most kMaxDemangledSymbol bytes (its own limit refuses longer ones).
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sdm::archive {
+
+inline constexpr size_t kMaxDemangledSymbol = 16 * 1024;
+
+// `symbol` demangled (abi::__cxa_demangle: "void ns::fill<float, 256>(float*, float)"), or nullopt
+// for a name that is not a mangled C++ symbol ("_Z..."), or that the demangler refuses.
+std::optional<std::string> demangle(std::string_view symbol);
+
+// Whitespace removed except one space between two characters of identifiers or numbers
+// ("unsigned int", "int const*"): "fill< float , 256 >" -> "fill<float,256>".
+std::string normalize_cxx(std::string_view text);
+
+// The spellings a demangled (and normalised) declaration answers to, most specific first, each a
+// view into `declaration`:
+//   declaration  "void ns::fill<float,256>(float*,float)" (as printed, return type and all)
+//   signature    "ns::fill<float,256>(float*,float)" and each shorter qualification "fill<float,256>(float*,float)"
+//   expression   "ns::fill<float,256>" and "fill<float,256>" (a CuPy name expression: no parameter list)
+//   base         "ns::fill" and "fill" (no template arguments)
+struct CxxSpellings {
+    std::string_view declaration;
+    std::vector<std::string_view> signatures, expressions, bases;
+};
+CxxSpellings cxx_spellings(std::string_view declaration);
+
+// The unqualified name without template arguments or parameters ("fill" of
+// "void ns::fill<float,256>(float*,float)"), for "closest kernels" hints; the whole text when it
+// has no such structure.
+std::string_view cxx_base_name(std::string_view text);
+
+}  // namespace sdm::archive

@@ -1,0 +1,175 @@
+#include "kernel_names.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "cxx_names.hpp"
+#include "edit_distance.hpp"
+#include "runtime.hpp"
+#include "text.hpp"
+
+namespace sdm::runtime {
+
+namespace {
+
+// A requested name in a message: printable, and at most 256 bytes of it.
+std::string shown(std::string_view name) {
+    if (name.size() <= 256) return printable(std::string(name));
+    return printable(std::string(name.substr(0, 256))) + "... (" + std::to_string(name.size()) + " bytes)";
+}
+
+// A kernel as a message lists it: its C++ declaration (when it has one) and its listed name.
+std::string kernel_text(const MountedArchive& m, uint32_t k) {
+    const std::string_view name = m.manifest->kernels()[k].name;
+    const std::string& d = kernel_names(m).demangled(k);
+    return d.empty() ? shown(name) : shown(d) + " (" + shown(name) + ")";
+}
+
+}  // namespace
+
+KernelNameIndex::KernelNameIndex(const archive::ManifestIndex& manifest) {
+    const auto kernels = manifest.kernels();
+    demangled_.resize(kernels.size());
+    normalized_.resize(kernels.size());  // sized once: the views below stay valid
+    for (size_t i = 0; i < kernels.size(); ++i) {
+        if (auto d = archive::demangle(kernels[i].name)) {
+            normalized_[i] = archive::normalize_cxx(*d);
+            demangled_[i] = std::move(*d);
+        }
+    }
+    for (uint32_t i = 0; i < kernels.size(); ++i) {
+        const auto add = [&](int level, std::string_view key) {
+            auto& list = levels_[static_cast<size_t>(level)][key];
+            if (list.empty() || list.back() != i) list.push_back(i);
+        };
+        if (normalized_[i].empty()) {
+            bases_[kernels[i].name].push_back(i);  // an extern "C" kernel: its name is its base
+            continue;
+        }
+        const archive::CxxSpellings s = archive::cxx_spellings(normalized_[i]);
+        add(0, s.declaration);
+        for (const auto v : s.signatures) add(1, v);
+        for (const auto v : s.expressions) add(2, v);
+        for (const auto v : s.bases) add(3, v);
+        bases_[archive::cxx_base_name(normalized_[i])].push_back(i);
+    }
+}
+
+std::optional<KernelNameIndex::Match> KernelNameIndex::find(std::string_view normalized) const {
+    for (size_t level = 0; level < levels_.size(); ++level)
+        if (const auto it = levels_[level].find(normalized); it != levels_[level].end()) return Match{static_cast<int>(level), &it->second};
+    return std::nullopt;
+}
+
+const KernelNameIndex& kernel_names(const MountedArchive& archive) {
+    KernelNamesOnce& cell = *archive.names;
+    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest); });
+    return *cell.index;
+}
+
+Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view requested) {
+    const auto archives = runtime.archives();
+    std::string key;
+    if (requested.starts_with("_Z")) {  // a mangled name no archive lists: its declaration may match another spelling
+        if (auto d = archive::demangle(requested)) key = archive::normalize_cxx(*d);
+    } else {
+        key = archive::normalize_cxx(requested);
+    }
+    // The matches at the most specific level, across archives (the newest first); one listed name
+    // may come from several archives (an overlay), which is one kernel.
+    int best = 4;
+    std::vector<std::pair<const MountedArchive*, uint32_t>> matches;
+    std::set<std::string_view> names;
+    std::string mounted;
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+        const MountedArchive& m = **it;
+        mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
+        if (!m.manifest || key.empty()) continue;
+        const auto match = kernel_names(m).find(key);
+        if (!match || match->level > best) continue;
+        if (match->level < best) {
+            best = match->level;
+            matches.clear();
+            names.clear();
+        }
+        for (const uint32_t k : *match->kernels)
+            if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
+    }
+    if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
+    if (matches.size() > 1) {
+        std::string list;
+        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
+        if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
+        return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) +
+                                                    " kernels; ask for one by its template arguments (a name expression such as "
+                                                    "\"ns::fill<float, 256>\"), its whole declaration or its mangled name:" + list);
+    }
+    // The closest kernels: by edit distance between unqualified names without template arguments
+    // (short, so the work is bounded whatever the names' lengths).
+    constexpr size_t kCompared = 96;
+    const std::string_view base = archive::cxx_base_name(key.empty() ? std::string_view(requested) : std::string_view(key)).substr(0, kCompared);
+    size_t best_distance = std::max<size_t>(2, base.size() / 3) + 1;
+    std::vector<std::pair<const MountedArchive*, uint32_t>> near;
+    std::set<std::string_view> near_names;
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+        const MountedArchive& m = **it;
+        if (!m.manifest) continue;
+        for (const auto& [candidate, kernels] : kernel_names(m).bases()) {
+            const size_t d = edit_distance(base, candidate.substr(0, kCompared));
+            if (d > best_distance) continue;
+            if (d < best_distance) {
+                best_distance = d;
+                near.clear();
+                near_names.clear();
+            }
+            for (const uint32_t k : kernels)
+                if (near.size() < 4 && near_names.insert(m.manifest->kernels()[k].name).second) near.emplace_back(&m, k);
+        }
+    }
+    std::string hint;
+    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(*m, k);
+    return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
+                                                ")" + (hint.empty() ? "" : "; the closest: " + hint) +
+                                                ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
+}
+
+Result<std::vector<KernelListing>> list_kernels(Runtime& runtime, std::optional<uint32_t> archive_index) {
+    const auto archives = runtime.archives();
+    if (archive_index && *archive_index >= archives.size())
+        return make_error(ErrorCode::not_found, "there is no mounted archive " + std::to_string(*archive_index) + " (" + std::to_string(archives.size()) +
+                                                    " mounted; sdm_archive_count)");
+    // The newest archive listing each name serves it.
+    std::map<std::string_view, uint32_t> newest;
+    for (uint32_t a = 0; a < archives.size(); ++a)
+        if (archives[a]->manifest)
+            for (const auto& k : archives[a]->manifest->kernels()) newest[k.name] = a;
+    std::vector<KernelListing> out;
+    for (uint32_t a = 0; a < archives.size(); ++a) {
+        if (archive_index && a != *archive_index) continue;
+        const MountedArchive& m = *archives[a];
+        if (!m.manifest) continue;
+        const auto kernels = m.manifest->kernels();
+        const KernelNameIndex& names = kernel_names(m);
+        std::map<std::string_view, std::string> targets;  // per module
+        for (uint32_t i = 0; i < kernels.size(); ++i) {
+            const bool shadowed = newest[kernels[i].name] != a;
+            if (!archive_index && shadowed) continue;
+            SDM_TRY_GET(spec, m.manifest->spec(kernels[i]));
+            auto& t = targets[kernels[i].module];
+            if (t.empty()) {
+                const auto [first, last] = m.archive.find_name(kernels[i].module);
+                for (size_t e = first; e < last; ++e) {
+                    const auto& entry = m.archive.entries()[e];
+                    if (archive::kind_has_arch(entry.kind) || entry.kind == archive::Kind::fatbin) t += (t.empty() ? "" : ",") + entry.target();
+                }
+            }
+            out.push_back({a, std::string(kernels[i].name), names.demangled(i), std::string(kernels[i].module), archive::signature_text(spec->signature), t,
+                           archive_index.has_value() && shadowed});
+        }
+    }
+    std::sort(out.begin(), out.end(), [](const KernelListing& x, const KernelListing& y) { return x.name < y.name; });
+    return out;
+}
+
+}  // namespace sdm::runtime

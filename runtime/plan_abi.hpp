@@ -1,0 +1,30 @@
+// sdm_plan (sdm.h) and the runtime's Plan, both ways, for every caller that crosses the C ABI with
+// a plan: sdm_plan_select, sdm_plan_for_elements, sdm_launch (capi/) and the plan-provider plugins
+// (plugins.cpp). A struct is read and written only within its struct_size, and zero fields read as
+// their defaults (ABI 1.3): a cluster dimension, grid y/z and block y/z of 0 are 1.
+#pragma once
+
+#include <vector>
+
+#include <cuda.h>
+
+#include "plan.hpp"
+#include "result.hpp"
+#include "sdm/sdm.h"
+
+namespace sdm::runtime {
+
+// The size of an sdm_plan of ABI 1.1 and 1.2 (the fields up to reserved0).
+inline constexpr size_t kPlanSize11 = offsetof(sdm_plan, grid_y);
+
+// `in`, read within in.struct_size (at least kPlanSize11: the caller checked it).
+Plan plan_from_abi(const sdm_plan& in);
+// Writes `p` (and the driver's `occupancy`) into `out` within out.struct_size; its struct_size and
+// `next` are left as the caller set them.
+void plan_to_abi(const Plan& p, int32_t occupancy, sdm_plan& out);
+// The attributes of the sdm_launch_attributes on `in`'s chain (unknown types skipped), in order.
+// A chain of more than 64 links (a cycle), a struct too small, or more than
+// Launcher::kMaxExtraAttributes in all is ErrorCode::invalid_argument.
+Result<std::vector<CUlaunchAttribute>> launch_attributes(const sdm_plan& in);
+
+}  // namespace sdm::runtime

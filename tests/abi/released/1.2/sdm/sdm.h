@@ -1,0 +1,466 @@
+/* sdm: the stable C ABI of the Sparse Delta Memory kernel runtime.
+ *
+ * Conventions (docs/ABI.md has the full list):
+ * - Plain C99; opaque handles; fixed-width types; no struct passed or returned by value.
+ * - Every fallible call returns an sdm_status (SDM_OK = 0). Its last parameter, `error`, may be
+ *   NULL; otherwise on failure *error receives a new sdm_error (code, message, native CUresult,
+ *   log) that the caller releases with sdm_error_destroy. On success *error is set to NULL.
+ *   (Two calls have no `error` parameter: sdm_runtime_last_error, which hands out an error
+ *   itself, and sdm_get_api, whose only failures are a NULL argument and an unknown major.)
+ *   A failed call leaves its other out-parameters untouched. The runtime also keeps its last
+ *   error (sdm_runtime_last_error), so hosts that cannot pass a pointer still get the message.
+ * - Every struct that crosses the boundary starts with uint32_t struct_size: set it to
+ *   sizeof(the struct) as your header declares it. sdm reads and writes only within that size;
+ *   a size below the 1.0 size is SDM_ERROR_INVALID_ARGUMENT.
+ * - Strings are UTF-8 and NUL-terminated. Strings sdm returns are owned by the object they come
+ *   from and stay valid as long as it does, as each function says.
+ * - Threads: every function is safe to call from any thread, and runtime handles may be shared
+ *   between threads, unless its comment says otherwise. The log callback runs on the thread that
+ *   made the call that logs, possibly several at once.
+ * - No exception and no abort() crosses this boundary: out-of-memory is SDM_ERROR_OUT_OF_MEMORY.
+ * - A host built against ABI minor N runs on any libsdm with the same major and minor >= N.
+ *   Functions are only ever appended; enum values are never renumbered.
+ */
+#ifndef SDM_SDM_H
+#define SDM_SDM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SDM_BUILDING_LIBRARY) && defined(__GNUC__)
+#define SDM_API __attribute__((visibility("default")))
+#else
+#define SDM_API
+#endif
+
+#define SDM_ABI_VERSION_MAJOR 1
+#define SDM_ABI_VERSION_MINOR 2
+
+/* ---- statuses ------------------------------------------------------------------------------ */
+
+typedef int32_t sdm_status;
+enum {
+    SDM_OK = 0,
+    SDM_ERROR_INVALID_ARGUMENT = 1,   /* a NULL handle, a struct_size too small, a bad value */
+    SDM_ERROR_OUT_OF_MEMORY = 2,
+    SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded */
+    SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver lacks a CUDA version or entry point sdm needs */
+    SDM_ERROR_DRIVER = 5,             /* a driver call failed: sdm_error_native has its CUresult */
+    SDM_ERROR_NO_DEVICE = 6,          /* no such device ordinal, or no CUDA device at all */
+    SDM_ERROR_UNSUPPORTED_DEVICE = 7, /* the device is outside the hardware matrix */
+    SDM_ERROR_ARCHIVE_CORRUPT = 8,    /* an archive failed a check (checksum, range, structure) */
+    SDM_ERROR_ARCHIVE_UNSUPPORTED = 9,/* an archive needs a newer sdm (format, feature, codec) */
+    SDM_ERROR_IO = 10,                /* the operating system refused (open, read, mmap) */
+    SDM_ERROR_NOT_FOUND = 11,         /* no such kernel or mounted archive (a missing file is SDM_ERROR_IO) */
+    SDM_ERROR_UNSUPPORTED = 12,       /* this build or platform lacks the feature */
+    SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device */
+    SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation */
+    SDM_ERROR_JIT = 15,               /* a JIT backend failed: sdm_error_log has its log */
+    SDM_ERROR_MISMATCH = 16,          /* declared metadata disagrees (arch, ABI version, signature) */
+    SDM_ERROR_GRAPH_CAPTURE = 17,     /* the work would JIT while a stream is capturing a graph */
+    SDM_ERROR_INTERNAL = 18,          /* a broken invariant inside sdm: please report it */
+    SDM_ERROR_UNTRUSTED = 19          /* ABI 1.2: the signature policy refused an archive (unsigned, an
+                                         unknown key, a bad signature); the message names the archive,
+                                         the key ids it carries and the ones the host trusts */
+};
+
+/* The name of a status ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for values this library does
+ * not know. The string is static. */
+SDM_API const char* sdm_status_string(sdm_status status);
+
+/* ---- versions ------------------------------------------------------------------------------ */
+
+/* (major << 16) | minor of the ABI this library implements. */
+SDM_API uint32_t sdm_abi_version(void);
+/* The library's release, "MAJOR.MINOR.PATCH" (the project version of the build); static. */
+SDM_API const char* sdm_version_string(void);
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+typedef struct sdm_error sdm_error;
+
+/* For a NULL error: SDM_OK, "", 0 and "" respectively. */
+SDM_API sdm_status sdm_error_code(const sdm_error* error);
+/* The message: names the thing (archive, device, kernel) and, where there is one, the fix.
+ * Owned by the error. Never NULL (an empty string for a NULL error). */
+SDM_API const char* sdm_error_message(const sdm_error* error);
+/* The native code behind the error: a CUresult for SDM_ERROR_DRIVER, an nvJitLink result for
+ * SDM_ERROR_JIT; 0 when there is none. */
+SDM_API int32_t sdm_error_native(const sdm_error* error);
+/* A backend's log (JIT error log), or "". Owned by the error. */
+SDM_API const char* sdm_error_log(const sdm_error* error);
+/* Accepts NULL. */
+SDM_API void sdm_error_destroy(sdm_error* error);
+
+/* ---- logging ------------------------------------------------------------------------------- */
+
+typedef int32_t sdm_log_level;
+enum {
+    SDM_LOG_OFF = -1,    /* nothing, whatever $SDM_LOG says */
+    SDM_LOG_DEFAULT = 0, /* $SDM_LOG (error, warn, info, debug, off), else SDM_LOG_WARN */
+    SDM_LOG_ERROR = 1,
+    SDM_LOG_WARN = 2,
+    SDM_LOG_INFO = 3,
+    SDM_LOG_DEBUG = 4
+};
+
+/* `level` is SDM_LOG_ERROR..SDM_LOG_DEBUG. `message` is NUL-terminated, `length` bytes long, valid
+ * during the call only. Called on the thread that logs; it must not destroy the runtime. */
+typedef void (*sdm_log_fn)(void* user_data, sdm_log_level level, const char* message, size_t length);
+
+/* ---- runtime ------------------------------------------------------------------------------- */
+
+typedef struct sdm_runtime sdm_runtime;
+
+/* The head of every extension struct hung on a `next` chain: a later minor adds a `type` and a
+ * struct beginning with this header; a library that does not know a type skips it. */
+typedef struct sdm_chain {
+    uint32_t struct_size;
+    uint32_t type;
+    const struct sdm_chain* next;
+} sdm_chain;
+
+enum {
+    /* Do not mount the archive embedded in libsdm (only the ones the host mounts). */
+    SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = 1u << 0,
+    /* ABI 1.2: use the CUDA context current on the calling thread (a cuCtxCreate context, a green
+     * context made current through cuCtxFromGreenCtx, any context an engine switches to) instead of
+     * the device's primary context. sdm_kernel_get, sdm_kernel_get_checked and sdm_preload load
+     * into the current context, which must belong to the device named (else SDM_ERROR_MISMATCH);
+     * none current is SDM_ERROR_INVALID_ARGUMENT. A kernel handle belongs to the context it was
+     * fetched in: sdm_launch with another context current is SDM_ERROR_MISMATCH (fetch the kernel
+     * again in that context; the image itself is loaded once per process and shared). Excludes
+     * cuda_context and device_contexts. */
+    SDM_RUNTIME_CURRENT_CONTEXT = 1u << 1
+};
+
+typedef struct sdm_runtime_params {
+    uint32_t struct_size;      /* sizeof(sdm_runtime_params) */
+    uint32_t flags;            /* SDM_RUNTIME_* */
+    sdm_log_fn log_fn;         /* NULL: warnings and errors go to stderr */
+    void* log_user_data;
+    sdm_log_level log_level;   /* SDM_LOG_DEFAULT (0), SDM_LOG_OFF, or a level */
+    int32_t reserved0;         /* zero */
+    const char* cuda_driver;   /* path of libcuda to load; NULL: $SDM_CUDA_DRIVER, else libcuda.so.1 */
+    void* cuda_context;        /* a CUcontext the host owns, used for every device operation of the
+                                  device it belongs to (other devices use their primary contexts);
+                                  NULL: each device's primary context */
+    const sdm_chain* next;     /* extensions (none are defined in 1.0; unknown types are skipped) */
+    const char* cache_dir;     /* NULL: $SDM_CACHE_DIR, else $XDG_CACHE_HOME/sdm, else ~/.cache/sdm */
+    uint64_t cache_max_bytes;  /* 0: $SDM_CACHE_MAX_BYTES, else 1 GiB */
+    uint32_t cache_flags;      /* SDM_CACHE_* */
+    uint32_t jit_flags;        /* SDM_JIT_*: backends the host forbids */
+    /* ABI 1.1 (a 1.0-sized struct reads as zero here): */
+    uint32_t kernel_abi_major; /* the kernel ABI major the host was built for: an archive declaring
+                                  another is refused (SDM_ERROR_MISMATCH, both versions named);
+                                  0: any */
+    uint32_t reserved1;        /* zero */
+    /* ABI 1.2 (a 1.1-sized struct reads as zero here; a 1.1 library ignores these members, so a
+       host that needs them checks sdm_abi_version() >= 1.2): */
+    void* const* device_contexts; /* device_contexts[i]: a CUcontext the host owns for device i,
+                                  or NULL for its primary context (devices past the count too). A
+                                  context of another device is SDM_ERROR_MISMATCH at first use;
+                                  sdm never destroys one. The array is copied. Excludes cuda_context. */
+    uint32_t device_context_count; /* at most 1024 */
+    uint32_t signature_policy; /* SDM_SIGNATURES_*: which archives may mount (docs/SIGNING.md);
+                                  SDM_SIGNATURES_DEFAULT: $SDM_REQUIRE_SIGNED decides */
+    const uint8_t* trusted_keys; /* trusted_key_count Ed25519 public keys, 32 bytes each, back to
+                                  back (the key of a .pub file from sdm keygen); copied. Given, it
+                                  replaces $SDM_TRUSTED_KEYS. NULL with a count of 0: the environment's */
+    uint32_t trusted_key_count; /* at most 256 */
+    uint32_t reserved2;        /* zero */
+    uint32_t jit_isolation;    /* SDM_ISOLATION_*: where PTX and LTO-IR links run (docs/LOADING.md,
+                                  "A compiler that crashes"); DEFAULT: $SDM_JIT_ISOLATION, else AUTO */
+    uint32_t jit_time_limit_ms; /* every link's wall-clock limit; 0: $SDM_JIT_TIME_LIMIT (seconds),
+                                  else 120 s. Past it an isolated link is killed, one in this process
+                                  abandoned; the fetch gets SDM_ERROR_JIT */
+    uint64_t jit_memory_limit_bytes; /* an isolated link's address space, at least 64 MiB; 0:
+                                  $SDM_JIT_MEMORY_LIMIT, else 8 GiB */
+} sdm_runtime_params;
+
+/* sdm_runtime_params.jit_isolation (ABI 1.2). An isolated link runs in sdm-jit-helper, a program
+ * installed beside libsdm (in its sdm/ folder; $SDM_JIT_HELPER names another), under the time and
+ * memory limits: a compiler that crashes, hangs or runs out of memory there is SDM_ERROR_JIT naming
+ * the signal or the limit, and the host lives. The driver's JIT always compiles inside the host,
+ * so it is not used for a link that is isolated. */
+enum {
+    SDM_ISOLATION_DEFAULT = 0u, /* $SDM_JIT_ISOLATION (auto, always, never), else AUTO */
+    SDM_ISOLATION_AUTO = 1u,    /* isolate what sdm cannot fully check: LTO-IR, and PTX from an
+                                       archive no trusted key signed (the embedded archive is trusted) */
+    SDM_ISOLATION_ALWAYS = 2u,  /* isolate every link */
+    SDM_ISOLATION_NEVER = 3u    /* link inside this process (a watchdog bounds the fetch's wait, not
+                                       the link's memory, and cannot stop a link that hangs) */
+};
+
+/* sdm_runtime_params.signature_policy (ABI 1.2). A host that sets a policy cannot be weakened by
+ * the environment: $SDM_REQUIRE_SIGNED then changes nothing, and trusted keys the host gives
+ * replace $SDM_TRUSTED_KEYS. Without libsodium in this build, WARN and REQUIRE are
+ * SDM_ERROR_UNSUPPORTED at sdm_runtime_create. */
+enum {
+    SDM_SIGNATURES_DEFAULT = 0u, /* $SDM_REQUIRE_SIGNED=1: REQUIRE, =warn: WARN; unset: OFF */
+    SDM_SIGNATURES_OFF = 1u,     /* signatures are not looked at (the behaviour before 1.2) */
+    SDM_SIGNATURES_WARN = 2u,    /* an archive without a valid signature by a trusted key mounts,
+                                    and the log says why once per archive */
+    SDM_SIGNATURES_REQUIRE = 3u  /* such an archive is refused at mount (SDM_ERROR_UNTRUSTED), a
+                                    layer of $SDM_ARCHIVE_PATH skipped, a reload keeps the old
+                                    version; every payload is checked against its signed digest
+                                    before use, and the cache serves only entries it authenticated */
+};
+enum {
+    SDM_CACHE_DISABLED = 1u << 0,  /* read and write nothing (also $SDM_CACHE_DISABLE=1) */
+    SDM_CACHE_READ_ONLY = 1u << 1  /* read, never write */
+};
+enum {
+    SDM_JIT_NO_NVJITLINK = 1u << 0,  /* never link with nvJitLink */
+    SDM_JIT_NO_DRIVER = 1u << 1,     /* never hand PTX to the driver's own JIT */
+    SDM_JIT_NO_PTX_COMPILER = 1u << 2 /* never compile with nvPTXCompiler (ABI 1.1) */
+};
+
+/* Creates a runtime. Cheap: the driver is loaded on first need, and a machine without one still
+ * opens, lists and verifies archives. `params` may be NULL for the defaults. */
+SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error);
+/* Accepts NULL. Not thread-safe with other calls on the same runtime. */
+SDM_API void sdm_runtime_destroy(sdm_runtime* runtime);
+/* A copy of the last error any call on this runtime reported, for hosts that cannot pass an
+ * `error` pointer: SDM_OK with *last set to a new error the caller destroys; SDM_ERROR_NOT_FOUND
+ * when no call has failed yet; SDM_ERROR_INVALID_ARGUMENT for NULL arguments. */
+SDM_API sdm_status sdm_runtime_last_error(sdm_runtime* runtime, sdm_error** last);
+
+/* ---- archives ------------------------------------------------------------------------------ */
+
+/* Mounts an archive file (mapped read-only). Later mounts take precedence over earlier ones. A
+ * missing or unreadable file is SDM_ERROR_IO, a damaged one SDM_ERROR_ARCHIVE_CORRUPT, one that
+ * needs a newer sdm SDM_ERROR_ARCHIVE_UNSUPPORTED; each message names the file. */
+SDM_API sdm_status sdm_archive_mount_file(sdm_runtime* runtime, const char* path, sdm_error** error);
+/* Mounts an archive from memory. The bytes are copied; `label` names it in messages (may be NULL). */
+SDM_API sdm_status sdm_archive_mount_memory(sdm_runtime* runtime, const void* data, size_t size, const char* label,
+                                            sdm_error** error);
+
+/* Hot reload (ABI 1.1). Remounts every mounted archive file from disk (one whose content did not
+ * change is kept as it is). A new version takes the old one's place in the layer order: new
+ * fetches get its images, while kernels fetched before keep working until released with
+ * sdm_kernel_release (the old modules unload then). A file that fails to mount (damaged,
+ * incompatible, missing) leaves the version mounted before serving: the first such failure is
+ * returned, naming the file and saying so, after every file was tried; each is also logged.
+ * `reloaded` (may be NULL) receives how many archives were replaced. Thread-safe with fetches. */
+SDM_API sdm_status sdm_runtime_reload(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error);
+/* The opt-in change check, cheap enough to poll once a frame: one stat() per mounted archive
+ * file; only files that changed (device, inode, size or modification time) are remounted, as
+ * sdm_runtime_reload does. */
+SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error);
+
+typedef struct sdm_archive_info {
+    uint32_t struct_size;      /* sizeof(sdm_archive_info) */
+    uint32_t entry_count;
+    uint32_t kernel_count;
+    uint16_t kernel_abi_major;
+    uint16_t kernel_abi_minor;
+    uint16_t format_major;
+    uint16_t format_minor;
+    uint32_t embedded;         /* 1 for the archive embedded in libsdm */
+    uint64_t size_bytes;
+    const char* label;         /* path, or the label given; owned by the runtime */
+    const char* content_version; /* from the manifest, "" without one; owned by the runtime */
+} sdm_archive_info;
+
+SDM_API sdm_status sdm_archive_count(sdm_runtime* runtime, uint32_t* count, sdm_error** error);
+/* Mounted archives in mount order; strings valid until the runtime is destroyed. */
+SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sdm_archive_info* info, sdm_error** error);
+
+/* ---- devices ------------------------------------------------------------------------------- */
+
+typedef int32_t sdm_device_class;
+enum {
+    SDM_DEVICE_CLASS_UNSUPPORTED = 0,
+    SDM_DEVICE_CLASS_MODERN = 1, /* 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory */
+    SDM_DEVICE_CLASS_A100 = 2,   /* 8.0 with 166,912 B */
+    SDM_DEVICE_CLASS_RTX = 3     /* 8.6 / 8.9 / 12.0 with 101,376 B */
+};
+
+/* The CUDA driver's version (12080 for 12.8); loads the driver if needed. */
+SDM_API sdm_status sdm_driver_version(sdm_runtime* runtime, int32_t* version, sdm_error** error);
+/* Visible CUDA devices; 0 is a success. Without a driver: SDM_ERROR_NO_DRIVER (and likewise for
+ * every device call), while archives still mount and list. */
+SDM_API sdm_status sdm_device_count(sdm_runtime* runtime, int32_t* count, sdm_error** error);
+
+typedef struct sdm_device_info {
+    uint32_t struct_size;          /* sizeof(sdm_device_info) */
+    int32_t ordinal;
+    int32_t capability_major;
+    int32_t capability_minor;
+    sdm_device_class device_class; /* SDM_DEVICE_CLASS_UNSUPPORTED outside the hardware matrix */
+    int32_t sm_count;
+    uint64_t l2_bytes;
+    int32_t smem_optin_bytes;      /* the device's own opt-in shared memory per block */
+    int32_t smem_cap_bytes;        /* what the class's plans assume (0 when unsupported) */
+    int32_t smem_per_sm_bytes;     /* smem_cap_bytes + 1,024 reserved per block (0 when unsupported) */
+    int32_t pdl_allowed;           /* programmatic dependent launch: modern only */
+    int32_t clusters_allowed;      /* thread-block clusters: modern only */
+    int32_t untested;              /* 1: a class this release has not tested (rtx): results are
+                                      unverified, and the log warns once per device (ABI 1.1;
+                                      zero before) */
+    char name[256];                /* the driver's name for the device, NUL-terminated */
+} sdm_device_info;
+
+/* Fills `info` for any device, supported or not; forced test rows apply. */
+SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_info* info, sdm_error** error);
+/* The device's class, or SDM_ERROR_UNSUPPORTED_DEVICE with a message naming the supported GPUs
+ * and the device's name, capability and opt-in shared memory. */
+SDM_API sdm_status sdm_device_class_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_class* device_class, sdm_error** error);
+/* "modern", "a100", "rtx", "unsupported"; static. */
+SDM_API const char* sdm_device_class_name(sdm_device_class device_class);
+
+/* ---- kernels ------------------------------------------------------------------------------- */
+
+typedef struct sdm_kernel sdm_kernel;
+
+/* The kernel `name` on device `ordinal`, loading its module on first use (once per device and
+ * module, however many threads ask at once): the newest mounted archive listing the kernel serves
+ * it; the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
+ * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
+ * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
+ * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed, or,
+ * after a reload replaced its archive, until sdm_kernel_release drops the reference it holds. */
+SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
+                                  sdm_error** error);
+/* sdm_kernel_get that also checks the kernel's parameter signature against `signature`, what the
+ * host was compiled for ("ptr,f32,i32"; spaces ignored): a kernel declaring another is
+ * SDM_ERROR_MISMATCH, with both signatures in the message. NULL `signature`: no check. ABI 1.1. */
+SDM_API sdm_status sdm_kernel_get_checked(sdm_runtime* runtime, int32_t ordinal, const char* name, const char* signature, void* stream,
+                                          sdm_kernel** kernel, sdm_error** error);
+/* Drops the reference a successful sdm_kernel_get took (ABI 1.1). Only matters across a reload:
+ * a module of a replaced archive unloads when its last reference goes, once the work sdm_launch
+ * queued with it has finished (an event on each stream it used; after sdm_kernel_function, a
+ * synchronize of its context); current modules stay loaded until the runtime is destroyed.
+ * Releasing more often than fetched is SDM_ERROR_INVALID_ARGUMENT. Hosts that never reload may
+ * ignore it. */
+SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* kernel, sdm_error** error);
+/* The kernel's CUfunction, for hosts that launch it themselves. */
+SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);
+
+typedef struct sdm_kernel_info {
+    uint32_t struct_size;      /* sizeof(sdm_kernel_info) */
+    int32_t ordinal;
+    uint32_t image_kind;       /* 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin (the archive's kinds) */
+    uint32_t image_sm;         /* the chosen image's arch (90 for sm_90 / compute_90) */
+    uint32_t loaded_sm;        /* what was loaded: the cubin's or the JIT target's SM */
+    uint32_t source;           /* 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin,
+                                  6 nvPTXCompiler (ABI 1.1) */
+    const char* name;          /* owned by the runtime */
+    const char* module;
+    const char* archive;       /* the archive's label */
+    const char* signature;     /* "ptr,ptr,i32" */
+} sdm_kernel_info;
+
+SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error);
+
+/* Loads eagerly the modules of `names` (count of them), or of every kernel every mounted archive
+ * lists when count is 0, on device `ordinal`; JIT links run in parallel across cores. The first
+ * failure is returned; the other modules still load. */
+SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char* const* names, uint32_t count, sdm_error** error);
+
+typedef struct sdm_cache_stats {
+    uint32_t struct_size;      /* sizeof(sdm_cache_stats) */
+    uint32_t reserved0;
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t builds;           /* images built on a miss: links, compiles, and compressed cubins decompressed */
+    uint64_t evictions;
+    uint64_t bad_entries;      /* damaged entries found and removed */
+    uint64_t bytes_written;
+    double build_milliseconds;
+} sdm_cache_stats;
+
+/* This runtime's cache counters (since its creation). */
+SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error);
+
+/* ---- plans and launches (ABI 1.1) ----------------------------------------------------------- */
+
+enum { SDM_PLAN_PDL = 1u << 0 /* launch with programmatic dependent launch (modern class only) */ };
+
+typedef struct sdm_plan {
+    uint32_t struct_size;      /* sizeof(sdm_plan) */
+    uint32_t flags;            /* SDM_PLAN_PDL */
+    uint32_t grid;             /* blocks (one-dimensional) */
+    uint32_t block;            /* threads per block */
+    uint32_t smem_bytes;       /* dynamic shared memory per block */
+    uint32_t cluster[3];       /* blocks per cluster; 1,1,1: no clusters (modern class only) */
+    int32_t blocks_per_sm;     /* what the plan aims for */
+    int32_t occupancy;         /* blocks per SM the driver says fit (its occupancy calculator) */
+    int32_t rule;              /* the manifest's plan rule that chose it (0-based); -1: a plugin */
+    uint32_t reserved0;
+} sdm_plan;
+
+/* The plan for launching `kernel` on its device for `problem` (the kernel's problem parameters,
+ * in manifest order): a plugin's, else the first matching rule of the manifest's table for the
+ * device's class, checked against the class (threads, shared memory, clusters, PDL) and the
+ * driver's occupancy calculator. Memoized per problem (a hit is a lock and a hash lookup). No
+ * rule for the device: SDM_ERROR_NOT_FOUND; a plan that cannot run: SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* problem, uint32_t problem_count, sdm_plan* plan, sdm_error** error);
+/* Launches `kernel` with `plan` on `stream` (a CUstream of the kernel's device, or NULL for that
+ * device's context current on this thread) through cuLaunchKernelEx, with the plan's cluster dims
+ * and PDL. `arg_count` must equal the kernel's signature's length (args as for cuLaunchKernel).
+ * The function's dynamic shared memory limit is raised once per size the plans need. */
+SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
+                              sdm_error** error);
+/* Loads a plan-provider plugin (sdm_plugin.h); also $SDM_PLUGIN_PATH at sdm_runtime_create. A
+ * plugin whose negotiation fails is not loaded: the error says why. */
+SDM_API sdm_status sdm_plugin_load(sdm_runtime* runtime, const char* path, sdm_error** error);
+
+/* ---- the function table -------------------------------------------------------------------- */
+
+/* For hosts that dlopen libsdm: every function above, in this order, never reordered; later
+ * minors append. struct_size says how many members this library filled. */
+typedef struct sdm_api {
+    uint32_t struct_size;
+    uint32_t abi_minor;
+    const char* (*status_string)(sdm_status);
+    uint32_t (*abi_version)(void);
+    const char* (*version_string)(void);
+    sdm_status (*error_code)(const sdm_error*);
+    const char* (*error_message)(const sdm_error*);
+    int32_t (*error_native)(const sdm_error*);
+    const char* (*error_log)(const sdm_error*);
+    void (*error_destroy)(sdm_error*);
+    sdm_status (*runtime_create)(const sdm_runtime_params*, sdm_runtime**, sdm_error**);
+    void (*runtime_destroy)(sdm_runtime*);
+    sdm_status (*runtime_last_error)(sdm_runtime*, sdm_error**);
+    sdm_status (*archive_mount_file)(sdm_runtime*, const char*, sdm_error**);
+    sdm_status (*archive_mount_memory)(sdm_runtime*, const void*, size_t, const char*, sdm_error**);
+    sdm_status (*archive_count)(sdm_runtime*, uint32_t*, sdm_error**);
+    sdm_status (*archive_info_get)(sdm_runtime*, uint32_t, sdm_archive_info*, sdm_error**);
+    sdm_status (*driver_version)(sdm_runtime*, int32_t*, sdm_error**);
+    sdm_status (*device_count)(sdm_runtime*, int32_t*, sdm_error**);
+    sdm_status (*device_info_get)(sdm_runtime*, int32_t, sdm_device_info*, sdm_error**);
+    sdm_status (*device_class_get)(sdm_runtime*, int32_t, sdm_device_class*, sdm_error**);
+    const char* (*device_class_name)(sdm_device_class);
+    sdm_status (*kernel_get)(sdm_runtime*, int32_t, const char*, void*, sdm_kernel**, sdm_error**);
+    sdm_status (*kernel_function)(const sdm_kernel*, void**, sdm_error**);
+    sdm_status (*kernel_info_get)(const sdm_kernel*, sdm_kernel_info*, sdm_error**);
+    sdm_status (*preload)(sdm_runtime*, int32_t, const char* const*, uint32_t, sdm_error**);
+    sdm_status (*cache_stats_get)(sdm_runtime*, sdm_cache_stats*, sdm_error**);
+    /* ABI 1.1 */
+    sdm_status (*kernel_get_checked)(sdm_runtime*, int32_t, const char*, const char*, void*, sdm_kernel**, sdm_error**);
+    sdm_status (*kernel_release)(sdm_runtime*, const sdm_kernel*, sdm_error**);
+    sdm_status (*runtime_reload)(sdm_runtime*, uint32_t*, sdm_error**);
+    sdm_status (*runtime_poll_archives)(sdm_runtime*, uint32_t*, sdm_error**);
+    sdm_status (*plan_select)(const sdm_kernel*, const int64_t*, uint32_t, sdm_plan*, sdm_error**);
+    sdm_status (*launch)(const sdm_kernel*, const sdm_plan*, void*, void* const*, uint32_t, sdm_error**);
+    sdm_status (*plugin_load)(sdm_runtime*, const char*, sdm_error**);
+} sdm_api;
+
+/* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the
+ * minor this library implements (the table holds at least the host's functions when out >= in).
+ * A major this library does not implement is SDM_ERROR_UNSUPPORTED. The table is static. */
+SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SDM_SDM_H */
