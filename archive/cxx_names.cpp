@@ -104,6 +104,25 @@ CxxSpellings cxx_spellings(std::string_view declaration) {
     return s;
 }
 
+Result<void> check_cxx_brackets(std::string_view text) {
+    std::string open;  // the brackets open, innermost last
+    constexpr std::string_view kOpen = "<([", kClose = ">)]";
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (kOpen.find(c) != std::string_view::npos) {
+            if (open.size() >= 256) return make_error(ErrorCode::invalid_argument, "more than 256 brackets nested");
+            open += c;
+        } else if (const size_t k = kClose.find(c); k != std::string_view::npos) {
+            // A '>' of "->" in a declaration's return type would close nothing here: kernels return void.
+            if (open.empty() || open.back() != kOpen[k])
+                return make_error(ErrorCode::invalid_argument, std::string("a '") + c + "' without its '" + kOpen[k] + "' at byte " + std::to_string(i));
+            open.pop_back();
+        }
+    }
+    if (!open.empty()) return make_error(ErrorCode::invalid_argument, std::string("an unclosed '") + open.back() + "'");
+    return {};
+}
+
 std::string_view cxx_base_name(std::string_view text) {
     const size_t params = parameter_list(text);
     const std::string_view head = params == std::string_view::npos ? text : text.substr(0, params);

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "result.hpp"
+
 namespace sdm::archive {
 
 inline constexpr size_t kMaxDemangledSymbol = 16 * 1024;
@@ -34,6 +36,10 @@ struct CxxSpellings {
     std::vector<std::string_view> signatures, expressions, bases;
 };
 CxxSpellings cxx_spellings(std::string_view declaration);
+
+// Whether `text` may be a C++ name: its <>, () and [] balanced, in order. ErrorCode::invalid_argument
+// naming the first bracket that is not ("an unclosed '<'", "a ')' without its '('").
+Result<void> check_cxx_brackets(std::string_view text);
 
 // The unqualified name without template arguments or parameters ("fill" of
 // "void ns::fill<float,256>(float*,float)"), for "closest kernels" hints; the whole text when it

@@ -74,6 +74,10 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
     if (requested.starts_with("_Z")) {  // a mangled name no archive lists: its declaration may match another spelling
         if (auto d = archive::demangle(requested)) key = archive::normalize_cxx(*d);
     } else {
+        if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
+            return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
+                                                               " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
+                                                               "expression such as \"ns::fill<float, 256>\")");
         key = archive::normalize_cxx(requested);
     }
     // The matches at the most specific level, across archives (the newest first); one listed name

@@ -62,13 +62,14 @@ ByteVector make_archive(const std::string& module, std::initializer_list<const c
     return writer.finish().value();
 }
 
-ByteVector launch_archive() {
+ByteVector launch_archive(const std::string& content_version) {
     const ByteVector cubin = test::data_file("launch.sm_90.cubin");
     archive::ArchiveWriter writer;
     REQUIRE(writer.add({"launch", archive::Kind::cubin, 90, archive::Variant::base, cubin}));
     archive::Manifest m;
     m.kernel_abi_major = 1;
     m.hardware_matrix = false;
+    m.content_version = content_version;
     auto params = archive::cubin_kernel_params(cubin);
     REQUIRE(params);
     for (const auto& k : *params) m.kernels.push_back({k.name, "launch", k.signature, {}, {}});

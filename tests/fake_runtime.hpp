@@ -42,8 +42,9 @@ ByteVector make_archive(const std::string& module, std::initializer_list<const c
                         std::vector<std::string> kernels = {"axpy", "scale"}, uint16_t kernel_abi_major = 1,
                         Matrix matrix = Matrix::follows);
 // A user's archive as `sdm import` makes it of tests/data/launch.sm_90.cubin (launch.cu): module
-// "launch", every kernel with the signature derived from the cubin, no hardware matrix.
-ByteVector launch_archive();
+// "launch", every kernel with the signature derived from the cubin, no hardware matrix; another
+// `content_version` makes another version of it.
+ByteVector launch_archive(const std::string& content_version = "");
 void mount(sdm_runtime* rt, const ByteVector& bytes, const char* label);
 // Replaces the file `path` the way a deployment does: a temporary file beside it, then rename.
 void drop(const std::string& path, const ByteVector& bytes);

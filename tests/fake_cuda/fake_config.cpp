@@ -101,6 +101,12 @@ int64_t fake_calls(const char* what) { return reinterpret_cast<sdm_fake_cuda_cal
 
 int64_t fake_image_loads() { return fake_calls("cuLibraryLoadData") + fake_calls("cuModuleLoadData"); }
 
+sdm_fake_cuda_launch fake_last_launch() {
+    sdm_fake_cuda_launch l{};
+    REQUIRE(reinterpret_cast<sdm_fake_cuda_last_launch_fn>(fake_symbol("sdm_fake_cuda_last_launch"))(&l) == CUDA_SUCCESS);
+    return l;
+}
+
 void fake_finish_work() { reinterpret_cast<sdm_fake_cuda_finish_work_fn>(fake_symbol("sdm_fake_cuda_finish_work"))(); }
 
 namespace {

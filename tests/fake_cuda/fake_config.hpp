@@ -76,6 +76,8 @@ void fake_set_occupancy(std::optional<int> blocks);
 void fake_set_hold_work(bool hold);
 // With hold_work: every queued launch finishes now.
 void fake_finish_work();
+// The configuration of the last cuLaunchKernelEx that succeeded (REQUIREs there was one).
+sdm_fake_cuda_launch fake_last_launch();
 
 // Symbol `name` of the fake driver (its exports: cuGetProcAddress_v2, the sdm_fake_cuda_ helpers).
 void* fake_symbol(const char* name);

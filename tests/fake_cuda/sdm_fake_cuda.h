@@ -39,7 +39,8 @@
 extern "C" {
 #endif
 
-/* One device, as cuDeviceGetName and cuDeviceGetAttribute report it. */
+/* One device, as cuDeviceGetName and cuDeviceGetAttribute report it (cooperative launches from
+ * compute capability 6.0 on, unless the name contains "(no cooperative launch)"). */
 typedef struct sdm_fake_cuda_device {
     const char* name;          /* 1 to 255 bytes */
     int32_t capability_major;  /* 1 to 99 */
