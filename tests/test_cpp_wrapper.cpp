@@ -519,6 +519,58 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a user's kernels through the wrapper: 3-D launches, globals, C++ names, the listing (ABI 1.3)", "[cpp][kernels]") {
+    fake({kH200});
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    options.log_level = SDM_LOG_OFF;
+    options.cuda_driver = SDM_FAKE_CUDA_PATH;
+    options.cache_flags = SDM_CACHE_DISABLED;
+    auto rt = sdm::Runtime::create(options);
+    REQUIRE(rt);
+    REQUIRE(rt->mount_file(SDM_TEST_USER_ARCHIVE));
+    auto matmul = rt->kernel_checked(0, "matmul_tiled", "ptr,ptr,ptr,i32");  // imported as b64,b64,b64,b32: agrees
+    REQUIRE(matmul);
+    void* a = nullptr;
+    int n = 64;
+    CHECK(matmul->launch(sdm::Dim3{4, 4}, sdm::Dim3{16, 16}, nullptr, {&a, &a, &a, &n}));
+    const auto too_big = matmul->launch(sdm::Dim3{4, 4}, sdm::Dim3{32, 64}, nullptr, {&a, &a, &a, &n});
+    CHECK(too_big.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(too_big.error().message(), Contains("block 32x64x1 of 2048 threads (at most 1024)"));
+    auto grid_sum = rt->kernel(0, "grid_sum");
+    REQUIRE(grid_sum);
+    void* partial = nullptr;
+    const auto coop = grid_sum->launch(sdm::make_plan({2000}, {256}, 0, SDM_PLAN_COOPERATIVE), nullptr, {&partial, &partial});
+    CHECK_THAT(coop.error().message(), Contains("cannot all be resident"));
+    CHECK(grid_sum->launch(sdm::make_plan({1000}, {256}, 0, SDM_PLAN_COOPERATIVE), nullptr, {&partial, &partial}));
+    auto table = rt->kernel(0, "scale_by_table");
+    REQUIRE(table);
+    const auto g = table->global("coefficients");
+    REQUIRE(g);
+    CHECK(g->bytes == 64);
+    const float in[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+    float out[16] = {};
+    CHECK(table->global_write("coefficients", in, sizeof in));
+    CHECK(table->global_read("coefficients", out, sizeof out));
+    CHECK(std::equal(std::begin(in), std::end(in), std::begin(out)));
+    CHECK(table->global("nothing").code() == SDM_ERROR_NOT_FOUND);
+    const auto plan = table->plan_for_elements(5000);
+    REQUIRE(plan);
+    CHECK(plan->grid * plan->block >= 5000u);
+    auto fill = rt->kernel(0, "fill<float, 256>");
+    REQUIRE(fill);
+    CHECK(fill->info()->name == "_ZN8sdm_test4fillIfLi256EEEvPT_S1_");
+    CHECK(rt->kernel(0, "fill").code() == SDM_ERROR_AMBIGUOUS);
+    const auto listing = rt->kernels();
+    REQUIRE(listing);
+    REQUIRE(listing->size() == 6);
+    CHECK(listing->front().demangled == "void sdm_test::fill<float, 256>(float*, float)");
+    CHECK(listing->front().targets == "sm_90");
+    CHECK(listing->back().name == "scale_by_table");
+    CHECK(listing->back().signature == "b64,b64,b32");
+    CHECK(rt->kernels(7).code() == SDM_ERROR_NOT_FOUND);
+}
+
 TEST_CASE("the deterministic write refuses a batch past 2^31 - 1 positions before it launches anything", "[cpp][kernels]") {
     if (!SDM_TEST_EMBEDDED) return;  // built without nvcc: libsdm embeds no SDM kernels
     char dir[] = "/tmp/sdm-cpp-grouped-XXXXXX";

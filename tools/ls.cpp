@@ -7,10 +7,54 @@
 #include "manifest.hpp"
 #include "signature.hpp"
 #include "archive.hpp"
+#include "cxx_names.hpp"
+#include "runtime.hpp"
 #include "table.hpp"
 #include "text.hpp"
 
 namespace sdm::tools {
+
+namespace {
+
+// The archive's kernels as libsdm lists them to hosts (sdm_kernel_list_create: demangled names,
+// the module's targets): the archive mounted alone, whatever the signature policy. nullopt when it
+// does not mount (its error is the manifest's, reported after the entries).
+std::optional<std::vector<runtime::KernelListing>> listed_kernels(const std::string& path) {
+    runtime::RuntimeOptions options;
+    options.mount_embedded = false;
+    options.log_level = runtime::LogLevel::error;
+    options.signatures.policy = runtime::SignaturePolicy::off;
+    options.cache.disabled = true;
+    runtime::Runtime rt(std::move(options));
+    if (!rt.mount_file(path)) return std::nullopt;
+    auto listed = runtime::list_kernels(rt, 0);
+    if (!listed) return std::nullopt;
+    return std::move(*listed);
+}
+
+// What a kernel row shows: the listing's, else (an archive that does not mount) the manifest's.
+struct Row {
+    std::string name, demangled, module, signature, targets;
+    size_t plans;
+};
+
+std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& manifest) {
+    std::vector<Row> rows;
+    const auto listed = listed_kernels(path);
+    for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+        const auto& k = manifest.kernels[i];
+        // Both are sorted by name, one row per kernel.
+        if (listed && listed->size() == manifest.kernels.size() && (*listed)[i].name == k.name) {
+            const auto& l = (*listed)[i];
+            rows.push_back({l.name, l.demangled, l.module, l.signature, l.targets, k.plans.size()});
+        } else {
+            rows.push_back({k.name, archive::demangle(k.name).value_or(""), k.module, archive::signature_text(k.signature), "", k.plans.size()});
+        }
+    }
+    return rows;
+}
+
+}  // namespace
 
 int run_ls(const std::string& path, bool json, bool demangle) {
     auto a = archive::Archive::open_file(path);
@@ -56,9 +100,13 @@ int run_ls(const std::string& path, bool json, bool demangle) {
         }
         if (manifest) {
             out["kernels"] = nlohmann::json::array();
-            for (const auto& k : manifest->kernels)
-                out["kernels"].push_back({{"name", k.name}, {"demangled", demangled(k.name)}, {"module", k.module}, {"signature", archive::signature_text(k.signature)},
-                                          {"problem", k.problem}, {"plan_rules", k.plans.size()}});
+            const auto rows = kernel_rows(path, *manifest);
+            for (size_t i = 0; i < rows.size(); ++i) {
+                const auto& k = manifest->kernels[i];
+                out["kernels"].push_back({{"name", rows[i].name}, {"demangled", rows[i].demangled.empty() ? rows[i].name : rows[i].demangled},
+                                          {"module", rows[i].module}, {"signature", rows[i].signature}, {"targets", rows[i].targets},
+                                          {"problem", k.problem}, {"plan_rules", rows[i].plans}});
+            }
         }
         fmt::print("{}\n", out.dump(2));
         return finish();
@@ -84,9 +132,9 @@ int run_ls(const std::string& path, bool json, bool demangle) {
     if (manifest && !manifest->kernels.empty()) {
         fmt::print("\n");
         std::fflush(stdout);
-        TextTable kernels({"kernel", "module", "signature", "plan rules"}, {Align::left, Align::left, Align::left, Align::right});
-        for (const auto& k : manifest->kernels)
-            kernels.add({demangle ? demangled(k.name) : k.name, k.module, archive::signature_text(k.signature), std::to_string(k.plans.size())});
+        TextTable kernels({"kernel", "module", "signature", "targets", "plan rules"}, {Align::left, Align::left, Align::left, Align::left, Align::right});
+        for (const auto& r : kernel_rows(path, *manifest))
+            kernels.add({demangle && !r.demangled.empty() ? r.demangled : r.name, r.module, r.signature, r.targets.empty() ? "-" : r.targets, std::to_string(r.plans)});
         kernels.print(stdout);
     }
     return finish();

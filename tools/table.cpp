@@ -4,7 +4,6 @@
 #include <cstdlib>
 #include <memory>
 
-#include <cxxabi.h>
 
 namespace sdm::tools {
 
@@ -39,11 +38,5 @@ void TextTable::print(std::FILE* out) const {
     for (const auto& row : rows_) line(row);
 }
 
-std::string demangled(const std::string& name) {
-    if (name.rfind("_Z", 0) != 0) return name;
-    int status = 0;
-    const std::unique_ptr<char, decltype(&std::free)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
-    return status == 0 && text ? std::string(text.get()) : name;
-}
 
 }  // namespace sdm::tools

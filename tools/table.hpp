@@ -23,8 +23,5 @@ private:
     std::vector<std::vector<std::string>> rows_;
 };
 
-// The C++ runtime's demangling of a mangled name (abi::__cxa_demangle); the name itself when it
-// is not one (an extern "C" kernel) or does not demangle.
-std::string demangled(const std::string& name);
 
 }  // namespace sdm::tools

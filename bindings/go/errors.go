@@ -33,6 +33,7 @@ const (
 	ErrGraphCapture       Status = C.SDM_ERROR_GRAPH_CAPTURE       // the work would JIT while a stream captures a graph
 	ErrInternal           Status = C.SDM_ERROR_INTERNAL            // a broken invariant inside sdm: please report it
 	ErrUntrusted          Status = C.SDM_ERROR_UNTRUSTED           // the signature policy refused an archive (unsigned, unknown key, bad signature)
+	ErrAmbiguous          Status = C.SDM_ERROR_AMBIGUOUS           // a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
 )
 
 // String is the C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a value libsdm does not know.

@@ -4,7 +4,7 @@
 #   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
 # Needs Go >= 1.19 (Debian 12: apt-get install golang-go) and pkg-config (pkgconf). No network:
 # GOPROXY=off. cgo finds libsdm through a temporary sdm.pc that describes BUILD_DIR.
-# Exits non-zero when a test fails or the build lacks libsdm.so or the fake driver.
+# Exits non-zero when a test fails or the build lacks libsdm.so, the fake driver or the sdm tool.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +21,7 @@ fake=$build/tests/fake_cuda/libcuda_fake.so
 [[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done
 [[ -e $lib_dir/libsdm.so ]] || { echo "run_tests.sh: no $lib_dir/libsdm.so: build sdm first (meson compile -C $build)" >&2; exit 1; }
 [[ -e $fake ]] || { echo "run_tests.sh: no $fake: configure the build with its tests" >&2; exit 1; }
+[[ -x $build/tools/sdm ]] || { echo "run_tests.sh: no $build/tools/sdm: build sdm first (meson compile -C $build)" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -45,6 +46,7 @@ export GOFLAGS=-mod=mod GOPROXY=off GOTOOLCHAIN=local
 export GOCACHE=${GOCACHE:-$tmp/go-build}
 export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
 export SDM_CACHE_DIR=$tmp/sdm-cache
+export SDM_TOOL=$build/tools/sdm           # launch_test.go: `sdm import` of tests/data/launch.sm_90.cubin
 # Nothing from the caller's environment may add archives or plugins, change the cache, or set a
 # signature policy (the tests mount unsigned archives).
 unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS

@@ -63,11 +63,29 @@ static sdm_status sdm_go_launch_run(const void* kernel, sdm_go_launch* launch, v
     launch->error = NULL;
     return sdm_launch((const sdm_kernel*)kernel, &launch->plan, stream, args, count, &launch->error);
 }
+
+// sdm_go_launch_run with `attribute_count` CUlaunchAttribute values at `attributes` on the plan's
+// chain (an sdm_launch_attributes on this stack frame, unhooked before it returns).
+static sdm_status sdm_go_launch_attributes_run(const void* kernel, sdm_go_launch* launch, void* stream, void** args, uint32_t count,
+                                               const void* attributes, uint32_t attribute_count) {
+    sdm_launch_attributes chain;
+    memset(&chain, 0, sizeof chain);
+    chain.struct_size = sizeof chain;
+    chain.type = SDM_CHAIN_LAUNCH_ATTRIBUTES;
+    chain.attributes = attributes;
+    chain.count = attribute_count;
+    launch->plan.next = (const sdm_chain*)&chain;
+    launch->error = NULL;
+    sdm_status status = sdm_launch((const sdm_kernel*)kernel, &launch->plan, stream, args, count, &launch->error);
+    launch->plan.next = NULL;
+    return status;
+}
 */
 import "C"
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"runtime/cgo"
@@ -568,12 +586,20 @@ type KernelInfo struct {
 }
 
 // Kernel fetches kernel name on device ordinal, loading its module on first use.
+//
+// name is what an archive lists (a C++ kernel's mangled symbol) or, since ABI 1.3, a C++ spelling
+// of it: the declaration as c++filt prints it ("ns::reduce<int>(int const*, int*, int)"), or a
+// name expression as CuPy takes it ("ns::reduce<int>", "fill<float, 256>", or "reduce" when one
+// instantiation has that name). A name matching several kernels is ErrAmbiguous, its message
+// listing them; Runtime.Kernels lists the names.
 func (r *Runtime) Kernel(ordinal int, name string) (*Kernel, error) {
 	return r.KernelOnStream(ordinal, name, "", nil)
 }
 
 // KernelChecked is Kernel that also checks the kernel's parameter signature against the one the
-// caller was written for ("ptr,f32,i32"; spaces ignored): another is ErrMismatch, naming both.
+// caller was written for ("ptr,f32,i32"; spaces ignored): another is ErrMismatch, naming both. A
+// signature derived from an image (what `sdm import` writes: b32, b64, ...) agrees with every
+// typed one of its layout (ABI 1.3): b32 with i32, u32 or f32, b64 with ptr, i64, u64 or f64.
 func (r *Runtime) KernelChecked(ordinal int, name, signature string) (*Kernel, error) {
 	return r.KernelOnStream(ordinal, name, signature, nil)
 }
@@ -655,6 +681,67 @@ func (r *Runtime) CacheStats() (CacheStats, error) {
 	return out, err
 }
 
+// ListServed is the archive index of Runtime.Kernels that lists every kernel the runtime serves
+// (SDM_LIST_SERVED), instead of one mounted archive's.
+const ListServed = -1
+
+// KernelEntry is one kernel a mounted archive lists (sdm_kernel_entry; ABI 1.3).
+type KernelEntry struct {
+	ArchiveIndex int    // the archive listing it (mount order: Runtime.Archive)
+	Name         string // what the archive lists: a C++ kernel's mangled symbol, which Kernel takes
+	Demangled    string // as c++filt prints it; "" for a name that is not a C++ symbol (extern "C")
+	Module       string
+	Signature    string // "ptr,f32,i32", or derived from the image: "b64,b32,b32" (docs/FORMAT.md)
+	Targets      string // the module's images: "sm_90,sm_80,compute_90"
+	// Shadowed: listing one archive, a newer mounted archive lists the same name and serves it
+	// instead; listing ListServed, false.
+	Shadowed bool
+}
+
+// Kernels lists the kernels of mounted archive archive (mount order), or, for ListServed, every
+// kernel the runtime serves, each name once from the newest archive listing it: a snapshot sorted
+// by name (ABI 1.3). An index past the mounted archives is ErrNotFound.
+func (r *Runtime) Kernels(archive int) ([]KernelEntry, error) {
+	index := C.uint32_t(C.SDM_LIST_SERVED)
+	if archive != ListServed {
+		if archive < 0 || uint64(archive) >= uint64(C.SDM_LIST_SERVED) {
+			return nil, &Error{Code: ErrNotFound, Message: fmt.Sprintf("there is no mounted archive %d: pass an index in mount order, or sdm.ListServed", archive)}
+		}
+		index = C.uint32_t(archive)
+	}
+	var entries []KernelEntry
+	err := r.use(func(h *C.sdm_runtime) error {
+		var list *C.sdm_kernel_list
+		var cerr *C.sdm_error
+		if err := check(C.sdm_kernel_list_create(h, index, &list, &cerr), cerr); err != nil {
+			return err
+		}
+		defer C.sdm_kernel_list_destroy(list)
+		var count C.uint32_t
+		if err := check(C.sdm_kernel_list_count(list, &count, &cerr), cerr); err != nil {
+			return err
+		}
+		entries = make([]KernelEntry, 0, int(count))
+		for i := C.uint32_t(0); i < count; i++ {
+			var entry C.sdm_kernel_entry
+			entry.struct_size = C.uint32_t(C.sizeof_sdm_kernel_entry)
+			if err := check(C.sdm_kernel_list_get(list, i, &entry, &cerr), cerr); err != nil {
+				return err
+			}
+			entries = append(entries, KernelEntry{
+				ArchiveIndex: int(entry.archive_index), Name: C.GoString(entry.name), Demangled: C.GoString(entry.demangled),
+				Module: C.GoString(entry.module), Signature: C.GoString(entry.signature), Targets: C.GoString(entry.targets),
+				Shadowed: entry.shadowed != 0,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
 // LoadPlugin loads a plan-provider plugin (sdm_plugin.h).
 func (r *Runtime) LoadPlugin(path string) error {
 	return r.use(func(h *C.sdm_runtime) error {
@@ -733,23 +820,98 @@ func (k *Kernel) Info() (KernelInfo, error) {
 
 // ---- plans and launches -------------------------------------------------------------------------
 
-// PlanPDL is the Plan.Flags bit for programmatic dependent launch (modern class only).
-const PlanPDL = uint32(C.SDM_PLAN_PDL)
+// Plan.Flags bits.
+const (
+	PlanPDL = uint32(C.SDM_PLAN_PDL) // programmatic dependent launch (modern class only)
+	// PlanCooperative is a cooperative launch (grid-wide sync; ABI 1.3): refused unless the device
+	// supports it and the whole grid can be resident at once (the message gives the figures).
+	PlanCooperative = uint32(C.SDM_PLAN_COOPERATIVE)
+)
 
-// Plan is a launch plan (sdm_plan): what Kernel.Plan chose, or one the host fills in.
+// Plan is a launch plan (sdm_plan): what Kernel.Plan or Kernel.PlanForElements chose, or one the
+// host fills in (NewPlan). Grid and Block are the x dimensions, as before ABI 1.3; GridY, GridZ,
+// BlockY and BlockZ (ABI 1.3) the others, where 0 means 1, so that a Plan of the older fields alone
+// is one-dimensional.
 type Plan struct {
-	Flags       uint32    // PlanPDL
-	Grid        uint32    // blocks (one-dimensional)
-	Block       uint32    // threads per block
+	Flags       uint32    // PlanPDL, PlanCooperative
+	Grid        uint32    // blocks in x (1 .. 2^31-1)
+	Block       uint32    // threads per block in x (x*y*z: 1 .. 1024)
 	SmemBytes   uint32    // dynamic shared memory per block
-	Cluster     [3]uint32 // blocks per cluster; {1, 1, 1}: no clusters
+	Cluster     [3]uint32 // blocks per cluster in x, y, z; {1, 1, 1} (or zeros): no clusters
 	BlocksPerSM int32     // what the plan aims for
 	Occupancy   int32     // blocks per SM the driver's occupancy calculator says fit
-	Rule        int32     // the manifest's plan rule that chose it (0-based); -1: a plugin
+	Rule        int32     // the manifest's plan rule that chose it (0-based); -1: a plugin, NewPlan or PlanForElements
+	GridY       uint32    // blocks in y (0 or 1 .. 65535; 0 is 1)
+	GridZ       uint32    // blocks in z (0 or 1 .. 65535; 0 is 1)
+	BlockY      uint32    // threads per block in y (0 or 1 .. 1024; 0 is 1)
+	BlockZ      uint32    // threads per block in z (0 or 1 .. 64; 0 is 1)
+	// Priority is the launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY), within the context's stream
+	// priority range (lower is more urgent); 0: the stream's own.
+	Priority int32
+}
+
+// NewPlan is a plan of grid blocks of block threads, each {x, y, z}, without dynamic shared
+// memory, flags, clusters or a priority (rule -1).
+func NewPlan(grid, block [3]uint32) Plan {
+	return Plan{
+		Grid: grid[0], GridY: grid[1], GridZ: grid[2], Block: block[0], BlockY: block[1], BlockZ: block[2],
+		Cluster: [3]uint32{1, 1, 1}, Rule: -1,
+	}
 }
 
 // PDL reports whether the plan launches with programmatic dependent launch.
 func (p Plan) PDL() bool { return p.Flags&PlanPDL != 0 }
+
+// Cooperative reports whether the plan launches cooperatively (PlanCooperative).
+func (p Plan) Cooperative() bool { return p.Flags&PlanCooperative != 0 }
+
+// WithCooperative is the plan with PlanCooperative set or cleared.
+func (p Plan) WithCooperative(on bool) Plan {
+	if on {
+		p.Flags |= PlanCooperative
+	} else {
+		p.Flags &^= PlanCooperative
+	}
+	return p
+}
+
+// GridDims is the grid's blocks in x, y, z (a y or z of 0 reads as 1).
+func (p Plan) GridDims() [3]uint32 {
+	return [3]uint32{p.Grid, atLeastOne(p.GridY), atLeastOne(p.GridZ)}
+}
+
+// BlockDims is a block's threads in x, y, z (a y or z of 0 reads as 1).
+func (p Plan) BlockDims() [3]uint32 {
+	return [3]uint32{p.Block, atLeastOne(p.BlockY), atLeastOne(p.BlockZ)}
+}
+
+func atLeastOne(n uint32) uint32 {
+	if n == 0 {
+		return 1
+	}
+	return n
+}
+
+func planFromC(plan *C.sdm_plan) Plan {
+	return Plan{
+		Flags: uint32(plan.flags), Grid: uint32(plan.grid), Block: uint32(plan.block), SmemBytes: uint32(plan.smem_bytes),
+		Cluster:     [3]uint32{uint32(plan.cluster[0]), uint32(plan.cluster[1]), uint32(plan.cluster[2])},
+		BlocksPerSM: int32(plan.blocks_per_sm), Occupancy: int32(plan.occupancy), Rule: int32(plan.rule),
+		GridY: uint32(plan.grid_y), GridZ: uint32(plan.grid_z), BlockY: uint32(plan.block_y), BlockZ: uint32(plan.block_z),
+		Priority: int32(plan.priority),
+	}
+}
+
+func (p Plan) toC() C.sdm_plan {
+	return C.sdm_plan{
+		struct_size: C.uint32_t(C.sizeof_sdm_plan), flags: C.uint32_t(p.Flags), grid: C.uint32_t(p.Grid),
+		block: C.uint32_t(p.Block), smem_bytes: C.uint32_t(p.SmemBytes),
+		cluster:       [3]C.uint32_t{C.uint32_t(p.Cluster[0]), C.uint32_t(p.Cluster[1]), C.uint32_t(p.Cluster[2])},
+		blocks_per_sm: C.int32_t(p.BlocksPerSM), occupancy: C.int32_t(p.Occupancy), rule: C.int32_t(p.Rule),
+		grid_y: C.uint32_t(p.GridY), grid_z: C.uint32_t(p.GridZ), block_y: C.uint32_t(p.BlockY), block_z: C.uint32_t(p.BlockZ),
+		priority: C.int32_t(p.Priority),
+	}
+}
 
 // Plan chooses the launch plan on the kernel's device for problem (the kernel's problem
 // parameters, in manifest order). No rule for the device: ErrNotFound; a plan that cannot run:
@@ -767,14 +929,109 @@ func (k *Kernel) Plan(problem ...int64) (Plan, error) {
 		if err := check(C.sdm_plan_select(h, values, C.uint32_t(len(problem)), &plan, &cerr), cerr); err != nil {
 			return err
 		}
-		out = Plan{
-			Flags: uint32(plan.flags), Grid: uint32(plan.grid), Block: uint32(plan.block), SmemBytes: uint32(plan.smem_bytes),
-			Cluster:     [3]uint32{uint32(plan.cluster[0]), uint32(plan.cluster[1]), uint32(plan.cluster[2])},
-			BlocksPerSM: int32(plan.blocks_per_sm), Occupancy: int32(plan.occupancy), Rule: int32(plan.rule),
-		}
+		out = planFromC(&plan)
 		return nil
 	})
 	return out, err
+}
+
+// PlanForElements is a plan for a kernel without plan rules (ABI 1.3): one thread per element of
+// elements, in blocks of the size the driver's occupancy calculator suggests for the kernel with
+// smemBytes of dynamic shared memory, and as many blocks as cover the elements (Rule -1, Occupancy
+// the driver's blocks per SM). Change it before launching as any plan. 0 elements, more than
+// 2^31-1 blocks, or more shared memory than the device has, is ErrInvalidArgument.
+func (k *Kernel) PlanForElements(elements uint64, smemBytes uint32) (Plan, error) {
+	var out Plan
+	err := k.use(func(h *C.sdm_kernel) error {
+		var plan C.sdm_plan
+		plan.struct_size = C.uint32_t(C.sizeof_sdm_plan)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_plan_for_elements(h, C.uint64_t(elements), C.uint32_t(smemBytes), &plan, &cerr), cerr); err != nil {
+			return err
+		}
+		out = planFromC(&plan)
+		return nil
+	})
+	return out, err
+}
+
+// LaunchAttribute is one CUlaunchAttribute of cuda.h (a 4-byte id, 4 bytes of padding, a 64-byte
+// value union, 8-byte aligned), for Kernel.LaunchWithAttributes (ABI 1.3).
+type LaunchAttribute struct {
+	_     [0]uint64 // the alignment of the C union
+	ID    uint32    // a CUlaunchAttributeID: CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN is 10
+	_     [4]byte
+	Value [64]byte // the CUlaunchAttributeValue union's bytes, in the host's byte order
+}
+
+// IntLaunchAttribute is attribute id whose value is an int or an enum (memSyncDomain,
+// sharedMemCarveout, ...).
+func IntLaunchAttribute(id uint32, value int32) LaunchAttribute {
+	a := LaunchAttribute{ID: id}
+	*(*int32)(unsafe.Pointer(&a.Value[0])) = value
+	return a
+}
+
+// ---- module globals (ABI 1.3) -------------------------------------------------------------------
+
+// Global is the __device__ or __constant__ variable name of the kernel's module, as loaded for the
+// kernel's device and context: its device address and its size in bytes. name is its symbol
+// (mangled for a C++ variable in a namespace). None such is ErrNotFound naming the module; a
+// kernel's name is ErrInvalidArgument. After a reload replaced the archive, a kernel fetched again
+// has the new image's globals, while this Kernel keeps the old ones until released.
+func (k *Kernel) Global(name string) (DevicePtr, uint64, error) {
+	var address, bytes C.uint64_t
+	err := k.use(func(h *C.sdm_kernel) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		var cerr *C.sdm_error
+		return check(C.sdm_global_get(h, cname, &address, &bytes, &cerr), cerr)
+	})
+	return DevicePtr(address), uint64(bytes), err
+}
+
+// GlobalWrite copies data to the global name at byte offset, on the device context's default
+// stream. A range past the global's size is ErrInvalidArgument naming both.
+func (k *Kernel) GlobalWrite(name string, offset uint64, data []byte) error {
+	return k.GlobalWriteOnStream(name, offset, data, nil)
+}
+
+// GlobalRead copies len(data) bytes of the global name from byte offset into data, on the device
+// context's default stream.
+func (k *Kernel) GlobalRead(name string, offset uint64, data []byte) error {
+	return k.GlobalReadOnStream(name, offset, data, nil)
+}
+
+// GlobalWriteOnStream is GlobalWrite on stream (a CUstream of the kernel's context; nil: the
+// default stream), as cuMemcpyHtoDAsync does it. data is Go memory, which is pageable: the driver
+// has taken the bytes when the call returns, though the copy to the device may still be queued on
+// stream.
+func (k *Kernel) GlobalWriteOnStream(name string, offset uint64, data []byte, stream Stream) error {
+	return k.use(func(h *C.sdm_kernel) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		var ptr unsafe.Pointer
+		if len(data) > 0 {
+			ptr = unsafe.Pointer(&data[0])
+		}
+		var cerr *C.sdm_error
+		return check(C.sdm_global_write(h, cname, C.uint64_t(offset), ptr, C.uint64_t(len(data)), unsafe.Pointer(stream), &cerr), cerr)
+	})
+}
+
+// GlobalReadOnStream is GlobalRead on stream (nil: the default stream), as cuMemcpyDtoHAsync does
+// it. data is Go memory, which is pageable: the driver has done the copy when the call returns.
+func (k *Kernel) GlobalReadOnStream(name string, offset uint64, data []byte, stream Stream) error {
+	return k.use(func(h *C.sdm_kernel) error {
+		cname := C.CString(name)
+		defer C.free(unsafe.Pointer(cname))
+		var ptr unsafe.Pointer
+		if len(data) > 0 {
+			ptr = unsafe.Pointer(&data[0])
+		}
+		var cerr *C.sdm_error
+		return check(C.sdm_global_read(h, cname, C.uint64_t(offset), ptr, C.uint64_t(len(data)), unsafe.Pointer(stream), &cerr), cerr)
+	})
 }
 
 // DevicePtr is a CUdeviceptr, as a kernel argument.
@@ -792,6 +1049,26 @@ type RawArg []byte
 // A successful Launch allocates nothing on the Go heap: the C memory it fills is the Kernel's,
 // kept between calls (a Launch concurrent with another on the same Kernel mallocs its own).
 func (k *Kernel) Launch(plan Plan, stream Stream, args ...interface{}) error {
+	return k.launchWith(plan, stream, nil, 0, args)
+}
+
+// LaunchWithAttributes is Launch with attributes handed to cuLaunchKernelEx after sdm's own (an
+// sdm_launch_attributes on the plan's chain; ABI 1.3): those sdm has no Plan field for (a memory
+// sync domain, a shared memory carveout, an access policy window, ...). At most 16; one that a
+// Plan field sets (cluster, PDL, cooperative, priority) is ErrInvalidArgument.
+func (k *Kernel) LaunchWithAttributes(plan Plan, stream Stream, attributes []LaunchAttribute, args ...interface{}) error {
+	if len(attributes) == 0 {
+		return k.launchWith(plan, stream, nil, 0, args)
+	}
+	if uint64(len(attributes)) > math.MaxUint32 {
+		return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf("%d launch attributes, at most 16", len(attributes))}
+	}
+	// Go memory without Go pointers, read by sdm during the call only.
+	return k.launchWith(plan, stream, unsafe.Pointer(&attributes[0]), len(attributes), args)
+}
+
+// launchWith is Launch and LaunchWithAttributes: attributeCount CUlaunchAttribute values at attributes.
+func (k *Kernel) launchWith(plan Plan, stream Stream, attributes unsafe.Pointer, attributeCount int, args []interface{}) error {
 	// Each value in its own 16-byte slot of the kernel's launch memory, the pointer table after
 	// them: C memory, as cgo forbids handing C a Go array of Go pointers. Nothing here allocates on
 	// the Go heap, nor lets args escape, so the caller's interface values can stay on its stack.
@@ -822,14 +1099,15 @@ func (k *Kernel) Launch(plan Plan, stream Stream, args ...interface{}) error {
 			offset += (storeArg(slots[i], arg) + slot - 1) / slot * slot
 		}
 	}
-	launch.plan = C.sdm_plan{
-		struct_size: C.uint32_t(C.sizeof_sdm_plan), flags: C.uint32_t(plan.Flags), grid: C.uint32_t(plan.Grid),
-		block: C.uint32_t(plan.Block), smem_bytes: C.uint32_t(plan.SmemBytes),
-		cluster:       [3]C.uint32_t{C.uint32_t(plan.Cluster[0]), C.uint32_t(plan.Cluster[1]), C.uint32_t(plan.Cluster[2])},
-		blocks_per_sm: C.int32_t(plan.BlocksPerSM), occupancy: C.int32_t(plan.Occupancy), rule: C.int32_t(plan.Rule),
-	}
+	launch.plan = plan.toC()
 	return k.use(func(h *C.sdm_kernel) error {
-		status := C.sdm_go_launch_run(unsafe.Pointer(h), launch, unsafe.Pointer(stream), table, C.uint32_t(len(args)))
+		var status C.sdm_status
+		if attributeCount == 0 {
+			status = C.sdm_go_launch_run(unsafe.Pointer(h), launch, unsafe.Pointer(stream), table, C.uint32_t(len(args)))
+		} else {
+			status = C.sdm_go_launch_attributes_run(unsafe.Pointer(h), launch, unsafe.Pointer(stream), table, C.uint32_t(len(args)),
+				attributes, C.uint32_t(attributeCount))
+		}
 		return check(status, launch.error)
 	})
 }

@@ -452,7 +452,9 @@ func TestPlanSelect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := sdm.Plan{Flags: sdm.PlanPDL, Grid: 1056, Block: 256, Cluster: [3]uint32{1, 1, 1}, BlocksPerSM: 8, Occupancy: 8, Rule: 0}
+	// A selected plan names every dimension (ABI 1.3: y and z of 1).
+	want := sdm.Plan{Flags: sdm.PlanPDL, Grid: 1056, Block: 256, Cluster: [3]uint32{1, 1, 1}, BlocksPerSM: 8, Occupancy: 8, Rule: 0,
+		GridY: 1, GridZ: 1, BlockY: 1, BlockZ: 1}
 	if plan != want || !plan.PDL() {
 		t.Errorf("got  %+v\nwant %+v", plan, want)
 	}
@@ -482,9 +484,14 @@ func TestLaunchWithRawDevicePointers(t *testing.T) {
 	}
 	sdmError(t, scale.Launch(plan, nil, y, float32(2)), sdm.ErrInvalidArgument, "kernel scale takes 3 argument(s) (ptr,f32,i32), not 2")
 	sdmError(t, scale.Launch(plan, nil, y, float32(2), 7), sdm.ErrInvalidArgument, "argument 2: int is not", "int is not fixed-size")
-	// A plan the driver refuses: the CUresult comes along.
+	// A block past the device's limit: sdm refuses it before the driver (ABI 1.3), naming the dimension.
 	bad := plan
 	bad.Block = 2048
+	sdmError(t, scale.Launch(bad, nil, y, float32(2), int32(1<<20)), sdm.ErrInvalidArgument, "block x of 2048 (1..1024)")
+	// A plan the driver refuses (more dynamic shared memory than the H200's opt-in 232,448 B): the
+	// CUresult comes along.
+	bad = plan
+	bad.SmemBytes = 300000
 	e := sdmError(t, scale.Launch(bad, nil, y, float32(2), int32(1<<20)), sdm.ErrDriver, "CUDA_ERROR_INVALID_VALUE")
 	if e.Native != 1 {
 		t.Errorf("native %d, want CUDA_ERROR_INVALID_VALUE (1)", e.Native)
@@ -728,7 +735,7 @@ func TestAnUnclosedRuntimeIsDestroyedByItsFinalizer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}()
-	if !sink.collectUntil("unloaded module") {  // (its module, on the module path a runtime of primary contexts takes)
+	if !sink.collectUntil("unloaded module") { // (its module, on the module path a runtime of primary contexts takes)
 		t.Errorf("the runtime was not destroyed: %q", sink.lines)
 	}
 }

@@ -2,7 +2,7 @@
 # Runs the Rust bindings' tests against a Meson build of sdm, through its fake CUDA driver.
 # Usage: bindings/rust/run_tests.sh [BUILD_DIR [CARGO_TEST_ARGS...]]
 #   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
-# Exits non-zero when a test fails or the build lacks libsdm.so or the fake driver.
+# Exits non-zero when a test fails or the build lacks libsdm.so, the fake driver or the sdm tool.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -21,6 +21,7 @@ fake=$build/tests/fake_cuda/libcuda_fake.so
 [[ -d $lib_dir ]] && for _ in $(seq 60); do [[ -e $lib_dir/libsdm.so ]] && break; sleep 2; done
 [[ -e $lib_dir/libsdm.so ]] || { echo "run_tests.sh: no $lib_dir/libsdm.so: build sdm first (meson compile -C $build)" >&2; exit 1; }
 [[ -e $fake ]] || { echo "run_tests.sh: no $fake: configure the build with its tests" >&2; exit 1; }
+[[ -x $build/tools/sdm ]] || { echo "run_tests.sh: no $build/tools/sdm: build sdm first (meson compile -C $build)" >&2; exit 1; }
 
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
@@ -28,6 +29,7 @@ export SDM_LIB_DIR=$lib_dir                 # sdm-sys/build.rs: link search path
 export LD_LIBRARY_PATH=$lib_dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SDM_CUDA_DRIVER=$fake                # the tests' driver; they set its devices themselves
 export SDM_CACHE_DIR=$cache/sdm-cache
+export SDM_TOOL=$build/tools/sdm           # tests/launch_config.rs: `sdm import` of tests/data/launch.sm_90.cubin
 # Nothing from the caller's environment may add archives or plugins, change the cache, or set a
 # signature policy (the tests mount unsigned archives).
 unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS

@@ -327,6 +327,43 @@ struct KernelInfo {
     uint32_t source = 0;      // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
 };
 
+// Launch dimensions (ABI 1.3): x, y and z, each 1 by default.
+struct Dim3 {
+    uint32_t x = 1, y = 1, z = 1;
+};
+
+// A launch shape in three dimensions for sdm_launch (ABI 1.3): `flags` SDM_PLAN_PDL,
+// SDM_PLAN_COOPERATIVE; a cluster of 1x1x1 (none). Change any field before launching.
+inline sdm_plan make_plan(Dim3 grid, Dim3 block, uint32_t smem_bytes = 0, uint32_t flags = 0, int32_t priority = 0) noexcept {
+    sdm_plan p{};
+    p.struct_size = sizeof p;
+    p.flags = flags;
+    p.grid = grid.x, p.grid_y = grid.y, p.grid_z = grid.z;
+    p.block = block.x, p.block_y = block.y, p.block_z = block.z;
+    p.smem_bytes = smem_bytes;
+    p.cluster[0] = p.cluster[1] = p.cluster[2] = 1;
+    p.priority = priority;
+    p.rule = -1;
+    return p;
+}
+
+// A module global (ABI 1.3): its device address and size in bytes.
+struct Global {
+    uint64_t address = 0;
+    uint64_t bytes = 0;
+};
+
+// One kernel of a listing (ABI 1.3, Runtime::kernels), with its strings copied.
+struct KernelEntry {
+    std::string name;       // as the archive lists it (a C++ kernel's mangled symbol)
+    std::string demangled;  // as c++filt prints it; empty for an extern "C" kernel
+    std::string module;
+    std::string signature;
+    std::string targets;    // "sm_90,compute_90"
+    uint32_t archive_index = 0;
+    bool shadowed = false;  // a newer archive lists the name (listing one archive)
+};
+
 // A kernel a Runtime fetched (Runtime::kernel): it owns the reference sdm_kernel_get took and
 // drops it (sdm_kernel_release) when destroyed or reset, so a kernel fetched before a reload keeps
 // its module alive exactly as long as the Kernel lives. Move-only. It must be destroyed (or reset)
@@ -396,6 +433,39 @@ public:
         sdm_error* error = nullptr;
         const sdm_status status = sdm_launch(handle_, &plan, stream, args.data(), static_cast<uint32_t>(args.size()), &error);
         return detail::status_of(status, error);
+    }
+    // Launches a grid of `grid` blocks of `block` threads (ABI 1.3; make_plan for the other fields).
+    Status launch(Dim3 grid, Dim3 block, void* stream, Span<void* const> args, uint32_t smem_bytes = 0) const {
+        return launch(make_plan(grid, block, smem_bytes), stream, args);
+    }
+    // A plan of one thread per element for a kernel without plan rules (sdm_plan_for_elements, ABI 1.3).
+    Result<sdm_plan> plan_for_elements(uint64_t elements, uint32_t smem_bytes = 0) const {
+        sdm_plan out{};
+        out.struct_size = sizeof out;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_plan_for_elements(handle_, elements, smem_bytes, &out, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
+    }
+    // The module global `name` (a __device__ or __constant__ variable's symbol) as loaded for this
+    // kernel (sdm_global_get, ABI 1.3).
+    Result<Global> global(const char* name) const {
+        Global g;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_global_get(handle_, name, &g.address, &g.bytes, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return g;
+    }
+    // Copies `bytes` of `data` to the global at `offset`, queued on `stream` (sdm_global_write).
+    Status global_write(const char* name, const void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
+        sdm_error* error = nullptr;
+        return detail::status_of(sdm_global_write(handle_, name, offset, data, bytes, stream, &error), error);
+    }
+    // Copies `bytes` of the global from `offset` to `data`, queued on `stream` (sdm_global_read):
+    // synchronize the stream before reading `data`.
+    Status global_read(const char* name, void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
+        sdm_error* error = nullptr;
+        return detail::status_of(sdm_global_read(handle_, name, offset, data, bytes, stream, &error), error);
     }
 
 private:
@@ -618,6 +688,36 @@ public:
             list.push_back(std::move(*info));
         }
         return list;
+    }
+
+    // The kernels of mounted archive `archive` (mount order), or every kernel the runtime serves
+    // (SDM_LIST_SERVED), sorted by name (sdm_kernel_list_create, ABI 1.3).
+    Result<std::vector<KernelEntry>> kernels(uint32_t archive = SDM_LIST_SERVED) const {
+        sdm_kernel_list* list = nullptr;
+        sdm_error* error = nullptr;
+        sdm_status status = sdm_kernel_list_create(handle_, archive, &list, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        struct Destroy {
+            sdm_kernel_list* list;
+            ~Destroy() { sdm_kernel_list_destroy(list); }
+        } destroy{list};
+        uint32_t count = 0;
+        status = sdm_kernel_list_count(list, &count, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        std::vector<KernelEntry> out;
+        out.reserve(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            sdm_kernel_entry c{};
+            c.struct_size = sizeof c;
+            status = sdm_kernel_list_get(list, i, &c, &error);
+            if (status != SDM_OK) return Error::adopt(status, error);
+            KernelEntry e;
+            e.name = c.name, e.demangled = c.demangled, e.module = c.module, e.signature = c.signature, e.targets = c.targets;
+            e.archive_index = c.archive_index;
+            e.shadowed = c.shadowed != 0;
+            out.push_back(std::move(e));
+        }
+        return out;
     }
 
     // The CUDA driver's version (12080 for 12.8); loads the driver if needed:

@@ -26,7 +26,9 @@ using Libdl
 export SdmError, Runtime, Kernel, abi_version, version, status_string, device_class_name, check_abi,
        last_error, mount_file, mount_memory, reload_archives, poll_archives, archive_count, archive_info,
        archives, driver_version, device_count, device_info, devices, device_class, kernel, release,
-       kernel_info, kernel_function, preload, cache_stats, plan, launch, load_plugin
+       kernel_info, kernel_function, preload, cache_stats, plan, launch, load_plugin,
+       launch_plan, with_fields, plan_for_elements, LaunchAttribute, kernel_global, global_write, global_read!,
+       global_read, kernels
 
 # ---- the library -------------------------------------------------------------------------------
 
@@ -49,6 +51,17 @@ include("capi.jl")
 _zero(::Type{T}) where {T<:Number} = zero(T)
 _zero(::Type{Ptr{T}}) where {T} = Ptr{T}(C_NULL)
 _zero(::Type{NTuple{N,T}}) where {N,T} = ntuple(_ -> _zero(T), N)
+
+"""
+    with_fields(x; fields...)
+
+A copy of the struct `x` with the given fields replaced: `with_fields(p; smem_bytes = 4096)` of an
+`sdm_plan` (the structs of sdm.h are immutable).
+"""
+function with_fields(x::T; fields...) where {T}
+    values = map(name -> get(fields, name, getfield(x, name)), fieldnames(T))
+    return T(values...)
+end
 
 """
     sized(T; fields...)
@@ -344,7 +357,15 @@ _handle(k::Kernel) = (_handle(k.runtime); k.handle)
     kernel(runtime, ordinal, name; stream = C_NULL, signature = nothing)
 
 Kernel `name` on device `ordinal`, loading its module on first use. With `signature`
-(`"ptr,f32,i32"`), a kernel declaring another throws `SDM_ERROR_MISMATCH`.
+(`"ptr,f32,i32"`), a kernel declaring another throws `SDM_ERROR_MISMATCH`; a signature derived from
+an image (what `sdm import` writes: `b32`, `b64`, ...) agrees with every typed one of its layout
+(ABI 1.3: `b32` with `i32`, `u32` or `f32`, `b64` with `ptr`, `i64`, `u64` or `f64`).
+
+`name` is what an archive lists (a C++ kernel's mangled symbol) or, since ABI 1.3, a C++ spelling
+of it: the declaration as c++filt prints it (`"ns::reduce<int>(int const*, int*, int)"`), or a
+name expression as CuPy takes it (`"ns::reduce<int>"`, `"fill<float, 256>"`, or `"reduce"` when
+one instantiation has that name). A name matching several kernels throws `SDM_ERROR_AMBIGUOUS`
+listing them; `kernels` lists the names.
 """
 function kernel(runtime::Runtime, ordinal::Integer, name::AbstractString; stream::Ptr{Cvoid} = C_NULL,
                 signature::Union{Nothing,AbstractString} = nothing)
@@ -406,7 +427,7 @@ end
     plan(k, problem...)
 
 The `sdm_plan` for launching `k` on its device for `problem`, the kernel's problem parameters in
-manifest order. Change one with `Sdm.sized(sdm_plan; ...)` or by building a new `sdm_plan`.
+manifest order. Change one with `with_fields(p; ...)`, or make one with `launch_plan`.
 """
 function plan(k::Kernel, problem::Integer...)
     values = Int64[problem...]
@@ -415,29 +436,219 @@ function plan(k::Kernel, problem::Integer...)
     return result[]
 end
 
-# Kernel parameter types of a manifest signature (archive/manifest.hpp ParamType).
+# (x, y, z) of an integer (x) or a tuple of one to three integers; the missing ones 1.
+_dims(d::Integer, what) = (UInt32(d), UInt32(1), UInt32(1))
+function _dims(d::Tuple, what)
+    1 <= length(d) <= 3 || throw(ArgumentError("$what has $(length(d)) dimensions; give 1 to 3 (x, y, z)"))
+    return ntuple(i -> UInt32(i <= length(d) ? d[i] : 1), 3)
+end
+
+"""
+    launch_plan(grid, block; smem_bytes = 0, cooperative = false, pdl = false, priority = 0,
+                cluster = (1, 1, 1))
+
+An `sdm_plan` of `grid` blocks of `block` threads, each an integer (x) or a tuple `(x, y, z)` (ABI
+1.3: 3-D; missing dimensions are 1), with `smem_bytes` of dynamic shared memory per block.
+`cooperative` sets `SDM_PLAN_COOPERATIVE` (grid-wide sync: refused unless the device supports it
+and the whole grid can be resident at once), `pdl` `SDM_PLAN_PDL`; `priority` is the launch's
+priority within the context's stream priority range (0: the stream's own). Its `rule` is -1.
+"""
+function launch_plan(grid, block; smem_bytes::Integer = 0, cooperative::Bool = false, pdl::Bool = false,
+                     priority::Integer = 0, cluster = (1, 1, 1))
+    g, b, c = _dims(grid, "grid"), _dims(block, "block"), _dims(cluster, "cluster")
+    flags = (cooperative ? SDM_PLAN_COOPERATIVE : UInt32(0)) | (pdl ? SDM_PLAN_PDL : UInt32(0))
+    return sized(sdm_plan; flags = UInt32(flags), grid = g[1], grid_y = g[2], grid_z = g[3], block = b[1],
+                 block_y = b[2], block_z = b[3], smem_bytes = UInt32(smem_bytes), cluster = c, rule = Int32(-1),
+                 priority = Int32(priority))
+end
+
+"""
+    plan_for_elements(k, elements; smem_bytes = 0)
+
+An `sdm_plan` for a kernel without plan rules (ABI 1.3): one thread per element of `elements`, in
+blocks of the size the driver's occupancy calculator suggests for `k` with `smem_bytes` of dynamic
+shared memory, and as many blocks as cover them (`rule` -1, `occupancy` the driver's blocks per
+SM). 0 elements or more than 2^31-1 blocks throws `SDM_ERROR_INVALID_ARGUMENT`.
+"""
+function plan_for_elements(k::Kernel, elements::Integer; smem_bytes::Integer = 0)
+    result = Ref(sized(sdm_plan))
+    check(error -> sdm_plan_for_elements(_handle(k), UInt64(elements), UInt32(smem_bytes), result, error))
+    return result[]
+end
+
+# Kernel parameter types of a manifest signature (archive/manifest.cpp kParamTypes): the typed
+# ones convert the argument; b8..b64 (derived from an image, ABI 1.3) take any isbits value of
+# their size as it is, and an integer or float converted to the signed integer or float of that
+# size; opaque:SIZE:ALIGN takes an isbits value or a byte vector of SIZE bytes.
 const PARAM_TYPES = Dict("ptr" => UInt64, "i32" => Int32, "u32" => UInt32, "i64" => Int64, "u64" => UInt64,
-                         "f32" => Float32, "f64" => Float64)
+                         "f32" => Float32, "f64" => Float64, "f16" => Float16)
+const BITS_TYPES = Dict("b8" => (Int8, UInt8), "b16" => (Int16, Float16), "b32" => (Int32, Float32),
+                        "b64" => (Int64, Float64))
 
 _argument(::Type{UInt64}, p::Ptr) = UInt64(UInt(p))
 _argument(::Type{T}, x) where {T} = convert(T, x)  # InexactError rather than a silent wrap
 
+function _argument(type::AbstractString, x, index::Integer)
+    haskey(PARAM_TYPES, type) && return _argument(PARAM_TYPES[type], x)
+    if haskey(BITS_TYPES, type)
+        integer, float = BITS_TYPES[type]
+        x isa Ptr && integer === Int64 && return _argument(UInt64, x)
+        isbits(x) && sizeof(x) == sizeof(integer) && return x
+        x isa Signed && return convert(integer, x)
+        x isa Unsigned && return convert(unsigned(integer), x)
+        x isa AbstractFloat && float <: AbstractFloat && return convert(float, x)
+        throw(ArgumentError("kernel argument $index: a $(typeof(x)) for a $type parameter ($(sizeof(integer)) bytes)"))
+    end
+    m = match(r"^opaque:(\d+):(\d+)$", type)
+    if m !== nothing
+        size = parse(Int, m.captures[1])
+        x isa AbstractVector{UInt8} && length(x) == size && return Tuple(x)
+        isbits(x) && sizeof(x) == size && return x
+        throw(ArgumentError("kernel argument $index: a $(typeof(x)) of $(sizeof(x)) bytes for an $type parameter"))
+    end
+    throw(ArgumentError("kernel argument $index: parameter type $type is unknown to Sdm.jl ($(typeof(x)) passed)"))
+end
+
 """
-    launch(k, plan, args; stream = C_NULL)
+    LaunchAttribute(id, value)
+
+One `CUlaunchAttribute` of cuda.h (a 4-byte id, padding, a 64-byte value union; 72 bytes aligned
+to 8) for `launch(...; attributes)` (ABI 1.3): the attributes sdm has no plan field for.
+`value` is an `Int32` (an `int` or enum value: a memory sync domain, a carveout) or the union's
+bytes (at most 64).
+"""
+struct LaunchAttribute
+    id::UInt32
+    pad::UInt32
+    value::NTuple{8,UInt64}
+end
+
+LaunchAttribute(id::Integer, value::Integer) = LaunchAttribute(id, reinterpret(UInt8, [Int32(value)]))
+function LaunchAttribute(id::Integer, value::AbstractVector{UInt8})
+    length(value) <= 64 || throw(ArgumentError("launch attribute $id: a value of $(length(value)) bytes (a CUlaunchAttributeValue holds 64)"))
+    bytes = zeros(UInt8, 64)
+    bytes[1:length(value)] .= value
+    return LaunchAttribute(UInt32(id), UInt32(0), Tuple(reinterpret(UInt64, bytes)))
+end
+
+"""
+    launch(k, plan, args; stream = C_NULL, attributes = LaunchAttribute[])
 
 Launches `k` with `plan` on `stream` (a CUstream; C_NULL: the device's context current on this
 thread). `args` follow the kernel's signature: device pointers as integers or `Ptr`s, numbers
-converted to the signature's types (an `InexactError` if they do not fit).
+converted to the signature's types (an `InexactError` if they do not fit); for a signature
+derived from an image (`b32`, `b64`, ...), any bits value of the size, or an integer or float
+converted to one. `attributes` (ABI 1.3) go to cuLaunchKernelEx after sdm's own; at most 16, and
+none that a plan field sets (cluster, PDL, cooperative, priority).
 """
-function launch(k::Kernel, p::sdm_plan, args; stream::Ptr{Cvoid} = C_NULL)
+function launch(k::Kernel, p::sdm_plan, args; stream::Ptr{Cvoid} = C_NULL,
+                attributes::AbstractVector{LaunchAttribute} = LaunchAttribute[])
     signature = split(kernel_info(k).signature, ','; keepempty = false)
-    values = Any[i <= length(signature) ? _argument(PARAM_TYPES[strip(signature[i])], a) : a
+    values = Any[i <= length(signature) ? _argument(String(strip(signature[i])), a, i - 1) : a
                  for (i, a) in enumerate(args)]
     refs = Any[Ref(v) for v in values]
-    plan_ref = Ref(p)
-    GC.@preserve refs begin
-        pointers = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, r) for r in refs]
-        check(error -> sdm_launch(_handle(k), plan_ref, stream, pointers, length(pointers), error))
+    extra = Vector{LaunchAttribute}(attributes)
+    GC.@preserve refs extra begin
+        chain = Ref(sized(sdm_launch_attributes; type = SDM_CHAIN_LAUNCH_ATTRIBUTES,
+                          attributes = Ptr{Cvoid}(pointer(extra)), count = UInt32(length(extra))))
+        GC.@preserve chain begin
+            next = isempty(extra) ? Ptr{sdm_chain}(C_NULL) :
+                   Ptr{sdm_chain}(Base.unsafe_convert(Ptr{sdm_launch_attributes}, chain))
+            plan_ref = Ref(with_fields(p; next = next))
+            pointers = Ptr{Cvoid}[Base.unsafe_convert(Ptr{Cvoid}, r) for r in refs]
+            check(error -> sdm_launch(_handle(k), plan_ref, stream, pointers, length(pointers), error))
+        end
+    end
+end
+
+# ---- module globals (ABI 1.3) ------------------------------------------------------------------
+
+"""
+    kernel_global(k, name)
+
+The `__device__` or `__constant__` variable `name` (its symbol: mangled for a C++ variable in a
+namespace) of `k`'s module as loaded for its device and context: `(address = UInt64, bytes = Int)`.
+None such throws `SDM_ERROR_NOT_FOUND`; a kernel's name `SDM_ERROR_INVALID_ARGUMENT`.
+"""
+function kernel_global(k::Kernel, name::AbstractString)
+    address, bytes = Ref{UInt64}(0), Ref{UInt64}(0)
+    check(error -> sdm_global_get(_handle(k), String(name), address, bytes, error))
+    return (address = address[], bytes = Int(bytes[]))
+end
+
+_bits_array(data) = isbitstype(eltype(data)) ||
+                    throw(ArgumentError("a global is copied from and to an array of bits types, not of $(eltype(data))"))
+
+"""
+    global_write(k, name, data; offset = 0, stream = C_NULL)
+
+Copies `data` (a dense array of bits values, or one such value) to the global `name` at byte
+`offset`, on `stream` (C_NULL: the context's default stream), as cuMemcpyHtoDAsync does: from
+Julia's (pageable) memory the driver has taken the bytes when it returns. A range past the
+global's size throws `SDM_ERROR_INVALID_ARGUMENT`.
+"""
+function global_write(k::Kernel, name::AbstractString, data::DenseArray; offset::Integer = 0, stream::Ptr{Cvoid} = C_NULL)
+    _bits_array(data)
+    GC.@preserve data check(error -> sdm_global_write(_handle(k), String(name), UInt64(offset), pointer(data),
+                                                      UInt64(sizeof(data)), stream, error))
+end
+global_write(k::Kernel, name::AbstractString, value::Number; options...) = global_write(k, name, [value]; options...)
+
+"""
+    global_read!(k, name, out; offset = 0, stream = C_NULL)
+
+Copies `sizeof(out)` bytes of the global `name` from byte `offset` into `out` (a dense array of
+bits values), as cuMemcpyDtoHAsync does: into Julia's (pageable) memory the copy is done when it
+returns. Returns `out`.
+"""
+function global_read!(k::Kernel, name::AbstractString, out::DenseArray; offset::Integer = 0, stream::Ptr{Cvoid} = C_NULL)
+    _bits_array(out)
+    GC.@preserve out check(error -> sdm_global_read(_handle(k), String(name), UInt64(offset), pointer(out),
+                                                    UInt64(sizeof(out)), stream, error))
+    return out
+end
+
+"""
+    global_read(k, name, T[, count]; offset = 0)
+
+`count` values of type `T` read from the global `name` at byte `offset` (default: as many as fit
+in the global after `offset`).
+"""
+function global_read(k::Kernel, name::AbstractString, ::Type{T}, count::Integer = -1; offset::Integer = 0,
+                     stream::Ptr{Cvoid} = C_NULL) where {T}
+    n = count >= 0 ? count : (kernel_global(k, name).bytes - offset) ÷ sizeof(T)
+    return global_read!(k, name, Vector{T}(undef, n); offset = offset, stream = stream)
+end
+
+# ---- kernel listing (ABI 1.3) ------------------------------------------------------------------
+
+"""
+    kernels(runtime; archive = nothing)
+
+The kernels of mounted archive `archive` (0-based, in mount order; `shadowed` when a newer mounted
+archive lists the name and serves it instead), or, for `nothing`, every kernel the runtime serves,
+each name once from the newest archive listing it: a snapshot sorted by name, as NamedTuples
+(`archive_index`, `name`: what the archive lists, `demangled`: as c++filt prints it or "",
+`module_name`, `signature`, `targets`, `shadowed`). An index past the mounted archives throws
+`SDM_ERROR_NOT_FOUND`.
+"""
+function kernels(runtime::Runtime; archive::Union{Nothing,Integer} = nothing)
+    index = archive === nothing ? SDM_LIST_SERVED : UInt32(archive)
+    list = Ref{Ptr{sdm_kernel_list}}(C_NULL)
+    check(error -> sdm_kernel_list_create(_handle(runtime), index, list, error))
+    try
+        count = Ref{UInt32}(0)
+        check(error -> sdm_kernel_list_count(list[], count, error))
+        return map(0:Int(count[])-1) do i
+            entry = Ref(sized(sdm_kernel_entry))
+            check(error -> sdm_kernel_list_get(list[], i, entry, error))
+            c = entry[]
+            (archive_index = Int(c.archive_index), name = _string(c.name), demangled = _string(c.demangled),
+             module_name = _string(c.module_), signature = _string(c.signature), targets = _string(c.targets),
+             shadowed = c.shadowed != 0)
+        end
+    finally
+        sdm_kernel_list_destroy(list[])
     end
 end
 

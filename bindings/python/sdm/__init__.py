@@ -9,6 +9,12 @@ argtypes and restype, every struct mirrored); this module is the Pythonic layer:
         kernel = rt.kernel(0, "scale", signature="ptr,f32,i32")
         plan = kernel.plan(n)
         kernel.launch(plan, [device_pointer, 2.0, n])
+        fill = rt.kernel(0, "sdm_test::fill<float, 256>")    # a C++ name expression (ABI 1.3)
+        fill.launch(((8, 8), (16, 16)), [array, 1.5], stream=stream)   # (grid, block), 3-D too
+
+Kernel arguments follow the kernel's signature: numbers as Python numbers, device pointers as ints
+or as the arrays themselves (__cuda_array_interface__, DLPack, data_ptr()), structs passed by value
+as bytes or ctypes structures; streams as ints or stream objects (__cuda_stream__, .cuda_stream).
 
 Failures raise SdmError with the status, its name and sdm's message: the subclass of the status
 (error_class), which also derives from the standard exception it fits (NotFoundError: LookupError,
@@ -25,8 +31,9 @@ import enum
 import operator
 import os
 import re
+import struct
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, SupportsFloat, SupportsIndex, TypeVar, Union
 
@@ -38,9 +45,10 @@ __all__ = [
     "SdmError", "InvalidArgumentError", "OutOfMemoryError", "NoDriverError", "DriverTooOldError", "DriverError",
     "NoDeviceError", "UnsupportedDeviceError", "ArchiveCorruptError", "ArchiveUnsupportedError", "SdmIOError",
     "NotFoundError", "UnsupportedError", "NoImageError", "ImageRefusedError", "JitError", "MismatchError",
-    "GraphCaptureError", "InternalError", "UntrustedError", "error_class",
+    "GraphCaptureError", "InternalError", "UntrustedError", "AmbiguousError", "error_class",
     "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
     "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
+    "KernelEntry",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
 ]
 
@@ -68,6 +76,7 @@ class Status(enum.IntEnum):
     ERROR_GRAPH_CAPTURE = _capi.SDM_ERROR_GRAPH_CAPTURE
     ERROR_INTERNAL = _capi.SDM_ERROR_INTERNAL
     ERROR_UNTRUSTED = _capi.SDM_ERROR_UNTRUSTED
+    ERROR_AMBIGUOUS = _capi.SDM_ERROR_AMBIGUOUS  # ABI 1.3: a C++ kernel name matching several kernels
 
 
 class LogLevel(enum.IntEnum):
@@ -138,6 +147,7 @@ class PlanFlag(enum.IntFlag):
     """sdm_plan.flags."""
 
     PDL = _capi.SDM_PLAN_PDL
+    COOPERATIVE = _capi.SDM_PLAN_COOPERATIVE  # ABI 1.3: grid-wide sync; refused unless the whole grid fits at once
 
 
 class SignaturePolicy(enum.IntEnum):
@@ -281,6 +291,12 @@ class InternalError(SdmError, RuntimeError, status=Status.ERROR_INTERNAL):
 
 class UntrustedError(SdmError, RuntimeError, status=Status.ERROR_UNTRUSTED):
     """The signature policy refused an archive (unsigned, an unknown key, a bad signature)."""
+
+
+class AmbiguousError(SdmError, LookupError, status=Status.ERROR_AMBIGUOUS):
+    """A kernel name (a C++ spelling, a name expression such as "fill") matches several kernels
+    (ABI 1.3): the message lists them; fetch one by a fuller spelling ("fill<int, 256>") or its
+    mangled name (Runtime.kernels() lists both)."""
 
 
 def error_class(status: int) -> type[SdmError]:
@@ -436,36 +452,278 @@ class CacheStats:
     build_milliseconds: float
 
 
-@dataclass(frozen=True)
-class Plan:
-    """A launch plan (sdm_plan): Kernel.plan() returns one; dataclasses.replace() changes one."""
+# What a launch dimension may be: an int (x), or a sequence of 1 to 3 ints (x, y, z).
+_Dims = Union[SupportsIndex, Sequence[SupportsIndex]]
 
-    grid: int
-    block: int
+_UINT32_MAX = 2**32 - 1
+
+
+def _dims(value: _Dims, what: str) -> tuple[int, int, int]:
+    """`value` (an int, or 1 to 3 ints) as (x, y, z), each a uint32; a y or z missing or 0 is 1.
+    The limits of each dimension are libsdm's to check: its messages name them."""
+    items: list[object] = list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else [value]
+    if not 1 <= len(items) <= 3:
+        raise ValueError(f"{what} has {len(items)} dimensions: give an int, or 1 to 3 ints (x, y, z)")
+    dims = []
+    for axis, item in zip("xyz", items):
+        try:
+            number = operator.index(item)  # type: ignore[arg-type]  # refused below when it is not one
+        except TypeError:
+            raise TypeError(f"{what} {axis} is a {type(item).__name__}, not an int") from None
+        if not 0 <= number <= _UINT32_MAX:
+            raise ValueError(f"{what} {axis} of {number} is not a count (0 .. {_UINT32_MAX})")
+        dims.append(number)
+    dims += [1] * (3 - len(dims))
+    return dims[0], dims[1] or 1, dims[2] or 1
+
+
+def _shape(dims: tuple[int, int, int]) -> int | tuple[int, int, int]:
+    """How a Plan keeps a grid or block: an int in one dimension, else (x, y, z)."""
+    return dims[0] if dims[1:] == (1, 1) else dims
+
+
+def _int_in(value: SupportsIndex, low: int, high: int, what: str) -> int:
+    number = operator.index(value)
+    if not low <= number <= high:
+        raise ValueError(f"{what} of {number} is out of range ({low} .. {high})")
+    return number
+
+
+@dataclass(frozen=True, init=False)
+class Plan:
+    """A launch plan (sdm_plan): Kernel.plan() and Kernel.plan_for_elements() return one, a host
+    makes its own, dataclasses.replace() changes one.
+
+    grid and block are an int or 1 to 3 ints, (x, y, z) (ABI 1.3): a y or z left out or 0 is 1. A
+    plan keeps each as an int in one dimension and as (x, y, z) otherwise, so Plan(grid=(7,)) ==
+    Plan(grid=7); grid_dims and block_dims are always (x, y, z). cluster likewise, always kept as
+    (x, y, z) (0: 1). cooperative=True and pdl=True set their PlanFlag in flags (False clears it,
+    None leaves flags as given). priority is the launch's (CU_LAUNCH_ATTRIBUTE_PRIORITY) within the
+    context's stream priority range, 0: the stream's own. A count past uint32 raises ValueError
+    here; the launch limits (a block of at most 1,024 threads, ...) are libsdm's to check."""
+
+    grid: int | tuple[int, int, int]   # blocks: x, or (x, y, z)
+    block: int | tuple[int, int, int]  # threads per block: x, or (x, y, z)
     smem_bytes: int = 0
     cluster: tuple[int, int, int] = (1, 1, 1)  # blocks per cluster; (1, 1, 1): no clusters
     flags: PlanFlag = PlanFlag(0)
     blocks_per_sm: int = 1       # what the plan aims for
     occupancy: int = 0           # blocks per SM the driver says fit
-    rule: int = -1               # the manifest's rule that chose it; -1: a plugin (or by hand)
+    rule: int = -1               # the manifest's rule that chose it; -1: a plugin, plan_for_elements (or by hand)
+    priority: int = 0            # ABI 1.3: the launch's priority; 0: the stream's
+
+    def __init__(self, grid: _Dims, block: _Dims, smem_bytes: int = 0, cluster: _Dims = (1, 1, 1),
+                 flags: int = PlanFlag(0), blocks_per_sm: int = 1, occupancy: int = 0, rule: int = -1,
+                 priority: int = 0, *, cooperative: bool | None = None, pdl: bool | None = None) -> None:
+        plan_flags = PlanFlag(int(flags))
+        for wanted, flag in ((cooperative, PlanFlag.COOPERATIVE), (pdl, PlanFlag.PDL)):
+            if wanted is not None:
+                plan_flags = plan_flags | flag if wanted else plan_flags & ~flag
+        cluster_dims = _dims(cluster, "cluster")
+        set_field = object.__setattr__  # the dataclass is frozen
+        set_field(self, "grid", _shape(_dims(grid, "grid")))
+        set_field(self, "block", _shape(_dims(block, "block")))
+        set_field(self, "smem_bytes", _int_in(smem_bytes, 0, _UINT32_MAX, "smem_bytes"))
+        set_field(self, "cluster", (cluster_dims[0] or 1, cluster_dims[1], cluster_dims[2]))
+        set_field(self, "flags", plan_flags)
+        set_field(self, "blocks_per_sm", _int_in(blocks_per_sm, -2**31, 2**31 - 1, "blocks_per_sm"))
+        set_field(self, "occupancy", _int_in(occupancy, -2**31, 2**31 - 1, "occupancy"))
+        set_field(self, "rule", _int_in(rule, -2**31, 2**31 - 1, "rule"))
+        set_field(self, "priority", _int_in(priority, -2**31, 2**31 - 1, "priority"))
 
     @property
     def pdl(self) -> bool:
         """Whether the plan launches with programmatic dependent launch (PlanFlag.PDL)."""
         return bool(self.flags & PlanFlag.PDL)
 
+    @property
+    def cooperative(self) -> bool:
+        """Whether the launch is cooperative (PlanFlag.COOPERATIVE, ABI 1.3): libsdm refuses it
+        unless the device supports cooperative launches and the whole grid can be resident at once,
+        and its message gives the figures."""
+        return bool(self.flags & PlanFlag.COOPERATIVE)
+
+    @property
+    def grid_dims(self) -> tuple[int, int, int]:
+        """The grid as (x, y, z), whichever way it was given."""
+        return self.grid if isinstance(self.grid, tuple) else (self.grid, 1, 1)
+
+    @property
+    def block_dims(self) -> tuple[int, int, int]:
+        """The block as (x, y, z), whichever way it was given."""
+        return self.block if isinstance(self.block, tuple) else (self.block, 1, 1)
+
     @classmethod
     def _from_c(cls, c: _capi.sdm_plan) -> Plan:
-        return cls(c.grid, c.block, c.smem_bytes, tuple(c.cluster), PlanFlag(c.flags), c.blocks_per_sm,
-                   c.occupancy, c.rule)
+        return cls((c.grid, c.grid_y, c.grid_z), (c.block, c.block_y, c.block_z), c.smem_bytes, tuple(c.cluster),
+                   PlanFlag(c.flags), c.blocks_per_sm, c.occupancy, c.rule, c.priority)
 
     def _to_c(self) -> _capi.sdm_plan:
-        return _capi.sdm_plan(flags=int(self.flags), grid=self.grid, block=self.block, smem_bytes=self.smem_bytes,
+        (gx, gy, gz), (bx, by, bz) = self.grid_dims, self.block_dims
+        return _capi.sdm_plan(flags=int(self.flags), grid=gx, block=bx, smem_bytes=self.smem_bytes,
                               cluster=(ctypes.c_uint32 * 3)(*self.cluster), blocks_per_sm=self.blocks_per_sm,
-                              occupancy=self.occupancy, rule=self.rule)
+                              occupancy=self.occupancy, rule=self.rule, grid_y=gy, grid_z=gz, block_y=by, block_z=bz,
+                              priority=self.priority)
 
 
-# ---- kernels --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelEntry:
+    """A kernel a mounted archive lists (sdm_kernel_entry, ABI 1.3): what Runtime.kernels() returns."""
+
+    name: str                 # what the archive lists: a C++ kernel's mangled symbol
+    demangled: str            # as c++filt prints it; "" for an extern "C" name (or one that does not demangle)
+    module: str
+    signature: str            # "ptr,f32,i32", or derived from the image by `sdm import`: "b64,b32"
+    targets: tuple[str, ...]  # the module's images: ("sm_90", "sm_80", "compute_90")
+    archive_index: int        # the archive listing it, in mount order (Runtime.archive_info)
+    shadowed: bool            # listing one archive: a newer mounted archive lists the name and serves it
+
+    @classmethod
+    def _from_c(cls, c: _capi.sdm_kernel_entry) -> KernelEntry:
+        return cls(_text(c.name), _text(c.demangled), _text(c.module), _text(c.signature),
+                   tuple(t for t in _text(c.targets).split(",") if t), c.archive_index, bool(c.shadowed))
+
+
+# ---- streams and device memory from other CUDA libraries -----------------------------------------
+
+def _stream_handle(stream: object, what: str = "stream") -> int | None:
+    """The CUstream `stream` stands for, as an int (None: NULL, the context's default stream): None,
+    an int, or another library's stream object: __cuda_stream__ (cuda.core's protocol, a method or
+    an attribute giving (version, handle)), .cuda_stream (PyTorch), _as_parameter_ (the ctypes
+    convention), a ctypes.c_void_p."""
+    for _ in range(4):  # an _as_parameter_ may hold another
+        if stream is None:
+            return None
+        if isinstance(stream, int):
+            handle = stream
+        elif getattr(stream, "__cuda_stream__", None) is not None:
+            info = getattr(stream, "__cuda_stream__")
+            if callable(info):
+                info = info()
+            if not (isinstance(info, tuple) and len(info) == 2):
+                raise TypeError(f"{what}: {type(stream).__name__}.__cuda_stream__ gave {info!r}, not (version, handle)")
+            if info[0] != 0:
+                raise ValueError(f"{what}: {type(stream).__name__}.__cuda_stream__ speaks version {info[0]} of the "
+                                 "protocol; these bindings know version 0")
+            handle = operator.index(info[1])
+        elif getattr(stream, "cuda_stream", None) is not None:
+            handle = operator.index(getattr(stream, "cuda_stream"))
+        elif isinstance(stream, ctypes.c_void_p):
+            handle = stream.value or 0
+        elif getattr(stream, "_as_parameter_", None) is not None:
+            stream = getattr(stream, "_as_parameter_")
+            continue
+        else:
+            try:
+                handle = operator.index(stream)  # type: ignore[arg-type]  # refused below when it is not one
+            except TypeError:
+                raise TypeError(f"{what}: give None, a CUstream as an int, or a stream object (__cuda_stream__, "
+                                f".cuda_stream, _as_parameter_), not a {type(stream).__name__}") from None
+        if not 0 <= handle < 2**64:
+            raise ValueError(f"{what}: {handle} is not a CUstream handle")
+        return handle
+    raise TypeError(f"{what}: _as_parameter_ nests too deeply")
+
+
+class _DLTensor(ctypes.Structure):
+    """DLPack's DLTensor (dlpack.h): the head of the struct a "dltensor" capsule points to."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint32), ("shape", ctypes.c_void_p),
+                ("strides", ctypes.c_void_p), ("byte_offset", ctypes.c_uint64)]
+
+
+class _DLManagedTensorVersioned(ctypes.Structure):
+    """DLPack 1.x's DLManagedTensorVersioned: what a "dltensor_versioned" capsule points to."""
+
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", _DLTensor)]
+
+
+# DLDeviceType values a kernel can address: kDLCUDA, kDLCUDAHost (pinned), kDLCUDAManaged.
+_DLPACK_KERNEL_DEVICES = {2: "CUDA", 3: "CUDA host", 13: "CUDA managed"}
+_DLPACK_DEVICE_NAMES = {1: "CPU", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 9: "VPI", 10: "ROCm", 11: "ROCm host",
+                        12: "ext_dev", 14: "oneAPI", 15: "WebGPU", 16: "Hexagon"}
+# Prototypes of their own, so that nothing here changes the shared ctypes.pythonapi's.
+_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+
+
+def _dlpack_device_check(device_type: int, what: str) -> None:
+    if device_type not in _DLPACK_KERNEL_DEVICES:
+        name = _DLPACK_DEVICE_NAMES.get(device_type, "unknown")
+        raise TypeError(f"{what}: a DLPack tensor in {name} memory (device type {device_type}) cannot be a kernel's "
+                        "pointer: give one in CUDA device, pinned host or managed memory")
+
+
+def _dlpack_pointer(value: object, stream: int | None, what: str) -> int:
+    """The device address of DLPack exporter `value`: its DLTensor's data plus byte_offset. The
+    capsule is not consumed (not renamed), so dropping it releases the export, as DLPack has a
+    consumer that did not take the tensor do; the memory stays `value`'s, which the caller keeps
+    alive until the kernel is done with it. A CUDA exporter gets the launch's stream (1, the legacy
+    default stream, for NULL), for it to make the data ready in that stream's order."""
+    device = getattr(value, "__dlpack_device__", None)
+    device_type = int(device()[0]) if callable(device) else None
+    if device_type is not None:
+        _dlpack_device_check(device_type, what)
+    export = getattr(value, "__dlpack__")
+    if device_type in (2, 13):  # kDLCUDA, kDLCUDAManaged: stream-ordered
+        try:
+            capsule = export(stream=stream or 1)
+        except TypeError:  # an exporter that predates the stream keyword
+            capsule = export()
+    else:
+        capsule = export()
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"{what}: {type(value).__name__}.__dlpack__() returned a {type(capsule).__name__}, not a capsule")
+    name = _capsule_name(capsule)
+    if name == b"dltensor":
+        tensor = _DLTensor.from_address(_capsule_pointer(capsule, name))
+    elif name == b"dltensor_versioned":
+        tensor = _DLManagedTensorVersioned.from_address(_capsule_pointer(capsule, name)).dl_tensor
+    else:
+        raise TypeError(f"{what}: {type(value).__name__}.__dlpack__() returned a capsule named {name!r}, not an "
+                        "unconsumed DLPack tensor (dltensor)")
+    _dlpack_device_check(tensor.device_type, what)
+    return ((tensor.data or 0) + tensor.byte_offset) % 2**64
+
+
+def _device_pointer(value: object, stream: int | None, what: str) -> int | None:
+    """The device address `value` stands for, by the first protocol it has: __cuda_array_interface__
+    (CuPy, Numba, PyTorch: data[0]), DLPack's __dlpack__, a data_ptr() method (PyTorch), a ctypes
+    pointer; None for an object with none of them."""
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:
+        try:
+            return operator.index(interface["data"][0])
+        except (TypeError, KeyError, IndexError):
+            raise TypeError(f"{what}: the __cuda_array_interface__ of {type(value).__name__} has no data pointer "
+                            "(data: (pointer, read_only))") from None
+    if callable(getattr(value, "__dlpack__", None)):
+        return _dlpack_pointer(value, stream, what)
+    data_ptr = getattr(value, "data_ptr", None)
+    if callable(data_ptr):
+        return operator.index(data_ptr())
+    if isinstance(value, ctypes._Pointer):
+        return ctypes.cast(value, ctypes.c_void_p).value or 0
+    return None
+
+
+def _buffer(value: object, what: str) -> memoryview:
+    """`value`'s bytes, without a copy: bytes, bytearray, memoryview, array.array, a ctypes
+    structure, union or array, anything else of the buffer protocol; C-contiguous."""
+    try:
+        view = memoryview(value)  # type: ignore[arg-type]  # refused below when it has no buffer
+    except TypeError:
+        raise TypeError(f"{what}: a {type(value).__name__} is not bytes-like (bytes, bytearray, memoryview, "
+                        "array.array, a ctypes structure or array)") from None
+    if not view.c_contiguous:
+        raise ValueError(f"{what}: the buffer is not C-contiguous")
+    return view
+
+
+# ---- kernel arguments -----------------------------------------------------------------------------
 
 # Kernel parameter types of a manifest signature (archive/manifest.hpp ParamType): ctypes type and
 # the integer range, None for floats.
@@ -479,23 +737,135 @@ _PARAM_TYPES: dict[str, tuple[type[ctypes._SimpleCData[Any]], tuple[int, int] | 
     "f64": (ctypes.c_double, None),
 }
 
+# The untyped parameters of a signature derived from an image (`sdm import`; docs/FORMAT.md,
+# "Derived signatures"): a value of that many bits whose type the image does not say.
+_BITS_TYPES: dict[str, tuple[type[ctypes._SimpleCData[Any]], int]] = {
+    "b8": (ctypes.c_uint8, 8), "b16": (ctypes.c_uint16, 16), "b32": (ctypes.c_uint32, 32), "b64": (ctypes.c_uint64, 64),
+}
 
-def _kernel_argument(kind: str | None, value: Any, index: int) -> ctypes._SimpleCData[Any]:
-    """A ctypes value for kernel parameter `index` of signature type `kind`: an int (device
-    pointers too) or a float, range-checked; a ctypes value is passed as it is."""
+
+def _is_float(value: object) -> bool:
+    """A float rather than an int: a float (numpy.float64 too), or a number with __float__ but no
+    __index__ (numpy.float32, decimal.Decimal)."""
+    return isinstance(value, float) or (not hasattr(value, "__index__") and hasattr(value, "__float__"))
+
+
+def _bytes_argument(value: object, size: int, what: str) -> ctypes.Array[ctypes.c_char]:
+    """A copy of bytes-like `value`, which must be `size` bytes."""
+    view = _buffer(value, what)
+    if view.nbytes != size:
+        raise ValueError(f"{what} is {size} byte(s); the value given is {view.nbytes}")
+    return (ctypes.c_char * size).from_buffer_copy(view)
+
+
+def _half_bits(value: SupportsFloat, kind: str) -> int:
+    """The bits of `value` as an f16 (IEEE binary16), or as a bf16 (the upper half of its f32,
+    rounded to nearest even)."""
+    if kind == "f16":
+        return int(struct.unpack("<H", struct.pack("<e", float(value)))[0])
+    bits = int(struct.unpack("<I", struct.pack("<f", float(value)))[0])
+    if bits & 0x7FFFFFFF > 0x7F800000:  # NaN: keep it one
+        return (bits >> 16) | 0x40
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+
+
+def _bits_argument(kind: str, value: object, what: str) -> ctypes._CData:
+    """A value for an untyped parameter (b8, b16, b32, b64): an int of that many bits (signed or
+    unsigned), a float as f32 (b32) or f64 (b64), or that many bytes."""
+    ctype, bits = _BITS_TYPES[kind]
+    if _is_float(value):
+        if bits == 32:
+            return ctypes.c_float(float(value))  # type: ignore[arg-type]  # _is_float: it has __float__
+        if bits == 64:
+            return ctypes.c_double(float(value))  # type: ignore[arg-type]
+        raise TypeError(f"{what}: a float is ambiguous for a {kind} parameter ({'f16 or bf16' if bits == 16 else 'one byte'}): "
+                        f"pass its bits as an int or {bits // 8} byte(s) (struct.pack('<e', x) for an f16), or a ctypes value")
+    if hasattr(value, "__index__"):
+        number = operator.index(value)  # type: ignore[arg-type]
+        if not -(1 << (bits - 1)) <= number < 1 << bits:
+            raise OverflowError(f"{what}: {number} does not fit a {kind} ({bits} bits: "
+                                f"{-(1 << (bits - 1))} .. {(1 << bits) - 1})")
+        return ctype(number & ((1 << bits) - 1))
+    if isinstance(value, (bytes, bytearray, memoryview, ctypes.Structure, ctypes.Union, ctypes.Array)):
+        return _bytes_argument(value, bits // 8, what)
+    pointer = " or a device pointer (an array object)" if bits == 64 else ""
+    raise TypeError(f"{what}: give an int, a float{pointer}, {bits // 8} byte(s) or a ctypes value, "
+                    f"not a {type(value).__name__}")
+
+
+def _kernel_argument(kind: str | None, value: Any, index: int, stream: int | None = None) -> ctypes._CData:
+    """A ctypes value for kernel parameter `index` of signature type `kind` (a ctypes value is
+    passed as it is):
+    - ptr: an int, None (NULL), or an object of device memory (__cuda_array_interface__, DLPack,
+      data_ptr(), a ctypes pointer); DLPack exporters get `stream`;
+    - i32 u32 i64 u64: an int, range-checked; f32 f64 f16 bf16: a number;
+    - b8 b16 b32 b64 (derived signatures): an int of that width, signed or unsigned; a float for b32
+      (as f32) and b64 (as f64); that many bytes; for b64 what a ptr takes too;
+    - opaque:SIZE:ALIGN: SIZE bytes (bytes, bytearray, memoryview, a ctypes structure, ...)."""
     if isinstance(value, ctypes._SimpleCData):
         return value
+    what = f"argument {index} ({kind})"
+    if kind is not None and kind.startswith("opaque:"):
+        return _bytes_argument(value, int(kind.split(":")[1]), what)
+    if kind in ("ptr", "b64") and not isinstance(value, int):
+        if value is None:
+            return ctypes.c_void_p(0)
+        pointer = _device_pointer(value, stream, what)
+        if pointer is not None:
+            if not 0 <= pointer < 2**64:
+                raise OverflowError(f"{what}: {pointer} is not a device address")
+            return ctypes.c_void_p(pointer)
+        if kind == "ptr" and not hasattr(value, "__index__"):
+            raise TypeError(f"{what}: give a device pointer as an int, None, or an object of device memory "
+                            "(__cuda_array_interface__, __dlpack__, data_ptr(): a CuPy array, a PyTorch tensor), "
+                            f"not a {type(value).__name__}")
+    if kind in _BITS_TYPES:
+        return _bits_argument(kind, value, what)
+    if kind in ("f16", "bf16"):
+        return ctypes.c_uint16(_half_bits(value, kind))
     if kind not in _PARAM_TYPES:
         raise TypeError(f"argument {index}: the signature's type {kind!r} is unknown to these bindings; "
                         "pass a ctypes value")
     ctype, bounds = _PARAM_TYPES[kind]
     if bounds is None:
         return ctype(float(value))
-    value = 0 if value is None and kind == "ptr" else value
     number = operator.index(value)
     if not bounds[0] <= number <= bounds[1]:
         raise OverflowError(f"argument {index}: {number} does not fit a {kind}")
     return ctype(number)
+
+
+class _CUlaunchAttribute(ctypes.Structure):
+    """cuda.h's CUlaunchAttribute: an id, padding to 8 bytes, a 64-byte value (a union)."""
+
+    _fields_ = [("id", ctypes.c_uint32), ("pad", ctypes.c_uint32), ("value", ctypes.c_uint64 * 8)]
+
+
+# What Kernel.launch(attributes=...) takes: CUlaunchAttributeID values and their values.
+_Attributes = Union[Mapping[int, Any], Iterable[tuple[int, Any]]]
+
+
+def _launch_attributes(attributes: _Attributes) -> tuple[ctypes.Array[_CUlaunchAttribute], int]:
+    """(array, count): CUlaunchAttribute values of (id, value) pairs. An int value fills the union's
+    first 4 bytes (the int or unsigned of most attributes: memSyncDomain, sharedMemCarveout, ...), a
+    bytes-like one (at most 64 bytes: a struct such as accessPolicyWindow) its first bytes."""
+    pairs = list(attributes.items() if isinstance(attributes, Mapping) else attributes)
+    array = (_CUlaunchAttribute * max(len(pairs), 1))()
+    for index, (attribute, value) in enumerate(pairs):
+        what = f"launch attribute {index}"
+        array[index].id = _int_in(attribute, 0, _UINT32_MAX, f"{what}'s id")
+        if hasattr(value, "__index__"):
+            number = operator.index(value)
+            if not -2**31 <= number <= _UINT32_MAX:
+                raise OverflowError(f"{what}: {number} fits neither an int nor an unsigned")
+            raw = struct.pack("<I", number & _UINT32_MAX)
+        else:
+            view = _buffer(value, f"{what}'s value")
+            if view.nbytes > 64:
+                raise ValueError(f"{what}: its value is {view.nbytes} bytes; a CUlaunchAttributeValue holds 64")
+            raw = view.tobytes()
+        ctypes.memmove(ctypes.addressof(array[index].value), raw, len(raw))
+    return array, len(pairs)
 
 
 class Kernel:
@@ -512,16 +882,19 @@ class Kernel:
         self.runtime._handle  # raises once the runtime is closed: the kernel went with it
         return self._kernel
 
+    def _call(self, name: str, *args: Any) -> None:
+        _call(self.runtime.library, getattr(self.runtime.library, name), self._handle, *args)
+
     def info(self) -> KernelInfo:
         """What the kernel is: its name, module, archive, signature, image and where that came from."""
         c = _capi.sdm_kernel_info()
-        _call(self.runtime.library, self.runtime.library.sdm_kernel_info_get, self._handle, ctypes.byref(c))
+        self._call("sdm_kernel_info_get", ctypes.byref(c))
         return KernelInfo._from_c(c)
 
     def function(self) -> int:
         """The CUfunction's address, for hosts that launch it themselves."""
         function = ctypes.c_void_p()
-        _call(self.runtime.library, self.runtime.library.sdm_kernel_function, self._handle, ctypes.byref(function))
+        self._call("sdm_kernel_function", ctypes.byref(function))
         return function.value or 0
 
     def plan(self, problem: int | Sequence[int]) -> Plan:
@@ -530,15 +903,40 @@ class Kernel:
         values = [problem] if isinstance(problem, int) else list(problem)
         array = (ctypes.c_int64 * max(len(values), 1))(*values)
         c = _capi.sdm_plan()
-        _call(self.runtime.library, self.runtime.library.sdm_plan_select, self._handle, array, len(values),
-              ctypes.byref(c))
+        self._call("sdm_plan_select", array, len(values), ctypes.byref(c))
         return Plan._from_c(c)
 
-    def launch(self, plan: Plan, args: Sequence[SupportsIndex | SupportsFloat | ctypes._SimpleCData[Any] | None],
-               stream: int | None = None) -> None:
-        """Launches with `plan` (a Plan) on `stream` (a CUstream as an int; None: the device's
-        context current on this thread). `args` follow the kernel's signature: device pointers as
-        ints, numbers as Python numbers (or ctypes values)."""
+    def plan_for_elements(self, elements: int, smem_bytes: int = 0) -> Plan:
+        """A plan for a kernel without plan rules (ABI 1.3): one thread per element, in blocks of the
+        size the driver's occupancy calculator suggests for the kernel with `smem_bytes` of dynamic
+        shared memory, as many blocks as cover the elements (rule -1; occupancy: the driver's
+        blocks per SM). Change it with dataclasses.replace before launching if need be."""
+        c = _capi.sdm_plan()
+        self._call("sdm_plan_for_elements", _int_in(elements, 0, 2**64 - 1, "elements"),
+                   _int_in(smem_bytes, 0, _UINT32_MAX, "smem_bytes"), ctypes.byref(c))
+        return Plan._from_c(c)
+
+    def launch(self, plan: Plan | tuple[_Dims, _Dims], args: Sequence[Any], stream: object = None, *,
+               attributes: _Attributes | None = None) -> None:
+        """Launches with `plan` on `stream`.
+
+        plan: a Plan, or (grid, block), each an int or up to 3 ints, (x, y, z) (ABI 1.3; a Plan also
+        carries dynamic shared memory, clusters, cooperative and a priority). stream: None (the
+        device's context current on this thread), a CUstream as an int, or a stream object
+        (__cuda_stream__, .cuda_stream, _as_parameter_). args follow the kernel's signature (ptr:
+        an int, None or an array object of device memory, by __cuda_array_interface__, DLPack or
+        data_ptr(); numbers as Python numbers; for a signature derived from the image, b32 an int
+        or a float (f32), b64 an int, a float (f64) or a pointer, opaque:SIZE:ALIGN SIZE bytes;
+        ctypes values as they are). Device memory must stay allocated until the kernel has run:
+        sdm keeps no reference past the call. attributes (optional): more CUlaunchAttributes for
+        cuLaunchKernelEx, as {id: value} or (id, value) pairs of cuda.h's CUlaunchAttributeID and
+        an int (the value's first 4 bytes) or bytes (at most 64); not the ones a Plan sets."""
+        if not isinstance(plan, Plan):
+            if not (isinstance(plan, tuple) and len(plan) == 2):
+                raise TypeError("plan: give a Plan, or (grid, block) with each an int or up to 3 ints "
+                                "(a Plan for dynamic shared memory, clusters, cooperative or a priority)")
+            plan = Plan(plan[0], plan[1])
+        handle = _stream_handle(stream)
         if self._signature is None:
             self._signature = [t.strip() for t in self.info().signature.split(",") if t.strip()]
         values = []
@@ -548,12 +946,53 @@ class Kernel:
                 # More arguments than the signature has: sdm refuses the count, naming both, before
                 # it reads any, so a placeholder holds the place.
                 value = ctypes.c_int64(0)
-            values.append(_kernel_argument(kind, value, index))
-        pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-                                                              for v in values])
+            values.append(_kernel_argument(kind, value, index, handle))
+        pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
         c = plan._to_c()
-        _call(self.runtime.library, self.runtime.library.sdm_launch, self._handle, ctypes.byref(c), stream,
-              pointers, len(values))
+        chain: _capi.sdm_launch_attributes | None = None
+        if attributes is not None:
+            extra, count = _launch_attributes(attributes)  # both live until sdm_launch returns
+            chain = _capi.sdm_launch_attributes(type=_capi.SDM_CHAIN_LAUNCH_ATTRIBUTES,
+                                                attributes=ctypes.cast(extra, ctypes.c_void_p), count=count)
+            c.next = ctypes.cast(ctypes.pointer(chain), ctypes.POINTER(_capi.sdm_chain))
+        self._call("sdm_launch", ctypes.byref(c), handle, pointers, len(values))
+
+    # -- module globals (ABI 1.3) --
+    def global_get(self, name: str) -> tuple[int, int]:
+        """(device address, size in bytes) of the __device__ or __constant__ variable `name` of
+        the kernel's module, as loaded for its device and context (a C++ variable in a namespace
+        by its mangled symbol). NotFoundError when the module defines none; InvalidArgumentError
+        for a kernel's name. The global belongs to the image the kernel's module loaded: after a
+        reload, fetch the kernel again for the new image's."""
+        address, size = ctypes.c_uint64(), ctypes.c_uint64()
+        self._call("sdm_global_get", name.encode(), ctypes.byref(address), ctypes.byref(size))
+        return address.value, size.value
+
+    def global_write(self, name: str, data: object, offset: int = 0, stream: object = None) -> None:
+        """Copies bytes-like `data` (bytes, bytearray, memoryview, array.array, a ctypes array or
+        structure) to the global `name` at byte `offset`, on `stream` (None: the context's default
+        stream), as cuMemcpyHtoDAsync does. Writable data is read in place: pageable memory is
+        staged before the call returns (CUDA's rule), while pinned memory must stay as it is until
+        the stream has done the copy. A range past the global's size is InvalidArgumentError."""
+        view = _buffer(data, "data")
+        handle = _stream_handle(stream)
+        position = _int_in(offset, 0, 2**64 - 1, "offset")
+        source: object = bytes(view) if view.readonly else (ctypes.c_char * view.nbytes).from_buffer(view)
+        self._call("sdm_global_write", name.encode(), position, source, view.nbytes, handle)
+
+    def global_read(self, name: str, size: int | None = None, offset: int = 0, stream: object = None) -> bytes:
+        """`size` bytes (None: the rest of the global) of the global `name` from byte `offset`, on
+        `stream` (None: the context's default stream), as cuMemcpyDtoHAsync does. The copy is into
+        pageable memory, for which CUDA returns only once it is done, after the work queued before
+        it on `stream`; ordering it after work on other streams is the caller's job."""
+        position = _int_in(offset, 0, 2**64 - 1, "offset")
+        if size is None:
+            size = max(self.global_get(name)[1] - position, 0)
+        count = _int_in(size, 0, 2**63 - 1, "size")
+        handle = _stream_handle(stream)
+        buffer = ctypes.create_string_buffer(max(count, 1))
+        self._call("sdm_global_read", name.encode(), position, buffer, count, handle)
+        return buffer.raw[:count]
 
     def release(self) -> None:
         """Drops the reference the fetch took (matters across reloads only)."""
@@ -765,17 +1204,49 @@ class Runtime:
         return _known(DeviceClass, value.value)
 
     # -- kernels --
-    def kernel(self, ordinal: int, name: str, stream: int | None = None, signature: str | None = None) -> Kernel:
-        """Kernel `name` on device `ordinal`, loading its module on first use. With `signature`
-        ("ptr,f32,i32"), a kernel declaring another raises MismatchError. `stream` (an int) is
+    def kernel(self, ordinal: int, name: str, stream: object = None, signature: str | None = None) -> Kernel:
+        """Kernel `name` on device `ordinal`, loading its module on first use. `name` is what an
+        archive lists (a C++ kernel's mangled symbol) or, ABI 1.3, a C++ spelling of it: the
+        declaration as c++filt prints it, or a name expression as CuPy takes it
+        ("sdm_test::fill<float, 256>", "fill<int,256>", or "reduce" when one kernel has that name);
+        several matches raise AmbiguousError listing them. With `signature` ("ptr,f32,i32"), a
+        kernel declaring another raises MismatchError; a signature derived from the image
+        ("b64,b32", from `sdm import`) agrees with every typed one of its layout (b32: i32, u32 or
+        f32; b64: ptr, i64, u64 or f64). `stream` (an int or a stream object, as launch takes) is
         checked for graph capture before any JIT."""
         handle = kernel_p()
+        stream_handle = _stream_handle(stream)
         if signature is None:
-            self._call("sdm_kernel_get", ordinal, name.encode(), stream, ctypes.byref(handle))
+            self._call("sdm_kernel_get", ordinal, name.encode(), stream_handle, ctypes.byref(handle))
         else:
-            self._call("sdm_kernel_get_checked", ordinal, name.encode(), signature.encode(), stream,
+            self._call("sdm_kernel_get_checked", ordinal, name.encode(), signature.encode(), stream_handle,
                        ctypes.byref(handle))
         return Kernel(self, handle)
+
+    def kernels(self, archive: int | None = None) -> list[KernelEntry]:
+        """The kernels of mounted archive `archive` (its index in mount order; each entry says
+        whether a newer archive shadows it), or, None, every kernel the runtime serves (each name
+        once, from the newest archive listing it): a snapshot sorted by name (ABI 1.3). An index
+        past the mounted archives raises NotFoundError."""
+        if archive is None:
+            index = _capi.SDM_LIST_SERVED
+        else:
+            index = operator.index(archive)
+            if not 0 <= index < _capi.SDM_LIST_SERVED:
+                raise ValueError(f"archive {index} is not a mount index (0, 1, ...); None lists what the runtime serves")
+        listing = _capi.kernel_list_p()
+        self._call("sdm_kernel_list_create", index, ctypes.byref(listing))
+        try:
+            count = ctypes.c_uint32()
+            _call(self.library, self.library.sdm_kernel_list_count, listing, ctypes.byref(count))
+            entries = []
+            for position in range(count.value):
+                entry = _capi.sdm_kernel_entry()
+                _call(self.library, self.library.sdm_kernel_list_get, listing, position, ctypes.byref(entry))
+                entries.append(KernelEntry._from_c(entry))  # copies the strings, which the list owns
+            return entries
+        finally:
+            self.library.sdm_kernel_list_destroy(listing)
 
     def release(self, kernel: Kernel) -> None:
         """Drops the reference kernel() took (sdm_kernel_release)."""

@@ -1,7 +1,9 @@
 """The Python bindings against a real libsdm and the fake CUDA driver (tests/fake_cuda).
 
 Run: SDM_LIBRARY=build/capi/libsdm.so SDM_CUDA_DRIVER=build/tests/fake_cuda/libcuda_fake.so \
-     python3 -m unittest discover -s bindings/python/tests        (bindings/python/run_tests.sh does it)
+     SDM_TOOL=build/tools/sdm python3 -m unittest discover -s bindings/python/tests
+(bindings/python/run_tests.sh does it). $SDM_TOOL, the sdm tool, archives the user kernels of
+tests/data (launch.cu, params.cu) with `sdm import`, as a user of ABI 1.3 would.
 
 They test the source tree's sdm, or, from a copy of this directory with $SDM_SOURCE_ROOT naming the
 source tree (for its data), the sdm that is installed (test_wheel.sh).
@@ -9,6 +11,7 @@ source tree (for its data), the sdm that is installed (test_wheel.sh).
 Every test skips when libsdm cannot be found; anything else that goes wrong fails.
 """
 
+import array
 import contextlib
 import dataclasses
 import ctypes
@@ -20,6 +23,8 @@ import json
 import os
 import re
 import shutil
+import struct
+import subprocess
 import sys
 import tempfile
 import tomllib
@@ -117,7 +122,7 @@ class DeclarationsTest(unittest.TestCase):
     def test_the_header_parses_to_the_whole_abi(self):
         self.assertGreaterEqual(len(HEADER.functions), 33)
         self.assertIn("sdm_launch", HEADER.functions)
-        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel"})
+        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list"})
 
     def test_every_function_is_bound_with_argtypes_and_restype(self):
         self.assertEqual(set(_capi.FUNCTIONS), set(HEADER.functions), "bound functions differ from sdm.h's")
@@ -195,7 +200,7 @@ class ErrorClassTest(unittest.TestCase):
     # The standard base of each status's class besides SdmError; RuntimeError for the others.
     BASES = {sdm.Status.ERROR_INVALID_ARGUMENT: ValueError, sdm.Status.ERROR_MISMATCH: ValueError,
              sdm.Status.ERROR_OUT_OF_MEMORY: MemoryError, sdm.Status.ERROR_IO: OSError,
-             sdm.Status.ERROR_NOT_FOUND: LookupError}
+             sdm.Status.ERROR_NOT_FOUND: LookupError, sdm.Status.ERROR_AMBIGUOUS: LookupError}
 
     def test_each_status_has_its_own_class(self):
         statuses = [status for status in sdm.Status if status != sdm.Status.OK]
@@ -325,6 +330,46 @@ class VersionTest(unittest.TestCase):
 
 # ---- runtimes on the fake driver ------------------------------------------------------------------
 
+class FakeLaunch(ctypes.Structure):
+    """sdm_fake_cuda_launch (tests/fake_cuda/sdm_fake_cuda.h)."""
+
+    _fields_ = [("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("smem_bytes", ctypes.c_uint32),
+                ("cluster", ctypes.c_uint32 * 3), ("cooperative", ctypes.c_int32), ("priority", ctypes.c_int32),
+                ("pdl", ctypes.c_int32), ("attribute_count", ctypes.c_uint32), ("attribute_ids", ctypes.c_int32 * 32),
+                ("stream", ctypes.c_void_p)]
+
+    def ids(self):
+        return list(self.attribute_ids[:self.attribute_count])
+
+
+_imported = {}  # cubin name: its archive, built once per run
+_imported_dir = None
+
+
+def imported_archive(test, cubin):
+    """tests/data/`cubin` as `sdm import` archives it (signatures derived from the image), built
+    once per run with $SDM_TOOL; fails, naming the variable, without the tool."""
+    global _imported_dir
+    if cubin not in _imported:
+        tool = os.environ.get("SDM_TOOL", "")
+        if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
+            test.fail(f"set SDM_TOOL to the sdm tool, build/tools/sdm (it is {tool!r}); run_tests.sh does")
+        if _imported_dir is None:
+            _imported_dir = Path(tempfile.mkdtemp(prefix="sdm-python-imported-"))
+        path = _imported_dir / (cubin.split(".")[0] + ".sdma")
+        done = subprocess.run([tool, "import", str(ROOT / "tests" / "data" / cubin), "-o", str(path), "-q"],
+                              capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            test.fail(f"sdm import {cubin} failed ({done.returncode}): {done.stderr}")
+        _imported[cubin] = path
+    return _imported[cubin]
+
+
+def tearDownModule():
+    if _imported_dir is not None:
+        shutil.rmtree(_imported_dir, ignore_errors=True)
+
+
 class FakeDriverTest(unittest.TestCase):
     """Each test gets its own cache directory and fake devices (the fake reads its environment at
     each cuInit, i.e. in each new runtime)."""
@@ -356,6 +401,28 @@ class FakeDriverTest(unittest.TestCase):
         fake.sdm_fake_cuda_calls.restype = ctypes.c_int64
         fake.sdm_fake_cuda_calls.argtypes = [ctypes.c_char_p]
         return fake.sdm_fake_cuda_calls(entry_point.encode())
+
+    def last_launch(self):
+        """The fake's record of the last cuLaunchKernelEx that succeeded (sdm_fake_cuda_last_launch)."""
+        fake = ctypes.CDLL(self.driver)
+        fake.sdm_fake_cuda_last_launch.restype = ctypes.c_int32
+        fake.sdm_fake_cuda_last_launch.argtypes = [ctypes.POINTER(FakeLaunch)]
+        launch = FakeLaunch()
+        self.assertEqual(fake.sdm_fake_cuda_last_launch(ctypes.byref(launch)), 0, "no launch reached the fake")
+        return launch
+
+    def arguments(self, kernel, plan, args, sizes, **options):
+        """Launches; the bytes each argument reached sdm_launch with (`sizes`: each one's size)."""
+        seen = []
+        real = lib.sdm_launch
+
+        def spy(handle, c_plan, stream, pointers, count, error):
+            seen.extend(ctypes.string_at(pointers[i], size) for i, size in enumerate(sizes))
+            return real(handle, c_plan, stream, pointers, count, error)
+
+        with mock.patch.object(lib, "sdm_launch", side_effect=spy):
+            kernel.launch(plan, args, **options)
+        return seen
 
     @contextlib.contextmanager
     def raises(self, status, *fragments):
@@ -765,13 +832,22 @@ class KernelTest(FakeDriverTest):
         with self.assertRaises(OverflowError):
             self.scale.launch(plan, [0x7F0000000000, 2.0, 1 << 40])
         self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 1)
-        # A plan the driver refuses: the CUresult comes back.
-        with self.raises(sdm.Status.ERROR_DRIVER, "block 2048", "CUDA_ERROR_INVALID_VALUE") as caught:
+        # A shape out of range is libsdm's to refuse (ABI 1.3), naming the dimension and its limit,
+        # before the driver sees it.
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "block x of 2048 (1..1024)"):
             self.scale.launch(dataclasses.replace(plan, block=2048), [0, 2.0, 16])
-        self.assertEqual(caught.exception.native, 1)  # CUDA_ERROR_INVALID_VALUE
         # Clusters, and a ctypes value as it is.
         self.scale.launch(self.scale.plan(1 << 25), [None, ctypes.c_float(0.5), 1 << 25])
-        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 3)
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), 2)
+
+    def test_a_launch_the_driver_refuses_carries_its_cuda_result(self):
+        os.environ["SDM_FAKE_CUDA_FAIL"] = "cuLaunchKernelEx=CUDA_ERROR_INVALID_VALUE"
+        rt = self.runtime()  # a new runtime's cuInit adopts the failure
+        rt.mount_file(ARCHIVE)
+        scale = rt.kernel(0, "scale")
+        with self.raises(sdm.Status.ERROR_DRIVER, "launching kernel scale", "CUDA_ERROR_INVALID_VALUE") as caught:
+            scale.launch(scale.plan(1 << 20), [0, 2.0, 16])
+        self.assertEqual(caught.exception.native, 1)  # CUDA_ERROR_INVALID_VALUE
 
 
 # ---- python -m sdm info ---------------------------------------------------------------------------

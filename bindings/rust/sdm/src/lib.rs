@@ -97,6 +97,9 @@ impl Status {
     /// The signature policy refused an archive (unsigned, signed by an unknown key, a bad
     /// signature); the message names the archive, the key ids it carries and those trusted.
     pub const UNTRUSTED: Status = Status(sys::SDM_ERROR_UNTRUSTED);
+    /// A kernel name (a C++ spelling, a name expression such as `"fill"`) matches several
+    /// kernels; the message lists them (ABI 1.3).
+    pub const AMBIGUOUS: Status = Status(sys::SDM_ERROR_AMBIGUOUS);
 
     /// The C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a code libsdm does not know.
     pub fn name(self) -> &'static str {
@@ -766,13 +769,21 @@ impl Runtime {
 
     /// The kernel `name` on device `ordinal`, loading its module on first use. It borrows the
     /// runtime; [`Runtime::owned_kernel`] gives one that shares it.
+    ///
+    /// `name` is what an archive lists (a C++ kernel's mangled symbol) or, since ABI 1.3, a C++
+    /// spelling of it: the declaration as c++filt prints it (`"ns::reduce<int>(int const*, int*,
+    /// int)"`), or a name expression as CuPy takes it (`"ns::reduce<int>"`, `"fill<float, 256>"`,
+    /// or `"reduce"` when one instantiation has that name). One matching several kernels is
+    /// [`Status::AMBIGUOUS`], its message listing them; [`Runtime::kernels`] lists the names.
     pub fn kernel(&self, ordinal: i32, name: &str) -> Result<Kernel<'_>> {
         // SAFETY: a null stream.
         unsafe { self.kernel_with(ordinal, name, None, ptr::null_mut()) }
     }
 
     /// [`Runtime::kernel`], also checking the kernel's parameter signature against the one this
-    /// host was written for ("ptr,f32,i32"): another is [`Status::MISMATCH`], naming both.
+    /// host was written for ("ptr,f32,i32"): another is [`Status::MISMATCH`], naming both. A
+    /// signature derived from an image (what `sdm import` writes: b32, b64, ...) agrees with every
+    /// typed one of its layout (ABI 1.3): b32 with i32, u32 or f32, b64 with ptr, i64, u64 or f64.
     pub fn kernel_checked(&self, ordinal: i32, name: &str, signature: &str) -> Result<Kernel<'_>> {
         // SAFETY: a null stream.
         unsafe { self.kernel_with(ordinal, name, Some(signature), ptr::null_mut()) }
@@ -866,6 +877,56 @@ impl Runtime {
             .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "preload takes at most 2^32 - 1 names"))?;
         // SAFETY: `count` valid strings.
         call(|error| unsafe { sys::sdm_preload(self.as_raw(), ordinal, pointers.as_ptr(), count, error) })
+    }
+
+    /// The kernels of mounted archive `archive` (mount order; its `shadowed` entries are served by
+    /// a newer archive), or, for `None`, every kernel the runtime serves, each name once from the
+    /// newest archive listing it: a snapshot sorted by name (ABI 1.3). An index past the mounted
+    /// archives is [`Status::NOT_FOUND`].
+    pub fn kernels(&self, archive: Option<u32>) -> Result<Vec<KernelEntry>> {
+        /// Destroys the list however this function returns.
+        struct List(*mut sys::sdm_kernel_list);
+        impl Drop for List {
+            fn drop(&mut self) {
+                // SAFETY: a list sdm_kernel_list_create made (or NULL, which it accepts).
+                unsafe { sys::sdm_kernel_list_destroy(self.0) };
+            }
+        }
+        let index = match archive {
+            Some(index) if index == sys::SDM_LIST_SERVED => {
+                return Err(Error::new(
+                    Status::NOT_FOUND,
+                    format!("there is no mounted archive {index}: pass None for what the runtime serves"),
+                ))
+            }
+            Some(index) => index,
+            None => sys::SDM_LIST_SERVED,
+        };
+        let mut list = List(ptr::null_mut());
+        // SAFETY: valid runtime and out-pointer.
+        call(|error| unsafe { sys::sdm_kernel_list_create(self.as_raw(), index, &mut list.0, error) })?;
+        let mut count = 0u32;
+        // SAFETY: a live list and an out-pointer.
+        call(|error| unsafe { sys::sdm_kernel_list_count(list.0, &mut count, error) })?;
+        (0..count)
+            .map(|i| {
+                let mut entry = sys::sdm_kernel_entry::default();
+                // SAFETY: a live list; `entry` has its struct_size set.
+                call(|error| unsafe { sys::sdm_kernel_list_get(list.0, i, &mut entry, error) })?;
+                // SAFETY: strings the list owns, alive until it is destroyed after this.
+                unsafe {
+                    Ok(KernelEntry {
+                        archive_index: entry.archive_index,
+                        name: owned_string(entry.name),
+                        demangled: owned_string(entry.demangled),
+                        module: owned_string(entry.module),
+                        signature: owned_string(entry.signature),
+                        targets: owned_string(entry.targets),
+                        shadowed: entry.shadowed != 0,
+                    })
+                }
+            })
+            .collect()
     }
 
     /// This runtime's kernel-cache counters.
@@ -994,33 +1055,156 @@ pub struct KernelInfo {
     pub source: ImageSource,
 }
 
-/// A launch plan (`sdm_plan`): what [`KernelHandle::plan`] chose, or one the host fills in.
+/// A launch plan (`sdm_plan`): what [`KernelHandle::plan`] or [`KernelHandle::plan_for_elements`]
+/// chose, or one the host makes ([`Plan::new`]) or changes (`Plan { smem_bytes: 4096, ..plan }`).
+///
+/// `grid` and `block` are the x dimensions, as they were before ABI 1.3; `grid_y`, `grid_z`,
+/// `block_y` and `block_z` (ABI 1.3) the others, where 0 means 1 (so a plan of 1.1's fields
+/// alone is one-dimensional). [`Plan::grid_dims`] and [`Plan::block_dims`] give all three.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
-    /// [`Plan::PDL`].
+    /// [`Plan::PDL`], [`Plan::COOPERATIVE`].
     pub flags: u32,
-    /// Blocks (one-dimensional).
+    /// Blocks in x (1 .. 2^31-1).
     pub grid: u32,
-    /// Threads per block.
+    /// Threads per block in x (x*y*z: 1 .. 1024).
     pub block: u32,
     /// Dynamic shared memory per block.
     pub smem_bytes: u32,
-    /// Blocks per cluster; [1, 1, 1]: no clusters.
+    /// Blocks per cluster in x, y, z; [1, 1, 1] (or [0, 0, 0]): no clusters. Each grid dimension
+    /// is a multiple of its cluster's.
     pub cluster: [u32; 3],
     /// What the plan aims for.
     pub blocks_per_sm: i32,
     /// Blocks per SM the driver's occupancy calculator says fit.
     pub occupancy: i32,
-    /// The manifest's plan rule that chose it (0-based); -1: a plugin.
+    /// The manifest's plan rule that chose it (0-based); -1: a plugin, [`Plan::new`] or
+    /// [`KernelHandle::plan_for_elements`].
     pub rule: i32,
+    /// Blocks in y (0 or 1 .. 65535; 0 is 1). ABI 1.3.
+    pub grid_y: u32,
+    /// Blocks in z (0 or 1 .. 65535; 0 is 1). ABI 1.3.
+    pub grid_z: u32,
+    /// Threads per block in y (0 or 1 .. 1024; 0 is 1). ABI 1.3.
+    pub block_y: u32,
+    /// Threads per block in z (0 or 1 .. 64; 0 is 1). ABI 1.3.
+    pub block_z: u32,
+    /// The launch's priority (`CU_LAUNCH_ATTRIBUTE_PRIORITY`), within the context's stream
+    /// priority range (lower is more urgent); 0: the stream's own. ABI 1.3.
+    pub priority: i32,
+}
+
+impl Default for Plan {
+    /// Every dimension 0 (grid and block x must then be set: 0 is refused), no flags, no
+    /// clusters, rule -1.
+    fn default() -> Plan {
+        Plan {
+            flags: 0,
+            grid: 0,
+            block: 0,
+            smem_bytes: 0,
+            cluster: [1, 1, 1],
+            blocks_per_sm: 0,
+            occupancy: 0,
+            rule: -1,
+            grid_y: 0,
+            grid_z: 0,
+            block_y: 0,
+            block_z: 0,
+            priority: 0,
+        }
+    }
 }
 
 impl Plan {
     /// Launch with programmatic dependent launch (modern class only).
     pub const PDL: u32 = sys::SDM_PLAN_PDL;
+    /// A cooperative launch (grid-wide sync): refused unless the device supports it and the whole
+    /// grid can be resident at once; the message gives the figures. ABI 1.3.
+    pub const COOPERATIVE: u32 = sys::SDM_PLAN_COOPERATIVE;
+
+    /// A plan of `grid` blocks of `block` threads, each `[x, y, z]`, without dynamic shared
+    /// memory, flags, clusters or a priority: `Plan::new([n / 16, n / 16, 1], [16, 16, 1])`.
+    pub fn new(grid: [u32; 3], block: [u32; 3]) -> Plan {
+        Plan::default().with_grid(grid).with_block(block)
+    }
 
     pub fn pdl(&self) -> bool {
         self.flags & Plan::PDL != 0
+    }
+
+    /// Whether the plan launches cooperatively ([`Plan::COOPERATIVE`]).
+    pub fn cooperative(&self) -> bool {
+        self.flags & Plan::COOPERATIVE != 0
+    }
+
+    /// The grid's blocks in x, y, z (a y or z of 0 reads as 1).
+    pub fn grid_dims(&self) -> [u32; 3] {
+        [self.grid, self.grid_y.max(1), self.grid_z.max(1)]
+    }
+
+    /// A block's threads in x, y, z (a y or z of 0 reads as 1).
+    pub fn block_dims(&self) -> [u32; 3] {
+        [self.block, self.block_y.max(1), self.block_z.max(1)]
+    }
+
+    /// Blocks in the whole grid.
+    pub fn blocks(&self) -> u64 {
+        self.grid_dims().iter().map(|&d| u64::from(d)).product()
+    }
+
+    /// Threads per block.
+    pub fn threads_per_block(&self) -> u64 {
+        self.block_dims().iter().map(|&d| u64::from(d)).product()
+    }
+
+    /// This plan with `grid` blocks in x, y, z.
+    pub fn with_grid(mut self, grid: [u32; 3]) -> Plan {
+        [self.grid, self.grid_y, self.grid_z] = grid;
+        self
+    }
+
+    /// This plan with blocks of `block` threads in x, y, z.
+    pub fn with_block(mut self, block: [u32; 3]) -> Plan {
+        [self.block, self.block_y, self.block_z] = block;
+        self
+    }
+
+    /// This plan with [`Plan::COOPERATIVE`] set or cleared.
+    pub fn with_cooperative(self, cooperative: bool) -> Plan {
+        self.with_flag(Plan::COOPERATIVE, cooperative)
+    }
+
+    /// This plan with [`Plan::PDL`] set or cleared.
+    pub fn with_pdl(self, pdl: bool) -> Plan {
+        self.with_flag(Plan::PDL, pdl)
+    }
+
+    /// This plan with launch priority `priority` (0: the stream's own).
+    pub fn with_priority(mut self, priority: i32) -> Plan {
+        self.priority = priority;
+        self
+    }
+
+    /// This plan with `bytes` of dynamic shared memory per block.
+    pub fn with_smem_bytes(mut self, bytes: u32) -> Plan {
+        self.smem_bytes = bytes;
+        self
+    }
+
+    /// This plan with clusters of `cluster` blocks in x, y, z.
+    pub fn with_cluster(mut self, cluster: [u32; 3]) -> Plan {
+        self.cluster = cluster;
+        self
+    }
+
+    fn with_flag(mut self, flag: u32, on: bool) -> Plan {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+        self
     }
 
     fn from_raw(plan: &sys::sdm_plan) -> Plan {
@@ -1033,6 +1217,11 @@ impl Plan {
             blocks_per_sm: plan.blocks_per_sm,
             occupancy: plan.occupancy,
             rule: plan.rule,
+            grid_y: plan.grid_y,
+            grid_z: plan.grid_z,
+            block_y: plan.block_y,
+            block_z: plan.block_z,
+            priority: plan.priority,
         }
     }
 
@@ -1046,9 +1235,99 @@ impl Plan {
             blocks_per_sm: self.blocks_per_sm,
             occupancy: self.occupancy,
             rule: self.rule,
+            grid_y: self.grid_y,
+            grid_z: self.grid_z,
+            block_y: self.block_y,
+            block_z: self.block_z,
+            priority: self.priority,
             ..Default::default()
         }
     }
+}
+
+/// One `CUlaunchAttribute` of cuda.h (its layout: a 4-byte id, 4 bytes of padding, a 64-byte value
+/// union), for [`KernelHandle::launch_with_attributes`]: the attributes sdm has no plan field for
+/// (an access policy window, a memory sync domain, a shared memory carveout, ...). ABI 1.3.
+#[repr(C, align(8))]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchAttribute {
+    /// A `CUlaunchAttributeID`: `CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN` is 10.
+    pub id: u32,
+    pad: [u8; 4],
+    /// The `CUlaunchAttributeValue` union's bytes, in the host's byte order.
+    pub value: [u8; 64],
+}
+
+impl LaunchAttribute {
+    /// Attribute `id` with `value`'s bytes at the start of the value union (the rest zero): the
+    /// bytes of a `u32`, an `i32`, a `CUaccessPolicyWindow`, ... [`Status::INVALID_ARGUMENT`] for
+    /// more than 64 bytes.
+    pub fn new(id: u32, value: &[u8]) -> Result<LaunchAttribute> {
+        if value.len() > 64 {
+            return Err(Error::new(
+                Status::INVALID_ARGUMENT,
+                format!("launch attribute {id}: a value of {} bytes (a CUlaunchAttributeValue holds 64)", value.len()),
+            ));
+        }
+        let mut attribute = LaunchAttribute { id, pad: [0; 4], value: [0; 64] };
+        attribute.value[..value.len()].copy_from_slice(value);
+        Ok(attribute)
+    }
+
+    /// Attribute `id` whose value is an `int` or an enum (`memSyncDomain`, `sharedMemCarveout`,
+    /// `cooperative`, ...).
+    pub fn int(id: u32, value: i32) -> LaunchAttribute {
+        let mut attribute = LaunchAttribute { id, pad: [0; 4], value: [0; 64] };
+        attribute.value[..4].copy_from_slice(&value.to_ne_bytes());
+        attribute
+    }
+}
+
+impl fmt::Debug for LaunchAttribute {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchAttribute").field("id", &self.id).field("value", &&self.value[..]).finish()
+    }
+}
+
+/// A type whose every bit pattern is a valid value and which has no padding, so that sdm may copy
+/// bytes of device memory into it ([`KernelHandle::global_read`]) and out of it
+/// ([`KernelHandle::global_write`]): the fixed-size integers and floats and arrays of them.
+///
+/// # Safety
+/// Implement it only for a `Copy` type without padding bytes, of which any bytes are a valid value
+/// (a `#[repr(C)]` struct of such fields with no gaps between them, as the kernel declares it).
+pub unsafe trait Plain: Copy {}
+
+macro_rules! plain {
+    ($($t:ty),*) => {$(
+        // SAFETY: a primitive integer or float: no padding, every bit pattern valid.
+        unsafe impl Plain for $t {}
+    )*};
+}
+plain!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
+// SAFETY: an array of Plain elements has no padding between them and no invalid value.
+unsafe impl<T: Plain, const N: usize> Plain for [T; N] {}
+
+/// One kernel a mounted archive lists (`sdm_kernel_entry`), from [`Runtime::kernels`], strings
+/// copied. Non-exhaustive, as [`ArchiveInfo`] is. ABI 1.3.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KernelEntry {
+    /// The archive listing it (mount order: [`Runtime::archive`]).
+    pub archive_index: u32,
+    /// What the archive lists: a C++ kernel's mangled symbol, which [`Runtime::kernel`] takes.
+    pub name: String,
+    /// As c++filt prints it; "" for a name that is not a C++ symbol (`extern "C"`) or does not
+    /// demangle.
+    pub demangled: String,
+    pub module: String,
+    /// "ptr,f32,i32", or derived from the image: "b64,b32,b32" (docs/FORMAT.md).
+    pub signature: String,
+    /// The module's images: "sm_90,sm_80,compute_90".
+    pub targets: String,
+    /// Listing one archive: a newer mounted archive lists the same name and serves it instead.
+    /// Listing what the runtime serves: false.
+    pub shadowed: bool,
 }
 
 /// A kernel fetched from a [`Runtime`], which it holds as `R`: [`Kernel`] borrows it,
@@ -1164,5 +1443,146 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
             .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "a launch takes at most 2^32 - 1 arguments"))?;
         let raw = plan.to_raw();
         call(|error| unsafe { sys::sdm_launch(self.as_raw(), &raw, stream, args.as_ptr(), count, error) })
+    }
+    /// Launches as [`KernelHandle::launch`] does, with `attributes` handed to cuLaunchKernelEx
+    /// after sdm's own (an `sdm_launch_attributes` on the plan's chain; ABI 1.3). At most 16; one
+    /// that a plan field sets (cluster, PDL, cooperative, priority) is
+    /// [`Status::INVALID_ARGUMENT`]: set the field instead.
+    ///
+    /// # Safety
+    /// As for [`KernelHandle::launch`]; and each attribute's value must be what the driver takes
+    /// for its id (a pointer inside one, such as an access policy window's base, must be valid).
+    pub unsafe fn launch_with_attributes(
+        &self,
+        plan: &Plan,
+        stream: Stream,
+        args: &[*mut c_void],
+        attributes: &[LaunchAttribute],
+    ) -> Result<()> {
+        let count = u32::try_from(args.len())
+            .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "a launch takes at most 2^32 - 1 arguments"))?;
+        let attribute_count = u32::try_from(attributes.len())
+            .map_err(|_| Error::new(Status::INVALID_ARGUMENT, "a launch takes at most 16 attributes"))?;
+        let chain = sys::sdm_launch_attributes {
+            type_: sys::SDM_CHAIN_LAUNCH_ATTRIBUTES,
+            attributes: attributes.as_ptr().cast(),
+            count: attribute_count,
+            ..Default::default()
+        };
+        let mut raw = plan.to_raw();
+        if !attributes.is_empty() {
+            // sdm_launch_attributes begins with the sdm_chain header, as every chain struct does.
+            raw.next = (&chain as *const sys::sdm_launch_attributes).cast();
+        }
+        // SAFETY: `raw`, `chain` and `attributes` live through the call, which reads them only
+        // during it; the arguments and stream are the caller's to vouch for.
+        call(|error| unsafe { sys::sdm_launch(self.as_raw(), &raw, stream, args.as_ptr(), count, error) })
+    }
+
+    /// A plan for a kernel without plan rules (ABI 1.3): one thread per element of `elements`, in
+    /// blocks of the size the driver's occupancy calculator suggests for the kernel with
+    /// `smem_bytes` of dynamic shared memory, and as many blocks as cover the elements (rule -1;
+    /// `occupancy` is the driver's blocks per SM). Change it before launching as any plan. 0
+    /// elements, more than 2^31-1 blocks, or more shared memory than the device has, is
+    /// [`Status::INVALID_ARGUMENT`].
+    pub fn plan_for_elements(&self, elements: u64, smem_bytes: u32) -> Result<Plan> {
+        let mut plan = sys::sdm_plan::default();
+        // SAFETY: valid kernel; `plan` has its struct_size set.
+        call(|error| unsafe { sys::sdm_plan_for_elements(self.as_raw(), elements, smem_bytes, &mut plan, error) })?;
+        Ok(Plan::from_raw(&plan))
+    }
+
+    /// The `__device__` or `__constant__` variable `name` of the kernel's module, as loaded for
+    /// the kernel's device and context: its device address and its size in bytes (ABI 1.3).
+    /// `name` is its symbol: mangled for a C++ variable in a namespace. None such is
+    /// [`Status::NOT_FOUND`] naming the module; a kernel's name [`Status::INVALID_ARGUMENT`]. After
+    /// a reload replaced the archive, a kernel fetched again has the new image's globals, while
+    /// this handle keeps the old ones.
+    pub fn global(&self, name: &str) -> Result<(DevicePtr, u64)> {
+        let name = c_string("the global's name", name)?;
+        let (mut address, mut bytes) = (0u64, 0u64);
+        // SAFETY: valid kernel, string and out-pointers.
+        call(|error| unsafe { sys::sdm_global_get(self.as_raw(), name.as_ptr(), &mut address, &mut bytes, error) })?;
+        Ok((address, bytes))
+    }
+
+    /// Copies `data` to the global `name` at byte `offset`, on the device context's default
+    /// stream (ABI 1.3). A range past the global's size is [`Status::INVALID_ARGUMENT`] naming both.
+    ///
+    /// The copy is `cuMemcpyHtoDAsync` from `data`: from ordinary (pageable) host memory, which is
+    /// what safe Rust allocates, the driver has taken the bytes when it returns. For page-locked
+    /// memory (`cuMemHostAlloc`, `cuMemHostRegister`) it may not have: use
+    /// [`KernelHandle::global_write_async`] and synchronize the stream.
+    pub fn global_write<T: Plain>(&self, name: &str, offset: u64, data: &[T]) -> Result<()> {
+        // SAFETY: `data` is valid for its size in bytes and, being pageable, read before the call returns.
+        unsafe {
+            self.global_write_async(
+                name,
+                offset,
+                data.as_ptr().cast(),
+                std::mem::size_of_val(data) as u64,
+                ptr::null_mut(),
+            )
+        }
+    }
+
+    /// Copies bytes of the global `name` from byte `offset` into `out` (as many as it holds), on
+    /// the device context's default stream (ABI 1.3). A range past the global's size is
+    /// [`Status::INVALID_ARGUMENT`].
+    ///
+    /// The copy is `cuMemcpyDtoHAsync` to `out`: into ordinary (pageable) host memory the driver
+    /// has finished when it returns. For page-locked memory it may not have: use
+    /// [`KernelHandle::global_read_async`] and synchronize the stream before reading.
+    pub fn global_read<T: Plain>(&self, name: &str, offset: u64, out: &mut [T]) -> Result<()> {
+        // SAFETY: `out` is valid for its size in bytes, any bytes are a T, and pageable memory is
+        // written before the call returns.
+        unsafe {
+            self.global_read_async(
+                name,
+                offset,
+                out.as_mut_ptr().cast(),
+                std::mem::size_of_val(out) as u64,
+                ptr::null_mut(),
+            )
+        }
+    }
+
+    /// [`KernelHandle::global_write`] of `bytes` bytes at `data`, on `stream` (null: the device
+    /// context's default stream), as `cuMemcpyHtoDAsync` does it.
+    ///
+    /// # Safety
+    /// `data` is valid for reading `bytes` bytes until the stream has done the copy (for pageable
+    /// memory: until this returns); `stream` is null or a live CUstream of the kernel's context.
+    pub unsafe fn global_write_async(
+        &self,
+        name: &str,
+        offset: u64,
+        data: *const c_void,
+        bytes: u64,
+        stream: Stream,
+    ) -> Result<()> {
+        let name = c_string("the global's name", name)?;
+        // SAFETY: valid kernel and string; the rest is the caller's to vouch for.
+        call(|error| unsafe { sys::sdm_global_write(self.as_raw(), name.as_ptr(), offset, data, bytes, stream, error) })
+    }
+
+    /// [`KernelHandle::global_read`] of `bytes` bytes into `data`, on `stream` (null: the device
+    /// context's default stream), as `cuMemcpyDtoHAsync` does it: synchronize the stream before
+    /// reading `data`.
+    ///
+    /// # Safety
+    /// `data` is valid for writing `bytes` bytes until the stream has done the copy, and nothing
+    /// reads or writes them meanwhile; `stream` is null or a live CUstream of the kernel's context.
+    pub unsafe fn global_read_async(
+        &self,
+        name: &str,
+        offset: u64,
+        data: *mut c_void,
+        bytes: u64,
+        stream: Stream,
+    ) -> Result<()> {
+        let name = c_string("the global's name", name)?;
+        // SAFETY: valid kernel and string; the rest is the caller's to vouch for.
+        call(|error| unsafe { sys::sdm_global_read(self.as_raw(), name.as_ptr(), offset, data, bytes, stream, error) })
     }
 }

@@ -352,6 +352,8 @@ fn plan_select() {
     assert!(p.pdl());
     assert_eq!(p.cluster, [1, 1, 1]);
     assert_eq!((p.blocks_per_sm, p.occupancy, p.rule), (8, 8, 0));
+    // Every dimension named (ABI 1.3: y and z of 1), no priority.
+    assert_eq!((p.grid_y, p.grid_z, p.block_y, p.block_z, p.priority), (1, 1, 1, 1, 0));
     // Past a quarter of L2: clusters of two.
     let big = select(&scale, 1 << 25);
     assert_eq!((big.rule, big.cluster, big.block, big.grid), (1, [2, 1, 1], 1024, 32768));
@@ -377,8 +379,15 @@ fn launch_with_raw_device_pointers() {
     let error = unsafe { scale.launch(&plan, std::ptr::null_mut(), &[sdm::arg(&y), sdm::arg(&factor)]) }.unwrap_err();
     assert_eq!(error.status(), Status::INVALID_ARGUMENT);
     assert!(error.message().contains("kernel scale takes 3 argument(s) (ptr,f32,i32), not 2"), "{error}");
-    // A plan the driver refuses: the CUresult comes along.
+    // A block past the device's limit: sdm refuses it before the driver (ABI 1.3), naming the dimension.
     let bad = Plan { block: 2048, ..plan };
+    let error = unsafe { scale.launch(&bad, std::ptr::null_mut(), &[sdm::arg(&y), sdm::arg(&factor), sdm::arg(&n)]) }
+        .unwrap_err();
+    assert_eq!(error.status(), Status::INVALID_ARGUMENT);
+    assert!(error.message().contains("block x of 2048 (1..1024)"), "{error}");
+    // A plan the driver refuses (more dynamic shared memory than the H200's opt-in 232,448 B):
+    // the CUresult comes along.
+    let bad = Plan { smem_bytes: 300_000, ..plan };
     let error = unsafe { scale.launch(&bad, std::ptr::null_mut(), &[sdm::arg(&y), sdm::arg(&factor), sdm::arg(&n)]) }
         .unwrap_err();
     assert_eq!(error.status(), Status::DRIVER);
