@@ -26,7 +26,8 @@ constexpr uint16_t kernel_abi = 1, content_version = 2, kernel = 3, hardware_mat
 constexpr uint16_t name = 1, module = 2, signature = 3, problem = 4, plan = 5;
 // Plan rule
 constexpr uint16_t device_class = 1, capability = 2, when = 3, block = 4, blocks_per_sm = 5, smem = 6, grid = 7,
-                   cluster_x = 8, cluster_y = 9, cluster_z = 10, pdl = 11, capability_min = 12, capability_max = 13;
+                   cluster_x = 8, cluster_y = 9, cluster_z = 10, pdl = 11, capability_min = 12, capability_max = 13,
+                   block_y = 14, block_z = 15, grid_y = 16, grid_z = 17;
 }  // namespace tag
 
 // The fixed-size types by name; the first seven are format 1.0's.
@@ -162,7 +163,8 @@ Result<PlanRule> decode_rule(Bytes payload, const Where& where) {
     SDM_TRY(fields(payload, where,
                    {{tag::device_class, false}, {tag::capability, false}, {tag::when, false}, {tag::block, false},
                     {tag::blocks_per_sm, false}, {tag::smem, false}, {tag::grid, false}, {tag::cluster_x, false},
-                    {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}, {tag::capability_min, false}, {tag::capability_max, false}},
+                    {tag::cluster_y, false}, {tag::cluster_z, false}, {tag::pdl, false}, {tag::capability_min, false}, {tag::capability_max, false},
+                    {tag::block_y, false}, {tag::block_z, false}, {tag::grid_y, false}, {tag::grid_z, false}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::capability || item.tag == tag::capability_min || item.tag == tag::capability_max) {
                            SDM_TRY_GET(v, u16_of(item, Where(where, "capability")));
@@ -181,6 +183,10 @@ Result<PlanRule> decode_rule(Bytes payload, const Where& where) {
                        case tag::cluster_y: rule.cluster[1] = std::move(*s); break;
                        case tag::cluster_z: rule.cluster[2] = std::move(*s); break;
                        case tag::pdl: rule.pdl = std::move(*s); break;
+                       case tag::block_y: rule.block_y = std::move(*s); break;
+                       case tag::block_z: rule.block_z = std::move(*s); break;
+                       case tag::grid_y: rule.grid_y = std::move(*s); break;
+                       case tag::grid_z: rule.grid_z = std::move(*s); break;
                        default: break;
                        }
                        return {};
@@ -383,9 +389,9 @@ Result<void> validate_kernel_fields(const KernelSpec& k) {
             return invalid(where + ": the capability range must run from a capability to a later one (e.g. 75 to 89)");
         // Each output may use the problem, the device and the outputs computed before it.
         const std::pair<const std::string*, size_t> exprs[] = {
-            {&rule.when, base}, {&rule.block, base}, {&rule.blocks_per_sm, base + 1}, {&rule.smem, base + 2},
-            {&rule.grid, base + 3}, {&rule.cluster[0], base + 3}, {&rule.cluster[1], base + 3}, {&rule.cluster[2], base + 3},
-            {&rule.pdl, base + 3}};
+            {&rule.when, base}, {&rule.block, base}, {&rule.block_y, base}, {&rule.block_z, base}, {&rule.blocks_per_sm, base + 1}, {&rule.smem, base + 2},
+            {&rule.grid, base + 3}, {&rule.grid_y, base + 3}, {&rule.grid_z, base + 3}, {&rule.cluster[0], base + 3}, {&rule.cluster[1], base + 3},
+            {&rule.cluster[2], base + 3}, {&rule.pdl, base + 3}};
         for (const auto& [text, visible] : exprs) {
             auto e = Expression::parse(*text, std::span(vars).first(visible));
             if (!e) return invalid(where + ": " + e.error().message);
@@ -394,11 +400,14 @@ Result<void> validate_kernel_fields(const KernelSpec& k) {
     return {};
 }
 
+// A rule without the 3-D fields: what a 1.0 and 0.3 reader understands.
+bool rule_is_1d(const PlanRule& r) { return r.block_y == "1" && r.block_z == "1" && r.grid_y == "1" && r.grid_z == "1"; }
+
 bool kernel_needs_11(const KernelSpec& k) {
     if (k.name.size() > limits::max_name_length || k.module.size() > limits::max_name_length) return true;
     if (std::any_of(k.signature.begin(), k.signature.end(), param_type_is_11)) return true;
     for (const PlanRule& r : k.plans)
-        if (r.device_class.empty() || r.capability_min != 0 || r.capability_max != 0) return true;
+        if (r.device_class.empty() || r.capability_min != 0 || r.capability_max != 0 || !rule_is_1d(r)) return true;
     return false;
 }
 
@@ -470,6 +479,15 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
             e.text(tag::cluster_y, r.cluster[1]);
             e.text(tag::cluster_z, r.cluster[2]);
             e.text(tag::pdl, r.pdl);
+            // Required (the default flag): a reader that does not know them refuses the manifest
+            // as unsupported rather than launch a 3-D plan in one dimension. Only when used: a 1-D
+            // rule's bytes are those of every earlier writer.
+            if (!rule_is_1d(r)) {
+                e.text(tag::block_y, r.block_y);
+                e.text(tag::block_z, r.block_z);
+                e.text(tag::grid_y, r.grid_y);
+                e.text(tag::grid_z, r.grid_z);
+            }
             e.close(rule);
         }
         e.close(kernel);

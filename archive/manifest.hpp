@@ -75,6 +75,9 @@ struct PlanRule {
     std::string grid;               // blocks in the grid
     std::array<std::string, 3> cluster{"1", "1", "1"};
     std::string pdl{"0"};           // non-zero: launch with programmatic dependent launch
+    // Manifest 1.1, sdm 0.4: a 3-D launch (tags 14-17, written only when not "1").
+    std::string block_y{"1"}, block_z{"1"};  // threads per block in y and z
+    std::string grid_y{"1"}, grid_z{"1"};    // blocks in y and z
 
     bool operator==(const PlanRule&) const = default;
 };

@@ -53,8 +53,12 @@ Result<PlanTable> PlanTable::compile(const archive::KernelSpec& kernel) {
         SDM_TRY_GET(cy, parse(r.cluster[1], base + 3));
         SDM_TRY_GET(cz, parse(r.cluster[2], base + 3));
         SDM_TRY_GET(pdl, parse(r.pdl, base + 3));
+        SDM_TRY_GET(by, parse(r.block_y, base));
+        SDM_TRY_GET(bz, parse(r.block_z, base));
+        SDM_TRY_GET(gy, parse(r.grid_y, base + 3));
+        SDM_TRY_GET(gz, parse(r.grid_z, base + 3));
         t.rules_.push_back({cls, r.capability, r.capability_min, r.capability_max, std::move(*when), std::move(*block), std::move(*bps), std::move(*smem), std::move(*grid),
-                            {std::move(*cx), std::move(*cy), std::move(*cz)}, std::move(*pdl)});
+                            {std::move(*cx), std::move(*cy), std::move(*cz)}, std::move(*pdl), std::move(*by), std::move(*bz), std::move(*gy), std::move(*gz)});
     }
     return t;
 }
@@ -96,12 +100,16 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
         Plan p;
         p.rule = static_cast<int32_t>(i);
         SDM_TRY_GET(block, eval(r.block, n + 4));
+        SDM_TRY_GET(block_y, eval(r.block_y, n + 4));
+        SDM_TRY_GET(block_z, eval(r.block_z, n + 4));
         values[n + 4] = *block;
         SDM_TRY_GET(bps, eval(r.blocks_per_sm, n + 5));
         values[n + 5] = *bps;
         SDM_TRY_GET(smem, eval(r.smem, n + 6));
         values[n + 6] = *smem;
         SDM_TRY_GET(grid, eval(r.grid, n + 7));
+        SDM_TRY_GET(grid_y, eval(r.grid_y, n + 7));
+        SDM_TRY_GET(grid_z, eval(r.grid_z, n + 7));
         constexpr int64_t kMaxU32 = std::numeric_limits<uint32_t>::max();
         SDM_TRY_GET(b, in_range("block", *block, 0, kMaxU32));
         SDM_TRY_GET(s, in_range("smem", *smem, 0, kMaxU32));
@@ -111,6 +119,11 @@ Result<Plan> PlanTable::select(const PlanDevice& device, std::span<const int64_t
         p.smem = *s;
         p.grid = *g;
         p.blocks_per_sm = static_cast<int32_t>(*k);
+        SDM_TRY_GET(by, in_range("block_y", *block_y, 0, kMaxU32));
+        SDM_TRY_GET(bz, in_range("block_z", *block_z, 0, kMaxU32));
+        SDM_TRY_GET(gy, in_range("grid_y", *grid_y, 0, kMaxU32));
+        SDM_TRY_GET(gz, in_range("grid_z", *grid_z, 0, kMaxU32));
+        p.block_y = *by, p.block_z = *bz, p.grid_y = *gy, p.grid_z = *gz;
         for (size_t d = 0; d < 3; ++d) {
             SDM_TRY_GET(c, eval(r.cluster[d], n + 7));
             SDM_TRY_GET(cv, in_range("cluster", *c, 0, kMaxU32));

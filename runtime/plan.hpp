@@ -70,6 +70,7 @@ private:
         archive::Expression when, block, blocks_per_sm, smem, grid;
         std::array<archive::Expression, 3> cluster;
         archive::Expression pdl;
+        archive::Expression block_y, block_z, grid_y, grid_z;
     };
     std::string kernel_;
     std::vector<std::string> problem_;

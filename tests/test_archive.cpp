@@ -328,3 +328,33 @@ TEST_CASE("the golden corrupt archives fail as their .expect files say", "[archi
         CHECK_THAT(error, Catch::Contains(c.expect) && Catch::Contains(c.name + ".sdma"));
     }
 }
+
+TEST_CASE("golden archive of a 3-D plan rule (manifest 1.1 tags 14-17): it reads back, and the writer reproduces it byte for byte", "[archive][golden][plan]") {
+    // The launch kernels' matmul with one rule: blocks of 16x16, a grid covering N x N; stored, so
+    // the bytes depend on nothing but the format.
+    Manifest m;
+    m.kernel_abi_major = 1;
+    KernelSpec k{"matmul_tiled", "launch", *parse_signature("ptr,ptr,ptr,i32"), {"N"}, {}};
+    PlanRule r;
+    r.device_class = "modern";
+    r.block = "16";
+    r.block_y = "16";
+    r.grid = "(N + 15) / 16";
+    r.grid_y = "(N + 15) / 16";
+    k.plans.push_back(r);
+    m.kernels.push_back(k);
+    WriterOptions options;
+    options.compress = false;
+    ArchiveWriter writer(options);
+    REQUIRE(writer.add({"launch", Kind::cubin, 90, Variant::base, test::data_file("launch.sm_90.cubin")}));
+    REQUIRE(writer.add({"manifest", Kind::manifest, 0, Variant::base, encode_manifest(m).value()}));
+    const auto bytes = writer.finish().value();
+    if (std::getenv("SDM_REGENERATE_GOLDEN") != nullptr) write_golden("plans-3d.sdma", bytes);
+    const auto golden = test::data_file("../golden/plans-3d.sdma");
+    CHECK(bytes == golden);
+    const Archive a = open_ok(golden);
+    const auto manifest = a.read_manifest().value().value();
+    const auto& rule = manifest.kernels.at(0).plans.at(0);
+    CHECK((rule.block_y == "16" && rule.grid_y == "(N + 15) / 16" && rule.block_z == "1" && rule.grid_z == "1"));
+    CHECK(a.header().format_minor == 1);  // a manifest of minor 1: format 1.1
+}

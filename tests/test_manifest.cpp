@@ -153,3 +153,36 @@ TEST_CASE("manifest source 1.1: hardware_matrix, capability ranges without a cla
     CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"opaque:40:3\"\n"),
                Catch::Contains("power of two"));
 }
+
+TEST_CASE("manifest 1.1 3-D plan rules: block and grid as arrays, tags 14-17 required and written only when used; round trip", "[manifest][plan]") {
+    const std::string source = kHeader +
+                               "[[kernel]]\nname = \"matmul\"\nmodule = \"m\"\nsignature = \"ptr,ptr,ptr,i32\"\nproblem = [\"N\"]\n"
+                               "[[kernel.plan]]\nclass = \"modern\"\nblock = [16, 16]\ngrid = [\"(N + 15) / 16\", \"(N + 15) / 16\", 1]\n";
+    auto m = tools::parse_manifest_source(source, "m.toml");
+    REQUIRE(m);
+    const auto& rule = m->kernels.at(0).plans.at(0);
+    CHECK((rule.block == "16" && rule.block_y == "16" && rule.block_z == "1"));
+    CHECK((rule.grid == "(N + 15) / 16" && rule.grid_y == "(N + 15) / 16" && rule.grid_z == "1"));
+    auto bytes = encode_manifest(*m);
+    REQUIRE(bytes);
+    CHECK(load_u16(*bytes, 6) == 1);  // a 3-D rule needs manifest minor 1
+    auto back = decode_manifest(*bytes);
+    REQUIRE(back);
+    CHECK(back->kernels.at(0).plans == m->kernels.at(0).plans);
+    auto again = tools::parse_manifest_source(tools::format_manifest_source(*back), "extracted.toml");
+    REQUIRE(again);
+    CHECK(encode_manifest(*again).value() == *bytes);
+    // A 1-D rule is written without the new tags: the bytes of every earlier writer.
+    auto flat = *m;
+    auto& r = flat.kernels[0].plans[0];
+    r.block_y = r.grid_y = "1";
+    const auto flat_bytes = encode_manifest(flat).value();
+    CHECK(load_u16(flat_bytes, 6) == 0);
+    CHECK(flat_bytes.size() < bytes->size());
+    // Expressions of the new fields are checked like the others: block_y sees no outputs.
+    auto wrong = *m;
+    wrong.kernels[0].plans[0].block_y = "smem / 2";
+    CHECK_THAT(validate_manifest(wrong).error().message, Catch::Contains("unknown name 'smem'"));
+    CHECK_THAT(source_error(kHeader + "[[kernel]]\nname = \"k\"\nmodule = \"m\"\nsignature = \"ptr\"\n[[kernel.plan]]\nclass = \"modern\"\nblock = [1, 2, 3, 4]\ngrid = 1\n"),
+               Catch::Contains("block must be an expression or an array of 1 to 3 expressions [x, y, z]"));
+}

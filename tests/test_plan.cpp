@@ -153,3 +153,29 @@ TEST_CASE("rules are tried in order; capability rows inside a class", "[plan]") 
     CHECK(t->select(row("NVIDIA GB300"), problem)->block == 128);  // 10.3 is not 10.0
     CHECK(t->select(row("NVIDIA H200"), problem)->rule == 1);
 }
+
+TEST_CASE("a 3-D plan rule: blocks of 16x16, a grid covering an N x N matrix; each dimension checked", "[plan]") {
+    archive::PlanRule r;
+    r.device_class = "modern";
+    r.block = "16";
+    r.block_y = "16";
+    r.grid = "(N + 15) / 16";
+    r.grid_y = "(N + 15) / 16";
+    const auto t = PlanTable::compile(one_rule(r));
+    REQUIRE(t);
+    const Plan p = select_ok(*t, row("NVIDIA H200"), 1000);
+    CHECK((p.grid == 63 && p.grid_y == 63 && p.grid_z == 1 && p.block == 16 && p.block_y == 16 && p.block_z == 1));
+    CHECK(plan_text(p) == "grid 63x63x1, block 16x16x1, smem 0, cluster 1x1x1, pdl off");
+    // Past the limits of y: named.
+    const int64_t huge[] = {int64_t{16} * 70000};
+    auto refused = t->select(row("NVIDIA H200"), huge);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().message, Catch::Contains("grid y of 70000 (1..65535)"));
+    r.block_z = "8";  // 16 * 16 * 8 = 2048 threads
+    const auto t2 = PlanTable::compile(one_rule(r));
+    REQUIRE(t2);
+    const int64_t n[] = {64};
+    auto over = t2->select(row("NVIDIA H200"), n);
+    REQUIRE_FALSE(over);
+    CHECK_THAT(over.error().message, Catch::Contains("block 16x16x8 of 2048 threads (at most 1024)"));
+}

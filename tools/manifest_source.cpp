@@ -1,5 +1,6 @@
 #include "manifest_source.hpp"
 
+#include <array>
 #include <algorithm>
 #include <charconv>
 #include <optional>
@@ -202,11 +203,28 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
                         *field = static_cast<uint16_t>(pair->first * 10 + pair->second);
                     }
                     const std::pair<std::string*, const char*> fields[] = {
-                        {&rule.when, "when"}, {&rule.block, "block"}, {&rule.blocks_per_sm, "blocks_per_sm"},
-                        {&rule.smem, "smem"}, {&rule.grid, "grid"}, {&rule.pdl, "pdl"}};
+                        {&rule.when, "when"}, {&rule.blocks_per_sm, "blocks_per_sm"}, {&rule.smem, "smem"}, {&rule.pdl, "pdl"}};
                     for (const auto& [field, key] : fields) {
                         SDM_TRY_GET(e, expression(path, r->get(key), rw + " " + key, *field));
                         *field = *e;
+                    }
+                    // block and grid: an expression (x), or an array of 1 to 3 expressions [x, y, z].
+                    const std::pair<std::array<std::string*, 3>, const char*> shapes[] = {
+                        {{&rule.block, &rule.block_y, &rule.block_z}, "block"}, {{&rule.grid, &rule.grid_y, &rule.grid_z}, "grid"}};
+                    for (const auto& [dims, key] : shapes) {
+                        const toml::node* node = r->get(key);
+                        const toml::array* a = node != nullptr ? node->as_array() : nullptr;
+                        if (a == nullptr) {
+                            SDM_TRY_GET(e, expression(path, node, rw + " " + key, *dims[0]));
+                            *dims[0] = *e;
+                            continue;
+                        }
+                        if (a->empty() || a->size() > 3)
+                            return bad(path, node->source(), rw + ": " + key + " must be an expression or an array of 1 to 3 expressions [x, y, z]");
+                        for (size_t i = 0; i < a->size(); ++i) {
+                            SDM_TRY_GET(e, expression(path, a->get(i), rw + " " + key, "1"));
+                            *dims[i] = *e;
+                        }
                     }
                     if (rule.block.empty() || rule.grid.empty()) return bad(path, r->source(), rw + " needs block and grid");
                     if (const toml::node* cluster = r->get("cluster")) {
@@ -240,9 +258,13 @@ std::string format_manifest_source(const Manifest& m) {
         for (const auto& p : k.problem) problem.push_back(p);
         toml::array plans;
         for (const auto& r : k.plans) {
-            toml::table rule{{"when", r.when}, {"block", r.block}, {"blocks_per_sm", r.blocks_per_sm},
-                             {"smem", r.smem}, {"grid", r.grid}, {"cluster", toml::array{r.cluster[0], r.cluster[1], r.cluster[2]}},
+            toml::table rule{{"when", r.when}, {"blocks_per_sm", r.blocks_per_sm},
+                             {"smem", r.smem}, {"cluster", toml::array{r.cluster[0], r.cluster[1], r.cluster[2]}},
                              {"pdl", r.pdl}};
+            if (r.block_y == "1" && r.block_z == "1") rule.insert("block", r.block);
+            else rule.insert("block", toml::array{r.block, r.block_y, r.block_z});
+            if (r.grid_y == "1" && r.grid_z == "1") rule.insert("grid", r.grid);
+            else rule.insert("grid", toml::array{r.grid, r.grid_y, r.grid_z});
             if (!r.device_class.empty()) rule.insert("class", r.device_class);
             if (r.capability != 0) rule.insert("capability", archive::sm_capability(r.capability));
             if (r.capability_min != 0) rule.insert("capability_min", archive::sm_capability(r.capability_min));

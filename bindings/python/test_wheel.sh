@@ -16,8 +16,10 @@ build=${1:?usage: test_wheel.sh BUILD_DIR}
 fail() { echo "test_wheel.sh: FAIL: $*" >&2; exit 1; }
 
 driver=$build/tests/fake_cuda/libcuda_fake.so
+tool=$build/tools/sdm
 [[ -e $build/capi/libsdm.so.1 ]] || fail "no $build/capi/libsdm.so.1: build sdm first (meson setup build && ninja -C build)"
 [[ -e $driver ]] || fail "no $driver: configure the build with its tests"
+[[ -x $tool ]] || fail "no $tool: the tests archive tests/data's kernels with it"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,7 +34,7 @@ fi
 # change the cache or set a signature policy (the tests mount unsigned archives).
 unset SDM_LIBRARY LD_LIBRARY_PATH PYTHONPATH SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES \
       SDM_LOG SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
-export SDM_CUDA_DRIVER=$driver SDM_CACHE_DIR=$tmp/cache
+export SDM_CUDA_DRIVER=$driver SDM_TOOL=$tool SDM_CACHE_DIR=$tmp/cache
 cd "$tmp"
 
 package=$("$python" -c 'import os, sdm; print(os.path.dirname(sdm.__file__))')

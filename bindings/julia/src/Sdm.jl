@@ -479,7 +479,7 @@ end
 # Kernel parameter types of a manifest signature (archive/manifest.cpp kParamTypes): the typed
 # ones convert the argument; b8..b64 (derived from an image, ABI 1.3) take any isbits value of
 # their size as it is, and an integer or float converted to the signed integer or float of that
-# size; opaque:SIZE:ALIGN takes an isbits value or a byte vector of SIZE bytes.
+# size; bf16 a 2-byte bits value; opaque:SIZE:ALIGN an isbits value or a byte vector of SIZE bytes.
 const PARAM_TYPES = Dict("ptr" => UInt64, "i32" => Int32, "u32" => UInt32, "i64" => Int64, "u64" => UInt64,
                          "f32" => Float32, "f64" => Float64, "f16" => Float16)
 const BITS_TYPES = Dict("b8" => (Int8, UInt8), "b16" => (Int16, Float16), "b32" => (Int32, Float32),
@@ -490,6 +490,10 @@ _argument(::Type{T}, x) where {T} = convert(T, x)  # InexactError rather than a 
 
 function _argument(type::AbstractString, x, index::Integer)
     haskey(PARAM_TYPES, type) && return _argument(PARAM_TYPES[type], x)
+    if type == "bf16"  # Base has no BFloat16: its 2 bytes as they are (a BFloat16, a UInt16 of its bits)
+        isbits(x) && sizeof(x) == 2 && return x
+        throw(ArgumentError("kernel argument $index: a $(typeof(x)) for a bf16 parameter (2 bytes: a BFloat16 or its bits as a UInt16)"))
+    end
     if haskey(BITS_TYPES, type)
         integer, float = BITS_TYPES[type]
         x isa Ptr && integer === Int64 && return _argument(UInt64, x)
@@ -501,9 +505,9 @@ function _argument(type::AbstractString, x, index::Integer)
     end
     m = match(r"^opaque:(\d+):(\d+)$", type)
     if m !== nothing
-        size = parse(Int, m.captures[1])
-        x isa AbstractVector{UInt8} && length(x) == size && return Tuple(x)
-        isbits(x) && sizeof(x) == size && return x
+        bytes = parse(Int, m.captures[1])
+        x isa AbstractVector{UInt8} && length(x) == bytes && return Tuple(x)
+        isbits(x) && sizeof(x) == bytes && return x
         throw(ArgumentError("kernel argument $index: a $(typeof(x)) of $(sizeof(x)) bytes for an $type parameter"))
     end
     throw(ArgumentError("kernel argument $index: parameter type $type is unknown to Sdm.jl ($(typeof(x)) passed)"))

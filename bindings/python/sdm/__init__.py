@@ -686,7 +686,7 @@ def _dlpack_pointer(value: object, stream: int | None, what: str) -> int:
         raise TypeError(f"{what}: {type(value).__name__}.__dlpack__() returned a capsule named {name!r}, not an "
                         "unconsumed DLPack tensor (dltensor)")
     _dlpack_device_check(tensor.device_type, what)
-    return ((tensor.data or 0) + tensor.byte_offset) % 2**64
+    return (int(tensor.data or 0) + int(tensor.byte_offset)) % 2**64
 
 
 def _device_pointer(value: object, stream: int | None, what: str) -> int | None:
@@ -781,7 +781,7 @@ def _bits_argument(kind: str, value: object, what: str) -> ctypes._CData:
         raise TypeError(f"{what}: a float is ambiguous for a {kind} parameter ({'f16 or bf16' if bits == 16 else 'one byte'}): "
                         f"pass its bits as an int or {bits // 8} byte(s) (struct.pack('<e', x) for an f16), or a ctypes value")
     if hasattr(value, "__index__"):
-        number = operator.index(value)  # type: ignore[arg-type]
+        number = operator.index(value)
         if not -(1 << (bits - 1)) <= number < 1 << bits:
             raise OverflowError(f"{what}: {number} does not fit a {kind} ({bits} bits: "
                                 f"{-(1 << (bits - 1))} .. {(1 << bits) - 1})")
@@ -868,14 +868,22 @@ def _launch_attributes(attributes: _Attributes) -> tuple[ctypes.Array[_CUlaunchA
     return array, len(pairs)
 
 
+def _signature_types(signature: str) -> list[str]:
+    """The parameter types of a signature ("ptr, f32,i32"): spaces ignored, as libsdm reads it."""
+    return [t for t in "".join(signature.split()).split(",") if t]
+
+
 class Kernel:
     """A kernel a Runtime fetched (Runtime.kernel). Valid while its runtime is open, or after a
-    reload replaced its archive, until release()."""
+    reload replaced its archive, until release(). Its launch arguments convert by the signature
+    given to Runtime.kernel (which libsdm checked against the kernel's), else by the kernel's own:
+    a host that says "ptr,ptr,f32" for a kernel `sdm import` archived as "b64,b64,b32" passes 3 as
+    3.0f, and a float where a pointer goes is a TypeError."""
 
-    def __init__(self, runtime: Runtime, handle: ctypes._Pointer[_capi.sdm_kernel]) -> None:
+    def __init__(self, runtime: Runtime, handle: ctypes._Pointer[_capi.sdm_kernel], signature: str | None = None) -> None:
         self.runtime = runtime
         self._kernel = handle
-        self._signature: list[str] | None = None
+        self._signature: list[str] | None = _signature_types(signature) if signature is not None else None
 
     @property
     def _handle(self) -> ctypes._Pointer[_capi.sdm_kernel]:
@@ -938,7 +946,7 @@ class Kernel:
             plan = Plan(plan[0], plan[1])
         handle = _stream_handle(stream)
         if self._signature is None:
-            self._signature = [t.strip() for t in self.info().signature.split(",") if t.strip()]
+            self._signature = _signature_types(self.info().signature)
         values = []
         for index, value in enumerate(args):
             kind = self._signature[index] if index < len(self._signature) else None
@@ -971,13 +979,20 @@ class Kernel:
     def global_write(self, name: str, data: object, offset: int = 0, stream: object = None) -> None:
         """Copies bytes-like `data` (bytes, bytearray, memoryview, array.array, a ctypes array or
         structure) to the global `name` at byte `offset`, on `stream` (None: the context's default
-        stream), as cuMemcpyHtoDAsync does. Writable data is read in place: pageable memory is
-        staged before the call returns (CUDA's rule), while pinned memory must stay as it is until
-        the stream has done the copy. A range past the global's size is InvalidArgumentError."""
+        stream), as cuMemcpyHtoDAsync does. bytes and writable data are read in place (other
+        read-only buffers through a copy): pageable memory is staged before the call returns
+        (CUDA's rule), while pinned memory must stay as it is until the stream has done the copy. A
+        range past the global's size is InvalidArgumentError."""
         view = _buffer(data, "data")
         handle = _stream_handle(stream)
         position = _int_in(offset, 0, 2**64 - 1, "offset")
-        source: object = bytes(view) if view.readonly else (ctypes.c_char * view.nbytes).from_buffer(view)
+        source: object
+        if isinstance(data, bytes):
+            source = data  # ctypes passes a bytes object's own buffer
+        elif view.readonly:
+            source = view.tobytes()
+        else:
+            source = (ctypes.c_char * view.nbytes).from_buffer(view)
         self._call("sdm_global_write", name.encode(), position, source, view.nbytes, handle)
 
     def global_read(self, name: str, size: int | None = None, offset: int = 0, stream: object = None) -> bytes:
@@ -1212,8 +1227,8 @@ class Runtime:
         several matches raise AmbiguousError listing them. With `signature` ("ptr,f32,i32"), a
         kernel declaring another raises MismatchError; a signature derived from the image
         ("b64,b32", from `sdm import`) agrees with every typed one of its layout (b32: i32, u32 or
-        f32; b64: ptr, i64, u64 or f64). `stream` (an int or a stream object, as launch takes) is
-        checked for graph capture before any JIT."""
+        f32; b64: ptr, i64, u64 or f64), and the Kernel's launch arguments convert by it. `stream`
+        (an int or a stream object, as launch takes) is checked for graph capture before any JIT."""
         handle = kernel_p()
         stream_handle = _stream_handle(stream)
         if signature is None:
@@ -1221,7 +1236,7 @@ class Runtime:
         else:
             self._call("sdm_kernel_get_checked", ordinal, name.encode(), signature.encode(), stream_handle,
                        ctypes.byref(handle))
-        return Kernel(self, handle)
+        return Kernel(self, handle, signature)
 
     def kernels(self, archive: int | None = None) -> list[KernelEntry]:
         """The kernels of mounted archive `archive` (its index in mount order; each entry says

@@ -850,6 +850,466 @@ class KernelTest(FakeDriverTest):
         self.assertEqual(caught.exception.native, 1)  # CUDA_ERROR_INVALID_VALUE
 
 
+# ---- ABI 1.3: the user's kernels, as `sdm import` archives them --------------------------------------
+
+class CudaArray:
+    """What CuPy and Numba arrays offer (version 3 of the CUDA Array Interface)."""
+
+    def __init__(self, pointer):
+        self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (pointer, False), "version": 3,
+                                         "strides": None, "stream": 1}
+
+
+class TorchLike:
+    """What a PyTorch tensor offers besides the interfaces: data_ptr()."""
+
+    def __init__(self, pointer):
+        self.pointer = pointer
+
+    def data_ptr(self):
+        return self.pointer
+
+
+class DLTensor(ctypes.Structure):
+    """dlpack.h's DLTensor, as an exporter lays it out."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32),
+                ("ndim", ctypes.c_int32), ("dtype", ctypes.c_uint8 * 4), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p), ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+
+CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, CAPSULE_DESTRUCTOR)(
+    ("PyCapsule_New", ctypes.pythonapi))
+
+
+class DLPackArray:
+    """A DLPack exporter as CuPy and PyTorch are one: __dlpack_device__, and __dlpack__ giving a
+    "dltensor" capsule (or "dltensor_versioned") over its DLTensor. It records the streams it is
+    asked to export on and how many of its capsules were dropped unconsumed (their destructor, where
+    a real exporter calls the deleter)."""
+
+    NAMES = {False: b"dltensor", True: b"dltensor_versioned"}  # capsules keep a pointer to their name
+
+    def __init__(self, pointer, byte_offset=0, device_type=2, versioned=False, takes_stream=True):
+        self.managed = DLManagedTensorVersioned(major=1) if versioned else DLManagedTensor()
+        tensor = self.managed.dl_tensor
+        tensor.data, tensor.device_type, tensor.byte_offset, tensor.ndim = pointer, device_type, byte_offset, 1
+        self.device_type, self.versioned, self.takes_stream = device_type, versioned, takes_stream
+        self.streams, self.released = [], 0
+        self.destructor = CAPSULE_DESTRUCTOR(self.release)
+
+    def release(self, _capsule):
+        self.released += 1
+
+    def __dlpack_device__(self):
+        return (self.device_type, 0)
+
+    def __dlpack__(self, **options):
+        if options and not self.takes_stream:
+            raise TypeError("__dlpack__() got an unexpected keyword argument 'stream'")
+        if "stream" in options:
+            self.streams.append(options["stream"])
+        return capsule_new(ctypes.addressof(self.managed), self.NAMES[self.versioned], self.destructor)
+
+
+class CudaStream:
+    """A stream of cuda.core's protocol: __cuda_stream__() gives (version, handle)."""
+
+    def __init__(self, handle, version=0):
+        self.handle, self.version = handle, version
+
+    def __cuda_stream__(self):
+        return (self.version, self.handle)
+
+
+class UserKernelsTest(FakeDriverTest):
+    """tests/data/launch.cu's kernels (tests/test_launch_config.cpp has the C ABI's cases): 3-D and
+    cooperative launches, priorities, attributes, plans for elements, globals, C++ names and the
+    kernel listing; the arguments of derived signatures (b32, b64, opaque) and the objects of other
+    CUDA libraries (arrays, streams)."""
+
+    FILL_F = "_ZN8sdm_test4fillIfLi256EEEvPT_S1_"
+    FILL_I = "_ZN8sdm_test4fillIiLi256EEEvPT_S1_"
+    REDUCE = "_ZN8sdm_test6reduceIiEEvPKT_PS1_i"
+
+    def setUp(self):
+        super().setUp()
+        self.archive = imported_archive(self, "launch.sm_90.cubin")
+        self.rt = self.runtime()
+        self.rt.mount_file(self.archive)
+        self.matmul = self.rt.kernel(0, "matmul_tiled")
+
+    # -- shapes --
+    def test_3d_grids_and_blocks_reach_the_driver_as_given(self):
+        self.matmul.launch(((7, 7), (16, 16)), [0, 0, 0, 100])
+        launch = self.last_launch()
+        self.assertEqual((list(launch.grid), list(launch.block), launch.ids()), ([7, 7, 1], [16, 16, 1], []))
+        plan = sdm.Plan((4, 6, 3), (8, 4, 2), cluster=(1, 2), priority=-3)
+        self.matmul.launch(plan, [0, 0, 0, 100])
+        launch = self.last_launch()
+        self.assertEqual((list(launch.grid), list(launch.block), list(launch.cluster)), ([4, 6, 3], [8, 4, 2], [1, 2, 1]))
+        self.assertEqual((launch.priority, launch.cooperative, launch.ids()), (-3, 0, [4, 8]))  # cluster, priority
+        # Missing and zero y and z are 1; ints are one dimension.
+        self.matmul.launch(((3, 0, 0), (64, 0)), [0, 0, 0, 1])
+        launch = self.last_launch()
+        self.assertEqual((list(launch.grid), list(launch.block)), ([3, 1, 1], [64, 1, 1]))
+        self.matmul.launch((5, 32), [0, 0, 0, 1])
+        self.assertEqual((list(self.last_launch().grid), list(self.last_launch().block)), ([5, 1, 1], [32, 1, 1]))
+
+    def test_a_plan_keeps_one_dimension_as_an_int_and_more_as_x_y_z(self):
+        self.assertEqual(sdm.Plan(grid=(7,), block=(256, 0, 0)), sdm.Plan(7, 256))
+        plan = sdm.Plan((7, 7), (16, 16), cluster=0)
+        self.assertEqual((plan.grid, plan.block, plan.cluster), ((7, 7, 1), (16, 16, 1), (1, 1, 1)))
+        self.assertEqual((plan.grid_dims, sdm.Plan(9, 32).grid_dims, sdm.Plan(9, 32).block_dims), ((7, 7, 1), (9, 1, 1), (32, 1, 1)))
+        self.assertEqual(dataclasses.replace(plan, grid=(7, 1, 1)).grid, 7)
+        self.assertEqual(hash(sdm.Plan((2, 2), 1)), hash(sdm.Plan((2, 2, 1), (1,))))
+        for bad, error in ((((1, 2, 3, 4), 1), ValueError), (((), 1), ValueError), ((-1, 1), ValueError),
+                           ((1, 2**32), ValueError), (("7", 1), TypeError), (((1, 2.5), 1), TypeError)):
+            with self.subTest(shape=bad), self.assertRaises(error):
+                sdm.Plan(*bad)
+        for bad in (dict(smem_bytes=-1), dict(priority=2**31), dict(cluster=(1, 2, 3, 4))):
+            with self.subTest(**bad), self.assertRaises(ValueError):
+                sdm.Plan(1, 1, **bad)
+        launched = self.fake_calls("cuLaunchKernelEx")
+        with self.assertRaisesRegex(TypeError, r"a Plan, or \(grid, block\)"):
+            self.matmul.launch((1, 2, 3), [0, 0, 0, 1])  # (grid, block, smem) would read a 3-D grid wrong
+        with self.assertRaisesRegex(TypeError, r"a Plan, or \(grid, block\)"):
+            self.matmul.launch([1, 32], [0, 0, 0, 1])
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), launched)
+
+    def test_dimensions_out_of_range_are_libsdms_to_refuse_naming_the_limit(self):
+        cases = [(((1, 65536), 16), "grid y of 65536 (1..65535)"), ((0, 16), "grid x of 0 (1..2147483647)"),
+                 ((1, (1, 1, 65)), "block z of 65 (1..64)"),
+                 ((1, (32, 32, 2)), "block 32x32x2 of 2048 threads (at most 1024)")]
+        for shape, why in cases:
+            with self.subTest(why=why), self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "kernel matmul_tiled cannot launch with", why):
+                self.matmul.launch(shape, [0, 0, 0, 1])
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "launch priority 3 is outside the context's range -5 (greatest) to 0 (least"):
+            self.matmul.launch(sdm.Plan(1, 16, priority=3), [0, 0, 0, 1])
+
+    def test_cooperative_launches_and_their_refusal(self):
+        grid_sum = self.rt.kernel(0, "grid_sum")
+        plan = sdm.Plan(132 * 8, 256, cooperative=True)
+        self.assertTrue(plan.cooperative)
+        self.assertEqual(plan.flags, sdm.PlanFlag.COOPERATIVE)
+        grid_sum.launch(plan, [0, 0])
+        launch = self.last_launch()
+        self.assertEqual((launch.cooperative, launch.grid[0], launch.ids()), (1, 1056, [2]))  # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+        self.assertFalse(dataclasses.replace(plan, cooperative=False).cooperative)
+        self.assertEqual(sdm.Plan(1, 1, flags=sdm.PlanFlag.PDL, cooperative=True).flags, sdm.PlanFlag.PDL | sdm.PlanFlag.COOPERATIVE)
+        launched = self.fake_calls("cuLaunchKernelEx")
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "kernel grid_sum cannot launch cooperatively with grid 1057, block 256",
+                         "its 1057 blocks cannot all be resident on device 0 (NVIDIA H200)", "launch at most 1056 blocks"):
+            grid_sum.launch(dataclasses.replace(plan, grid=1057), [0, 0])
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "its 1089 blocks cannot all be resident"):
+            grid_sum.launch(sdm.Plan((33, 33), 256, cooperative=True), [0, 0])
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), launched)
+        grid_sum.launch(sdm.Plan(1057, 256), [0, 0])  # not cooperative: the host's business
+
+    def test_a_cooperative_launch_on_a_device_without_them_names_the_attribute(self):
+        os.environ["SDM_FAKE_CUDA_DEVICES"] = "NVIDIA H200 (no cooperative launch),9.0,232448,132,62914560"
+        rt = self.runtime()
+        rt.mount_file(self.archive)
+        grid_sum = rt.kernel(0, "grid_sum")
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "kernel grid_sum cannot launch cooperatively on device 0",
+                         "does not support cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH is 0)"):
+            grid_sum.launch(sdm.Plan(4, 32, cooperative=True), [0, 0])
+        grid_sum.launch((4, 32), [0, 0])
+
+    def test_launch_attributes_follow_sdms_own(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        plan = sdm.Plan(2, 32, priority=-1)
+        # CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN (10) remote, PREFERRED_SHARED_MEMORY_CARVEOUT (14) 50 %.
+        scale.launch(plan, [0, 0, 1], attributes={10: 1, 14: 50})
+        self.assertEqual(self.last_launch().ids(), [8, 10, 14])  # priority first
+        scale.launch(plan, [0, 0, 1], attributes=[(14, 50)])
+        self.assertEqual(self.last_launch().ids(), [8, 14])
+        scale.launch(plan, [0, 0, 1], attributes=[])
+        self.assertEqual(self.last_launch().ids(), [8])
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "is one sdm_plan sets"):
+            scale.launch(plan, [0, 0, 1], attributes={2: 1})  # COOPERATIVE: Plan(cooperative=True)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "at most 16"):
+            scale.launch(plan, [0, 0, 1], attributes=[(10, 1)] * 17)
+        with self.assertRaisesRegex(ValueError, "holds 64"):
+            scale.launch(plan, [0, 0, 1], attributes={1: bytes(65)})
+        with self.assertRaises(OverflowError):
+            scale.launch(plan, [0, 0, 1], attributes={10: 2**32})
+
+    def test_plan_for_elements(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        plan = scale.plan_for_elements(1_000_000)
+        self.assertEqual((plan.grid, plan.block, plan.rule, plan.occupancy, plan.cluster, plan.flags),
+                         (977, 1024, -1, 2, (1, 1, 1), sdm.PlanFlag(0)))  # the fake suggests 1,024 threads
+        self.assertEqual(self.fake_calls("cuOccupancyMaxPotentialBlockSize"), 1)
+        scale.launch(plan, [0, 0, 1_000_000])
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "a plan for 0 elements"):
+            scale.plan_for_elements(0)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "blocks, over the grid's 2147483647 in x"):
+            scale.plan_for_elements(1 << 62)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "300000 B of dynamic shared memory per block, over the 232448 B"):
+            scale.plan_for_elements(10, smem_bytes=300000)
+        with self.assertRaises(ValueError):
+            scale.plan_for_elements(-1)
+
+    # -- arguments --
+    def test_untyped_parameters_take_ints_floats_and_bytes(self):
+        scale = self.rt.kernel(0, "scale_by_table")  # b64,b64,b32
+        self.assertEqual(scale.info().signature, "b64,b64,b32")
+        sizes = [8, 8, 4]
+        seen = self.arguments(scale, (1, 32), [0x7F0000000000, -1, 7], sizes)
+        self.assertEqual(seen, [struct.pack("<Q", 0x7F0000000000), b"\xff" * 8, struct.pack("<i", 7)])
+        seen = self.arguments(scale, (1, 32), [None, 1.5, 2.5], sizes)  # a float: f64 in a b64, f32 in a b32
+        self.assertEqual(seen, [bytes(8), struct.pack("<d", 1.5), struct.pack("<f", 2.5)])
+        seen = self.arguments(scale, (1, 32), [2**64 - 1, -2**63, -1], sizes)
+        self.assertEqual(seen, [b"\xff" * 8, struct.pack("<q", -2**63), b"\xff" * 4])
+        seen = self.arguments(scale, (1, 32), [ctypes.c_uint64(5), bytes(range(8)), 2**32 - 1], sizes)
+        self.assertEqual(seen, [struct.pack("<Q", 5), bytes(range(8)), b"\xff" * 4])
+        launched = self.fake_calls("cuLaunchKernelEx")
+        for bad, error, fragment in (([0, 0, 2**32], OverflowError, "does not fit a b32"),
+                                     ([0, 0, -2**31 - 1], OverflowError, "does not fit a b32"),
+                                     ([2**64, 0, 0], OverflowError, "does not fit a b64"),
+                                     ([0, 0, b"abc"], ValueError, "argument 2 (b32) is 4 byte(s)"),
+                                     ([0, 0, "7"], TypeError, "not a str"),
+                                     (["0", 0, 0], TypeError, "not a str")):
+            with self.subTest(args=bad), self.assertRaisesRegex(error, re.escape(fragment)):
+                scale.launch((1, 32), bad)
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), launched)
+        # The C++ templates too, fetched by name expression: fill<float, 256>(float*, float).
+        fill = self.rt.kernel(0, "sdm_test::fill<float, 256>", signature="ptr,f32")
+        self.assertEqual(self.arguments(fill, (1, 256), [0x1000, 1.25], [8, 4]), [struct.pack("<Q", 0x1000), struct.pack("<f", 1.25)])
+        fill_int = self.rt.kernel(0, "fill<int,256>")
+        self.assertEqual(self.arguments(fill_int, (1, 256), [0x1000, -5], [8, 4]), [struct.pack("<Q", 0x1000), struct.pack("<i", -5)])
+
+    def test_structs_by_value_and_the_narrow_untyped_parameters(self):
+        rt = self.runtime()
+        rt.mount_file(imported_archive(self, "params.sm_90.cubin"))
+        mixed = rt.kernel(0, "mixed")  # (char, double, int, long long, Odd (3 bytes), Wide (16, aligned 8), void*)
+        self.assertEqual(mixed.info().signature, "b8,b64,b32,b64,opaque:3:1,opaque:16:8,b64")
+
+        class Wide(ctypes.Structure):
+            _fields_ = [("d", ctypes.c_double), ("c", ctypes.c_char)]
+
+        args = [-3, 2.5, 7, 1 << 40, b"xyz", Wide(1.5, b"w"), CudaArray(0x7F0000000000)]
+        seen = self.arguments(mixed, (1, 1), args, [1, 8, 4, 8, 3, 16, 8])
+        self.assertEqual(seen, [b"\xfd", struct.pack("<d", 2.5), struct.pack("<i", 7), struct.pack("<q", 1 << 40), b"xyz",
+                                bytes(Wide(1.5, b"w")), struct.pack("<Q", 0x7F0000000000)])
+        args[4], args[5] = bytearray(b"abc"), memoryview(bytes(16))
+        self.assertEqual(self.arguments(mixed, (1, 1), args, [1, 8, 4, 8, 3, 16, 8])[4:6], [b"abc", bytes(16)])
+        with self.assertRaisesRegex(ValueError, r"argument 4 \(opaque:3:1\) is 3 byte\(s\); the value given is 4"):
+            mixed.launch((1, 1), [0, 0, 0, 0, b"abcd", bytes(16), 0])
+        with self.assertRaisesRegex(TypeError, r"argument 5 \(opaque:16:8\): a int is not bytes-like"):
+            mixed.launch((1, 1), [0, 0, 0, 0, b"abc", 5, 0])
+        with self.assertRaisesRegex(OverflowError, "does not fit a b8"):
+            mixed.launch((1, 1), [256, 0, 0, 0, b"abc", bytes(16), 0])
+        # gap(int, float4, float*): a 16-byte vector by value.
+        gap = rt.kernel(0, "gap")
+        vector = (ctypes.c_float * 4)(1, 2, 3, 4)
+        self.assertEqual(self.arguments(gap, (1, 1), [3, vector, None], [4, 16, 8])[1], bytes(vector))
+        # by_struct(Pair, float*): an 8-byte struct the cubin records as b64 takes its bytes too.
+        class Pair(ctypes.Structure):
+            _fields_ = [("x", ctypes.c_float), ("y", ctypes.c_int32)]
+
+        by_struct = rt.kernel(0, "by_struct")
+        self.assertEqual(self.arguments(by_struct, (1, 1), [Pair(0.5, 3), 0], [8, 8])[0], bytes(Pair(0.5, 3)))
+        # halves(__half, __nv_bfloat16, float*): a float would be ambiguous; bits and bytes are not.
+        halves = rt.kernel(0, "halves")
+        with self.assertRaisesRegex(TypeError, "ambiguous for a b16 parameter"):
+            halves.launch((1, 1), [1.5, 0, 0])
+        self.assertEqual(self.arguments(halves, (1, 1), [0x3E00, struct.pack("<e", 2.0), 0], [2, 2, 8])[:2],
+                         [struct.pack("<H", 0x3E00), struct.pack("<e", 2.0)])
+
+    def test_typed_half_parameters_take_floats(self):
+        # No archive declares f16 or bf16: the conversion on its own.
+        self.assertEqual(sdm._kernel_argument("f16", 1.5, 0).value, 0x3E00)
+        self.assertEqual(sdm._kernel_argument("bf16", 1.5, 0).value, 0x3FC0)
+        self.assertEqual(sdm._kernel_argument("bf16", 1.00390625, 0).value, 0x3F80)  # a tie, to even
+        self.assertEqual(sdm._kernel_argument("bf16", float("nan"), 0).value & 0x7FC0, 0x7FC0)
+        with self.assertRaises(OverflowError):
+            sdm._kernel_argument("f16", 1e6, 0)
+
+    def test_device_memory_of_other_libraries_as_pointer_arguments(self):
+        scale = self.rt.kernel(0, "scale_by_table")  # b64,b64,b32
+        typed = self.rt.kernel(0, "scale_by_table", signature="ptr,ptr,i32")  # the same kernel, typed by the host
+        sizes = [8, 8, 4]
+        for kernel in (scale, typed):
+            with self.subTest(signature="derived" if kernel is scale else "typed"):
+                seen = self.arguments(kernel, (1, 32), [CudaArray(0x7F0000001000), TorchLike(0x7F0000002000), 4], sizes)
+                self.assertEqual(seen[:2], [struct.pack("<Q", 0x7F0000001000), struct.pack("<Q", 0x7F0000002000)])
+                host = (ctypes.c_float * 4)()
+                seen = self.arguments(kernel, (1, 32), [ctypes.pointer(host), ctypes.c_void_p(0x10), 4], sizes)
+                self.assertEqual(seen[:2], [struct.pack("<Q", ctypes.addressof(host)), struct.pack("<Q", 0x10)])
+        with self.assertRaisesRegex(TypeError, r"argument 0 \(ptr\): give a device pointer.*not a float"):
+            typed.launch((1, 32), [1.5, 0, 4])
+        # The host's signature, which libsdm checked, converts the arguments: 3 is 3.0f in an f32.
+        as_floats = self.rt.kernel(0, "scale_by_table", signature="u64, ptr, f32")
+        self.assertEqual(self.arguments(as_floats, (1, 32), [1, None, 3], sizes), [struct.pack("<Q", 1), bytes(8), struct.pack("<f", 3.0)])
+        self.assertEqual(self.arguments(scale, (1, 32), [1, None, 3], sizes)[2], struct.pack("<i", 3))  # b32: the int's bits
+        with self.assertRaisesRegex(TypeError, "has no data pointer"):
+            bad = CudaArray(0)
+            bad.__cuda_array_interface__ = {"shape": (1,)}
+            typed.launch((1, 32), [bad, 0, 4])
+
+    def test_dlpack_exporters_give_their_data_on_the_launch_stream(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        legacy = DLPackArray(0x7F0000001000, byte_offset=256)
+        versioned = DLPackArray(0x7F0000009000, versioned=True, device_type=13)  # managed memory
+        seen = self.arguments(scale, (1, 32), [legacy, versioned, 4], [8, 8, 4], stream=0x5000)
+        self.assertEqual(seen[:2], [struct.pack("<Q", 0x7F0000001100), struct.pack("<Q", 0x7F0000009000)])
+        self.assertEqual((legacy.streams, versioned.streams), ([0x5000], [0x5000]))
+        gc.collect()
+        self.assertEqual((legacy.released, versioned.released), (1, 1))  # not consumed: the export is let go
+        # The NULL stream is DLPack's 1, the legacy default stream; an exporter without the keyword still exports.
+        old = DLPackArray(0x7F0000003000, takes_stream=False)
+        seen = self.arguments(scale, (1, 32), [legacy, old, 4], [8, 8, 4])
+        self.assertEqual((legacy.streams[-1], seen[1]), (1, struct.pack("<Q", 0x7F0000003000)))
+        pinned = DLPackArray(0x7F0000004000, device_type=3)  # kDLCUDAHost: no stream to order on
+        self.arguments(scale, (1, 32), [pinned, 0, 4], [8, 8, 4])
+        self.assertEqual(pinned.streams, [])
+        cpu = DLPackArray(0x1000, device_type=1)
+        with self.assertRaisesRegex(TypeError, r"argument 0 \(b64\): a DLPack tensor in CPU memory \(device type 1\)"):
+            scale.launch((1, 32), [cpu, 0, 4])
+        self.assertEqual(cpu.streams, [])  # refused before it was asked to export
+
+    def test_streams_of_other_libraries(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+
+        class Torch:  # torch.cuda.Stream
+            cuda_stream = 0x6000
+
+        class Property:  # an early cuda.core: __cuda_stream__ as an attribute
+            __cuda_stream__ = (0, 0x7000)
+
+        class Parameter:  # the ctypes convention
+            _as_parameter_ = ctypes.c_void_p(0x8000)
+
+        for stream, handle in ((CudaStream(0x5000), 0x5000), (Torch(), 0x6000), (Property(), 0x7000),
+                               (Parameter(), 0x8000), (0x9000, 0x9000), (ctypes.c_void_p(0xA000), 0xA000), (None, None)):
+            with self.subTest(stream=type(stream).__name__):
+                scale.launch((1, 32), [0, 0, 1], stream=stream)
+                self.assertEqual(self.last_launch().stream, handle)
+        with self.assertRaisesRegex(ValueError, "version 1 of the protocol"):
+            scale.launch((1, 32), [0, 0, 1], stream=CudaStream(0x5000, version=1))
+        with self.assertRaisesRegex(TypeError, "give None, a CUstream as an int, or a stream object"):
+            scale.launch((1, 32), [0, 0, 1], stream="default")
+        with self.assertRaises(ValueError):
+            scale.launch((1, 32), [0, 0, 1], stream=-1)
+        # The fetch's graph-capture check takes one too.
+        self.assertEqual(self.rt.kernel(0, "grid_sum", stream=CudaStream(0x5000)).info().name, "grid_sum")
+
+    # -- module globals --
+    def test_globals_written_and_read_back(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        address, size = scale.global_get("coefficients")  # __constant__ float coefficients[16]
+        self.assertNotEqual(address, 0)
+        self.assertEqual(size, 64)
+        self.assertEqual(scale.global_get("launches")[1], 4)  # __device__ unsigned launches
+        table = array.array("f", [i * 0.5 for i in range(16)])
+        scale.global_write("coefficients", table, stream=CudaStream(0x5000))
+        self.assertEqual(scale.global_read("coefficients"), table.tobytes())
+        self.assertEqual(struct.unpack("<f", scale.global_read("coefficients", 4, offset=60)), (7.5,))
+        self.assertEqual(scale.global_read("coefficients", offset=56), table[14:].tobytes())  # the rest
+        self.assertEqual(scale.global_read("coefficients", 0), b"")
+        scale.global_write("coefficients", (ctypes.c_float * 2)(-1, -2), offset=8)
+        scale.global_write("coefficients", struct.pack("<f", 9.0))  # read-only data
+        scale.global_write("coefficients", memoryview(bytearray(struct.pack("<f", 8.0))), offset=4)
+        scale.global_write("coefficients", memoryview(struct.pack("<f", 6.0)), offset=12)  # read-only, not bytes
+        self.assertEqual(array.array("f", scale.global_read("coefficients", 16)).tolist(), [9.0, 8.0, -1.0, 6.0])
+        scale.global_write("launches", struct.pack("<I", 41))
+        self.assertEqual(scale.global_read("launches"), struct.pack("<I", 41))
+        self.assertEqual(ctypes.string_at(address + 60, 4), struct.pack("<f", 7.5))  # the fake's memory is the host's
+        # What is not a global, out of range, not bytes.
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "(as loaded for kernel scale_by_table) defines no global variable coefficient"):
+            scale.global_get("coefficient")
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "grid_sum is a kernel of module launch, not a global variable"):
+            scale.global_read("grid_sum", 4)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "is 64 bytes: a copy of 8 bytes at offset 60 runs past it"):
+            scale.global_write("coefficients", bytes(8), offset=60)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "a copy of 8 bytes at offset 60 runs past it"):
+            scale.global_read("coefficients", 8, offset=60)
+        with self.assertRaisesRegex(TypeError, "data: a str is not bytes-like"):
+            scale.global_write("coefficients", "0.5")
+        with self.assertRaises(ValueError):
+            scale.global_write("coefficients", b"x", offset=-1)
+        with self.assertRaises(ValueError):
+            scale.global_read("coefficients", -4)
+        with self.assertRaisesRegex(ValueError, "C-contiguous"):
+            scale.global_write("coefficients", memoryview(table)[::2])
+
+    # -- names --
+    def test_kernels_by_their_cpp_names(self):
+        for asked, name in (("void sdm_test::fill<float, 256>(float*, float)", self.FILL_F),
+                            ("sdm_test::fill<float, 256>", self.FILL_F), ("  fill < float , 256 > ", self.FILL_F),
+                            ("fill<int,256>", self.FILL_I), ("sdm_test::reduce<int>(int const*, int*, int)", self.REDUCE),
+                            ("reduce", self.REDUCE), (self.FILL_F, self.FILL_F), ("matmul_tiled", "matmul_tiled")):
+            with self.subTest(name=asked):
+                self.assertEqual(self.rt.kernel(0, asked).info().name, name)
+
+    def test_an_ambiguous_name_lists_the_candidates(self):
+        with self.raises(sdm.Status.ERROR_AMBIGUOUS, "kernel name 'fill' matches 2 kernels",
+                         f"void sdm_test::fill<float, 256>(float*, float) ({self.FILL_F})",
+                         f"void sdm_test::fill<int, 256>(int*, int) ({self.FILL_I})") as caught:
+            self.rt.kernel(0, "fill")
+        self.assertIsInstance(caught.exception, sdm.AmbiguousError)
+        self.assertIsInstance(caught.exception, LookupError)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "does not parse as a C++ name: an unclosed '<'"):
+            self.rt.kernel(0, "sdm_test::fill<float")
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "kernel fil<float, 256> is in no mounted archive",
+                         "the closest: void sdm_test::fill<"):
+            self.rt.kernel(0, "fil<float, 256>")
+
+    def test_derived_signatures_agree_with_typed_ones_of_their_layout(self):
+        for signature in ("ptr,ptr,i32", "u64, ptr, f32", "b64,b64,b32"):
+            with self.subTest(signature=signature):
+                self.assertEqual(self.rt.kernel(0, "scale_by_table", signature=signature).info().signature, "b64,b64,b32")
+        with self.raises(sdm.Status.ERROR_MISMATCH, "parameter 2 is b32 (4 bytes at offset 16)", "i64 (8 bytes at offset 16)"):
+            self.rt.kernel(0, "scale_by_table", signature="ptr,ptr,i64")
+
+    # -- the listing --
+    def test_the_kernel_listing(self):
+        served = self.rt.kernels()
+        self.assertEqual([k.name for k in served], [self.FILL_F, self.FILL_I, self.REDUCE, "grid_sum", "matmul_tiled", "scale_by_table"])
+        self.assertEqual(served[0], sdm.KernelEntry(name=self.FILL_F, demangled="void sdm_test::fill<float, 256>(float*, float)",
+                                                    module="launch", signature="b64,b32", targets=("sm_90",),
+                                                    archive_index=0, shadowed=False))
+        self.assertEqual(served[3].demangled, "")  # extern "C"
+        self.assertEqual(self.rt.kernels(0), served)
+        # A second layer with the same names shadows the first.
+        self.rt.mount_memory(self.archive.read_bytes(), label="overlay")
+        self.assertTrue(all(k.shadowed for k in self.rt.kernels(0)))
+        self.assertFalse(any(k.shadowed for k in self.rt.kernels(1)))
+        self.assertEqual({k.archive_index for k in self.rt.kernels()}, {1})
+        self.rt.mount_file(ARCHIVE)
+        self.assertEqual(len(self.rt.kernels()), len(served) + len(MANIFEST["kernel"]))
+        self.assertEqual({k.name: k.signature for k in self.rt.kernels(2)},
+                         {k["name"]: k["signature"] for k in MANIFEST["kernel"]})
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "there is no mounted archive 3 (3 mounted"):
+            self.rt.kernels(3)
+        with self.assertRaisesRegex(ValueError, "not a mount index"):
+            self.rt.kernels(-1)
+
+    def test_the_listing_is_destroyed_whatever_happens(self):
+        with mock.patch.object(lib, "sdm_kernel_list_destroy", wraps=lib.sdm_kernel_list_destroy) as destroy:
+            self.rt.kernels()
+            self.assertEqual(destroy.call_count, 1)
+            with mock.patch.object(lib, "sdm_kernel_list_get", side_effect=RuntimeError("interrupted")):
+                with self.assertRaisesRegex(RuntimeError, "interrupted"):
+                    self.rt.kernels()
+            self.assertEqual(destroy.call_count, 2)
+            with self.raises(sdm.Status.ERROR_NOT_FOUND):
+                self.rt.kernels(7)  # no list made: nothing to destroy, but NULL is accepted
+            self.assertLessEqual(destroy.call_count, 3)
+
+
 # ---- python -m sdm info ---------------------------------------------------------------------------
 
 class InfoTest(FakeDriverTest):
