@@ -151,7 +151,7 @@ TEST_CASE_METHOD(FakeRuntime, "a kernel's expected signature: checked at sdm_ker
     CHECK(sdm_kernel_get_checked(rt.get(), 0, "scale", nullptr, nullptr, &k, nullptr) == SDM_OK);
     sdm_error* e = nullptr;
     REQUIRE(sdm_kernel_get_checked(rt.get(), 0, "scale", "ptr,ptr,i32", nullptr, &k, &e) == SDM_ERROR_MISMATCH);
-    CHECK_THAT(sdm_error_message(e), Catch::Contains("takes (ptr,f32,i32)") && Catch::Contains("built for (ptr,ptr,i32)"));
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("parameter 1 is f32 (4 bytes at offset 8) in the archive's signature (ptr,f32,i32)") && Catch::Contains("the host passes ptr (8 bytes at offset 8) in (ptr,ptr,i32)"));
     sdm_error_destroy(e);
     REQUIRE(sdm_kernel_get_checked(rt.get(), 0, "scale", "ptr,float", nullptr, &k, &e) == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(sdm_error_message(e), Catch::Contains("unknown type 'float'"));

@@ -63,7 +63,12 @@ int main() {
     sdm_device_info_get(rt, 0, &dev, nullptr);
 
     // 1. A 2-D tiled matrix multiply: blocks of 16x16 threads, a grid of ceil(n/16) x ceil(n/16).
-    if (sdm_kernel* matmul = get("matmul_tiled", "ptr,ptr,ptr,i32")) {
+    sdm_kernel* matmul = nullptr;
+    // extern "C" __global__ void matmul_tiled(const float* a, const float* b, float* c, int n), imported
+    // by `sdm import` with the signature derived from the cubin (b64,b64,b64,b32): the typed check agrees.
+    const sdm_status fetched = sdm_kernel_get_checked(rt, 0, "matmul_tiled", "ptr,ptr,ptr,i32", stream, &matmul, &e);
+    check(fetched == SDM_OK, "fetch matmul_tiled checked against (ptr,ptr,ptr,i32)" + message());
+    if (fetched == SDM_OK) {
         const int n = 333;  // not a multiple of the tile: the edges are checked too
         std::mt19937 rng(11);
         std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -77,13 +82,15 @@ int main() {
         const size_t bytes = sizeof(float) * n * n;
         alloc(&da, bytes), alloc(&db, bytes), alloc(&dc, bytes);
         htod(da, a.data(), bytes), htod(db, b.data(), bytes);
-        sdm_plan plan{};  // zero-initialised: the defaults but for the dims
+        // README begin (the README's user kernel: tests/tool/readme_examples.py checks the copy)
+        sdm_plan plan{};  // zero fields are the defaults: cluster 1x1x1, y and z 1, the stream's priority
         plan.struct_size = sizeof plan;
-        plan.grid = plan.grid_y = (n + 15) / 16;
+        plan.grid = plan.grid_y = (n + 15) / 16;  // a 2-D grid of 16x16 tiles
         plan.block = plan.block_y = 16;
         int count = n;
         void* args[] = {&da, &db, &dc, &count};
         const sdm_status s = sdm_launch(matmul, &plan, stream, args, 4, &e);
+        // README end
         const CUresult synced = stream_sync(stream);
         dtoh(c.data(), dc, bytes);
         int bad = 0;
