@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cxx_names.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "platform.hpp"
 
@@ -93,7 +94,35 @@ private:
     bool failed_{false};
 };
 
-std::string tool_name(IsolatedTool tool) { return tool == IsolatedTool::nvjitlink ? "nvJitLink" : "nvPTXCompiler"; }
+std::string tool_name(IsolatedTool tool) {
+    return tool == IsolatedTool::nvjitlink ? "nvJitLink" : tool == IsolatedTool::demangle ? "the C++ demangler" : "nvPTXCompiler";
+}
+
+// The helper's demangle job: each NUL-separated name demangled, in order, its result written to
+// descriptor 4 at once with a NUL after it ("" for one that does not demangle or comes out past
+// kMaxDemangledOutput), so that the parent keeps what was done if a limit ends the helper.
+int demangle_job(Bytes names) {
+    const std::string_view text(reinterpret_cast<const char*>(names.data()), names.size());
+    const auto put = [](std::string_view s) {
+        for (size_t done = 0; done < s.size();) {
+            const ssize_t n = ::write(4, s.data() + done, s.size() - done);
+            if (n <= 0) return false;
+            done += static_cast<size_t>(n);
+        }
+        return true;
+    };
+    for (size_t at = 0; at <= text.size();) {
+        size_t end = text.find('\0', at);
+        if (end == std::string_view::npos) end = text.size();
+        std::optional<std::string> d = archive::demangle(text.substr(at, end - at));
+        std::string line = d && d->size() <= kMaxDemangledOutput ? std::move(*d) : std::string();
+        line += '\0';
+        if (!put(line)) return 4;
+        if (end == text.size()) break;
+        at = end + 1;
+    }
+    return 0;
+}
 
 std::string format_bytes(uint64_t n) {
     if (n % (uint64_t{1} << 30) == 0) return std::to_string(n >> 30) + " GiB";
@@ -199,6 +228,33 @@ Result<std::vector<std::string>> jit_helper_command(const JitIsolationSettings& 
     return make_error(ErrorCode::jit, "the JIT helper sdm-jit-helper, which runs links sdm cannot fully check in a process of their own, was not "
                                       "found (tried " + places + "); install it beside libsdm, set SDM_JIT_HELPER to its path, or let links "
                                       "run inside this process with SDM_JIT_ISOLATION=never");
+}
+
+Result<DemangleRun> run_demangler(const std::vector<std::string>& helper, std::string_view names, size_t count, const JitLimits& limits) {
+    Writer request;
+    request.u32(kRequestMagic).u32(kProtocol).u32(static_cast<uint32_t>(IsolatedTool::demangle)).u32(static_cast<uint32_t>(archive::Kind::manifest));
+    request.u32(0).u32(0).f64(limits.seconds).u64(limits.memory_bytes);
+    request.text("").text("kernel names").u32(0);
+    request.bytes(as_bytes(names));
+    platform::ChildRun run;
+    run.argv = helper;
+    run.request = request.out();
+    run.seconds = limits.seconds;
+    run.max_reply = count * (kMaxDemangledOutput + 1);
+    SDM_TRY_GET(outcome, platform::run_child(run));
+    DemangleRun out;
+    const std::string_view text(reinterpret_cast<const char*>(outcome->reply.data()), outcome->reply.size());
+    for (size_t at = 0; at < text.size();) {
+        const size_t end = text.find('\0', at);
+        if (end == std::string_view::npos) break;  // a result cut short: not one
+        out.demangled.emplace_back(text.substr(at, end - at));
+        at = end + 1;
+    }
+    if (out.demangled.size() > count) out.demangled.resize(count);
+    out.complete = out.demangled.size() == count && outcome->exit_code == 0 && !outcome->timed_out && outcome->signal == 0;
+    if (!out.complete) out.how = "the demangler in the JIT helper (" + helper.front() + ") " + outcome->how() + " (limits " + format_seconds(limits.seconds) + ", " +
+                                 format_bytes(limits.memory_bytes) + ")";
+    return out;
 }
 
 Result<JitOutput> run_isolated(const std::vector<std::string>& helper, const IsolatedJob& job, const JitLimits& limits,
@@ -314,6 +370,8 @@ int jit_helper_main() {
         else built = linker->link(job.input, job.sm, job.variant, job.options);
     } else if (job.tool == IsolatedTool::ptx_compiler) {
         built = ptx_compile(job.input, job.sm, job.variant, job.options);
+    } else if (job.tool == IsolatedTool::demangle) {
+        return demangle_job(job.input.bytes);
     }
     Writer reply;
     reply.u32(kReplyMagic).u32(kProtocol);

@@ -66,7 +66,12 @@ struct JitIsolationSettings {
 Result<std::vector<std::string>> jit_helper_command(const JitIsolationSettings& settings);
 
 // One build for the helper: what it runs, on what, for which target.
-enum class IsolatedTool : uint32_t { nvjitlink = 1, ptx_compiler = 2 };
+// demangle: the input is kernel names joined by NUL bytes, the output their demangled forms
+// likewise ("" for one that does not demangle, or whose form passes kMaxDemangledOutput): the C++
+// runtime's demangler takes time and memory exponential in a crafted name's length, so the names
+// of an archive sdm cannot trust are demangled here (kernel_names.cpp).
+enum class IsolatedTool : uint32_t { nvjitlink = 1, ptx_compiler = 2, demangle = 3 };
+inline constexpr size_t kMaxDemangledOutput = 64 * 1024;
 struct IsolatedJob {
     IsolatedTool tool{IsolatedTool::nvjitlink};
     std::string library;  // nvJitLink: the file to load (empty: the child searches as NvJitLink::load does)
@@ -75,6 +80,17 @@ struct IsolatedJob {
     archive::Variant variant{archive::Variant::base};
     std::vector<std::string> options;  // extra options, after those the tool always passes
 };
+
+// Demangles `names` (NUL-separated) in the helper under `limits`. The helper writes each result as
+// it goes (a NUL after each): `demangled` holds the results of the names it finished, in order; when
+// it ended before the last (killed by a limit, a signal), `how` says how, and the name after the
+// last result is the one it died on.
+struct DemangleRun {
+    std::vector<std::string> demangled;
+    bool complete{false};
+    std::string how;
+};
+Result<DemangleRun> run_demangler(const std::vector<std::string>& helper, std::string_view names, size_t count, const JitLimits& limits);
 
 // Runs `job` in the helper under `limits`. The cubin comes back as the child wrote it: the caller
 // checks it before anything else sees it. A failure is ErrorCode::jit: the tool's own (its result

@@ -20,24 +20,20 @@ std::string shown(std::string_view name) {
 }
 
 // A kernel as a message lists it: its C++ declaration (when it has one) and its listed name.
-std::string kernel_text(const MountedArchive& m, uint32_t k) {
+std::string kernel_text(Runtime& runtime, const MountedArchive& m, uint32_t k) {
     const std::string_view name = m.manifest->kernels()[k].name;
-    const std::string& d = kernel_names(m).demangled(k);
+    const std::string& d = kernel_names(runtime, m).demangled(k);
     return d.empty() ? shown(name) : shown(d) + " (" + shown(name) + ")";
 }
 
 }  // namespace
 
-KernelNameIndex::KernelNameIndex(const archive::ManifestIndex& manifest) {
+KernelNameIndex::KernelNameIndex(const archive::ManifestIndex& manifest, std::vector<std::string> demangled) : demangled_(std::move(demangled)) {
     const auto kernels = manifest.kernels();
     demangled_.resize(kernels.size());
     normalized_.resize(kernels.size());  // sized once: the views below stay valid
-    for (size_t i = 0; i < kernels.size(); ++i) {
-        if (auto d = archive::demangle(kernels[i].name)) {
-            normalized_[i] = archive::normalize_cxx(*d);
-            demangled_[i] = std::move(*d);
-        }
-    }
+    for (size_t i = 0; i < kernels.size(); ++i)
+        if (!demangled_[i].empty()) normalized_[i] = archive::normalize_cxx(demangled_[i]);
     for (uint32_t i = 0; i < kernels.size(); ++i) {
         const auto add = [&](int level, std::string_view key) {
             auto& list = levels_[static_cast<size_t>(level)][key];
@@ -62,9 +58,64 @@ std::optional<KernelNameIndex::Match> KernelNameIndex::find(std::string_view nor
     return std::nullopt;
 }
 
-const KernelNameIndex& kernel_names(const MountedArchive& archive) {
+std::vector<std::string> demangled_names(Runtime& runtime, const MountedArchive& archive) {
+    const auto kernels = archive.manifest->kernels();
+    std::vector<std::string> out(kernels.size());
+    std::vector<uint32_t> mangled;  // the kernels whose names are C++ symbols
+    for (uint32_t i = 0; i < kernels.size(); ++i)
+        if (kernels[i].name.starts_with("_Z") && kernels[i].name.size() <= archive::kMaxDemangledSymbol) mangled.push_back(i);
+    if (mangled.empty()) return out;
+    const std::string label = archive.archive.label();
+    if (archive.embedded || runtime.jit_isolation().policy == JitIsolation::never) {  // the trusted archive, or the host's choice
+        for (const uint32_t i : mangled)
+            if (auto d = archive::demangle(kernels[i].name); d && d->size() <= kMaxDemangledOutput) out[i] = std::move(*d);
+        return out;
+    }
+    auto helper = runtime.jit_helper();
+    if (!helper) {
+        runtime.log().warn("the C++ names of archive " + label + "'s kernels are not indexed (they are found by their mangled names only): " +
+                           helper.error().message);
+        return out;
+    }
+    JitLimits limits = runtime.jit_isolation().limits;
+    limits.seconds = std::min(limits.seconds, 10.0);
+    limits.memory_bytes = std::min<uint64_t>(limits.memory_bytes, uint64_t{1} << 30);
+    // The helper writes each result as it goes: a run that dies leaves the names before the one it
+    // died on done; that one is left out and the next run starts after it.
+    size_t next = 0, left_out = 0;
+    std::string why;
+    for (int runs = 0; next < mangled.size(); ++runs) {
+        if (runs == 8) {
+            left_out += mangled.size() - next;
+            why += (why.empty() ? "" : "; ") + std::string("the rest after 8 helper runs");
+            break;
+        }
+        std::string names;
+        for (size_t k = next; k < mangled.size(); ++k) {
+            if (k != next) names += '\0';
+            names += kernels[mangled[k]].name;
+        }
+        auto run = run_demangler(*helper, names, mangled.size() - next, limits);
+        if (!run) {
+            left_out += mangled.size() - next;
+            why = run.error().message;
+            break;
+        }
+        for (size_t k = 0; k < run->demangled.size(); ++k) out[mangled[next + k]] = std::move(run->demangled[k]);
+        next += run->demangled.size();
+        if (run->complete) break;
+        ++left_out;  // the name it died on
+        why = run->how + " on kernel " + shown(kernels[mangled[next]].name);
+        ++next;
+    }
+    if (left_out > 0)
+        runtime.log().warn(std::to_string(left_out) + " kernel name(s) of archive " + label + " were not demangled (they are found by their mangled names only): " + why);
+    return out;
+}
+
+const KernelNameIndex& kernel_names(Runtime& runtime, const MountedArchive& archive) {
     KernelNamesOnce& cell = *archive.names;
-    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest); });
+    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest, demangled_names(runtime, archive)); });
     return *cell.index;
 }
 
@@ -90,7 +141,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
         const MountedArchive& m = **it;
         mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
         if (!m.manifest || key.empty()) continue;
-        const auto match = kernel_names(m).find(key);
+        const auto match = kernel_names(runtime, m).find(key);
         if (!match || match->level > best) continue;
         if (match->level < best) {
             best = match->level;
@@ -103,7 +154,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
     if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
     if (matches.size() > 1) {
         std::string list;
-        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
+        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(runtime, *matches[i].first, matches[i].second);
         if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
         return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) +
                                                     " kernels; ask for one by its template arguments (a name expression such as "
@@ -119,7 +170,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
         const MountedArchive& m = **it;
         if (!m.manifest) continue;
-        for (const auto& [candidate, kernels] : kernel_names(m).bases()) {
+        for (const auto& [candidate, kernels] : kernel_names(runtime, m).bases()) {
             const size_t d = edit_distance(base, candidate.substr(0, kCompared));
             if (d > best_distance) continue;
             if (d < best_distance) {
@@ -132,7 +183,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
         }
     }
     std::string hint;
-    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(*m, k);
+    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(runtime, *m, k);
     return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
@@ -154,7 +205,7 @@ Result<std::vector<KernelListing>> list_kernels(Runtime& runtime, std::optional<
         const MountedArchive& m = *archives[a];
         if (!m.manifest) continue;
         const auto kernels = m.manifest->kernels();
-        const KernelNameIndex& names = kernel_names(m);
+        const KernelNameIndex& names = kernel_names(runtime, m);
         std::map<std::string_view, std::string> targets;  // per module
         for (uint32_t i = 0; i < kernels.size(); ++i) {
             const bool shadowed = newest[kernels[i].name] != a;

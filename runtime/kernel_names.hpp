@@ -25,7 +25,8 @@ struct MountedArchive;
 // The spellings of one archive's kernels (cxx_names.hpp), by kernel index of its ManifestIndex.
 class KernelNameIndex {
 public:
-    explicit KernelNameIndex(const archive::ManifestIndex& manifest);
+    // `demangled[i]`: kernel i's demangled name, "" when it has none (demangled_names()).
+    KernelNameIndex(const archive::ManifestIndex& manifest, std::vector<std::string> demangled);
     KernelNameIndex(const KernelNameIndex&) = delete;
     KernelNameIndex& operator=(const KernelNameIndex&) = delete;
 
@@ -56,8 +57,16 @@ struct KernelNamesOnce {
     std::unique_ptr<const KernelNameIndex> index;
 };
 
+// The demangled names of `archive`'s kernels, by kernel index. The demangler's time and memory
+// grow exponentially with a crafted name (back-references to back-references): the names of any
+// archive but the embedded one are demangled in the JIT helper under its limits (at most 10 s and
+// 1 GiB), unless the runtime's isolation policy is `never`; a batch the helper does not finish is
+// split until the names it dies on are found (each left without a demangled name, at most 24
+// helper runs in all), and what was left out, and why, is logged. Without a helper, none is.
+std::vector<std::string> demangled_names(Runtime& runtime, const MountedArchive& archive);
+
 // The index of `archive`, built on the first call (once, whatever the threads).
-const KernelNameIndex& kernel_names(const MountedArchive& archive);
+const KernelNameIndex& kernel_names(Runtime& runtime, const MountedArchive& archive);
 
 // The name a mounted archive lists for `requested`, which none lists as it is: a C++ spelling
 // matching one kernel (resolved across every mounted archive, at the most specific level that

@@ -8,6 +8,7 @@
 // kernels on a GPU.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -444,4 +445,66 @@ TEST_CASE("the kernel listing: one archive's (shadowed names marked) or what the
     CHECK_THAT(sdm_error_message(e), Catch::Contains("there is no mounted archive 3 (3 mounted"));
     sdm_error_destroy(e);
     sdm_kernel_list_destroy(nullptr);
+}
+
+namespace {
+
+// A mangled name of `levels` template instantiations, each with two back-references to the one
+// before: `levels` * ~10 bytes that demangle to 2^levels times as many (a demangler bomb).
+std::string exponential_name(int levels) {
+    const auto seq = [](size_t i) {
+        if (i == 0) return std::string("S_");
+        std::string digits;
+        for (--i;; i /= 36) {
+            digits.insert(digits.begin(), "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[i % 36]);
+            if (i < 36) break;
+        }
+        return "S" + digits + "_";
+    };
+    std::string s = "_Z1f1a";
+    size_t current = 0, next = 1;
+    for (int k = 0; k < levels; ++k) {
+        const std::string name = "t" + std::to_string(k);
+        s += std::to_string(name.size()) + name + "I" + seq(current) + seq(current) + "E";
+        current = next + 1;
+        next += 2;
+    }
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("a demangler bomb in an archive's kernel names: demangled in the helper, left out, logged; the other names still index", "[names][hostile]") {
+    if (kSanitized) {  // a sanitizer build sets no address-space limit on the helper: the bomb would take the machine's memory
+        WARN("skipped under a sanitizer");
+        return;
+    }
+    const std::string bomb = exponential_name(40);
+    REQUIRE(bomb.size() < 1024);  // short enough for the demangler to try: 2^40 times longer demangled
+    setenv("SDM_JIT_TIME_LIMIT", "2", 1);  // the helper's limit (the demangler's is at most 10 s)
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    unsetenv("SDM_JIT_TIME_LIMIT");
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, {bomb, "_ZN8sdm_test4fillIfLi256EEEvPT_S1_", "_ZN8sdm_test4fillIiLi256EEEvPT_S1_"}, 1, Matrix::none),
+          "bomb.sdma");
+    sdm_kernel_list* list = nullptr;
+    REQUIRE(sdm_kernel_list_create(f.rt.get(), 0, &list, nullptr) == SDM_OK);
+    std::vector<std::string> demangled;
+    for (uint32_t i = 0; i < 3; ++i) {
+        sdm_kernel_entry entry{};
+        entry.struct_size = sizeof entry;
+        REQUIRE(sdm_kernel_list_get(list, i, &entry, nullptr) == SDM_OK);
+        demangled.emplace_back(entry.demangled);
+    }
+    sdm_kernel_list_destroy(list);
+    CHECK(demangled[0].empty());  // the bomb ("_Z1f..." sorts first): not demangled
+    CHECK(demangled[1] == "void sdm_test::fill<float, 256>(float*, float)");
+    CHECK(demangled[2] == "void sdm_test::fill<int, 256>(int*, int)");
+    CHECK(count_containing(f.log, "1 kernel name(s) of archive bomb.sdma were not demangled (they are found by their mangled names only): the demangler in the JIT helper") == 1);
+    for (const auto& line : f.log)
+        if (line.find("not demangled") != std::string::npos) INFO(line);
+    // The other names are found by their C++ spelling; the bomb by its mangled name.
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    CHECK(sdm_kernel_get(f.rt.get(), 0, "fill", nullptr, &k, &e) == SDM_ERROR_AMBIGUOUS);
+    sdm_error_destroy(e);
 }

@@ -32,7 +32,7 @@ struct ImportOptions {
 int run_import(const ImportOptions& options);
 
 // demangle: the kernels column shows C++ names demangled (the JSON has both).
-int run_ls(const std::string& archive, bool json, bool demangle);
+int run_ls(const std::string& archive, bool json, bool demangle, const std::string& self);  // self: as JitOptions::self
 // trusted: public key files; given, each archive must also carry a valid signature by one of them
 // and every payload must match its signed digest.
 int run_verify(const std::vector<std::string>& archives, bool quiet, const std::vector<std::string>& trusted);

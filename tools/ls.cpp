@@ -7,7 +7,6 @@
 #include "manifest.hpp"
 #include "signature.hpp"
 #include "archive.hpp"
-#include "cxx_names.hpp"
 #include "runtime.hpp"
 #include "table.hpp"
 #include "text.hpp"
@@ -19,12 +18,13 @@ namespace {
 // The archive's kernels as libsdm lists them to hosts (sdm_kernel_list_create: demangled names,
 // the module's targets): the archive mounted alone, whatever the signature policy. nullopt when it
 // does not mount (its error is the manifest's, reported after the entries).
-std::optional<std::vector<runtime::KernelListing>> listed_kernels(const std::string& path) {
+std::optional<std::vector<runtime::KernelListing>> listed_kernels(const std::string& path, const std::string& self) {
     runtime::RuntimeOptions options;
     options.mount_embedded = false;
     options.log_level = runtime::LogLevel::error;
     options.signatures.policy = runtime::SignaturePolicy::off;
     options.cache.disabled = true;
+    options.isolation.helper = {self, "--jit-helper"};  // the archive's names are demangled there (kernel_names.hpp)
     runtime::Runtime rt(std::move(options));
     if (!rt.mount_file(path)) return std::nullopt;
     auto listed = runtime::list_kernels(rt, 0);
@@ -38,9 +38,9 @@ struct Row {
     size_t plans;
 };
 
-std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& manifest) {
+std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& manifest, const std::string& self) {
     std::vector<Row> rows;
-    const auto listed = listed_kernels(path);
+    const auto listed = listed_kernels(path, self);
     for (size_t i = 0; i < manifest.kernels.size(); ++i) {
         const auto& k = manifest.kernels[i];
         // Both are sorted by name, one row per kernel.
@@ -48,7 +48,7 @@ std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& m
             const auto& l = (*listed)[i];
             rows.push_back({l.name, l.demangled, l.module, l.signature, l.targets, k.plans.size()});
         } else {
-            rows.push_back({k.name, archive::demangle(k.name).value_or(""), k.module, archive::signature_text(k.signature), "", k.plans.size()});
+            rows.push_back({k.name, "", k.module, archive::signature_text(k.signature), "", k.plans.size()});  // (not demangled here: kernel_names.hpp)
         }
     }
     return rows;
@@ -56,7 +56,7 @@ std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& m
 
 }  // namespace
 
-int run_ls(const std::string& path, bool json, bool demangle) {
+int run_ls(const std::string& path, bool json, bool demangle, const std::string& self) {
     auto a = archive::Archive::open_file(path);
     if (!a) {
         fmt::print(stderr, "sdm ls: {}\n", a.error().message);
@@ -100,7 +100,7 @@ int run_ls(const std::string& path, bool json, bool demangle) {
         }
         if (manifest) {
             out["kernels"] = nlohmann::json::array();
-            const auto rows = kernel_rows(path, *manifest);
+            const auto rows = kernel_rows(path, *manifest, self);
             for (size_t i = 0; i < rows.size(); ++i) {
                 const auto& k = manifest->kernels[i];
                 out["kernels"].push_back({{"name", rows[i].name}, {"demangled", rows[i].demangled.empty() ? rows[i].name : rows[i].demangled},
@@ -133,7 +133,7 @@ int run_ls(const std::string& path, bool json, bool demangle) {
         fmt::print("\n");
         std::fflush(stdout);
         TextTable kernels({"kernel", "module", "signature", "targets", "plan rules"}, {Align::left, Align::left, Align::left, Align::left, Align::right});
-        for (const auto& r : kernel_rows(path, *manifest))
+        for (const auto& r : kernel_rows(path, *manifest, self))
             kernels.add({demangle && !r.demangled.empty() ? r.demangled : r.name, r.module, r.signature, r.targets.empty() ? "-" : r.targets, std::to_string(r.plans)});
         kernels.print(stdout);
     }

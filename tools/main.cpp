@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
     try {
         if (pack_cmd->parsed()) return sdm::tools::run_pack(pack);
         if (import_cmd->parsed()) return sdm::tools::run_import(import);
-        if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json, ls_demangle);
+        if (ls_cmd->parsed()) return sdm::tools::run_ls(ls_path, ls_json, ls_demangle, self_path(argv[0]));
         if (verify_cmd->parsed()) return sdm::tools::run_verify(verify_paths, verify_quiet, verify_trust);
         if (keygen_cmd->parsed()) return sdm::tools::run_keygen(keygen);
         if (sign_cmd->parsed()) return sdm::tools::run_sign(sign);
