@@ -66,6 +66,7 @@ fi
 # The hosts of the README on the GPU: PyTorch tensors through the Python binding, and a Rust host
 # with a raw device pointer and stream (built beforehand: docs/GPU_TESTS.md).
 run torch-scale env SDM_LIBRARY="$build/capi/libsdm.so.1" python3 examples/torch_scale.py
+run torch-user-kernels env SDM_LIBRARY="$build/capi/libsdm.so.1" python3 tests/gpu/torch_user_kernels.py "$build"
 [ -x bindings/rust/target/release/examples/raw_pointer ] &&
   run rust-raw-pointer env LD_LIBRARY_PATH="$PWD/$build/capi:$LD_LIBRARY_PATH" bindings/rust/target/release/examples/raw_pointer tests/golden/kernels.sdma
 # The fake-driver suites too: the same binaries on this machine's libc and libstdc++.
