@@ -145,8 +145,8 @@ int main() {
         float coefficients[16];
         for (int i = 0; i < 16; ++i) coefficients[i] = 1.5f + static_cast<float>(i);
         uint64_t address = 0, bytes = 0;
-        check(sdm_global_get(table, "coefficients", &address, &bytes, &e) == SDM_OK && bytes == 64 && address != 0,
-              "global coefficients found: " + std::to_string(bytes) + " bytes" + message());
+        const sdm_status found = sdm_global_get(table, "coefficients", &address, &bytes, &e);  // (before the message reads bytes)
+        check(found == SDM_OK && bytes == 64 && address != 0, "global coefficients found: " + std::to_string(bytes) + " bytes" + message());
         check(sdm_global_write(table, "coefficients", 0, coefficients, sizeof coefficients, stream, &e) == SDM_OK, "coefficients written on the stream" + message());
         const unsigned zero = 0;
         check(sdm_global_write(table, "launches", 0, &zero, sizeof zero, stream, &e) == SDM_OK, "launches zeroed" + message());
