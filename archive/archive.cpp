@@ -9,7 +9,7 @@
 #include "codec.hpp"
 #include "file_map.hpp"
 #include "sdm_version.h"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 namespace {

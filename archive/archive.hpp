@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "bytes.hpp"
-#include "digest.hpp"
+#include "common/bytes.hpp"
+#include "common/digest.hpp"
 #include "format.hpp"
-#include "hash.hpp"
+#include "common/hash.hpp"
 #include "manifest.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 #include "signature.hpp"
 
 namespace sdm::archive {

@@ -8,9 +8,9 @@
 #include <optional>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "format.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

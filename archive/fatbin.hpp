@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "format.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

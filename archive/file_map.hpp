@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "bytes.hpp"
-#include "result.hpp"
+#include "common/bytes.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

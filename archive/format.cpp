@@ -4,9 +4,9 @@
 #include <charconv>
 #include <cstring>
 
-#include "bytes.hpp"
-#include "hash.hpp"
-#include "text.hpp"
+#include "common/bytes.hpp"
+#include "common/hash.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 

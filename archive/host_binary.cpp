@@ -9,7 +9,7 @@
 
 #include "elf.hpp"
 #include "fatbin.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 namespace {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "bytes.hpp"
-#include "result.hpp"
+#include "common/bytes.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

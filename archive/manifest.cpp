@@ -5,8 +5,8 @@
 #include <set>
 
 #include "format.hpp"
-#include "hardware_matrix.hpp"
-#include "text.hpp"
+#include "common/hardware_matrix.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 namespace {

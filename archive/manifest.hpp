@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "format.hpp"
 #include "plan_expr.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

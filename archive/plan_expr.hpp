@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

@@ -7,7 +7,7 @@
 #include "archive.hpp"
 #include "file_map.hpp"
 #include "format.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 namespace sb = signature_block;

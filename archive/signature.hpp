@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
-#include "crypto.hpp"
-#include "result.hpp"
+#include "common/bytes.hpp"
+#include "common/crypto.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

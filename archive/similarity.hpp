@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 
 namespace sdm::archive {
 

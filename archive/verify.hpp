@@ -4,7 +4,7 @@
 #pragma once
 
 #include "archive.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::archive {
 

@@ -11,12 +11,12 @@
 #include <gsl/util>  // gsl::narrow_cast: a narrowing the limits below make safe (never one that throws)
 
 #include "codec.hpp"
-#include "hash.hpp"
+#include "common/hash.hpp"
 #include "image.hpp"
 #include "manifest.hpp"
 #include "sdm_version.h"
 #include "similarity.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::archive {
 namespace {

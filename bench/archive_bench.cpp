@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "bytes.hpp"
-#include "file_map.hpp"
-#include "format.hpp"
-#include "archive.hpp"
-#include "writer.hpp"
+#include "common/bytes.hpp"
+#include "archive/file_map.hpp"
+#include "archive/format.hpp"
+#include "archive/archive.hpp"
+#include "archive/writer.hpp"
 
 namespace {
 

@@ -19,13 +19,13 @@
 
 #include <cuda.h>
 
-#include "archive.hpp"
+#include "archive/archive.hpp"
 #include "cuda_driver.hpp"
-#include "fatbin.hpp"
-#include "file_map.hpp"
-#include "host_binary.hpp"
-#include "kernel_params.hpp"
-#include "manifest.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/file_map.hpp"
+#include "archive/host_binary.hpp"
+#include "archive/kernel_params.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
 
 namespace {

@@ -21,10 +21,10 @@
 
 #include <unistd.h>
 
-#include "archive.hpp"
-#include "manifest.hpp"
+#include "archive/archive.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 namespace {
 

@@ -23,9 +23,9 @@
 
 #include <cuda.h>
 
-#include "archive.hpp"
+#include "archive/archive.hpp"
 #include "cuda_driver.hpp"
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
 
 namespace {

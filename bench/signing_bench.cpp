@@ -18,13 +18,13 @@
 
 #include <unistd.h>
 
-#include "archive.hpp"
-#include "crypto.hpp"
-#include "file_map.hpp"
-#include "manifest.hpp"
+#include "archive/archive.hpp"
+#include "common/crypto.hpp"
+#include "archive/file_map.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
-#include "signature.hpp"
-#include "writer.hpp"
+#include "archive/signature.hpp"
+#include "archive/writer.hpp"
 
 namespace {
 

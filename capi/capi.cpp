@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "capi_internal.hpp"
-#include "hardware_matrix.hpp"
-#include "globals.hpp"
-#include "kernel_names.hpp"
-#include "plan_abi.hpp"
-#include "preload.hpp"
-#include "runtime.hpp"
+#include "common/hardware_matrix.hpp"
+#include "runtime/globals.hpp"
+#include "runtime/kernel_names.hpp"
+#include "runtime/plan_abi.hpp"
+#include "runtime/preload.hpp"
+#include "runtime/runtime.hpp"
 #include "sdm_version.h"
 
 using sdm::Error;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "result.hpp"
+#include "common/result.hpp"
 #include "sdm/sdm.h"
 
 // The error object a call hands out (sdm_error_* read it).

@@ -31,12 +31,12 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
-#include "crypto.hpp"
-#include "digest.hpp"
-#include "hash.hpp"
+#include "common/bytes.hpp"
+#include "common/crypto.hpp"
+#include "common/digest.hpp"
+#include "common/hash.hpp"
 #include "platform.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

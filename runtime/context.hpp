@@ -17,7 +17,7 @@
 
 #include "driver.hpp"
 #include "log.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

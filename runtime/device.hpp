@@ -15,10 +15,10 @@
 #include <utility>
 #include <variant>
 
-#include "hardware_matrix.hpp"
+#include "common/hardware_matrix.hpp"
 #include "driver.hpp"
 #include "forced_matrix_row.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

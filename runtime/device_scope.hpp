@@ -9,7 +9,7 @@
 
 #include "context.hpp"
 #include "driver.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -14,7 +14,7 @@
 
 #include "driver_entry_points.hpp"
 #include "platform.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

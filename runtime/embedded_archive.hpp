@@ -5,7 +5,7 @@
 #include <optional>
 #include <string_view>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 
 namespace sdm::runtime {
 

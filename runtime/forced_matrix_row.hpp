@@ -9,8 +9,8 @@
 #include <optional>
 #include <tuple>
 
-#include "hardware_matrix.hpp"
-#include "result.hpp"
+#include "common/hardware_matrix.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -3,7 +3,7 @@
 #include "device_scope.hpp"
 #include "modules.hpp"
 #include "runtime.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::runtime {
 

@@ -9,7 +9,7 @@
 
 #include <cuda.h>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

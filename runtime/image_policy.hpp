@@ -16,10 +16,10 @@
 #include <string>
 #include <tuple>
 
-#include "hardware_matrix.hpp"
+#include "common/hardware_matrix.hpp"
 #include "forced_matrix_row.hpp"
 #include "log.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 #include "image_selection.hpp"
 
 namespace sdm::runtime {

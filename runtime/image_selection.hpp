@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "hardware_matrix.hpp"
-#include "format.hpp"
-#include "result.hpp"
+#include "common/hardware_matrix.hpp"
+#include "archive/format.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

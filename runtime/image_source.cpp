@@ -3,7 +3,7 @@
 #include <functional>
 
 #include "cache.hpp"
-#include "image.hpp"
+#include "archive/image.hpp"
 #include "readahead.hpp"
 #include "runtime.hpp"
 

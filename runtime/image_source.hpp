@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "driver.hpp"
-#include "hash.hpp"
+#include "common/hash.hpp"
 #include "jit_backend.hpp"
 #include "jit_isolation.hpp"
 #include "layering.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "driver.hpp"
-#include "format.hpp"
-#include "digest.hpp"
-#include "hash.hpp"
+#include "archive/format.hpp"
+#include "common/digest.hpp"
+#include "common/hash.hpp"
 #include "image_selection.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

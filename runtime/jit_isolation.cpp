@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cxx_names.hpp"
+#include "archive/cxx_names.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "platform.hpp"
 

@@ -26,11 +26,11 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
-#include "format.hpp"
+#include "common/bytes.hpp"
+#include "archive/format.hpp"
 #include "jit_nvjitlink.hpp"
 #include "log.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

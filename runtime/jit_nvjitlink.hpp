@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
-#include "format.hpp"
+#include "common/bytes.hpp"
+#include "archive/format.hpp"
 #include "platform.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "format.hpp"
+#include "archive/format.hpp"
 #include "jit_nvjitlink.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

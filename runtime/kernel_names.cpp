@@ -4,10 +4,10 @@
 #include <map>
 #include <set>
 
-#include "cxx_names.hpp"
-#include "edit_distance.hpp"
+#include "archive/cxx_names.hpp"
+#include "common/edit_distance.hpp"
 #include "runtime.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::runtime {
 

@@ -14,8 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "manifest.hpp"
-#include "result.hpp"
+#include "archive/manifest.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -23,9 +23,9 @@
 #include <cuda.h>
 
 #include "launch_streams.hpp"
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 #include "plan.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

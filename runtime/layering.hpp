@@ -12,7 +12,7 @@
 
 #include "device.hpp"
 #include "image_selection.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -17,13 +17,13 @@
 #include <tuple>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "driver.hpp"
-#include "format.hpp"
-#include "hash.hpp"
+#include "archive/format.hpp"
+#include "common/hash.hpp"
 #include "jit_backend.hpp"
 #include "log.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -14,7 +14,7 @@
 #include "jit_backend.hpp"
 #include "layering.hpp"
 #include "modules.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "driver.hpp"
-#include "format.hpp"
-#include "result.hpp"
+#include "archive/format.hpp"
+#include "common/result.hpp"
 #include "launch.hpp"
 #include "jit_backend.hpp"
 #include "layering.hpp"
 #include "library.hpp"
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 
 namespace sdm::runtime {
 

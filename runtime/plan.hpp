@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "hardware_matrix.hpp"
-#include "manifest.hpp"
-#include "plan_expr.hpp"
-#include "result.hpp"
+#include "common/hardware_matrix.hpp"
+#include "archive/manifest.hpp"
+#include "archive/plan_expr.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -9,7 +9,7 @@
 #include <cuda.h>
 
 #include "plan.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 #include "sdm/sdm.h"
 
 namespace sdm::runtime {

@@ -1,7 +1,7 @@
 #include "platform.hpp"
 
-#include "file_map.hpp"
-#include "text.hpp"
+#include "archive/file_map.hpp"
+#include "common/text.hpp"
 
 #include <cstdlib>
 #include <utility>

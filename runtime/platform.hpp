@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "bytes.hpp"
-#include "result.hpp"
+#include "common/bytes.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime::platform {
 

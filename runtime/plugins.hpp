@@ -17,7 +17,7 @@
 #include "log.hpp"
 #include "plan.hpp"
 #include "platform.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 #include "sdm/sdm_plugin.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "archive.hpp"
-#include "crypto.hpp"
+#include "archive/archive.hpp"
+#include "common/crypto.hpp"
 #include "log.hpp"
-#include "result.hpp"
-#include "signature.hpp"
+#include "common/result.hpp"
+#include "archive/signature.hpp"
 
 namespace sdm::runtime {
 

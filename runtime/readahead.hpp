@@ -17,11 +17,11 @@
 #include <thread>
 #include <vector>
 
-#include "archive.hpp"
-#include "bytes.hpp"
+#include "archive/archive.hpp"
+#include "common/bytes.hpp"
 #include "log.hpp"
 #include "reference_memo.hpp"
-#include "result.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

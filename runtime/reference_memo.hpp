@@ -10,9 +10,9 @@
 #include <mutex>
 #include <utility>
 
-#include "archive.hpp"
-#include "bytes.hpp"
-#include "result.hpp"
+#include "archive/archive.hpp"
+#include "common/bytes.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

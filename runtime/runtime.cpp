@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "embedded_archive.hpp"
-#include "file_map.hpp"
+#include "archive/file_map.hpp"
 #include "platform.hpp"
-#include "verify.hpp"
+#include "archive/verify.hpp"
 
 namespace sdm::runtime {
 

@@ -20,14 +20,14 @@
 #include "jit_nvjitlink.hpp"
 #include "kernel_names.hpp"
 #include "log.hpp"
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 #include "modules.hpp"
 #include "readahead.hpp"
 #include "reference_memo.hpp"
 #include "plugins.hpp"
 #include "provenance.hpp"
-#include "archive.hpp"
-#include "result.hpp"
+#include "archive/archive.hpp"
+#include "common/result.hpp"
 
 namespace sdm::runtime {
 

@@ -1,17 +1,17 @@
 #include "fake_runtime.hpp"
 
-#include "kernel_params.hpp"
+#include "archive/kernel_params.hpp"
 
 #include <cstdio>
 #include <fstream>
 
 #include <catch2/catch.hpp>
 
-#include "format.hpp"
-#include "image.hpp"
-#include "manifest.hpp"
+#include "archive/format.hpp"
+#include "archive/image.hpp"
+#include "archive/manifest.hpp"
 #include "support.hpp"
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 namespace sdm::test {
 

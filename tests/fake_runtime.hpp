@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
+#include "common/bytes.hpp"
 #include "fake_config.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"

@@ -18,10 +18,10 @@
 extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
-#include "file_map.hpp"
-#include "codec.hpp"
-#include "hash.hpp"
-#include "manifest_source.hpp"
+#include "archive/file_map.hpp"
+#include "archive/codec.hpp"
+#include "common/hash.hpp"
+#include "tools/manifest_source.hpp"
 
 namespace sdm::test {
 

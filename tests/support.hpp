@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "bytes.hpp"
-#include "format.hpp"
-#include "manifest.hpp"
-#include "archive.hpp"
-#include "writer.hpp"
+#include "common/bytes.hpp"
+#include "archive/format.hpp"
+#include "archive/manifest.hpp"
+#include "archive/archive.hpp"
+#include "archive/writer.hpp"
 
 namespace sdm::test {
 

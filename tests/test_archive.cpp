@@ -5,11 +5,11 @@
 #include <cstdlib>
 #include <zstd.h>
 
-#include "codec.hpp"
-#include "file_map.hpp"
-#include "hash.hpp"
+#include "archive/codec.hpp"
+#include "archive/file_map.hpp"
+#include "common/hash.hpp"
 #include "support.hpp"
-#include "verify.hpp"
+#include "archive/verify.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.hpp"
-#include "jit_backend.hpp"
+#include "runtime/cache.hpp"
+#include "runtime/jit_backend.hpp"
 #include "support.hpp"
-#include "file_map.hpp"
-#include "platform.hpp"
+#include "archive/file_map.hpp"
+#include "runtime/platform.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;

@@ -4,7 +4,7 @@
 
 #include "cuda_driver.hpp"
 #include "fake_config.hpp"
-#include "runtime.hpp"
+#include "runtime/runtime.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "support.hpp"
-#include "verify.hpp"
+#include "archive/verify.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

@@ -1,7 +1,7 @@
 // The hardware matrix, row by row (common/hardware_matrix.hpp; the seed's _device.backend()), and its refusals.
 #include <catch2/catch.hpp>
 
-#include "hardware_matrix.hpp"
+#include "common/hardware_matrix.hpp"
 
 using namespace sdm;
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "commands.hpp"
-#include "fatbin.hpp"
-#include "host_binary.hpp"
-#include "image.hpp"
+#include "tools/commands.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/host_binary.hpp"
+#include "archive/image.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -15,9 +15,9 @@
 
 #include <unistd.h>
 
-#include "fatbin.hpp"
-#include "file_map.hpp"
-#include "image.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/file_map.hpp"
+#include "archive/image.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

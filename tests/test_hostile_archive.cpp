@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "forge/forge.hpp"
-#include "image.hpp"
-#include "manifest.hpp"
-#include "manifest_source.hpp"
-#include "archive.hpp"
+#include "archive/image.hpp"
+#include "archive/manifest.hpp"
+#include "tools/manifest_source.hpp"
+#include "archive/archive.hpp"
 #include "support.hpp"
-#include "text.hpp"
-#include "verify.hpp"
-#include "writer.hpp"
+#include "common/text.hpp"
+#include "archive/verify.hpp"
+#include "archive/writer.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

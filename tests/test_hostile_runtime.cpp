@@ -18,16 +18,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cache.hpp"
-#include "crypto.hpp"
-#include "digest.hpp"
-#include "image.hpp"
+#include "runtime/cache.hpp"
+#include "common/crypto.hpp"
+#include "common/digest.hpp"
+#include "archive/image.hpp"
 #include "fake_runtime.hpp"
 #include "forge/forge.hpp"
-#include "hash.hpp"
-#include "archive.hpp"
+#include "common/hash.hpp"
+#include "archive/archive.hpp"
 #include "sdm/sdm.h"
-#include "signature.hpp"
+#include "archive/signature.hpp"
 #include "support.hpp"
 #include "xxh3_preimage.hpp"
 

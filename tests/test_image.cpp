@@ -3,7 +3,7 @@
 
 #include <functional>
 
-#include "image.hpp"
+#include "archive/image.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fake_runtime.hpp"
-#include "image.hpp"
+#include "archive/image.hpp"
 #include "sdm/sdm.h"
 #include "sdm/sdm_testing.h"
 #include "support.hpp"

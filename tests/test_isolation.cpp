@@ -13,12 +13,12 @@
 
 #include <unistd.h>
 
-#include "archive.hpp"
+#include "archive/archive.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
-#include "signature.hpp"
+#include "archive/signature.hpp"
 #include "support.hpp"
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 using namespace sdm;
 using namespace sdm::test;

@@ -2,8 +2,8 @@
 // cubins it writes carry the right SM, variant and kernels; LTO-IR links; bad input brings the log.
 #include <catch2/catch.hpp>
 
-#include "image.hpp"
-#include "jit_nvjitlink.hpp"
+#include "archive/image.hpp"
+#include "runtime/jit_nvjitlink.hpp"
 #include "support.hpp"
 
 using namespace sdm;

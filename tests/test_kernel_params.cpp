@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "kernel_params.hpp"
+#include "archive/kernel_params.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -2,8 +2,8 @@
 // TOML source the packer reads.
 #include <catch2/catch.hpp>
 
-#include "manifest.hpp"
-#include "manifest_source.hpp"
+#include "archive/manifest.hpp"
+#include "tools/manifest_source.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -10,10 +10,10 @@
 
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
-#include "manifest.hpp"
-#include "readahead.hpp"
-#include "reference_memo.hpp"
-#include "writer.hpp"
+#include "archive/manifest.hpp"
+#include "runtime/readahead.hpp"
+#include "runtime/reference_memo.hpp"
+#include "archive/writer.hpp"
 #include "support.hpp"
 
 namespace fs = std::filesystem;

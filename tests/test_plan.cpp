@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include "manifest.hpp"
-#include "plan.hpp"
+#include "archive/manifest.hpp"
+#include "runtime/plan.hpp"
 #include "support.hpp"
 
 using namespace sdm;

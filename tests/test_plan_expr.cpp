@@ -1,7 +1,7 @@
 // Plan expressions: grammar, precedence, functions, checked arithmetic, unknown names.
 #include <catch2/catch.hpp>
 
-#include "plan_expr.hpp"
+#include "archive/plan_expr.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

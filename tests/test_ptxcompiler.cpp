@@ -6,8 +6,8 @@
 // (tests/test_modules.cpp).
 #include <catch2/catch.hpp>
 
-#include "image.hpp"
-#include "jit_ptxcompiler.hpp"
+#include "archive/image.hpp"
+#include "runtime/jit_ptxcompiler.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -1,7 +1,7 @@
 // Image selection over the hardware matrix, the a/f variants and the modern-class exclusion.
 #include <catch2/catch.hpp>
 
-#include "image_selection.hpp"
+#include "runtime/image_selection.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;

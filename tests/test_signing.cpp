@@ -23,16 +23,16 @@
 #include <sodium.h>
 #endif
 
-#include "archive.hpp"
-#include "cache.hpp"
-#include "commands.hpp"
-#include "crypto.hpp"
+#include "archive/archive.hpp"
+#include "runtime/cache.hpp"
+#include "tools/commands.hpp"
+#include "common/crypto.hpp"
 #include "fake_runtime.hpp"
-#include "format.hpp"
+#include "archive/format.hpp"
 #include "sdm/sdm.h"
-#include "signature.hpp"
+#include "archive/signature.hpp"
 #include "support.hpp"
-#include "verify.hpp"
+#include "archive/verify.hpp"
 
 using namespace sdm;
 using namespace sdm::test;

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "fake_runtime.hpp"
-#include "format.hpp"
-#include "manifest.hpp"
+#include "archive/format.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 using namespace sdm;
 using namespace sdm::test;

@@ -7,11 +7,11 @@
 #include <atomic>
 #include <random>
 
-#include "archive.hpp"
-#include "similarity.hpp"
+#include "archive/archive.hpp"
+#include "archive/similarity.hpp"
 #include "support.hpp"
-#include "verify.hpp"
-#include "writer.hpp"
+#include "archive/verify.hpp"
+#include "archive/writer.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cache.hpp"
+#include "runtime/cache.hpp"
 #include "commands.hpp"
 
 namespace sdm::tools {

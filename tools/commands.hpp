@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "result.hpp"
-#include "format.hpp"
+#include "common/result.hpp"
+#include "archive/format.hpp"
 #include "packer.hpp"
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 namespace sdm::tools {
 

@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "manifest.hpp"
-#include "archive.hpp"
+#include "archive/manifest.hpp"
+#include "archive/archive.hpp"
 
 namespace sdm::tools {
 namespace {

@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include "commands.hpp"
-#include "file_map.hpp"
-#include "manifest.hpp"
+#include "archive/file_map.hpp"
+#include "archive/manifest.hpp"
 #include "manifest_source.hpp"
-#include "archive.hpp"
-#include "text.hpp"
+#include "archive/archive.hpp"
+#include "common/text.hpp"
 
 namespace sdm::tools {
 namespace {

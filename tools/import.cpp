@@ -10,12 +10,12 @@
 #include <set>
 
 #include "commands.hpp"
-#include "text.hpp"
-#include "elf.hpp"
-#include "fatbin.hpp"
-#include "file_map.hpp"
-#include "host_binary.hpp"
-#include "image.hpp"
+#include "common/text.hpp"
+#include "archive/elf.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/file_map.hpp"
+#include "archive/host_binary.hpp"
+#include "archive/image.hpp"
 #include "packer.hpp"
 
 namespace sdm::tools {

@@ -12,17 +12,17 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "embedded_archive.hpp"
-#include "signature.hpp"
-#include "file_map.hpp"
-#include "host_binary.hpp"
-#include "image_source.hpp"
-#include "hardware_matrix.hpp"
-#include "jit_nvjitlink.hpp"
-#include "jit_ptxcompiler.hpp"
-#include "layering.hpp"
-#include "library.hpp"
-#include "runtime.hpp"
+#include "runtime/embedded_archive.hpp"
+#include "archive/signature.hpp"
+#include "archive/file_map.hpp"
+#include "archive/host_binary.hpp"
+#include "runtime/image_source.hpp"
+#include "common/hardware_matrix.hpp"
+#include "runtime/jit_nvjitlink.hpp"
+#include "runtime/jit_ptxcompiler.hpp"
+#include "runtime/layering.hpp"
+#include "runtime/library.hpp"
+#include "runtime/runtime.hpp"
 
 namespace sdm::tools {
 

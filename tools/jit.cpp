@@ -15,15 +15,15 @@
 #include <thread>
 
 #include "commands.hpp"
-#include "file_map.hpp"
-#include "jit_isolation.hpp"
-#include "jit_nvjitlink.hpp"
-#include "signature.hpp"
-#include "manifest.hpp"
-#include "archive.hpp"
-#include "image.hpp"
-#include "image_selection.hpp"
-#include "writer.hpp"
+#include "archive/file_map.hpp"
+#include "runtime/jit_isolation.hpp"
+#include "runtime/jit_nvjitlink.hpp"
+#include "archive/signature.hpp"
+#include "archive/manifest.hpp"
+#include "archive/archive.hpp"
+#include "archive/image.hpp"
+#include "runtime/image_selection.hpp"
+#include "archive/writer.hpp"
 
 namespace sdm::tools {
 namespace {

@@ -3,13 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "digest.hpp"
-#include "manifest.hpp"
-#include "signature.hpp"
-#include "archive.hpp"
-#include "runtime.hpp"
+#include "common/digest.hpp"
+#include "archive/manifest.hpp"
+#include "archive/signature.hpp"
+#include "archive/archive.hpp"
+#include "runtime/runtime.hpp"
 #include "table.hpp"
-#include "text.hpp"
+#include "common/text.hpp"
 
 namespace sdm::tools {
 

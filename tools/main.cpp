@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "commands.hpp"
-#include "edit_distance.hpp"
+#include "common/edit_distance.hpp"
 #include "completion.hpp"
-#include "jit_isolation.hpp"
+#include "runtime/jit_isolation.hpp"
 #include "sdm_version.h"
 
 namespace {

@@ -10,8 +10,8 @@
 
 #include <toml++/toml.h>
 
-#include "format.hpp"
-#include "text.hpp"
+#include "archive/format.hpp"
+#include "common/text.hpp"
 
 namespace sdm::tools {
 namespace {

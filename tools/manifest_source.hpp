@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "manifest.hpp"
-#include "result.hpp"
+#include "archive/manifest.hpp"
+#include "common/result.hpp"
 
 namespace sdm::tools {
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "file_map.hpp"
-#include "image.hpp"
+#include "archive/file_map.hpp"
+#include "archive/image.hpp"
 #include "packer.hpp"
 
 namespace sdm::tools {

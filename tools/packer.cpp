@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "commands.hpp"
-#include "fatbin.hpp"
-#include "file_map.hpp"
-#include "kernel_params.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/file_map.hpp"
+#include "archive/kernel_params.hpp"
 #include "manifest_source.hpp"
 
 namespace sdm::tools {

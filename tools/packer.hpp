@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "writer.hpp"
+#include "archive/writer.hpp"
 
 namespace sdm::tools {
 

@@ -8,8 +8,8 @@
 #include <charconv>
 
 #include "commands.hpp"
-#include "plan.hpp"
-#include "archive.hpp"
+#include "runtime/plan.hpp"
+#include "archive/archive.hpp"
 
 namespace sdm::tools {
 

@@ -8,10 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "archive.hpp"
+#include "archive/archive.hpp"
 #include "commands.hpp"
-#include "file_map.hpp"
-#include "signature.hpp"
+#include "archive/file_map.hpp"
+#include "archive/signature.hpp"
 
 namespace sdm::tools {
 namespace {

@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "archive.hpp"
-#include "signature.hpp"
-#include "verify.hpp"
+#include "archive/archive.hpp"
+#include "archive/signature.hpp"
+#include "archive/verify.hpp"
 
 namespace sdm::tools {
 namespace {

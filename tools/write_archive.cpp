@@ -1,7 +1,7 @@
 #include "commands.hpp"
-#include "file_map.hpp"
-#include "archive.hpp"
-#include "verify.hpp"
+#include "archive/file_map.hpp"
+#include "archive/archive.hpp"
+#include "archive/verify.hpp"
 
 namespace sdm::tools {
 

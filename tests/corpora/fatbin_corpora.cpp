@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "fatbin.hpp"
-#include "file_map.hpp"
-#include "host_binary.hpp"
-#include "image.hpp"
-#include "kernel_params.hpp"
-#include "text.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/file_map.hpp"
+#include "archive/host_binary.hpp"
+#include "archive/image.hpp"
+#include "archive/kernel_params.hpp"
+#include "common/text.hpp"
 
 using namespace sdm;
 using namespace sdm::archive;

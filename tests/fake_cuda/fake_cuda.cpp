@@ -30,10 +30,10 @@
 #include <variant>
 #include <vector>
 
-#include "driver_entry_points.hpp"
-#include "digest.hpp"
-#include "hash.hpp"
-#include "image.hpp"
+#include "runtime/driver_entry_points.hpp"
+#include "common/digest.hpp"
+#include "common/hash.hpp"
+#include "archive/image.hpp"
 #include "sdm_fake_cuda.h"
 
 #define SDM_FAKE_EXPORT __attribute__((visibility("default")))

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "crypto.hpp"
-#include "image.hpp"
-#include "signature.hpp"
-#include "manifest.hpp"
-#include "archive.hpp"
-#include "verify.hpp"
+#include "common/crypto.hpp"
+#include "archive/image.hpp"
+#include "archive/signature.hpp"
+#include "archive/manifest.hpp"
+#include "archive/archive.hpp"
+#include "archive/verify.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace sdm;

@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fatbin.hpp"
-#include "host_binary.hpp"
-#include "image.hpp"
-#include "kernel_params.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/host_binary.hpp"
+#include "archive/image.hpp"
+#include "archive/kernel_params.hpp"
 
 namespace {
 

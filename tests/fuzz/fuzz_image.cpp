@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "format.hpp"
-#include "image.hpp"
+#include "archive/format.hpp"
+#include "archive/image.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace sdm;

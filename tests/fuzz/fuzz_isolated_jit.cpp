@@ -10,11 +10,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "fatbin.hpp"
-#include "image.hpp"
-#include "jit_isolation.hpp"
-#include "jit_nvjitlink.hpp"
-#include "platform.hpp"
+#include "archive/fatbin.hpp"
+#include "archive/image.hpp"
+#include "runtime/jit_isolation.hpp"
+#include "runtime/jit_nvjitlink.hpp"
+#include "runtime/platform.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernel_params.hpp"
+#include "archive/kernel_params.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const sdm::Bytes input{reinterpret_cast<const std::byte*>(data), size};

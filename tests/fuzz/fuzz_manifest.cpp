@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     using namespace sdm;

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "manifest_source.hpp"
+#include "tools/manifest_source.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto manifest = sdm::tools::parse_manifest_source(std::string(reinterpret_cast<const char*>(data), size), "fuzz.toml");

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <string>
 
-#include "hardware_matrix.hpp"
-#include "plan.hpp"
-#include "plugins.hpp"
+#include "common/hardware_matrix.hpp"
+#include "runtime/plan.hpp"
+#include "runtime/plugins.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "cuda_driver.hpp"
-#include "runtime.hpp"
+#include "runtime/runtime.hpp"
 
 using namespace sdm::runtime;
 

@@ -16,11 +16,11 @@
 
 #include <cuda.h>
 
-#include "cache.hpp"
+#include "runtime/cache.hpp"
 #include "forge/forge.hpp"
 #include "gpu_driver.hpp"
-#include "hash.hpp"
-#include "archive.hpp"
+#include "common/hash.hpp"
+#include "archive/archive.hpp"
 #include "sdm/sdm.h"
 
 using sdm::gpu_test::check;

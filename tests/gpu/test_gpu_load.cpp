@@ -20,9 +20,9 @@
 
 #include "gpu_driver.hpp"
 #include "sdm/sdm.h"
-#include "file_map.hpp"
-#include "manifest.hpp"
-#include "writer.hpp"
+#include "archive/file_map.hpp"
+#include "archive/manifest.hpp"
+#include "archive/writer.hpp"
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;

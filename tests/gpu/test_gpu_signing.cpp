@@ -14,14 +14,14 @@
 #include <cuda.h>
 #include <unistd.h>
 
-#include "archive.hpp"
-#include "crypto.hpp"
-#include "file_map.hpp"
+#include "archive/archive.hpp"
+#include "common/crypto.hpp"
+#include "archive/file_map.hpp"
 #include "gpu_driver.hpp"
-#include "manifest.hpp"
+#include "archive/manifest.hpp"
 #include "sdm/sdm.h"
-#include "signature.hpp"
-#include "writer.hpp"
+#include "archive/signature.hpp"
+#include "archive/writer.hpp"
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
