@@ -17,7 +17,7 @@
 #include "common/hash.hpp"
 #include "manifest.hpp"
 #include "common/result.hpp"
-#include "signature.hpp"
+#include "signature_block.hpp"
 
 namespace sdm::archive {
 

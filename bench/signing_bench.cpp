@@ -23,7 +23,7 @@
 #include "archive/file_map.hpp"
 #include "archive/manifest.hpp"
 #include "sdm/sdm.h"
-#include "archive/signature.hpp"
+#include "archive/signing.hpp"
 #include "archive/writer.hpp"
 
 namespace {

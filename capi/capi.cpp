@@ -101,7 +101,7 @@ sdm_status fail(std::nullptr_t, sdm_error** out, ErrorCode code, std::string mes
 
 // A kernel's calls have no runtime argument: their errors reach its runtime's last error through it.
 const sdm::runtime::KernelHandle* handle(const sdm_kernel* k) noexcept { return reinterpret_cast<const sdm::runtime::KernelHandle*>(k); }
-sdm::runtime::Runtime* owner(const sdm_kernel* k) noexcept { return k != nullptr ? &handle(k)->launcher->runtime() : nullptr; }
+sdm::runtime::Runtime* owner(const sdm_kernel* k) noexcept { return k != nullptr ? static_cast<sdm::runtime::Runtime*>(handle(k)->owner) : nullptr; }
 
 sdm_status ok(sdm_error** out) noexcept {
     if (out != nullptr) *out = nullptr;
@@ -609,7 +609,7 @@ SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char
             if (names[i] == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload: names[" + std::to_string(i) + "] is NULL");
             list.emplace_back(names[i]);
         }
-        auto r = sdm::runtime::preload(runtime->impl, ordinal, list);
+        auto r = sdm::runtime::preload(runtime->impl.modules(), runtime->impl.archive_set(), runtime->impl.load_context(), ordinal, list);
         return r ? ok(error) : fail(runtime, error, std::move(r).error());
     });
 }
@@ -657,7 +657,7 @@ SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, ui
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_global_get: kernel, name and device_ptr or bytes must not be NULL");
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, "sdm_global_get"); !live) return fail(owner(kernel), error, std::move(live).error());
-        auto g = sdm::runtime::module_global(*owner(kernel), *k, name);
+        auto g = sdm::runtime::module_global(owner(kernel)->load_context(), *k, name);
         if (!g) return fail(owner(kernel), error, std::move(g).error());
         if (device_ptr != nullptr) *device_ptr = static_cast<uint64_t>(g->address);
         if (bytes != nullptr) *bytes = g->bytes;
@@ -674,7 +674,7 @@ sdm_status global_copy(const char* api, const sdm_kernel* kernel, const char* na
             return fail(owner(kernel), error, ErrorCode::invalid_argument, std::string(api) + ": kernel and name must not be NULL");
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, api); !live) return fail(owner(kernel), error, std::move(live).error());
-        auto copied = sdm::runtime::copy_global(*owner(kernel), *k, name, offset, data, bytes, static_cast<CUstream>(stream), to_device);
+        auto copied = sdm::runtime::copy_global(owner(kernel)->load_context(), *k, name, offset, data, bytes, static_cast<CUstream>(stream), to_device);
         if (!copied) return fail(owner(kernel), error, std::move(copied).error());
         return ok(error);
     });
@@ -701,7 +701,7 @@ SDM_API sdm_status sdm_kernel_list_create(sdm_runtime* runtime, uint32_t archive
     return guarded(runtime, error, [&]() -> sdm_status {
         if (runtime == nullptr || list == nullptr)
             return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_list_create: runtime and list must not be NULL");
-        auto entries = sdm::runtime::list_kernels(runtime->impl, archive_index == SDM_LIST_SERVED ? std::nullopt : std::optional<uint32_t>(archive_index));
+        auto entries = sdm::runtime::list_kernels(runtime->impl.archive_set(), runtime->impl.jit(), archive_index == SDM_LIST_SERVED ? std::nullopt : std::optional<uint32_t>(archive_index));
         if (!entries) return fail(runtime, error, std::move(entries).error());
         *list = new sdm_kernel_list{&runtime->impl, std::move(*entries)};
         return ok(error);

@@ -9,18 +9,17 @@
 
 #include "context.hpp"
 #include "driver.hpp"
+#include "load_context.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
 
-class Runtime;
-
 class DeviceScope {
 public:
     // The context of device `ordinal`.
-    static Result<DeviceScope> enter(Runtime& runtime, int32_t ordinal);
+    static Result<DeviceScope> enter(LoadContext& load, int32_t ordinal);
     // A context known already (the one a module was loaded in).
-    static Result<DeviceScope> enter(Runtime& runtime, CUcontext context);
+    static Result<DeviceScope> enter(LoadContext& load, CUcontext context);
 
     Driver& driver() const noexcept { return *driver_; }
     CUcontext context() const noexcept { return context_; }

@@ -1,8 +1,8 @@
 #include "globals.hpp"
 
 #include "device_scope.hpp"
-#include "modules.hpp"
-#include "runtime.hpp"
+#include "kernel_handle.hpp"
+#include "load_context.hpp"
 #include "common/text.hpp"
 
 namespace sdm::runtime {
@@ -17,7 +17,7 @@ std::string shown(std::string_view name) {
 
 }  // namespace
 
-Result<GlobalSymbol> module_global(Runtime& runtime, const KernelHandle& kernel, std::string_view name) {
+Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel, std::string_view name) {
     if (name.empty() || name.size() > kMaxGlobalName)
         return make_error(ErrorCode::invalid_argument, "a global's name of " + std::to_string(name.size()) + " bytes (1.." + std::to_string(kMaxGlobalName) + ")");
     if (kernel.slot == nullptr) return make_error(ErrorCode::internal, "kernel " + kernel.name + " has no module");
@@ -32,7 +32,7 @@ Result<GlobalSymbol> module_global(Runtime& runtime, const KernelHandle& kernel,
         if (const auto* listed = slot.served->archive->manifest->find(name); listed != nullptr && listed->module == kernel.module)
             return make_error(ErrorCode::invalid_argument, shown(name) + " is a kernel of module " + kernel.module + ", not a global variable: fetch it with "
                                                            "sdm_kernel_get; sdm_global_get takes a __device__ or __constant__ variable's symbol");
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime, slot.context));
+    SDM_TRY_GET(scope, DeviceScope::enter(load, slot.context));
     const std::string symbol(name);
     CUdeviceptr address = 0;
     size_t bytes = 0;
@@ -51,15 +51,15 @@ Result<GlobalSymbol> module_global(Runtime& runtime, const KernelHandle& kernel,
     return g;
 }
 
-Result<void> copy_global(Runtime& runtime, const KernelHandle& kernel, std::string_view name, uint64_t offset, void* host, uint64_t bytes, CUstream stream,
+Result<void> copy_global(LoadContext& load, const KernelHandle& kernel, std::string_view name, uint64_t offset, void* host, uint64_t bytes, CUstream stream,
                          bool to_device) {
-    SDM_TRY_GET(g, module_global(runtime, kernel, name));
+    SDM_TRY_GET(g, module_global(load, kernel, name));
     if (offset > g->bytes || bytes > g->bytes - offset)
         return make_error(ErrorCode::invalid_argument, "global " + shown(name) + " of module " + kernel.module + " is " + std::to_string(g->bytes) +
                                                            " bytes: a copy of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " runs past it");
     if (bytes == 0) return {};
     if (host == nullptr) return make_error(ErrorCode::invalid_argument, "a copy of " + std::to_string(bytes) + " bytes of global " + shown(name) + " with NULL data");
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime, kernel.slot->context));
+    SDM_TRY_GET(scope, DeviceScope::enter(load, kernel.slot->context));
     kernel.slot->streams.note(stream);  // the module's retirement waits for the copy, as for a launch
     const std::string what = std::string(to_device ? "copying to" : "copying from") + " global " + shown(name) + " of module " + kernel.module;
     if (to_device) return SDM_DRIVER_CALL(scope->driver(), cuMemcpyHtoDAsync, what, g->address + offset, static_cast<const void*>(host), static_cast<size_t>(bytes), stream);

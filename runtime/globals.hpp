@@ -14,7 +14,7 @@
 namespace sdm::runtime {
 
 struct KernelHandle;
-class Runtime;
+class LoadContext;
 
 struct GlobalSymbol {
     CUdeviceptr address{0};
@@ -23,11 +23,11 @@ struct GlobalSymbol {
 
 // Global `name` of `kernel`'s module. A name the module lists as a kernel is
 // ErrorCode::invalid_argument; one the image does not define, ErrorCode::not_found.
-Result<GlobalSymbol> module_global(Runtime& runtime, const KernelHandle& kernel, std::string_view name);
+Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel, std::string_view name);
 
 // Copies `bytes` between host memory `host` and the global at `offset`, queued on `stream`
 // (cuMemcpyHtoDAsync when `to_device`, else cuMemcpyDtoHAsync). The range must lie inside it.
-Result<void> copy_global(Runtime& runtime, const KernelHandle& kernel, std::string_view name, uint64_t offset, void* host, uint64_t bytes, CUstream stream,
+Result<void> copy_global(LoadContext& load, const KernelHandle& kernel, std::string_view name, uint64_t offset, void* host, uint64_t bytes, CUstream stream,
                          bool to_device);
 
 }  // namespace sdm::runtime

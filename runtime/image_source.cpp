@@ -5,7 +5,6 @@
 #include "cache.hpp"
 #include "archive/image.hpp"
 #include "readahead.hpp"
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 
@@ -38,10 +37,10 @@ JitJob jit_job(const ServedBy& served, Bytes input, JitIsolation isolation) {
     return job;
 }
 
-Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served) {
-    const JitJob job = jit_job(served, {}, runtime.jit_isolation().policy);  // asking needs no input
+Result<JitPlan> jit_plan(const ImageRooms& rooms, Driver& driver, const ServedBy& served) {
+    const JitJob job = jit_job(served, {}, rooms.jit.isolation().policy);  // asking needs no input
     JitPlan plan;
-    for (const auto& backend : jit_backends(runtime, driver, served.switches)) {
+    for (const auto& backend : jit_backends(rooms.jit, rooms.load, driver, served.switches)) {
         std::string reason = backend->unavailable(job);
         if (reason.empty()) {
             plan.backend = backend->name();
@@ -58,8 +57,8 @@ using archive::Kind;
 
 class ImageFetch {
 public:
-    ImageFetch(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream)
-        : runtime_(runtime),
+    ImageFetch(const ImageRooms& rooms, Driver& driver, const ServedBy& served, CUstream stream)
+        : rooms_(rooms),
           driver_(driver),
           served_(served),
           stream_(stream),
@@ -72,7 +71,7 @@ public:
         if (selected.path == SelectionPath::cubin && entry_.codec == archive::Codec::stored) {
             // The next modules' images are checked (or decoded) on a worker meanwhile; this one
             // may have been checked ahead already.
-            for (const size_t next : next_in_order(archive_, selected.image.index, runtime_.readahead_modules()))
+            for (const size_t next : next_in_order(archive_, selected.image.index, rooms_.readahead_modules))
                 served_.archive->readahead->start(archive_, *served_.archive->references, next);
             served_.archive->readahead->settle(selected.image.index, &out_.decoded_ahead);
             SDM_TRY_GET(view, archive_.view(selected.image.index));  // checked, zero-copy from the mapping
@@ -88,7 +87,7 @@ public:
             // zstd costs (bench/RESULTS.md, issue 27).
             // The next modules' same target starts decoding on a worker first (readahead.hpp):
             // a host fetching module after module finds each decoded while the last one loaded.
-            for (const size_t next : next_in_order(archive_, selected.image.index, runtime_.readahead_modules()))
+            for (const size_t next : next_in_order(archive_, selected.image.index, rooms_.readahead_modules))
                 served_.archive->readahead->start(archive_, *served_.archive->references, next);
             SDM_TRY_GET(raw, served_.archive->readahead->read(archive_, *served_.archive->references, selected.image.index, &out_.decoded_ahead));
             SDM_TRY(from_archive(*raw));
@@ -131,7 +130,7 @@ private:
     Result<void> cached(const Hash128& key, Kind kind, ImageSource built_by, const std::function<Result<ByteVector>()>& build,
                         const platform::LockMark& mark) {
         out_.cache_key = key;
-        cache_ = runtime_.cache();  // opened here, on first need: a load that decodes in memory never touches it
+        cache_ = rooms_.cache.get();  // opened here, on first need: a load that decodes in memory never touches it
         bool ran = false;
         const auto run = [&]() -> Result<ByteVector> {
             ran = true;
@@ -143,7 +142,7 @@ private:
         SDM_TRY_GET(got, cache_ != nullptr ? cache_->get_or_build(key, run, mark) : run());
         if (!ran) {
             if (auto checked = well_formed(kind, *got, "the cache entry for " + image_ + " (" + cache_->entry_path(key) + ")"); !checked) {
-                runtime_.log().warn(checked.error().message + "; it was removed, and the image is built again");
+                rooms_.log.warn(checked.error().message + "; it was removed, and the image is built again");
                 cache_->evict(key);
                 got = cache_->get_or_build(key, run, mark);  // gone now: built, checked and stored
                 if (!got) return std::move(got).error();
@@ -158,24 +157,24 @@ private:
     // The input is decoded and checked only when a backend builds: a cache hit, keyed by the
     // entry's raw hash from the index, reads nothing of it.
     Result<void> jit() {
-        JitJob job = jit_job(served_, {}, runtime_.jit_isolation().policy);
+        JitJob job = jit_job(served_, {}, rooms_.jit.isolation().policy);
         std::optional<ByteVector> input;
         std::string why_not, failures;
-        for (const auto& backend : jit_backends(runtime_, driver_, served_.switches)) {
+        for (const auto& backend : jit_backends(rooms_.jit, rooms_.load, driver_, served_.switches)) {
             const std::string reason = backend->unavailable(job);
             if (!reason.empty()) {
                 why_not += (why_not.empty() ? "" : "; ") + reason;
                 continue;
             }
             if (!why_not.empty() || !failures.empty())
-                runtime_.log().info("building " + image_ + " with " + backend->name() + ": " + why_not + (why_not.empty() || failures.empty() ? "" : "; ") +
+                rooms_.log.info("building " + image_ + " with " + backend->name() + ": " + why_not + (why_not.empty() || failures.empty() ? "" : "; ") +
                                     failures);
             auto built = build_with(*backend, job, input);
             if (built) return {};
             // A backend that ran and failed (it refused the input, or broke) is not the end: the
             // next may take it (a driver's JIT newer than nvJitLink). Anything else is the load's.
             if (built.error().code != ErrorCode::jit) return built;
-            runtime_.log().info(std::string(backend->name()) + " failed to build " + image_ + "; trying the next backend: " + built.error().message);
+            rooms_.log.info(std::string(backend->name()) + " failed to build " + image_ + "; trying the next backend: " + built.error().message);
             failures += (failures.empty() ? "" : "; ") + std::string(backend->name()) + " failed: " + built.error().message;
         }
         if (!failures.empty())
@@ -203,7 +202,7 @@ private:
                 SDM_TRY(read_input(job, input));
                 SDM_TRY_GET(product, backend.build(job));
                 return std::move(product->cubin);
-            }, {what, runtime_.jit_isolation().limits.seconds});
+            }, {what, rooms_.jit.isolation().limits.seconds});
         }
         SDM_TRY(not_capturing());
         SDM_TRY(read_input(job, input));
@@ -215,7 +214,7 @@ private:
         return {};
     }
 
-    Runtime& runtime_;
+    const ImageRooms& rooms_;
     Driver& driver_;
     const ServedBy& served_;
     CUstream stream_;
@@ -228,8 +227,8 @@ private:
 
 }  // namespace
 
-Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream) {
-    return ImageFetch(runtime, driver, served, stream).run();
+Result<LoadableImage> load_image_bytes(const ImageRooms& rooms, Driver& driver, const ServedBy& served, CUstream stream) {
+    return ImageFetch(rooms, driver, served, stream).run();
 }
 
 }  // namespace sdm::runtime

@@ -19,12 +19,25 @@
 #include "common/hash.hpp"
 #include "jit_backend.hpp"
 #include "jit_isolation.hpp"
+#include "jit_toolchain.hpp"
 #include "layering.hpp"
+#include "lazy_cache.hpp"
+#include "load_context.hpp"
+#include "log.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
 
-class Runtime;
+// What getting an image's bytes is given: the cache, the JIT toolchain, the driver's context (its
+// JIT backend holds the shared driver), and how many modules ahead a compressed image's load
+// decodes (readahead.hpp; $SDM_READAHEAD).
+struct ImageRooms {
+    const Logger& log;
+    LoadContext& load;
+    JitToolchain& jit;
+    LazyCache& cache;
+    size_t readahead_modules{0};
+};
 
 struct LoadableImage {
     ImageSource source{ImageSource::archive_cubin};
@@ -41,7 +54,7 @@ struct LoadableImage {
 
 // The image `served` selected, ready for cuModuleLoadData (or loaded, by the driver's JIT), with
 // `driver` current in the device's context. `stream` is checked for graph capture before any JIT.
-Result<LoadableImage> load_image_bytes(Runtime& runtime, Driver& driver, const ServedBy& served, CUstream stream);
+Result<LoadableImage> load_image_bytes(const ImageRooms& rooms, Driver& driver, const ServedBy& served, CUstream stream);
 
 // The JIT job of `served` (its selection's path is jit), with the entry's raw `input` (empty until
 // a build needs it: which backend may run, and its cache key, read none of it), isolated or not as
@@ -55,6 +68,6 @@ struct JitPlan {
     std::string backend;                  // "nvJitLink"; empty: none may run
     std::vector<std::string> passed_over;
 };
-Result<JitPlan> jit_plan(Runtime& runtime, Driver& driver, const ServedBy& served);
+Result<JitPlan> jit_plan(const ImageRooms& rooms, Driver& driver, const ServedBy& served);
 
 }  // namespace sdm::runtime

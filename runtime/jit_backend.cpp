@@ -15,11 +15,11 @@ Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_v
     return key.field(std::string_view(SDM_VERSION_STRING)).key();
 }
 
-std::vector<std::unique_ptr<JitBackend>> jit_backends(Runtime& runtime, Driver& driver, const DriverSwitches& switches) {
+std::vector<std::unique_ptr<JitBackend>> jit_backends(JitToolchain& jit, LoadContext& load, Driver& driver, const DriverSwitches& switches) {
     std::vector<std::unique_ptr<JitBackend>> out;
-    out.push_back(nvjitlink_backend(runtime, driver));
-    out.push_back(ptx_compiler_backend(runtime, driver));
-    out.push_back(driver_jit_backend(runtime, driver, switches));
+    out.push_back(nvjitlink_backend(jit, driver));
+    out.push_back(ptx_compiler_backend(jit, driver));
+    out.push_back(driver_jit_backend(jit, load, driver, switches));
     return out;
 }
 

@@ -19,11 +19,12 @@
 #include "common/digest.hpp"
 #include "common/hash.hpp"
 #include "image_selection.hpp"
+#include "jit_toolchain.hpp"
+#include "load_context.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
 
-class Runtime;
 
 // Where the bytes a module was loaded from came from (sdm_kernel_info's image_source).
 enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5, ptx_compiler = 6 };
@@ -72,11 +73,11 @@ Hash128 jit_cache_key(std::string_view backend, const JitJob& job, std::string_v
 
 // The backends for one load, in preference order, as the runtime's JIT policy, the build and the
 // driver switches allow them (each says why not through unavailable()).
-std::vector<std::unique_ptr<JitBackend>> jit_backends(Runtime& runtime, Driver& driver, const DriverSwitches& switches);
+std::vector<std::unique_ptr<JitBackend>> jit_backends(JitToolchain& jit, LoadContext& load, Driver& driver, const DriverSwitches& switches);
 
 // The factories the list is made of, one per backend file.
-std::unique_ptr<JitBackend> nvjitlink_backend(Runtime& runtime, Driver& driver);
-std::unique_ptr<JitBackend> ptx_compiler_backend(Runtime& runtime, Driver& driver);
-std::unique_ptr<JitBackend> driver_jit_backend(Runtime& runtime, Driver& driver, const DriverSwitches& switches);
+std::unique_ptr<JitBackend> nvjitlink_backend(JitToolchain& jit, Driver& driver);
+std::unique_ptr<JitBackend> ptx_compiler_backend(JitToolchain& jit, Driver& driver);
+std::unique_ptr<JitBackend> driver_jit_backend(JitToolchain& jit, LoadContext& load, Driver& driver, const DriverSwitches& switches);
 
 }  // namespace sdm::runtime

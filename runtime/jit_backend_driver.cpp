@@ -4,24 +4,23 @@
 // the isolation policy runs in the JIT helper: the driver compiles inside this process.
 #include "jit_backend.hpp"
 #include "jit_isolation.hpp"
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 namespace {
 
 class DriverJitBackend final : public JitBackend {
 public:
-    DriverJitBackend(Runtime& runtime, Driver& driver, const DriverSwitches& switches) : runtime_(runtime), driver_(driver), switches_(switches) {}
+    DriverJitBackend(JitToolchain& jit, LoadContext& load, Driver& driver, const DriverSwitches& switches) : jit_(jit), load_(load), driver_(driver), switches_(switches) {}
     ImageSource source() const noexcept override { return ImageSource::driver_jit; }
     const char* name() const noexcept override { return "the driver's JIT"; }
 
     std::string unavailable(const JitJob& job) override {
-        if (!runtime_.jit_policy().driver) return "the driver's JIT is forbidden by the host";
+        if (!jit_.policy().driver) return "the driver's JIT is forbidden by the host";
         if (switches_.disable_ptx_jit) return "the driver's JIT is off (CUDA_DISABLE_PTX_JIT=1 is set)";
         if (job.kind != archive::Kind::ptx) return "the driver's JIT compiles PTX only";
         if (job.isolated)
             return "the driver's JIT compiles inside this process, and the JIT isolation policy (" +
-                   std::string(isolation_name(runtime_.jit_isolation().policy)) + ") keeps " + job.isolated_because +
+                   std::string(isolation_name(jit_.isolation().policy)) + ") keeps " + job.isolated_because +
                    " out of it (sign the archive with a trusted key, install nvJitLink, or set SDM_JIT_ISOLATION=never)";
         return {};
     }
@@ -31,7 +30,7 @@ public:
     Result<JitProduct> build(const JitJob& job) override {
         // Under the watchdog: the compile runs on a thread of its own in the caller's context, and
         // owns what it touches (the driver, the text); one that ends past the limit unloads its module.
-        SDM_TRY_GET(shared_driver, runtime_.driver());
+        SDM_TRY_GET(shared_driver, load_.driver());
         std::shared_ptr<Driver> driver = *shared_driver;
         CUcontext context = nullptr;
         SDM_TRY(SDM_DRIVER_CALL(*driver, cuCtxGetCurrent, "reading the context for the driver's JIT of " + job.image, &context));
@@ -64,20 +63,21 @@ public:
             CUcontext popped = nullptr;
             (void)SDM_DRIVER_CALL(*driver, cuCtxPopCurrent, "unloading a late JIT's module", &popped);
         };
-        SDM_TRY_GET(module, run_with_watchdog<CUmodule>(runtime_.jit_isolation().limits.seconds, what, compile, late));
+        SDM_TRY_GET(module, run_with_watchdog<CUmodule>(jit_.isolation().limits.seconds, what, compile, late));
         return JitProduct{{}, *module};
     }
 
 private:
-    Runtime& runtime_;
+    JitToolchain& jit_;
+    LoadContext& load_;
     Driver& driver_;
     DriverSwitches switches_;
 };
 
 }  // namespace
 
-std::unique_ptr<JitBackend> driver_jit_backend(Runtime& runtime, Driver& driver, const DriverSwitches& switches) {
-    return std::make_unique<DriverJitBackend>(runtime, driver, switches);
+std::unique_ptr<JitBackend> driver_jit_backend(JitToolchain& jit, LoadContext& load, Driver& driver, const DriverSwitches& switches) {
+    return std::make_unique<DriverJitBackend>(jit, load, driver, switches);
 }
 
 }  // namespace sdm::runtime

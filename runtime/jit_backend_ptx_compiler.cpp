@@ -5,19 +5,18 @@
 #include "jit_backend.hpp"
 #include "jit_isolation.hpp"
 #include "jit_ptxcompiler.hpp"
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 namespace {
 
 class PtxCompilerBackend final : public JitBackend {
 public:
-    PtxCompilerBackend(Runtime& runtime, Driver& driver) : runtime_(runtime), driver_(driver) {}
+    PtxCompilerBackend(JitToolchain& jit, Driver& driver) : jit_(jit), driver_(driver) {}
     ImageSource source() const noexcept override { return ImageSource::ptx_compiler; }
     const char* name() const noexcept override { return "nvPTXCompiler"; }
 
     std::string unavailable(const JitJob& job) override {
-        if (!runtime_.jit_policy().ptx_compiler) return "nvPTXCompiler is forbidden by the host";
+        if (!jit_.policy().ptx_compiler) return "nvPTXCompiler is forbidden by the host";
         if (!ptx_compiler_built()) return "this libsdm was built without nvPTXCompiler";
         if (job.kind != archive::Kind::ptx) return "nvPTXCompiler compiles PTX only";
         return {};
@@ -31,10 +30,10 @@ public:
     }
 
     Result<JitProduct> build(const JitJob& job) override {
-        const JitLimits& limits = runtime_.jit_isolation().limits;
+        const JitLimits& limits = jit_.isolation().limits;
         Result<JitOutput> out = make_error(ErrorCode::internal, "not built");
         if (job.isolated) {
-            SDM_TRY_GET(helper, runtime_.jit_helper());
+            SDM_TRY_GET(helper, jit_.helper());
             out = run_isolated(*helper, {IsolatedTool::ptx_compiler, {}, {job.kind, job.input, job.input_name}, job.target_sm, job.target_variant, {}}, limits);
         } else {
             auto input = std::make_shared<const ByteVector>(job.input.begin(), job.input.end());
@@ -44,19 +43,19 @@ public:
                                     });
         }
         if (!out) return std::move(out).error();
-        runtime_.log().info("compiled " + job.image + " for " + job.target + " with nvPTXCompiler " + version_ + " in " +
+        jit_.log().info("compiled " + job.image + " for " + job.target + " with nvPTXCompiler " + version_ + " in " +
                             std::to_string(out->milliseconds) + " ms" + (job.isolated ? " in the JIT helper (isolated: " + job.isolated_because + ")" : ""));
         return JitProduct{std::move(out->cubin), nullptr};
     }
 
 private:
-    Runtime& runtime_;
+    JitToolchain& jit_;
     Driver& driver_;
     std::string version_;
 };
 
 }  // namespace
 
-std::unique_ptr<JitBackend> ptx_compiler_backend(Runtime& runtime, Driver& driver) { return std::make_unique<PtxCompilerBackend>(runtime, driver); }
+std::unique_ptr<JitBackend> ptx_compiler_backend(JitToolchain& jit, Driver& driver) { return std::make_unique<PtxCompilerBackend>(jit, driver); }
 
 }  // namespace sdm::runtime

@@ -6,7 +6,8 @@
 
 #include "archive/cxx_names.hpp"
 #include "common/edit_distance.hpp"
-#include "runtime.hpp"
+#include "archive_set.hpp"
+#include "jit_toolchain.hpp"
 #include "common/text.hpp"
 
 namespace sdm::runtime {
@@ -20,45 +21,15 @@ std::string shown(std::string_view name) {
 }
 
 // A kernel as a message lists it: its C++ declaration (when it has one) and its listed name.
-std::string kernel_text(Runtime& runtime, const MountedArchive& m, uint32_t k) {
+std::string kernel_text(JitToolchain& jit, const MountedArchive& m, uint32_t k) {
     const std::string_view name = m.manifest->kernels()[k].name;
-    const std::string& d = kernel_names(runtime, m).demangled(k);
+    const std::string& d = kernel_names(jit, m).demangled(k);
     return d.empty() ? shown(name) : shown(d) + " (" + shown(name) + ")";
 }
 
 }  // namespace
 
-KernelNameIndex::KernelNameIndex(const archive::ManifestIndex& manifest, std::vector<std::string> demangled) : demangled_(std::move(demangled)) {
-    const auto kernels = manifest.kernels();
-    demangled_.resize(kernels.size());
-    normalized_.resize(kernels.size());  // sized once: the views below stay valid
-    for (size_t i = 0; i < kernels.size(); ++i)
-        if (!demangled_[i].empty()) normalized_[i] = archive::normalize_cxx(demangled_[i]);
-    for (uint32_t i = 0; i < kernels.size(); ++i) {
-        const auto add = [&](int level, std::string_view key) {
-            auto& list = levels_[static_cast<size_t>(level)][key];
-            if (list.empty() || list.back() != i) list.push_back(i);
-        };
-        if (normalized_[i].empty()) {
-            bases_[kernels[i].name].push_back(i);  // an extern "C" kernel: its name is its base
-            continue;
-        }
-        const archive::CxxSpellings s = archive::cxx_spellings(normalized_[i]);
-        add(0, s.declaration);
-        for (const auto v : s.signatures) add(1, v);
-        for (const auto v : s.expressions) add(2, v);
-        for (const auto v : s.bases) add(3, v);
-        bases_[archive::cxx_base_name(normalized_[i])].push_back(i);
-    }
-}
-
-std::optional<KernelNameIndex::Match> KernelNameIndex::find(std::string_view normalized) const {
-    for (size_t level = 0; level < levels_.size(); ++level)
-        if (const auto it = levels_[level].find(normalized); it != levels_[level].end()) return Match{static_cast<int>(level), &it->second};
-    return std::nullopt;
-}
-
-std::vector<std::string> demangled_names(Runtime& runtime, const MountedArchive& archive) {
+std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive& archive) {
     const auto kernels = archive.manifest->kernels();
     std::vector<std::string> out(kernels.size());
     std::vector<uint32_t> mangled;  // the kernels whose names are C++ symbols
@@ -66,18 +37,18 @@ std::vector<std::string> demangled_names(Runtime& runtime, const MountedArchive&
         if (kernels[i].name.starts_with("_Z") && kernels[i].name.size() <= archive::kMaxDemangledSymbol) mangled.push_back(i);
     if (mangled.empty()) return out;
     const std::string label = archive.archive.label();
-    if (archive.embedded || runtime.jit_isolation().policy == JitIsolation::never) {  // the trusted archive, or the host's choice
+    if (archive.embedded || jit.isolation().policy == JitIsolation::never) {  // the trusted archive, or the host's choice
         for (const uint32_t i : mangled)
             if (auto d = archive::demangle(kernels[i].name); d && d->size() <= kMaxDemangledOutput) out[i] = std::move(*d);
         return out;
     }
-    auto helper = runtime.jit_helper();
+    auto helper = jit.helper();
     if (!helper) {
-        runtime.log().warn("the C++ names of archive " + label + "'s kernels are not indexed (they are found by their mangled names only): " +
+        jit.log().warn("the C++ names of archive " + label + "'s kernels are not indexed (they are found by their mangled names only): " +
                            helper.error().message);
         return out;
     }
-    JitLimits limits = runtime.jit_isolation().limits;
+    JitLimits limits = jit.isolation().limits;
     limits.seconds = std::min(limits.seconds, 10.0);
     limits.memory_bytes = std::min<uint64_t>(limits.memory_bytes, uint64_t{1} << 30);
     // The helper writes each result as it goes: a run that dies leaves the names before the one it
@@ -109,18 +80,18 @@ std::vector<std::string> demangled_names(Runtime& runtime, const MountedArchive&
         ++next;
     }
     if (left_out > 0)
-        runtime.log().warn(std::to_string(left_out) + " kernel name(s) of archive " + label + " were not demangled (they are found by their mangled names only): " + why);
+        jit.log().warn(std::to_string(left_out) + " kernel name(s) of archive " + label + " were not demangled (they are found by their mangled names only): " + why);
     return out;
 }
 
-const KernelNameIndex& kernel_names(Runtime& runtime, const MountedArchive& archive) {
+const KernelNameIndex& kernel_names(JitToolchain& jit, const MountedArchive& archive) {
     KernelNamesOnce& cell = *archive.names;
-    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest, demangled_names(runtime, archive)); });
+    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest, demangled_names(jit, archive)); });
     return *cell.index;
 }
 
-Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view requested) {
-    const auto archives = runtime.archives();
+Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested) {
+    const auto archives = set.archives();
     std::string key;
     if (requested.starts_with("_Z")) {  // a mangled name no archive lists: its declaration may match another spelling
         if (auto d = archive::demangle(requested)) key = archive::normalize_cxx(*d);
@@ -141,7 +112,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
         const MountedArchive& m = **it;
         mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
         if (!m.manifest || key.empty()) continue;
-        const auto match = kernel_names(runtime, m).find(key);
+        const auto match = kernel_names(jit, m).find(key);
         if (!match || match->level > best) continue;
         if (match->level < best) {
             best = match->level;
@@ -154,7 +125,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
     if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
     if (matches.size() > 1) {
         std::string list;
-        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(runtime, *matches[i].first, matches[i].second);
+        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(jit, *matches[i].first, matches[i].second);
         if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
         return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) +
                                                     " kernels; ask for one by its template arguments (a name expression such as "
@@ -170,7 +141,7 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
         const MountedArchive& m = **it;
         if (!m.manifest) continue;
-        for (const auto& [candidate, kernels] : kernel_names(runtime, m).bases()) {
+        for (const auto& [candidate, kernels] : kernel_names(jit, m).bases()) {
             const size_t d = edit_distance(base, candidate.substr(0, kCompared));
             if (d > best_distance) continue;
             if (d < best_distance) {
@@ -183,14 +154,14 @@ Result<std::string> resolve_kernel_name(Runtime& runtime, std::string_view reque
         }
     }
     std::string hint;
-    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(runtime, *m, k);
+    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(jit, *m, k);
     return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
 }
 
-Result<std::vector<KernelListing>> list_kernels(Runtime& runtime, std::optional<uint32_t> archive_index) {
-    const auto archives = runtime.archives();
+Result<std::vector<KernelListing>> list_kernels(const ArchiveSet& set, JitToolchain& jit, std::optional<uint32_t> archive_index) {
+    const auto archives = set.archives();
     if (archive_index && *archive_index >= archives.size())
         return make_error(ErrorCode::not_found, "there is no mounted archive " + std::to_string(*archive_index) + " (" + std::to_string(archives.size()) +
                                                     " mounted; sdm_archive_count)");
@@ -205,7 +176,7 @@ Result<std::vector<KernelListing>> list_kernels(Runtime& runtime, std::optional<
         const MountedArchive& m = *archives[a];
         if (!m.manifest) continue;
         const auto kernels = m.manifest->kernels();
-        const KernelNameIndex& names = kernel_names(runtime, m);
+        const KernelNameIndex& names = kernel_names(jit, m);
         std::map<std::string_view, std::string> targets;  // per module
         for (uint32_t i = 0; i < kernels.size(); ++i) {
             const bool shadowed = newest[kernels[i].name] != a;

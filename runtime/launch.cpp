@@ -5,7 +5,6 @@
 
 #include "device_scope.hpp"
 #include "layering.hpp"
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 
@@ -48,9 +47,10 @@ size_t Launcher::KeyHash::operator()(const Key& k) const noexcept {
     return static_cast<size_t>(h ^ (h >> 29));
 }
 
-Launcher::Launcher(Runtime& runtime, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
+Launcher::Launcher(LoadContext& load, Plugins& plugins, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
                    std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams)
-    : runtime_(runtime),
+    : load_(load),
+      plugins_(plugins),
       ordinal_(ordinal),
       context_(context),
       function_(function),
@@ -76,7 +76,7 @@ Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
     const uint64_t epoch = forced_matrix_row_epoch();
     const bool forced = forced_matrix_row_active();
     // A plugin loaded since a plan was remembered may choose another: the memo starts again.
-    const uint64_t generation = runtime_.plugins().generation();
+    const uint64_t generation = plugins_.generation();
     if (!forced) {
         std::lock_guard lock(memo_mutex_);
         if (memo_generation_ != generation) {
@@ -96,11 +96,11 @@ Result<SelectedPlan> Launcher::select(std::span<const int64_t> problem) {
 }
 
 Result<PlanDevice> Launcher::plan_device() {
-    SDM_TRY_GET(p, runtime_.devices().properties(ordinal_));
+    SDM_TRY_GET(p, load_.devices().properties(ordinal_));
     // A kernel of an archive that follows the matrix was only loaded on a device in it; any other
     // runs on devices outside it too, unclassified.
     std::optional<DeviceClass> cls;
-    if (auto c = runtime_.devices().device_class(ordinal_)) cls = *c;
+    if (auto c = load_.devices().device_class(ordinal_)) cls = *c;
     else if (c.error().code != ErrorCode::unsupported_device) return std::move(c).error();
     return plan_device_of(*p, cls, device_text(*p, cls));
 }
@@ -110,10 +110,10 @@ Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
     auto from_table = table_.select(*device, problem);
     // Plan providers first, in load order; an invalid plan from one is not used, and the log says why.
     const PlanRequest request{kernel_, module_, archive_, ordinal_, *device, problem, from_table ? &*from_table : nullptr};
-    if (auto provided = runtime_.plugins().select_plan(request)) {
+    if (auto provided = plugins_.select_plan(request)) {
         auto occupancy = check_occupancy(*provided, *device);
         if (occupancy) return SelectedPlan{*provided, *occupancy};
-        runtime_.log().warn("the plan a plugin chose for kernel " + kernel_ + " is not used: " + occupancy.error().message);
+        load_.log().warn("the plan a plugin chose for kernel " + kernel_ + " is not used: " + occupancy.error().message);
     }
     if (!from_table) return std::move(from_table).error();
     SDM_TRY_GET(occupancy, check_occupancy(*from_table, *device));
@@ -121,7 +121,7 @@ Result<SelectedPlan> Launcher::compute(std::span<const int64_t> problem) {
 }
 
 Result<int32_t> Launcher::check_occupancy(const Plan& plan, const PlanDevice& device) {
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+    SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
     Driver& driver = scope->driver();
     SDM_TRY(ensure_smem(plan.smem));
     const std::string what = "the occupancy of kernel " + kernel_ + " with " + plan_text(plan);
@@ -147,7 +147,7 @@ Result<void> Launcher::ensure_smem(uint32_t bytes) {
     if (bytes <= smem_limit_.load(std::memory_order_acquire)) return {};
     std::lock_guard lock(smem_mutex_);
     if (bytes <= smem_limit_.load(std::memory_order_relaxed)) return {};
-    SDM_TRY_GET(d, runtime_.driver());
+    SDM_TRY_GET(d, load_.driver());
     SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncSetAttribute, "allowing kernel " + kernel_ + " " + std::to_string(bytes) + " B of dynamic shared memory",
                             function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)));
     smem_limit_.store(bytes, std::memory_order_release);
@@ -159,14 +159,14 @@ Result<void> Launcher::ensure_smem(uint32_t bytes) {
 Result<void> Launcher::check_current() {
     GetCurrent get = get_current_.load(std::memory_order_acquire);
     if (get == nullptr) {
-        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(d, load_.driver());
         SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuCtxGetCurrent));
         get = reinterpret_cast<GetCurrent>(*fn);
         get_current_.store(get, std::memory_order_release);
     }
     CUcontext current = nullptr;
     if (const CUresult rc = get(&current); rc != CUDA_SUCCESS) {
-        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(d, load_.driver());
         return (*d)->error(rc, EntryPoint::cuCtxGetCurrent, "reading the calling thread's CUDA context to launch kernel " + kernel_);
     }
     if (current != context_)
@@ -198,13 +198,13 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
             a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
             return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": launch attribute " + std::to_string(static_cast<int>(a.id)) +
                                                                " in sdm_launch_attributes is one sdm_plan sets (cluster, flags or priority): set it there");
-    if (runtime_.follows_current_context()) SDM_TRY(check_current());
+    if (load_.follows_current_context()) SDM_TRY(check_current());
     if (plan.cooperative) SDM_TRY(check_cooperative(plan));
     if (plan.priority != 0) SDM_TRY(check_priority(plan.priority));
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
     LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     if (launch_ex == nullptr) {  // once; racing threads store the same pointer
-        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(d, load_.driver());
         SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuLaunchKernelEx));
         launch_ex = reinterpret_cast<LaunchEx>(*fn);
         launch_ex_.store(launch_ex, std::memory_order_release);
@@ -232,7 +232,7 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     if (streams_ != nullptr) streams_->note(stream);  // before: a retire racing the launch must see its stream
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
     if (rc != CUDA_SUCCESS) {
-        SDM_TRY_GET(d, runtime_.driver());
+        SDM_TRY_GET(d, load_.driver());
         return (*d)->error(rc, EntryPoint::cuLaunchKernelEx, "launching kernel " + kernel_ + " with " + plan_text(plan));
     }
     return {};
@@ -244,7 +244,7 @@ Result<int32_t> Launcher::blocks_per_sm(uint32_t threads, uint32_t smem) {
         std::lock_guard lock(facts_mutex_);
         if (const auto it = occupancy_.find(key); it != occupancy_.end()) return it->second;
     }
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+    SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
     SDM_TRY(ensure_smem(smem));
     int blocks = 0;
     SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxActiveBlocksPerMultiprocessor,
@@ -264,10 +264,10 @@ Result<void> Launcher::check_cooperative(const Plan& plan) {
         std::lock_guard lock(facts_mutex_);
         supported = cooperative_device_;
     }
-    SDM_TRY_GET(props, runtime_.devices().properties(ordinal_));
+    SDM_TRY_GET(props, load_.devices().properties(ordinal_));
     const std::string device = "device " + std::to_string(ordinal_) + " (" + props->name + ")";
     if (!supported) {
-        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
         const std::string what = "reading whether " + device + " supports cooperative launches";
         CUdevice dev = 0;
         SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuCtxGetDevice, what, &dev));
@@ -300,7 +300,7 @@ Result<void> Launcher::check_priority(int32_t priority) {
         range = priorities_;
     }
     if (!range) {
-        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
         int least = 0, greatest = 0;
         SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuCtxGetStreamPriorityRange, "reading the stream priority range to launch kernel " + kernel_, &least, &greatest));
         range = std::pair{least, greatest};
@@ -323,7 +323,7 @@ Result<SelectedPlan> Launcher::for_elements(uint64_t elements, uint32_t smem) {
                                                            std::to_string(device->smem_cap) + " B of " + device->description);
     int min_grid = 0, block = 0;
     {
-        SDM_TRY_GET(scope, DeviceScope::enter(runtime_, context_));
+        SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
         SDM_TRY(ensure_smem(smem));
         SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxPotentialBlockSize, "the block size the driver suggests for kernel " + kernel_, &min_grid, &block,
                                 function_, nullptr, static_cast<size_t>(smem), 0));

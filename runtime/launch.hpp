@@ -23,13 +23,13 @@
 #include <cuda.h>
 
 #include "launch_streams.hpp"
+#include "load_context.hpp"
+#include "plugins.hpp"
 #include "archive/manifest.hpp"
 #include "plan.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
-
-class Runtime;
 
 struct SelectedPlan {
     Plan plan;
@@ -40,7 +40,7 @@ class Launcher {
 public:
     // `function` belongs to `context`. `streams` (the module's; it outlives the launcher) learns
     // every stream launched on.
-    Launcher(Runtime& runtime, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
+    Launcher(LoadContext& load, Plugins& plugins, int32_t ordinal, CUcontext context, CUfunction function, std::string kernel, std::string module, std::string archive,
              std::vector<archive::ParamType> signature, PlanTable table, LaunchStreams* streams = nullptr);
 
     Result<SelectedPlan> select(std::span<const int64_t> problem);
@@ -49,10 +49,9 @@ public:
     Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count, std::span<const CUlaunchAttribute> extra = {});
     // One thread per element in blocks of the driver's suggested size (cuOccupancyMaxPotentialBlockSize).
     Result<SelectedPlan> for_elements(uint64_t elements, uint32_t smem);
-    static constexpr size_t kMaxExtraAttributes = 16;
+    static constexpr size_t kMaxExtraAttributes = kMaxExtraLaunchAttributes;
 
     size_t memo_size() const;
-    Runtime& runtime() const noexcept { return runtime_; }
     static constexpr size_t kMemoLimit = 4096;  // distinct problems remembered per kernel and device
 
 private:
@@ -73,7 +72,8 @@ private:
     Result<void> check_cooperative(const Plan& plan);
     Result<void> check_priority(int32_t priority);
 
-    Runtime& runtime_;
+    LoadContext& load_;
+    Plugins& plugins_;
     int32_t ordinal_;
     CUcontext context_;
     CUfunction function_;

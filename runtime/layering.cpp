@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 
@@ -11,8 +10,8 @@ std::string device_text(const DeviceProperties& p, std::optional<DeviceClass> c)
            std::to_string(p.capability.minor) + ", " + (c ? std::string("class ") + device_class_name(*c) : std::string("unclassified")) + ")";
 }
 
-Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name) {
-    const auto archives = runtime.archives();
+Result<ServedBy> served_by(const ArchiveSet& set, Devices& devices, int32_t ordinal, const std::string& name) {
+    const auto archives = set.archives();
     std::string mounted;
     std::optional<Error> newest_no_image;
     std::vector<std::string> passed_over;
@@ -25,13 +24,13 @@ Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string&
         const auto* spec = m.manifest->find(name);
         if (spec == nullptr) continue;
         if (!props) {  // the device is read once a listing archive is found
-            SDM_TRY_GET(p, runtime.devices().properties(ordinal));
+            SDM_TRY_GET(p, devices.properties(ordinal));
             props = *p;
         }
         // The SDM hardware matrix applies to the archives that declare it: on a device outside it
         // they are refused with the matrix's message; any other archive is served by capability.
         std::optional<DeviceClass> cls;
-        if (auto c = runtime.devices().device_class(ordinal)) {
+        if (auto c = devices.device_class(ordinal)) {
             cls = *c;
         } else if (c.error().code != ErrorCode::unsupported_device || m.follows_matrix()) {
             return std::move(c).error();

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "archive_set.hpp"
 #include "device.hpp"
 #include "image_selection.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
 
-class Runtime;
 struct MountedArchive;
 
 // What serves kernel `name` on device `ordinal`.
@@ -32,7 +32,7 @@ struct ServedBy {
 
 // ErrorCode::not_found when no mounted archive lists the kernel; the newest listing archive's
 // no_image error when none has an image for the device.
-Result<ServedBy> served_by(Runtime& runtime, int32_t ordinal, const std::string& name);
+Result<ServedBy> served_by(const ArchiveSet& archives, Devices& devices, int32_t ordinal, const std::string& name);
 
 // "device 0 (NVIDIA H200, compute capability 9.0, class modern)", "... 7.5, unclassified)"
 std::string device_text(const DeviceProperties& p, std::optional<DeviceClass> c);

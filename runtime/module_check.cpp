@@ -1,11 +1,10 @@
 #include "module_check.hpp"
 
 #include "plan.hpp"
-#include "runtime.hpp"
 
 namespace sdm::runtime {
 
-Result<std::unique_ptr<KernelHandle>> resolve_kernel(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
+Result<std::unique_ptr<KernelHandle>> resolve_kernel(const CheckRooms& rooms, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
                                                      int32_t ordinal, ImageSource source, const archive::ManifestIndex::Kernel& listed) {
     const archive::Archive& a = served.archive->archive;
     const Selection& selected = served.selection;
@@ -28,6 +27,7 @@ Result<std::unique_ptr<KernelHandle>> resolve_kernel(Runtime& runtime, Driver& d
     }
     auto h = std::make_unique<KernelHandle>();
     h->slot = &slot;
+    h->owner = rooms.owner;
     h->name = spec.name;
     h->module = served.module;
     h->archive = a.label();
@@ -39,19 +39,19 @@ Result<std::unique_ptr<KernelHandle>> resolve_kernel(Runtime& runtime, Driver& d
     h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
     h->source = source;
     SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
-    h->launcher = std::make_unique<Launcher>(runtime, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
+    h->launcher = std::make_unique<Launcher>(rooms.load, rooms.plugins, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
     return h;
 }
 
-Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal) {
+Result<void> validate_module(const CheckRooms& rooms, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal) {
     const archive::Archive& a = served.archive->archive;
     const Selection& selected = served.selection;
     const auto& entry = a.entries()[selected.image.index];
     // The image policy is the SDM hardware matrix's: it rules on the archives that follow it.
     const bool policy = served.archive->follows_matrix() && served.device_class;
-    const bool plugins = runtime.plugins().count() > 0;
+    const bool plugins = rooms.plugins.count() > 0;
     if (!policy && !plugins) return {};
-    SDM_TRY_GET(props, runtime.devices().properties(ordinal));
+    SDM_TRY_GET(props, rooms.load.devices().properties(ordinal));
     const std::string image = a.describe(selected.image.index);
     // The driver says what it compiled from.
     const LoadedImageFacts facts{ordinal,
@@ -64,13 +64,13 @@ Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& s
                                  served.switches};
     // The policy's verdicts are memoized; a plugin's are not (it may rule on anything, and a plugin
     // loaded later must see images accepted before it came).
-    if (!plugins && runtime.image_policy().accepted(facts)) return {};
+    if (!plugins && rooms.image_policy.accepted(facts)) return {};
     int ptx_version = 0;
     SDM_TRY(SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the PTX version of " + image, &ptx_version, CU_FUNC_ATTRIBUTE_PTX_VERSION, any.function));
-    if (policy) SDM_TRY(runtime.image_policy().check(facts, ptx_version));
+    if (policy) SDM_TRY(rooms.image_policy.check(facts, ptx_version));
     if (!plugins) return {};
     const PlanDevice pd = plan_device_of(*props, served.device_class, served.device);
-    return runtime.plugins().validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, served.module, a.label()});
+    return rooms.plugins.validate_image({ordinal, pd, static_cast<uint32_t>(entry.kind), entry.sm, ptx_version, served.module, a.label()});
 }
 
 }  // namespace sdm::runtime

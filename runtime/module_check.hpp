@@ -12,13 +12,24 @@
 
 #include "driver.hpp"
 #include "jit_backend.hpp"
+#include "image_policy.hpp"
+#include "kernel_handle.hpp"
 #include "layering.hpp"
-#include "modules.hpp"
+#include "load_context.hpp"
+#include "plugins.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
 
-class Runtime;
+// What the checks are given: the devices (through the load context, which the kernels' launchers
+// keep too), the image policy, the plugins, and the owner the handles answer to (opaque here: the
+// runtime, which the C ABI reaches a kernel's through).
+struct CheckRooms {
+    LoadContext& load;
+    ImagePolicy& image_policy;
+    Plugins& plugins;
+    void* owner{nullptr};
+};
 
 // Where a loaded image's kernels come from: its library (a CUkernel each, then the function in
 // `context`, which is current), or its module in `context`.
@@ -31,10 +42,10 @@ struct LoadedCode {
 // The handle of kernel `listed` of `served`'s module, loaded as `code` from an image of `source`,
 // for `slot`; null when the image lacks the kernel. A function the driver fails to make in the
 // context (the library's load into it) is an error.
-Result<std::unique_ptr<KernelHandle>> resolve_kernel(Runtime& runtime, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
+Result<std::unique_ptr<KernelHandle>> resolve_kernel(const CheckRooms& rooms, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
                                                      int32_t ordinal, ImageSource source, const archive::ManifestIndex::Kernel& listed);
 
 // The verdicts on the loaded module, read through one of its kernels (`any`).
-Result<void> validate_module(Runtime& runtime, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal);
+Result<void> validate_module(const CheckRooms& rooms, Driver& driver, const ServedBy& served, const KernelHandle& any, int32_t ordinal);
 
 }  // namespace sdm::runtime

@@ -14,60 +14,10 @@
 #include "cache.hpp"
 #include "device_scope.hpp"
 #include "image_source.hpp"
-#include "module_check.hpp"
-#include "runtime.hpp"
+#include "kernel_names.hpp"
+#include "layering.hpp"
 
 namespace sdm::runtime {
-
-namespace {
-
-// A type of a signature derived from an image (b8..b64, opaque): any parameter of its size and
-// alignment.
-bool untyped(const archive::ParamType& t) {
-    using archive::ParamKind;
-    return t.kind == ParamKind::b8 || t.kind == ParamKind::b16 || t.kind == ParamKind::b32 || t.kind == ParamKind::b64 || t.kind == ParamKind::opaque;
-}
-
-}  // namespace
-
-Result<void> check_signature(const std::string& kernel, const std::string& archive, const std::string& signature, std::string_view expected) {
-    auto parsed = archive::parse_signature(expected);
-    if (!parsed)
-        return make_error(ErrorCode::invalid_argument, "the signature expected for kernel " + kernel + " ('" + std::string(expected) +
-                                                           "') does not parse: " + parsed.error().message);
-    const std::string want = archive::signature_text(*parsed);
-    if (want == signature) return {};
-    auto declared = archive::parse_signature(signature);
-    if (!declared) return make_error(ErrorCode::internal, "kernel " + kernel + " of archive " + archive + ": its signature (" + signature + ") does not parse");
-    const auto& have = *declared;
-    const auto& host = *parsed;
-    const bool derived = std::any_of(have.begin(), have.end(), untyped);
-    const std::string advice = derived ? " (the archive's signature was derived from the image, as `sdm import` does: b32 is any 4-byte parameter, b64 any "
-                                         "8-byte one such as a pointer; docs/FORMAT.md, \"Derived signatures\"). Correct the host's signature"
-                                       : ". Use an archive built for this host, or rebuild the host against this archive's kernels";
-    if (have.size() != host.size())
-        return make_error(ErrorCode::mismatch, "kernel " + kernel + " of archive " + archive + " takes " + std::to_string(have.size()) + " parameter(s) (" +
-                                                   signature + "), but the host was built for " + std::to_string(host.size()) + " (" + want + ")" + advice);
-    const auto have_at = archive::param_offsets(have), host_at = archive::param_offsets(host);
-    for (size_t i = 0; i < have.size(); ++i) {
-        const bool same = have[i].kind == host[i].kind && have[i].size == host[i].size && have[i].align == host[i].align;
-        const bool agrees = (untyped(have[i]) || untyped(host[i])) && have[i].size == host[i].size && have[i].align == host[i].align && have_at[i] == host_at[i];
-        if (same || agrees) continue;
-        return make_error(ErrorCode::mismatch, "kernel " + kernel + " of archive " + archive + ": parameter " + std::to_string(i) + " is " +
-                                                   archive::param_type_name(have[i]) + " (" + std::to_string(have[i].size) + " bytes at offset " +
-                                                   std::to_string(have_at[i]) + ") in the archive's signature (" + signature + "), but the host passes " +
-                                                   archive::param_type_name(host[i]) + " (" + std::to_string(host[i].size) + " bytes at offset " +
-                                                   std::to_string(host_at[i]) + ") in (" + want + ")" + advice);
-    }
-    return {};  // every parameter agrees in layout
-}
-
-Result<void> check_live(const KernelHandle& k, std::string_view api) {
-    if (k.slot != nullptr && k.slot->unloaded.load(std::memory_order_acquire))
-        return make_error(ErrorCode::invalid_argument, std::string(api) + ": kernel " + k.name + " was released and its module unloaded (its archive " +
-                                                           k.archive + " was replaced by a reload); fetch it again with sdm_kernel_get");
-    return {};
-}
 
 Modules::~Modules() {
     drain_locked(true);  // retired modules' queued work finishes first (no other thread is left)
@@ -76,14 +26,14 @@ Modules::~Modules() {
         Slot& s = **it;
         s.library.reset();  // unloaded with the last slot using it
         if (s.module == nullptr) continue;
-        auto scope = DeviceScope::enter(runtime_, s.context);
+        auto scope = DeviceScope::enter(rooms_.load, s.context);
         if (!scope) {
-            runtime_.log().error("unloading a module: " + scope.error().message);
+            rooms_.log.error("unloading a module: " + scope.error().message);
             continue;
         }
         auto r = SDM_DRIVER_CALL(scope->driver(), cuModuleUnload, "unloading module " + std::get<2>(s.key), s.module);
-        if (!r) runtime_.log().error(r.error().message);
-        else runtime_.log().debug("unloaded module " + std::get<2>(s.key));
+        if (!r) rooms_.log.error(r.error().message);
+        else rooms_.log.debug("unloaded module " + std::get<2>(s.key));
     }
 }
 
@@ -91,9 +41,9 @@ Modules::Draining Modules::fence(const Slot& s) {
     Draining d{s.module, s.library, s.context, std::get<2>(s.key), {}};
     const LaunchStreams::Seen seen = s.streams.seen();
     if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
-    auto scope = DeviceScope::enter(runtime_, s.context);
+    auto scope = DeviceScope::enter(rooms_.load, s.context);
     if (!scope) {
-        runtime_.log().error("retiring module " + d.name + ": " + scope.error().message);
+        rooms_.log.error("retiring module " + d.name + ": " + scope.error().message);
         return d;
     }
     Driver& driver = scope->driver();
@@ -104,7 +54,7 @@ Modules::Draining Modules::fence(const Slot& s) {
         if (made) d.events.push_back(event);
         auto recorded = made ? SDM_DRIVER_CALL(driver, cuEventRecord, "recording the end of module " + d.name + "'s work", event, stream) : Result<void>(made);
         if (!recorded) {
-            runtime_.log().warn(recorded.error().message + "; waiting for the whole context instead");
+            rooms_.log.warn(recorded.error().message + "; waiting for the whole context instead");
             fenced = false;
             break;
         }
@@ -112,49 +62,49 @@ Modules::Draining Modules::fence(const Slot& s) {
     if (!fenced) {
         // Launched where sdm cannot see (the host took its CUfunction), or on more streams than
         // it remembers: everything queued in the context finishes first.
-        runtime_.log().debug("retiring module " + d.name + ": synchronizing its context (" +
+        rooms_.log.debug("retiring module " + d.name + ": synchronizing its context (" +
                              (seen.everywhere ? std::string("its kernels may run on streams sdm did not see") : std::string("an event failed")) + ")");
         if (auto synced = driver.call<decltype(&::cuCtxSynchronize)>(EntryPoint::cuCtxSynchronize, "waiting for module " + d.name + "'s work before unloading it");
             !synced)
-            runtime_.log().error(synced.error().message);
+            rooms_.log.error(synced.error().message);
     }
     return d;
 }
 
 bool Modules::finished(Draining& d, bool wait) {
-    auto scope = DeviceScope::enter(runtime_, d.context);
+    auto scope = DeviceScope::enter(rooms_.load, d.context);
     if (!scope) {
-        runtime_.log().error("unloading module " + d.name + ": " + scope.error().message);
+        rooms_.log.error("unloading module " + d.name + ": " + scope.error().message);
         return true;
     }
     Driver& driver = scope->driver();
     for (CUevent event : d.events) {
         if (wait) {
             if (auto r = SDM_DRIVER_CALL(driver, cuEventSynchronize, "waiting for module " + d.name + "'s work", event); !r)
-                runtime_.log().error(r.error().message);
+                rooms_.log.error(r.error().message);
             continue;
         }
         auto query = driver.resolve(EntryPoint::cuEventQuery);  // CUDA_ERROR_NOT_READY is an answer, not a failure
         if (!query) {
-            runtime_.log().error(query.error().message);
+            rooms_.log.error(query.error().message);
             break;
         }
         const CUresult rc = reinterpret_cast<decltype(&::cuEventQuery)>(*query)(event);
         if (rc == CUDA_ERROR_NOT_READY) return false;
         if (rc != CUDA_SUCCESS) {  // no answer: wait for it instead
-            runtime_.log().warn(driver.error(rc, EntryPoint::cuEventQuery, "asking whether module " + d.name + "'s work finished").message +
+            rooms_.log.warn(driver.error(rc, EntryPoint::cuEventQuery, "asking whether module " + d.name + "'s work finished").message +
                                 "; waiting for it");
             if (auto r = SDM_DRIVER_CALL(driver, cuEventSynchronize, "waiting for module " + d.name + "'s work", event); !r)
-                runtime_.log().error(r.error().message + "; the module is unloaded anyway");
+                rooms_.log.error(r.error().message + "; the module is unloaded anyway");
         }
     }
     for (CUevent event : d.events)
-        if (auto r = SDM_DRIVER_CALL(driver, cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) runtime_.log().error(r.error().message);
+        if (auto r = SDM_DRIVER_CALL(driver, cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) rooms_.log.error(r.error().message);
     if (d.module != nullptr)
         if (auto r = SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + d.name + " of a replaced archive", d.module); !r)
-            runtime_.log().error(r.error().message);
+            rooms_.log.error(r.error().message);
     d.library.reset();  // its library goes with the last slot that used it
-    runtime_.log().info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
+    rooms_.log.info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
                         (d.events.empty() ? std::string() : ", and the work launched with it has finished"));
     return true;
 }
@@ -227,10 +177,10 @@ std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
 
 Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected,
                                             CUcontext context) {
-    const uint64_t generation = runtime_.mount_generation();
+    const uint64_t generation = rooms_.archives.mount_generation();
     uint64_t context_id = 0;
-    if (runtime_.follows_current_context()) {
-        SDM_TRY_GET(contexts, runtime_.contexts());
+    if (rooms_.load.follows_current_context()) {
+        SDM_TRY_GET(contexts, rooms_.load.contexts());
         if (context == nullptr) {  // the calling thread's, checked against the ordinal
             SDM_TRY_GET(current, (*contexts)->current(ordinal));
             context = *current;
@@ -253,14 +203,14 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     for (;;) {
         Listed found = listed(ordinal, name, context, context_id);
         if (found.record == nullptr) {  // no archive lists it as it is: a C++ spelling of a listed name?
-            SDM_TRY_GET(listed_name, resolve_kernel_name(runtime_, name));
+            SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, name));
             if (*listed_name != name) return kernel(ordinal, *listed_name, stream, expected, context);
             continue;  // (listed since: a mount came between)
         }
         std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
         std::shared_ptr<Slot> s = std::move(found.slot);
         if (!s) {
-            SDM_TRY_GET(serve, served_by(runtime_, ordinal, name));  // (not found: the message names what is mounted)
+            SDM_TRY_GET(serve, served_by(rooms_.archives, rooms_.load.devices(), ordinal, name));  // (not found: the message names what is mounted)
             chosen = std::move(*serve);
             if (chosen->archive != found.archive) {  // an older archive has the image (or a mount came between)
                 found.archive = chosen->archive;
@@ -303,7 +253,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         std::lock_guard registry(mutex_);
         // Replaced while this call loaded it? Then it registers retired. (Checked under mutex_: a
         // reload replaces the archive first, then retires the registered slots under mutex_.)
-        const auto mounted = runtime_.archives();
+        const auto mounted = rooms_.archives.archives();
         const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a.get() == serving; });
         // A reload may have unloaded it between the load and here (retired, with no reference
         // yet): serve again, from what is mounted now. (A pinned slot was not unloaded.)
@@ -322,7 +272,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
 
 Modules::Listed Modules::listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id) {
     Listed out;
-    const auto mounted = runtime_.archives();
+    const auto mounted = rooms_.archives.archives();
     for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // the newest mount first
         if (!(*it)->manifest) continue;
         const auto* record = (*it)->manifest->find(name);
@@ -383,13 +333,13 @@ struct Code {
     std::optional<std::vector<std::string>> kernels;
 };
 
-Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
+Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
     const bool jit = served.selection.path == SelectionPath::jit;
     std::shared_ptr<Libraries::Entry> entry;
     std::unique_lock<std::mutex> entry_lock;  // one load per image, whichever device or context asks first
-    if (libraries.path(driver, runtime.log(), runtime.follows_current_context()) == LoadPath::library) {
+    if (libraries.path(driver, rooms.log, rooms.load.follows_current_context()) == LoadPath::library) {
         entry = libraries.entry({served.archive.get(), served.module, served.selection.image.index, jit ? served.selection.target_sm : uint16_t{0},
                                  jit ? served.selection.target_variant : archive::Variant::base});
         entry_lock = std::unique_lock(entry->mutex);
@@ -398,15 +348,15 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
             return Code{nullptr, shared, shared->source, shared->cache_key, shared->kernels};
         }
     }
-    SDM_TRY_GET(bytes, load_image_bytes(runtime, driver, served, stream));
+    SDM_TRY_GET(bytes, load_image_bytes(rooms.images, driver, served, stream));
     trace.mark(bytes->decoded_ahead ? "image (decoded ahead)" : "image");
     const auto evict = [&] {
-        if (bytes->source == ImageSource::cache) runtime.cache()->evict(*bytes->cache_key);
+        if (bytes->source == ImageSource::cache) rooms.images.cache.get()->evict(*bytes->cache_key);
     };
     if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key, std::nullopt};  // the driver's JIT loaded it
     if (entry) {
-        SDM_TRY_GET(shared_driver, runtime.driver());
-        auto library = LoadedLibrary::load(*shared_driver, runtime.log(), bytes->view, std::move(bytes->owned), served.archive, image);
+        SDM_TRY_GET(shared_driver, rooms.load.driver());
+        auto library = LoadedLibrary::load(*shared_driver, rooms.log, bytes->view, std::move(bytes->owned), served.archive, image);
         if (!library) {
             evict();
             return std::move(library).error();
@@ -431,15 +381,15 @@ Result<Code> load_code(Runtime& runtime, Libraries& libraries, Driver& driver, c
 }  // namespace
 
 Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name) {
-    PhaseTrace trace(runtime_.log().enabled(LogLevel::debug));
+    PhaseTrace trace(rooms_.log.enabled(LogLevel::debug));
     const std::string& module = served.module;
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
     CUcontext const given = std::get<3>(slot.key);  // the calling thread's, when fetches follow it
-    SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(runtime_, given) : DeviceScope::enter(runtime_, ordinal));
+    SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(rooms_.load, given) : DeviceScope::enter(rooms_.load, ordinal));
     Driver& driver = scope->driver();
     trace.mark("context");
-    SDM_TRY_GET(code, load_code(runtime_, libraries_, driver, served, stream, trace));
+    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, stream, trace));
     CUmodule cu_module = code->module;
     // From here every way out but success unloads a module again, an exception's included (a
     // library goes with its last reference).
@@ -452,7 +402,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
         }
     });
     const auto evicted = [&]() -> std::string {
-        Cache* cache = runtime_.cache();
+        Cache* cache = rooms_.images.cache.get();
         if (cache == nullptr || !code->cache_key || code->source == ImageSource::archive_cubin || code->source == ImageSource::fatbin) return {};
         cache->evict(*code->cache_key);
         return "; its cache entry was removed";
@@ -474,13 +424,13 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     const LoadedCode loaded{cu_module, code->library ? code->library->handle() : nullptr, scope->context()};
     const auto* wanted = served.archive->manifest->find(name);
     if (wanted == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest that served it");
-    SDM_TRY_GET(handle, resolve_kernel(runtime_, driver, loaded, served, slot, ordinal, code->source, *wanted));
+    SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, driver, loaded, served, slot, ordinal, code->source, *wanted));
     if (!*handle)
         return make_error(ErrorCode::not_found, "module " + module + " of archive " + a.label() + " (" + image + ", loaded on " + served.device +
                                                     ") lacks kernel " + name + " that the manifest lists" + evicted() +
                                                     ". Rebuild the archive so its images define it");
     trace.mark("function");
-    SDM_TRY(validate_module(runtime_, driver, served, **handle, ordinal));
+    SDM_TRY(validate_module(rooms_.checks, driver, served, **handle, ordinal));
     trace.mark("validate");
     decltype(slot.kernels) kernels;  // filled aside: a throw here leaves the slot as it was
     kernels.emplace(name, std::move(*handle));
@@ -493,17 +443,17 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     slot.served = served;
     slot.loaded = true;
     kept = true;
-    runtime_.log().info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
-    if (!trace.text().empty()) runtime_.log().debug("load of module " + module + ": " + trace.text());
+    rooms_.log.info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
+    if (!trace.text().empty()) rooms_.log.debug("load of module " + module + ": " + trace.text());
     return {};
 }
 
 Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
                                        const archive::ManifestIndex::Kernel& listed) {
     if (const auto it = slot.kernels.find(name); it != slot.kernels.end()) return it->second.get();
-    SDM_TRY_GET(scope, DeviceScope::enter(runtime_, slot.context));
+    SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, slot.context));
     const LoadedCode loaded{slot.module, slot.library ? slot.library->handle() : nullptr, slot.context};
-    SDM_TRY_GET(handle, resolve_kernel(runtime_, scope->driver(), loaded, served, slot, ordinal, slot.source, listed));
+    SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, slot.source, listed));
     if (!*handle)  // an image whose entry points its checks could not read (a fatbin: the driver chose the image)
         return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
                                                     served.device + ") lacks kernel " + name +

@@ -18,6 +18,9 @@
 
 namespace sdm::runtime {
 
+// The most launch attributes a host may add to a launch (sdm_launch_attributes, all of a chain).
+inline constexpr size_t kMaxExtraLaunchAttributes = 16;
+
 // What a plan expression sees of the device.
 struct PlanDevice {
     std::optional<DeviceClass> device_class{DeviceClass::modern};  // nullopt: outside the hardware matrix

@@ -3,8 +3,6 @@
 #include <cstddef>
 #include <string>
 
-#include "launch.hpp"
-
 namespace sdm::runtime {
 
 namespace {
@@ -69,9 +67,9 @@ Result<std::vector<CUlaunchAttribute>> launch_attributes(const sdm_plan& in) {
         const auto* a = reinterpret_cast<const sdm_launch_attributes*>(c);
         if (a->count > 0 && a->attributes == nullptr)
             return make_error(ErrorCode::invalid_argument, "sdm_launch_attributes: count is " + std::to_string(a->count) + " but attributes is NULL");
-        if (a->count > Launcher::kMaxExtraAttributes || out.size() + a->count > Launcher::kMaxExtraAttributes)
+        if (a->count > kMaxExtraLaunchAttributes || out.size() + a->count > kMaxExtraLaunchAttributes)
             return make_error(ErrorCode::invalid_argument, "sdm_launch_attributes: " + std::to_string(out.size() + a->count) + " attributes in all, at most " +
-                                                               std::to_string(Launcher::kMaxExtraAttributes));
+                                                               std::to_string(kMaxExtraLaunchAttributes));
         const auto* first = static_cast<const CUlaunchAttribute*>(a->attributes);
         out.insert(out.end(), first, first + a->count);
     }

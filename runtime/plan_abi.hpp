@@ -24,7 +24,7 @@ Plan plan_from_abi(const sdm_plan& in);
 void plan_to_abi(const Plan& p, int32_t occupancy, sdm_plan& out);
 // The attributes of the sdm_launch_attributes on `in`'s chain (unknown types skipped), in order.
 // A chain of more than 64 links (a cycle), a struct too small, or more than
-// Launcher::kMaxExtraAttributes in all is ErrorCode::invalid_argument.
+// kMaxExtraLaunchAttributes in all is ErrorCode::invalid_argument.
 Result<std::vector<CUlaunchAttribute>> launch_attributes(const sdm_plan& in);
 
 }  // namespace sdm::runtime

@@ -10,21 +10,23 @@
 #include <thread>
 
 #include "layering.hpp"
-#include "runtime.hpp"
+#include "archive_set.hpp"
+#include "load_context.hpp"
+#include "modules.hpp"
 
 namespace sdm::runtime {
 
-Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::string>& names) {
+Result<void> preload(Modules& modules, const ArchiveSet& archives, LoadContext& load, int32_t ordinal, const std::vector<std::string>& names) {
     // Following the calling thread's context: the workers load into it (they have none current).
     CUcontext context = nullptr;
-    if (runtime.follows_current_context()) {
-        SDM_TRY_GET(contexts, runtime.contexts());
+    if (load.follows_current_context()) {
+        SDM_TRY_GET(contexts, load.contexts());
         SDM_TRY_GET(current, (*contexts)->current(ordinal));
         context = *current;
     }
     std::vector<std::string> wanted = names;
     if (wanted.empty())
-        for (const auto& a : runtime.archives())
+        for (const auto& a : archives.archives())
             if (a->manifest)
                 for (const auto& k : a->manifest->kernels()) wanted.emplace_back(k.name);
     std::mutex error_mutex;
@@ -40,7 +42,7 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
     std::vector<std::string> work;
     std::set<std::pair<const MountedArchive*, std::string>> seen;
     for (const auto& name : wanted) {
-        auto found = served_by(runtime, ordinal, name);
+        auto found = served_by(archives, load.devices(), ordinal, name);
         if (!found) {
             record(name, std::move(found).error());
             continue;
@@ -54,7 +56,7 @@ Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::s
         for (size_t i = next++; i < work.size(); i = next++) {
             try {
                 // Eager: the module loaded, and every kernel it lists resolved (a fetch resolves one).
-                if (auto loaded = runtime.modules().load_all(ordinal, work[i], context); !loaded) record(work[i], std::move(loaded).error());
+                if (auto loaded = modules.load_all(ordinal, work[i], context); !loaded) record(work[i], std::move(loaded).error());
             } catch (const std::bad_alloc&) {
                 record(work[i], make_error(ErrorCode::out_of_memory, "out of memory while preloading kernel " + work[i]));
             } catch (const std::exception& e) {

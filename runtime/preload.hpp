@@ -12,8 +12,10 @@
 
 namespace sdm::runtime {
 
-class Runtime;
+class ArchiveSet;
+class LoadContext;
+class Modules;
 
-Result<void> preload(Runtime& runtime, int32_t ordinal, const std::vector<std::string>& names);
+Result<void> preload(Modules& modules, const ArchiveSet& archives, LoadContext& load, int32_t ordinal, const std::vector<std::string>& names);
 
 }  // namespace sdm::runtime

@@ -16,7 +16,9 @@
 #include "common/crypto.hpp"
 #include "log.hpp"
 #include "common/result.hpp"
-#include "archive/signature.hpp"
+#include "archive/key_files.hpp"
+#include "archive/signature_block.hpp"
+#include "archive/signature_check.hpp"
 
 namespace sdm::runtime {
 

@@ -27,7 +27,7 @@
 #include "common/hash.hpp"
 #include "archive/archive.hpp"
 #include "sdm/sdm.h"
-#include "archive/signature.hpp"
+#include "archive/signing.hpp"
 #include "support.hpp"
 #include "xxh3_preimage.hpp"
 

@@ -16,7 +16,7 @@
 #include "archive/archive.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
-#include "archive/signature.hpp"
+#include "archive/signing.hpp"
 #include "support.hpp"
 #include "archive/writer.hpp"
 

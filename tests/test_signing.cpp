@@ -30,7 +30,10 @@
 #include "fake_runtime.hpp"
 #include "archive/format.hpp"
 #include "sdm/sdm.h"
-#include "archive/signature.hpp"
+#include "archive/key_files.hpp"
+#include "archive/signature_block.hpp"
+#include "archive/signature_check.hpp"
+#include "archive/signing.hpp"
 #include "support.hpp"
 #include "archive/verify.hpp"
 

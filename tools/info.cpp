@@ -13,7 +13,8 @@
 
 #include "commands.hpp"
 #include "runtime/embedded_archive.hpp"
-#include "archive/signature.hpp"
+#include "archive/signature_block.hpp"
+#include "archive/signature_check.hpp"
 #include "archive/file_map.hpp"
 #include "archive/host_binary.hpp"
 #include "runtime/image_source.hpp"
@@ -165,7 +166,7 @@ int run_info(const InfoOptions& o) {
         if (d.contains("error")) continue;
         d["kernels"] = nlohmann::json::array();
         for (const auto& name : names) {
-            auto served = sdm::runtime::served_by(rt, d["ordinal"].get<int32_t>(), name);
+            auto served = sdm::runtime::served_by(rt.archive_set(), rt.devices(), d["ordinal"].get<int32_t>(), name);
             if (!served) {
                 d["kernels"].push_back({{"name", name}, {"error", served.error().message}});
                 continue;
@@ -178,7 +179,7 @@ int run_info(const InfoOptions& o) {
                              {"why", served->selection.reason},
                              {"passed_over", served->passed_over}};
             if (served->selection.path == runtime::SelectionPath::jit) {  // which backend would build it, asked, not built
-                auto plan = runtime::jit_plan(rt, **driver, *served);
+                auto plan = runtime::jit_plan(rt.image_rooms(), **driver, *served);
                 if (!plan) k["jit_error"] = plan.error().message;
                 else k["jit"] = {{"backend", plan->backend}, {"passed_over", plan->passed_over}};
             }

@@ -5,8 +5,9 @@
 #include "commands.hpp"
 #include "common/digest.hpp"
 #include "archive/manifest.hpp"
-#include "archive/signature.hpp"
+#include "archive/signature_check.hpp"
 #include "archive/archive.hpp"
+#include "runtime/kernel_names.hpp"
 #include "runtime/runtime.hpp"
 #include "table.hpp"
 #include "common/text.hpp"
@@ -27,7 +28,7 @@ std::optional<std::vector<runtime::KernelListing>> listed_kernels(const std::str
     options.isolation.helper = {self, "--jit-helper"};  // the archive's names are demangled there (kernel_names.hpp)
     runtime::Runtime rt(std::move(options));
     if (!rt.mount_file(path)) return std::nullopt;
-    auto listed = runtime::list_kernels(rt, 0);
+    auto listed = runtime::list_kernels(rt.archive_set(), rt.jit(), 0);
     if (!listed) return std::nullopt;
     return std::move(*listed);
 }

@@ -11,7 +11,9 @@
 #include "archive/archive.hpp"
 #include "commands.hpp"
 #include "archive/file_map.hpp"
-#include "archive/signature.hpp"
+#include "archive/key_files.hpp"
+#include "archive/signature_block.hpp"
+#include "archive/signing.hpp"
 
 namespace sdm::tools {
 namespace {

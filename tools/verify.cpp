@@ -3,7 +3,9 @@
 
 #include "commands.hpp"
 #include "archive/archive.hpp"
-#include "archive/signature.hpp"
+#include "archive/key_files.hpp"
+#include "archive/signature_block.hpp"
+#include "archive/signature_check.hpp"
 #include "archive/verify.hpp"
 
 namespace sdm::tools {

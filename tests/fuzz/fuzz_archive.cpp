@@ -9,7 +9,7 @@
 
 #include "common/crypto.hpp"
 #include "archive/image.hpp"
-#include "archive/signature.hpp"
+#include "archive/signature_check.hpp"
 #include "archive/manifest.hpp"
 #include "archive/archive.hpp"
 #include "archive/verify.hpp"

@@ -20,7 +20,7 @@
 #include "gpu_driver.hpp"
 #include "archive/manifest.hpp"
 #include "sdm/sdm.h"
-#include "archive/signature.hpp"
+#include "archive/signing.hpp"
 #include "archive/writer.hpp"
 
 using sdm::gpu_test::check;

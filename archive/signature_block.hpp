@@ -1,8 +1,7 @@
-// Signed archives (docs/FORMAT.md section 19, docs/SIGNING.md): the optional signature block at the
-// end of an archive, the digest its signatures sign, signing, checking signatures against trusted
-// keys, and key files. The block is found and its structure checked when the archive is opened
-// (archive.cpp, no cryptography); everything here that hashes or verifies needs libsodium and
-// answers ErrorCode::unsupported without it.
+// The signature block at the end of a signed archive (docs/FORMAT.md section 19, docs/SIGNING.md):
+// its layout, key ids, the structural checks Archive::open runs on it (no cryptography), and the
+// one digest its signatures sign. What signs an archive is signing.hpp; what checks its signatures
+// against trusted keys, signature_check.hpp; key files, key_files.hpp.
 //
 // What a signature covers: one BLAKE2b-256 digest over the header (its archive_size and
 // header_hash read as zero, so that adding a signature does not change what the others signed),
@@ -17,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bytes.hpp"
@@ -24,8 +24,6 @@
 #include "common/result.hpp"
 
 namespace sdm::archive {
-
-class Archive;
 
 // optional_features bit 0: the archive ends with a signature block. Optional: a reader that does
 // not know it sees zero padding's place taken and reads the archive all the same.
@@ -82,38 +80,10 @@ struct SignatureBlock {
 // tail ("the signature block ...").
 Result<SignatureBlock> parse_signature_block(Bytes bytes, uint32_t entry_count, uint64_t payload_end);
 
-// The digest the signatures of `archive` sign, computed from its bytes (the block's digest table
-// included, the payloads not).
-Result<crypto::Digest> signed_digest(const Archive& archive);
-
-// Adds a signature by `key` to the archive in `bytes` (replacing one by the same key); a block
-// there already must match the contents (its digest table and digest are computed again). The
-// payloads do not move: the header (archive_size, optional_features, header_hash) and the block
-// change.
-Result<ByteVector> sign_archive(Bytes bytes, const std::string& label, const crypto::SecretKey& key);
-
-// What the signatures of an archive say about it against `trusted` keys.
-struct SignatureCheck {
-    enum class Outcome { unsigned_archive, unknown_key, bad_signature, verified };
-    Outcome outcome{Outcome::unsigned_archive};
-    std::vector<KeyId> signers;             // every key id the block names, in order
-    std::optional<KeyId> verified_by;       // the first trusted key whose signature holds
-    std::vector<KeyId> bad;                 // trusted keys whose signature does not hold
-    // "is not signed", "is signed by 1a2b.., which this host does not trust (it trusts 3c4d..)".
-    std::string why(const std::vector<KeyId>& trusted) const;
-};
-Result<SignatureCheck> check_signatures(const Archive& archive, std::span<const crypto::PublicKey> trusted);
-// The key ids an archive's block names, as text (empty: not signed), for listings; unchecked.
-std::vector<std::string> signer_ids(const Archive& archive);
-
-// Key files (docs/SIGNING.md): one line of text each, "sdm-ed25519-public <64 hex digits>" and
-// "sdm-ed25519-secret <128 hex digits>". Read as regular files of at most 4 KiB; the error names
-// the file and what is wrong with it. A secret key file must not be readable by group or others.
-Result<crypto::PublicKey> read_public_key(const std::string& path);
-Result<crypto::SecretKey> read_secret_key(const std::string& path);
-std::string public_key_text(const crypto::PublicKey& key);
-std::string secret_key_text(const crypto::SecretKey& key);
-// The key in a key file's text (public or secret, for tests and in-memory keys).
-Result<crypto::PublicKey> parse_public_key(std::string_view text, const std::string& what);
+// The digest the signatures sign, from an archive's bytes: its header (archive_size and header_hash
+// read as zero), index and strings, the block's offset and its digest table.
+crypto::Digest signed_digest_of(Bytes archive, uint32_t header_size, uint64_t offset, Bytes digests);
+// The size of a block of `entries` digests and `signatures` records, footer included.
+uint64_t signature_block_size(uint64_t entries, uint64_t signatures);
 
 }  // namespace sdm::archive

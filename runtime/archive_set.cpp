@@ -1,0 +1,151 @@
+#include "archive_set.hpp"
+
+#include <algorithm>
+
+#include <sys/stat.h>
+
+#include "archive/file_map.hpp"
+#include "archive/verify.hpp"
+
+namespace sdm::runtime {
+
+Result<void> ArchiveSet::check_compatible(const archive::Archive& a) const {
+    const auto& h = a.header();
+    if (kernel_abi_major_ != 0 && h.kernel_abi_major != kernel_abi_major_)
+        return make_error(ErrorCode::mismatch, "archive " + a.label() + " holds kernels of kernel ABI " + std::to_string(h.kernel_abi_major) + "." +
+                                                   std::to_string(h.kernel_abi_minor) + ", but this host was built for kernel ABI " +
+                                                   std::to_string(kernel_abi_major_) + ".x (sdm_runtime_params.kernel_abi_major). Use an archive built for kernel ABI " +
+                                                   std::to_string(kernel_abi_major_) + ", or rebuild the host for " + std::to_string(h.kernel_abi_major));
+    return {};
+}
+
+namespace {
+
+// The manifest indexed in place (a stored one, as the sdm writer writes it, is never copied); each
+// kernel's fields are decoded at its first use.
+Result<void> decode_manifest_of(MountedArchive& mounted) {
+    const auto index = mounted.archive.find_manifest();
+    if (!index) return {};
+    Bytes bytes;
+    if (mounted.archive.entries()[*index].codec == archive::Codec::stored) {
+        SDM_TRY_GET(view, mounted.archive.view(*index));
+        bytes = *view;
+    } else {
+        SDM_TRY_GET(raw, mounted.archive.read(*index));
+        mounted.manifest_bytes = std::move(*raw);
+        bytes = mounted.manifest_bytes;
+    }
+    auto built = archive::ManifestIndex::build(bytes);
+    if (!built) return make_error(built.error().code, mounted.archive.describe(*index) + ": " + built.error().message);
+    mounted.manifest = std::move(*built);
+    return {};
+}
+
+// What identifies a file's version on disk: device, inode, size, modification time (ns).
+using FileVersion = std::tuple<uint64_t, uint64_t, uint64_t, int64_t>;
+
+std::optional<FileVersion> on_disk(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return FileVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
+                       static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+FileVersion mapped(const archive::FileMap& map) { return {map.device(), map.inode(), map.bytes().size(), map.mtime_ns()}; }
+
+}  // namespace
+
+Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire) {
+    reloaded = 0;
+    std::lock_guard serial(reload_mutex_);
+    std::optional<Error> first;
+    for (const auto& old : archives()) {
+        const archive::FileMap* map = old->archive.file();
+        if (map == nullptr || old->embedded) continue;  // memory and embedded archives do not change
+        const auto now = on_disk(map->path());
+        if (changed_only && now == mapped(*map)) continue;
+        {  // a poll reports a refused version once; sdm_runtime_reload tries it again
+            std::lock_guard lock(mutex_);
+            const auto refused = refused_.find(map->path());
+            if (changed_only && refused != refused_.end() && now && refused->second == *now) continue;
+        }
+        auto fresh = [&]() -> Result<std::shared_ptr<MountedArchive>> {
+            SDM_TRY_GET(a, archive::Archive::open_file(map->path()));
+            // Admitted first, as a mount is: the policy and the kernel ABI read only the metadata,
+            // and an archive they refuse (an unsigned one under require) costs no decoding.
+            SDM_TRY(provenance_.admit(*a, false));
+            SDM_TRY(check_compatible(*a));
+            // A new version replaces one that works only when all of it is sound: every checksum,
+            // every image against its declared target, the manifest.
+            SDM_TRY(archive::verify_archive(*a));
+            auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
+            SDM_TRY(decode_manifest_of(*m));
+            return m;
+        }();
+        if (!fresh) {
+            Error e = std::move(fresh).error();
+            e.message = "reloading " + map->path() + " failed; the version mounted before keeps serving: " + e.message;
+            log_.warn(e.message);
+            if (now) {
+                std::lock_guard lock(mutex_);
+                refused_[map->path()] = *now;
+            }
+            if (!first) first = std::move(e);
+            continue;
+        }
+        // Byte-identical metadata (every entry's checksums included) is the same archive: keep it.
+        const auto meta = [](const archive::Archive& a) { return a.file()->bytes().first(static_cast<size_t>(a.header().payload_offset)); };
+        const auto before = meta(old->archive), after = meta((*fresh)->archive);
+        if (before.size() == after.size() && std::equal(before.begin(), before.end(), after.begin())) continue;
+        {
+            std::lock_guard lock(mutex_);
+            std::replace(archives_.begin(), archives_.end(), old, std::shared_ptr<const MountedArchive>(*fresh));
+            generation_.fetch_add(1, std::memory_order_acq_rel);
+        }
+        retire(old.get());
+        ++reloaded;
+        log_.info("reloaded archive " + map->path() + " (" + std::to_string((*fresh)->archive.entries().size()) + " entries)");
+    }
+    if (first) return *first;
+    return {};
+}
+
+Result<void> ArchiveSet::mount(std::shared_ptr<MountedArchive> mounted) {
+    SDM_TRY(provenance_.admit(mounted->archive, mounted->embedded));
+    SDM_TRY(check_compatible(mounted->archive));
+    SDM_TRY(decode_manifest_of(*mounted));
+    log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
+    std::lock_guard lock(mutex_);
+    archives_.push_back(std::move(mounted));
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+    return {};
+}
+
+Result<void> ArchiveSet::mount_file(const std::string& path) {
+    SDM_TRY_GET(a, archive::Archive::open_file(path));
+    auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
+    return mount(std::move(mounted));
+}
+
+Result<void> ArchiveSet::mount_memory(Bytes bytes, const std::string& label) {
+    auto owned = std::make_shared<const ByteVector>(bytes.begin(), bytes.end());
+    SDM_TRY_GET(a, archive::Archive::open_memory(*owned, label, owned));
+    return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned, {}}));
+}
+
+std::vector<std::shared_ptr<const MountedArchive>> ArchiveSet::archives() const {
+    std::lock_guard lock(mutex_);
+    return archives_;
+}
+
+void ArchiveSet::skipped(std::string why) {
+    std::lock_guard lock(mutex_);
+    skipped_.push_back(std::move(why));
+}
+
+std::vector<std::string> ArchiveSet::skipped_archives() const {
+    std::lock_guard lock(mutex_);
+    return skipped_;
+}
+
+}  // namespace sdm::runtime
