@@ -1,7 +1,7 @@
 // --arch values as people write them: 90, 90a, sm_90, sm_90a, compute_90, lto_90.
 #include <cctype>
 
-#include "commands.hpp"
+#include "arch_option.hpp"
 
 namespace sdm::tools {
 

@@ -2,9 +2,7 @@
 // and prints its own errors to stderr, naming the file or entry and the fix.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string_view>
 #include <string>
@@ -14,6 +12,9 @@
 #include "archive/format.hpp"
 #include "packer.hpp"
 #include "archive/writer.hpp"
+#include "arch_option.hpp"
+#include "progress.hpp"
+#include "write_archive.hpp"
 
 namespace sdm::tools {
 
@@ -51,8 +52,6 @@ struct SignOptions {
     bool quiet{false};
 };
 int run_sign(const SignOptions& options);
-// `bytes` (an archive) with a signature by the secret key in `secret_path` added.
-Result<ByteVector> sign_bytes(Bytes bytes, const std::string& label, const std::string& secret_path);
 // Writes files only inside `directory`, never following a link and never replacing a file it did
 // not create, unless `force` (then regular files only).
 int run_extract(const std::string& archive, const std::string& directory, const std::vector<std::string>& entries, bool raw_manifest,
@@ -97,35 +96,5 @@ struct PlanOptions {
     bool json{false};
 };
 int run_plan(const PlanOptions& options);
-
-// Finishes `writer`, reads the bytes back through the full verification, and only then replaces
-// `output` atomically. Returns the archive's size; errors name the file.
-// With `sign_key` (a secret key file), the archive is signed before it is written.
-Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
-                                      const std::string& sign_key = {});
-
-// An --arch value as people write it: a bare SM ("90", "90a": of kind `bare`), or a target name
-// ("sm_90", "sm_90a", "compute_90", "lto_90"); nullopt when it is neither.
-std::optional<archive::Target> parse_arch_option(std::string_view text, archive::Kind bare);
-
-// Progress on stderr, by phase ("sdm pack: compress [=====>    ] 12/40, 3.1/s, ~9 s left"): on a
-// terminal one line redrawn at most ten times a second; elsewhere (a CI log) one line as each phase
-// ends, with its count, time and rate. update() may be called from several threads at once.
-class Progress {
-public:
-    Progress(std::string label, bool enabled);
-    void update(const char* phase, size_t done, size_t total);
-    void finish();
-
-private:
-    std::string label_;
-    bool enabled_, terminal_;
-    std::mutex mutex_;
-    std::string phase_;
-    std::chrono::steady_clock::time_point phase_start_{}, last_draw_{};
-    size_t last_done_{0}, last_total_{0};
-    bool drawn_{false};
-    void end_phase();  // holds mutex_
-};
 
 }  // namespace sdm::tools

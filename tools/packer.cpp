@@ -6,7 +6,8 @@
 #include <set>
 #include <optional>
 
-#include "commands.hpp"
+#include "progress.hpp"
+#include "write_archive.hpp"
 #include "archive/fatbin.hpp"
 #include "archive/file_map.hpp"
 #include "archive/kernel_params.hpp"

@@ -2,7 +2,7 @@
 
 #include <unistd.h>
 
-#include "commands.hpp"
+#include "progress.hpp"
 
 namespace sdm::tools {
 namespace {

@@ -10,6 +10,7 @@
 
 #include "archive/archive.hpp"
 #include "commands.hpp"
+#include "write_archive.hpp"
 #include "archive/file_map.hpp"
 #include "archive/key_files.hpp"
 #include "archive/signature_block.hpp"

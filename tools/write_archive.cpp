@@ -1,4 +1,4 @@
-#include "commands.hpp"
+#include "write_archive.hpp"
 #include "archive/file_map.hpp"
 #include "archive/archive.hpp"
 #include "archive/verify.hpp"
