@@ -39,12 +39,12 @@ else:
     sys.path.insert(0, str(ROOT / "bindings" / "python"))
 sys.path.insert(0, str(ROOT / "capi"))
 
-import gen_abi  # noqa: E402
+from abigen import model, reader  # noqa: E402
 import sdm  # noqa: E402
 import sdm.__main__  # noqa: E402
 from sdm import _capi  # noqa: E402
 
-HEADER = gen_abi.read_header(gen_abi.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
+HEADER = reader.read_header(model.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
 GOLDEN = ROOT / "tests" / "golden"
 ARCHIVE = GOLDEN / "kernels.sdma"
 MANIFEST = tomllib.loads((ROOT / "tests" / "data" / "manifest.toml").read_text())  # what ARCHIVE was packed from
@@ -92,7 +92,7 @@ def expected(ctype):
     if ctype.base in SCALARS:
         return SCALARS[ctype.base]
     if ctype.base in HEADER.callbacks:
-        return expected(gen_abi.CType("", function=HEADER.callbacks[ctype.base]))
+        return expected(model.CType("", function=HEADER.callbacks[ctype.base]))
     if ctype.base in HEADER.structs or ctype.base in HEADER.opaque:
         cls = getattr(_capi, ctype.base, None)
         return cls if cls is not None else f"(no class _capi.{ctype.base})"
@@ -178,7 +178,7 @@ class DeclarationsTest(unittest.TestCase):
 
     def test_the_image_enums_have_the_values_of_the_headers_comments(self):
         # sdm.h gives these values only in its comments on sdm_kernel_info's members.
-        text = gen_abi.HEADER.read_text()
+        text = model.HEADER.read_text()
         for member, enum_type in (("image_kind", sdm.ImageKind), ("source", sdm.ImageSource)):
             with self.subTest(member=member):
                 comment = re.search(rf"uint32_t {member};\s*/\*(.*?)\*/", text, re.DOTALL)[1]
