@@ -78,10 +78,10 @@ import shutil
 import sys
 
 from abigen.emit_c import emit_api_table, emit_layout_c, emit_symbols, emit_version_script
-from abigen.emit_go import emit_go
+from abigen.emit_go import emit_go, emit_go_enums
 from abigen.emit_julia import emit_julia
 from abigen.emit_python import emit_python
-from abigen.emit_rust import emit_rust
+from abigen.emit_rust import emit_rust, emit_rust_sdm
 from abigen.layouts import check_reading, probe
 from abigen.model import COMMAND, HEADER, ROOT, TESTING_HEADER, AbiError, display
 from abigen.pins import compute_pins
@@ -105,9 +105,11 @@ def generate(cc):
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
         ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),
+        ROOT / "bindings" / "rust" / "sdm" / "src" / "abi.rs": emit_rust_sdm(h),
         ROOT / "bindings" / "python" / "sdm" / "_sdm_h.py": emit_python(h),
         ROOT / "bindings" / "julia" / "src" / "capi.jl": emit_julia(h),
         ROOT / "bindings" / "go" / "internal" / "rawabi" / "rawabi.go": emit_go(h, pins),
+        ROOT / "bindings" / "go" / "abi_enums.go": emit_go_enums(h),
     }
 
 

@@ -579,10 +579,10 @@ type KernelInfo struct {
 	Archive   string // the serving archive's label
 	Signature string // "ptr,f32,i32"
 	Ordinal   int
-	ImageKind uint32 // 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+	ImageKind uint32 // ImageKindCubin, ImageKindPTX, ImageKindLTOIR, ImageKindFatbin
 	ImageSM   uint32 // the chosen image's arch (90 for sm_90 / compute_90)
 	LoadedSM  uint32 // what was loaded: the cubin's or the JIT target's SM
-	Source    uint32 // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+	Source    uint32 // ImageSourceArchiveCubin, ImageSourceCache, ..., ImageSourcePTXCompiler
 }
 
 // Kernel fetches kernel name on device ordinal, loading its module on first use.

@@ -1,6 +1,8 @@
 """Julia: bindings/julia/src/capi.jl."""
 
-from .model import CType, Constant, NOTICE, SCALARS
+import textwrap
+
+from .model import NAMED_ENUMS, CType, Constant, NOTICE, SCALARS
 from .textutil import collapse_blank_lines, joined, rule, walk
 
 
@@ -39,7 +41,9 @@ def julia_constant(h, constant):
 def julia_declaration(h, item):
     """The Julia lines of one declaration of sdm.h."""
     if isinstance(item, Constant):
-        return [f"const {item.name} = {julia_constant(h, item)}"]
+        named = any(item in h.enum(n.first) for n in NAMED_ENUMS)  # a status, an image kind or source: its meaning
+        comment = [f"# {line}" for line in textwrap.wrap(item.doc, JULIA_WIDTH - 2)] if named else []
+        return comment + [f"const {item.name} = {julia_constant(h, item)}"]
     if item in h.aliases:
         return [f"const {item} = {julia_type(h, h.aliases[item])}"]
     if item in h.opaque:

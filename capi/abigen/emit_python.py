@@ -1,6 +1,6 @@
 """Python: bindings/python/sdm/_sdm_h.py."""
 
-from .model import CType, Constant, NOTICE, SCALARS
+from .model import NAMED_ENUMS, CType, Constant, NOTICE, SCALARS
 from .textutil import collapse_blank_lines, minor_label, rule, walk
 
 
@@ -58,6 +58,20 @@ def python_declaration(h, item, used):
     return python_struct(h, h.structs[item], used)
 
 
+def python_named_enums(h):
+    """The IntEnum of each NamedEnum, a member's comment the header's."""
+    out = ["", "", rule("#", "the enums the sdm package names", width=PYTHON_WIDTH - 20)]
+    for named in NAMED_ENUMS:
+        prefix = named.python_prefix
+        out += ["", "", f"class {named.name}(enum.IntEnum):",
+                f'    """{named.what} (sdm.h): its constants without the {prefix} prefix."""', ""]
+        for constant in h.enum(named.first):
+            if constant.doc:
+                out += wrap_words(constant.doc.split(), "    # ", "    # ", PYTHON_WIDTH, separator=" ")
+            out.append(f"    {constant.name.removeprefix(prefix)} = {constant.name}")
+    return out
+
+
 def emit_python(h):
     used = {"POINTER", "Structure"}
     body = ["", "P = POINTER", "", "", "class Sized(Structure):",
@@ -69,6 +83,7 @@ def emit_python(h):
     declarations, functions = walk(h, lambda item: python_declaration(h, item, used),
                                    lambda title: ["", "", rule("#", title, width=PYTHON_WIDTH - 20), ""] if title else [""])
     body += declarations
+    body += python_named_enums(h)
     body += ["", "", "# Every SDM_API function: name -> (restype, argtypes), in the header's order.", "FUNCTIONS = {"]
     for function in (f for group in functions for f in group):
         ret = "None" if function.ret == CType("void") else python_type(h, function.ret, used)
@@ -85,7 +100,9 @@ def emit_python(h):
     head = ['"""' + NOTICE, "",
             "The C ABI of include/sdm/sdm.h in ctypes: its constants, its structs (same names, same field order and",
             "types; every struct a Sized) and every SDM_API function's restype and argtypes (FUNCTIONS). sdm._capi",
-            'loads the library with them; nothing here allocates or frees."""', "", "import ctypes"] + imports + ["from typing import Any"]
+            'loads the library with them; nothing here allocates or frees. Status, ImageKind and ImageSource are',
+            'the enums the sdm package names, each member commented as sdm.h comments its value."""', "",
+            "import ctypes", "import enum"] + imports + ["from typing import Any"]
     return "\n".join(collapse_blank_lines(head + body, keep=2)) + "\n"
 
 

@@ -1,6 +1,9 @@
-"""Rust: bindings/rust/sdm-sys/src/sdm_h.rs."""
+"""Rust: bindings/rust/sdm-sys/src/sdm_h.rs, and the sdm crate's restatements of sdm.h
+(bindings/rust/sdm/src/abi.rs)."""
 
-from .model import CType, Constant, NOTICE, SCALARS
+import re
+
+from .model import NAMED_ENUMS, CType, Constant, NOTICE, SCALARS, member_name, sentence
 from .textutil import collapse_blank_lines, joined, minor_label, rule, walk
 
 
@@ -135,3 +138,61 @@ def emit_rust_layout_tests(h, pins):
     out.append("}")
     return out
 
+
+
+# ---- bindings/rust/sdm/src/abi.rs: what the sdm crate restates --------------------------------------
+
+# The sdm crate's records that are one to one with a struct of sdm.h: (C struct, Rust name). The
+# record holds every field but struct_size, the reserved ones and `next`.
+RUST_RECORDS = (("sdm_plan", "Plan"),)
+
+
+def rust_doc(indent, doc, suffix=""):
+    """`///` lines of a header comment as a sentence, wrapped at RUST_WIDTH."""
+    text = sentence(doc) + suffix
+    if not text:
+        return []
+    lines, current = [], f"{indent}///"
+    for word in text.split():
+        if len(current) + 1 + len(word) > RUST_WIDTH - 20 and current != f"{indent}///":
+            lines.append(current)
+            current = f"{indent}///"
+        current += " " + word
+    return lines + [current]
+
+
+def rust_record_fields(struct):
+    return [f for f in struct.fields if f.name != "struct_size" and f.name != "next" and not re.fullmatch(r"reserved\d*", f.name)]
+
+
+def rust_record(h, c_name, name):
+    struct = h.structs[c_name]
+    fields = rust_record_fields(struct)
+    out = ["", f"/// `{c_name}` without its struct_size, reserved fields and extension chain (lib.rs has its methods).",
+           "#[derive(Clone, Copy, Debug, PartialEq, Eq)]", f"pub struct {name} {{"]
+    for f in fields:
+        out += rust_doc("    ", f.doc, f" {minor_label(h.major, f.minor)}." if f.minor else "")
+        out.append(f"    pub {rust_name(f.name)}: {rust_type(h, f.type)},")
+    out += ["}", "", f"impl {name} {{", f"    pub(crate) fn from_raw(raw: &sys::{c_name}) -> {name} {{", f"        {name} {{"]
+    out += [f"            {rust_name(f.name)}: raw.{rust_name(f.name)}," for f in fields]
+    out += ["        }", "    }", "", f"    pub(crate) fn to_raw(self) -> sys::{c_name} {{", f"        sys::{c_name} {{"]
+    out += [f"            {rust_name(f.name)}: self.{rust_name(f.name)}," for f in fields]
+    out += ["            ..Default::default()", "        }", "    }", "}"]
+    return out
+
+
+def emit_rust_sdm(h):
+    out = [f"// {NOTICE}", "//",
+           "// The sdm crate's restatements of sdm.h (`mod abi` of lib.rs): the constants of its newtypes over",
+           "// sdm.h's enums, each documented as sdm.h documents the value, and its records that are a struct",
+           "// of sdm.h field for field.", "",
+           "use crate::sys;", f"use crate::{{{', '.join(sorted(n.name for n in NAMED_ENUMS))}}};"]
+    for named in NAMED_ENUMS:
+        out += ["", f"/// The values of `{named.what}`.", f"impl {named.name} {{"]
+        for constant in h.enum(named.first):
+            out += rust_doc("    ", constant.doc)
+            out.append(f"    pub const {member_name(named, constant)}: {named.name} = {named.name}(sys::{constant.name});")
+        out.append("}")
+    for c_name, name in RUST_RECORDS:
+        out += rust_record(h, c_name, name)
+    return "\n".join(out) + "\n"

@@ -108,6 +108,7 @@ class Field:
     type: CType
     minor: int  # the ABI minor that added it (its marker)
     line: int
+    doc: str = ""  # the comment after it, joined into one line
 
 
 @dataclass
@@ -127,6 +128,7 @@ class Constant:
     expr: str   # the value as written, without suffixes: "1 << 2", "-1", "18"
     type: str   # its C type: a scalar typedef's name, or uint32_t
     line: int
+    doc: str = ""  # its comment (after it, or on the lines before it), joined into one line
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,7 @@ class Header:
     path: Path
     items: list = field(default_factory=list)
     constants: dict = field(default_factory=dict)  # name -> Constant
+    enums: list = field(default_factory=list)      # each enum's Constants, a tuple per `enum {...};`
     aliases: dict = field(default_factory=dict)    # scalar typedef -> CType
     opaque: list = field(default_factory=list)
     callbacks: dict = field(default_factory=dict)  # name -> FunctionType
@@ -176,7 +179,47 @@ class Header:
         return (name in SCALARS or name == "void" or name in self.aliases or name in self.opaque
                 or name in self.callbacks or name in self.structs)
 
+    def enum(self, first):
+        """The Constants of the enum whose first value is named `first`."""
+        return next(e for e in self.enums if e[0].name == first)
+
     def table(self):
         """The function table's function members, in order."""
         return [f for f in self.structs[TABLE].fields if f.type.function is not None]
 
+
+
+@dataclass(frozen=True)
+class NamedEnum:
+    """An enum of sdm.h that the bindings' own layers give a type of its own: `name` in each
+    binding, its constants those of the enum starting with `first`, each member named without
+    `prefix`; `what` says what it numbers."""
+
+    name: str
+    first: str
+    prefix: str
+    what: str
+    python_prefix: str  # what the Python layer's member names leave out (Status.ERROR_IO)
+
+
+NAMED_ENUMS = (
+    NamedEnum("Status", "SDM_OK", "SDM_ERROR_", "sdm_status", "SDM_"),
+    NamedEnum("ImageKind", "SDM_IMAGE_KIND_CUBIN", "SDM_IMAGE_KIND_", "sdm_kernel_info.image_kind", "SDM_IMAGE_KIND_"),
+    NamedEnum("ImageSource", "SDM_IMAGE_SOURCE_ARCHIVE_CUBIN", "SDM_IMAGE_SOURCE_", "sdm_kernel_info.source", "SDM_IMAGE_SOURCE_"),
+)
+
+
+def member_name(named, constant):
+    """The constant's name in its NamedEnum: without the prefix (SDM_OK: OK)."""
+    return constant.name.removeprefix(named.prefix).removeprefix("SDM_")
+
+
+def sentence(doc):
+    """A header comment as a sentence: capitalized, with a full stop."""
+    doc = doc.strip()
+    if not doc:
+        return ""
+    first = doc.split()[0]
+    if first.isalpha() and first.islower():  # a word, not a name ("libcuda.so.1", "sdm_plan")
+        doc = doc[0].upper() + doc[1:]
+    return doc + ("" if doc.endswith(".") else ".")

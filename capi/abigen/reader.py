@@ -152,7 +152,7 @@ class Reader:
             if words[0].text == "typedef":
                 enum_type = self.typedef(words, statement)
             elif words[0].text == "enum":
-                self.enum(words, enum_type)
+                self.enum(words, statement, enum_type)
                 enum_type = None
             elif words[0].text == "SDM_API":
                 self.function(words)
@@ -205,6 +205,9 @@ class Reader:
                 marker = re.match(r"ABI (\d+)\.(\d+)\b", t.body)
                 if marker and t.own_line:
                     minor = self.marker(name, t, int(marker[1]), int(marker[2]), minor)
+                elif not t.own_line and struct.fields and not pending:  # the comment after a field
+                    last = struct.fields[-1]
+                    struct.fields[-1] = Field(last.name, last.type, last.minor, last.line, " ".join(filter(None, [last.doc, t.body])))
             elif t.text == ";":
                 if pending:
                     field_name, ctype = self.declaration(pending, named=True)
@@ -232,21 +235,32 @@ class Reader:
 
     # -- enums --
 
-    def enum(self, words, enum_type):
+    def enum(self, words, statement, enum_type):
         texts = [w.text for w in words]
         line = words[0].line
         if texts[1] != "{" or texts[-1] != "}":
             raise self.error(line, "an enum is `enum { NAME = VALUE, ... };`, anonymous (its type is the int32_t typedef "
                              "before it, or uint32_t for flags)")
-        entries, current = [], []
-        for w in words[2:-1]:
-            if w.text == ",":
+        entries, current, docs, before = [], [], {}, []
+        for w in statement[2:-1]:
+            if w.kind == "comment":
+                # A comment on lines of its own documents the constant after it; one after a
+                # constant on its line (and its continuation lines), the constant before it.
+                if w.own_line or not entries and not current:
+                    before.append(w.body)
+                else:
+                    owner = current[0] if current else entries[-1][0]
+                    docs[owner.text] = " ".join(filter(None, [docs.get(owner.text), w.body]))
+            elif w.text == ",":
                 entries.append(current)
                 current = []
             else:
+                if not current and before:
+                    docs[w.text], before = " ".join(before), []
                 current.append(w)
         if current:
             entries.append(current)
+        constants = []
         for entry in entries:
             if len(entry) < 3 or entry[0].kind != "ident" or entry[1].text != "=":
                 raise self.error(entry[0].line, f"enum constant {entry[0].text} needs an explicit value (ABI rule 3)")
@@ -254,9 +268,11 @@ class Reader:
             if enum_type is None and not unsigned:
                 raise self.error(entry[0].line, f"{entry[0].text}: an enum that does not follow a `typedef int32_t NAME;` "
                                  "is a set of flags: write its values unsigned (`1u << 0`), as they bind as uint32_t")
-            constant = Constant(entry[0].text, value, expr, enum_type or "uint32_t", entry[0].line)
+            constant = Constant(entry[0].text, value, expr, enum_type or "uint32_t", entry[0].line, docs.get(entry[0].text, ""))
             add_constant(self.h, constant)
             self.h.items.append(constant)
+            constants.append(constant)
+        self.h.enums.append(tuple(constants))
 
     def value(self, name, tokens):
         texts = [t.text for t in tokens]
