@@ -7,9 +7,10 @@ description of the ABI, and everything below is derived from it.
 
 The work is done by the package capi/abigen/, one module per step and per target: model.py (the
 C types and the Header), reader.py (the rules below), layouts.py (LP64 layouts and the compiler's
-probe), pins.py (the numbers of layout.c), textutil.py (the one walk over the header's sections
-the bindings' emitters share), and emit_c.py, emit_rust.py, emit_python.py, emit_julia.py,
-emit_go.py. This file is its command line.
+probe), pins.py (the numbers of layout.c), sizes.py (each struct's size per minor), textutil.py
+(the one walk over the header's sections the bindings' emitters share), and emit_c.py,
+emit_docs.py, emit_rust.py, emit_python.py, emit_julia.py, emit_go.py. This file is its command
+line.
 
 Exit status: 0 written, or up to date; 1 (--check) stale files; 2 the header breaks a rule below
 (the message names the line and the fix), or a layout probe failed. Standard library only; the
@@ -17,13 +18,18 @@ probes need a C compiler (--cc, else $CC, else cc).
 
 Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports):
   capi/api_table.inc                      the initializer of sdm_get_api's table (capi.cpp)
-  capi/libsdm.map                         the linker version script
+  capi/struct_sizes.hpp                   each struct's size per minor, for capi.cpp's struct_size checks
+  common/status_codes.inc                 sdm_status's errors as an X-macro list (ErrorCode, status_name)
+  capi/libsdm.map                         the linker version script (and libsdm_testing.map)
   tests/abi/symbols.txt                   the exports, compared with `nm` by check_symbols.sh
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
+  docs/ABI.md                             the status table's rows, between its marker comments
   bindings/rust/sdm-sys/src/sdm_h.rs      the sys crate's declarations and layout tests
-  bindings/python/sdm/_sdm_h.py           the ctypes declarations
+  bindings/rust/sdm/src/abi.rs            the sdm crate's Status/ImageKind/ImageSource constants, Plan
+  bindings/python/sdm/_sdm_h.py           the ctypes declarations; the Status/ImageKind/ImageSource enums
   bindings/julia/src/capi.jl              the raw ccall layer
   bindings/go/internal/rawabi/rawabi.go   the structs cgo is asked about, and their pins
+  bindings/go/abi_enums.go                package sdm's Status, ImageKind and ImageSource constants
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
 anything outside it is an error naming its line, never skipped:
@@ -34,7 +40,8 @@ anything outside it is an error naming its line, never skipped:
   handle); `typedef struct NAME {fields} NAME;` (a struct, whose first field is
   `uint32_t struct_size`); `typedef RET (*NAME)(params);` (a callback type).
 - `enum { NAME = VALUE, ... };` with every value explicit, written N, -N or N << M (a `u` suffix
-  allowed). An enum right after a scalar typedef (comments between are fine) holds that type's
+  allowed); a comment after a value, or on the lines before it, is its meaning (the bindings and
+  docs/ABI.md's status table carry it). An enum right after a scalar typedef (comments between are fine) holds that type's
   values (`typedef int32_t sdm_status; enum {SDM_OK = 0, ...}`); any other enum is a set of
   flags and must write its values unsigned (`1u << 0`): they bind as uint32_t.
 - `SDM_API RET sdm_NAME(params);` with every parameter named.
@@ -77,7 +84,8 @@ import shlex
 import shutil
 import sys
 
-from abigen.emit_c import emit_api_table, emit_layout_c, emit_symbols, emit_version_script
+from abigen.emit_c import emit_api_table, emit_layout_c, emit_status_codes, emit_struct_sizes, emit_symbols, emit_version_script
+from abigen.emit_docs import emit_abi_md
 from abigen.emit_go import emit_go, emit_go_enums
 from abigen.emit_julia import emit_julia
 from abigen.emit_python import emit_python
@@ -86,6 +94,7 @@ from abigen.layouts import check_reading, probe
 from abigen.model import COMMAND, HEADER, ROOT, TESTING_HEADER, AbiError, display
 from abigen.pins import compute_pins
 from abigen.reader import read_header
+from abigen.sizes import minor_sizes
 
 
 def generate(cc):
@@ -98,8 +107,12 @@ def generate(cc):
     measured = probe(h, HEADER.parent.parent, cc)
     check_reading(h, measured)
     pins = compute_pins(h, measured, cc)
+    sizes = minor_sizes(h, measured, cc)
     return {
         ROOT / "capi" / "api_table.inc": emit_api_table(h),
+        ROOT / "capi" / "struct_sizes.hpp": emit_struct_sizes(h, sizes, measured),
+        ROOT / "common" / "status_codes.inc": emit_status_codes(h),
+        ROOT / "docs" / "ABI.md": emit_abi_md(h, ROOT / "docs" / "ABI.md"),
         ROOT / "capi" / "libsdm.map": emit_version_script(h),
         ROOT / "capi" / "libsdm_testing.map": emit_version_script(h, testing),
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h),

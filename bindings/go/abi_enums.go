@@ -8,6 +8,7 @@ import "C"
 
 // The statuses of sdm_status, each commented as sdm.h comments it.
 const (
+	// success
 	OK Status = C.SDM_OK
 
 	// a NULL handle, a struct_size too small, a bad value
@@ -19,7 +20,7 @@ const (
 	// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
 	ErrNoDriver Status = C.SDM_ERROR_NO_DRIVER
 
-	// the driver lacks a CUDA version or entry point sdm needs
+	// the driver is older than CUDA 12.0 or lacks an entry point sdm needs
 	ErrDriverTooOld Status = C.SDM_ERROR_DRIVER_TOO_OLD
 
 	// a driver call failed: sdm_error_native has its CUresult
@@ -66,6 +67,7 @@ const (
 
 	// ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad signature);
 	// the message names the archive, the key ids it carries and the ones the host trusts
+	// (docs/SIGNING.md)
 	ErrUntrusted Status = C.SDM_ERROR_UNTRUSTED
 
 	// ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message

@@ -1,6 +1,6 @@
 """The C side: capi/api_table.inc, the version scripts, tests/abi/symbols.txt, tests/abi/layout.c."""
 
-from .model import NOTICE, TABLE
+from .model import NOTICE, TABLE, AbiError, display
 from .textutil import minor_label, rule
 
 
@@ -115,3 +115,52 @@ def emit_layout_c(h, pins):
             "#endif", "", "int main(void) { return 0; }"]
     return "\n".join(out) + "\n"
 
+
+
+# ---- common/status_codes.inc -----------------------------------------------------------------------
+
+def emit_status_codes(h):
+    """The X-macro list of sdm_status's error values for common/ (which does not include sdm.h):
+    ErrorCode's enumerators, status_name's table, and capi.cpp's static_asserts expand it."""
+    out = [f"/* {NOTICE}", " *",
+           " * sdm_status's errors, in value order: SDM_STATUS_CODE(code, value, status), `code` the ErrorCode",
+           " * enumerator (common/result.hpp), `status` the name sdm.h gives the value. The includer defines",
+           " * SDM_STATUS_CODE; each entry's comment is sdm.h's. */"]
+    statuses = [c for c in h.enum("SDM_OK") if c.value != 0]
+    values = [c.value for c in statuses]
+    if values != list(range(1, len(values) + 1)):
+        raise AbiError(f"{display(h.path)}: the sdm_status errors are not 1, 2, ... in order ({values}): ErrorCode and "
+                       "sdm_status_string index them so")
+    for constant in statuses:
+        code = constant.name.removeprefix("SDM_ERROR_").lower()
+        entry = f"SDM_STATUS_CODE({code}, {constant.value}, {constant.name})"
+        out.append(f"{entry}{' ' * max(1, 64 - len(entry))}/* {constant.doc} */" if constant.doc else entry)
+    return "\n".join(out) + "\n"
+
+
+# ---- capi/struct_sizes.hpp -------------------------------------------------------------------------
+
+def size_constant(struct, major, minor):
+    """kRuntimeParamsSize_1_0 for sdm_runtime_params at 1.0."""
+    return "k" + "".join(w.capitalize() for w in struct.removeprefix("sdm_").split("_")) + f"Size_{major}_{minor}"
+
+
+def emit_struct_sizes(h, sizes, measured):
+    out = [f"// {NOTICE}", "//",
+           "// The size of each struct of sdm.h in the ABI minor it appeared in and in each minor that grew it:",
+           "// what a host built against that minor's header sets struct_size to (the released headers of",
+           "// tests/abi/released/, and sdm.h for the minor in development). capi.cpp refuses a struct_size",
+           "// below a struct's first size, and reads the members of a later minor only within its size. The",
+           "// static_asserts hold each size to sdm.h: it ends where the next minor's first field begins.",
+           "#pragma once", "", "#include <cstddef>", "", "#include \"sdm/sdm.h\"", "", "namespace sdm::capi {", ""]
+    asserts = []
+    for name, pairs in sizes.items():
+        struct, layout = h.structs[name], measured.structs[name]
+        for k, (minor, size) in enumerate(pairs):
+            constant = size_constant(name, h.major, minor)
+            out.append(f"inline constexpr size_t {constant} = {size};")
+            later = next((f for f in struct.fields if layout.fields[f.name][0] >= size), None)
+            end = f"offsetof({name}, {later.name})" if later is not None else f"sizeof({name})"
+            asserts.append(f'static_assert({constant} == {end}, "{name} of ABI {h.major}.{minor}");')
+    out += [""] + asserts + ["", "}  // namespace sdm::capi"]
+    return "\n".join(out) + "\n"

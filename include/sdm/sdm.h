@@ -45,11 +45,11 @@ extern "C" {
 
 typedef int32_t sdm_status;
 enum {
-    SDM_OK = 0,
+    SDM_OK = 0,                       /* success */
     SDM_ERROR_INVALID_ARGUMENT = 1,   /* a NULL handle, a struct_size too small, a bad value */
     SDM_ERROR_OUT_OF_MEMORY = 2,      /* an allocation failed (sdm never aborts for it) */
     SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded */
-    SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver lacks a CUDA version or entry point sdm needs */
+    SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver is older than CUDA 12.0 or lacks an entry point sdm needs */
     SDM_ERROR_DRIVER = 5,             /* a driver call failed: sdm_error_native has its CUresult */
     SDM_ERROR_NO_DEVICE = 6,          /* no such device ordinal, or no CUDA device at all */
     SDM_ERROR_UNSUPPORTED_DEVICE = 7, /* the device is outside the hardware matrix */
@@ -66,7 +66,7 @@ enum {
     SDM_ERROR_INTERNAL = 18,          /* a broken invariant inside sdm: please report it */
     SDM_ERROR_UNTRUSTED = 19,         /* ABI 1.2: the signature policy refused an archive (unsigned, an
                                          unknown key, a bad signature); the message names the archive,
-                                         the key ids it carries and the ones the host trusts */
+                                         the key ids it carries and the ones the host trusts (docs/SIGNING.md) */
     SDM_ERROR_AMBIGUOUS = 20          /* ABI 1.3: a kernel name (a C++ spelling, a name expression)
                                          matches several kernels; the message lists them */
 };

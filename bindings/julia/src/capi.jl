@@ -12,6 +12,7 @@ const SDM_LIST_SERVED = UInt32(4294967295)
 # ---- statuses ------------------------------------------------------------------------------------
 
 const sdm_status = Int32
+# success
 const SDM_OK = Int32(0)
 # a NULL handle, a struct_size too small, a bad value
 const SDM_ERROR_INVALID_ARGUMENT = Int32(1)
@@ -19,7 +20,7 @@ const SDM_ERROR_INVALID_ARGUMENT = Int32(1)
 const SDM_ERROR_OUT_OF_MEMORY = Int32(2)
 # libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
 const SDM_ERROR_NO_DRIVER = Int32(3)
-# the driver lacks a CUDA version or entry point sdm needs
+# the driver is older than CUDA 12.0 or lacks an entry point sdm needs
 const SDM_ERROR_DRIVER_TOO_OLD = Int32(4)
 # a driver call failed: sdm_error_native has its CUresult
 const SDM_ERROR_DRIVER = Int32(5)
@@ -50,7 +51,7 @@ const SDM_ERROR_GRAPH_CAPTURE = Int32(17)
 # a broken invariant inside sdm: please report it
 const SDM_ERROR_INTERNAL = Int32(18)
 # ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad signature); the message names the
-# archive, the key ids it carries and the ones the host trusts
+# archive, the key ids it carries and the ones the host trusts (docs/SIGNING.md)
 const SDM_ERROR_UNTRUSTED = Int32(19)
 # ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
 const SDM_ERROR_AMBIGUOUS = Int32(20)

@@ -373,6 +373,7 @@ class sdm_api(Sized):
 class Status(enum.IntEnum):
     """sdm_status (sdm.h): its constants without the SDM_ prefix."""
 
+    # success
     OK = SDM_OK
     # a NULL handle, a struct_size too small, a bad value
     ERROR_INVALID_ARGUMENT = SDM_ERROR_INVALID_ARGUMENT
@@ -380,7 +381,7 @@ class Status(enum.IntEnum):
     ERROR_OUT_OF_MEMORY = SDM_ERROR_OUT_OF_MEMORY
     # libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
     ERROR_NO_DRIVER = SDM_ERROR_NO_DRIVER
-    # the driver lacks a CUDA version or entry point sdm needs
+    # the driver is older than CUDA 12.0 or lacks an entry point sdm needs
     ERROR_DRIVER_TOO_OLD = SDM_ERROR_DRIVER_TOO_OLD
     # a driver call failed: sdm_error_native has its CUresult
     ERROR_DRIVER = SDM_ERROR_DRIVER
@@ -411,7 +412,7 @@ class Status(enum.IntEnum):
     # a broken invariant inside sdm: please report it
     ERROR_INTERNAL = SDM_ERROR_INTERNAL
     # ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad signature); the message names
-    # the archive, the key ids it carries and the ones the host trusts
+    # the archive, the key ids it carries and the ones the host trusts (docs/SIGNING.md)
     ERROR_UNTRUSTED = SDM_ERROR_UNTRUSTED
     # ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
     ERROR_AMBIGUOUS = SDM_ERROR_AMBIGUOUS

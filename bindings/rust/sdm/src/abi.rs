@@ -9,6 +9,7 @@ use crate::{ImageKind, ImageSource, Status};
 
 /// The values of `sdm_status`.
 impl Status {
+    /// Success.
     pub const OK: Status = Status(sys::SDM_OK);
     /// A NULL handle, a struct_size too small, a bad value.
     pub const INVALID_ARGUMENT: Status = Status(sys::SDM_ERROR_INVALID_ARGUMENT);
@@ -16,7 +17,7 @@ impl Status {
     pub const OUT_OF_MEMORY: Status = Status(sys::SDM_ERROR_OUT_OF_MEMORY);
     /// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded.
     pub const NO_DRIVER: Status = Status(sys::SDM_ERROR_NO_DRIVER);
-    /// The driver lacks a CUDA version or entry point sdm needs.
+    /// The driver is older than CUDA 12.0 or lacks an entry point sdm needs.
     pub const DRIVER_TOO_OLD: Status = Status(sys::SDM_ERROR_DRIVER_TOO_OLD);
     /// A driver call failed: sdm_error_native has its CUresult.
     pub const DRIVER: Status = Status(sys::SDM_ERROR_DRIVER);
@@ -48,7 +49,7 @@ impl Status {
     pub const INTERNAL: Status = Status(sys::SDM_ERROR_INTERNAL);
     /// ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad
     /// signature); the message names the archive, the key ids it carries and the ones the host
-    /// trusts.
+    /// trusts (docs/SIGNING.md).
     pub const UNTRUSTED: Status = Status(sys::SDM_ERROR_UNTRUSTED);
     /// ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the
     /// message lists them.
