@@ -17,7 +17,7 @@ const (
 	// an allocation failed (sdm never aborts for it)
 	ErrOutOfMemory Status = C.SDM_ERROR_OUT_OF_MEMORY
 
-	// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
+	// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount
 	ErrNoDriver Status = C.SDM_ERROR_NO_DRIVER
 
 	// the driver is older than CUDA 12.0 or lacks an entry point sdm needs
@@ -47,10 +47,10 @@ const (
 	// this build or platform lacks the feature
 	ErrUnsupported Status = C.SDM_ERROR_UNSUPPORTED
 
-	// no image of a module fits the device
+	// no image of a module fits the device (the message lists the archive's)
 	ErrNoImage Status = C.SDM_ERROR_NO_IMAGE
 
-	// a loaded image failed validation
+	// a loaded image failed validation (the image policy, a plugin)
 	ErrImageRefused Status = C.SDM_ERROR_IMAGE_REFUSED
 
 	// a JIT backend failed: sdm_error_log has its log

@@ -48,7 +48,7 @@ enum {
     SDM_OK = 0,                       /* success */
     SDM_ERROR_INVALID_ARGUMENT = 1,   /* a NULL handle, a struct_size too small, a bad value */
     SDM_ERROR_OUT_OF_MEMORY = 2,      /* an allocation failed (sdm never aborts for it) */
-    SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded */
+    SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount */
     SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver is older than CUDA 12.0 or lacks an entry point sdm needs */
     SDM_ERROR_DRIVER = 5,             /* a driver call failed: sdm_error_native has its CUresult */
     SDM_ERROR_NO_DEVICE = 6,          /* no such device ordinal, or no CUDA device at all */
@@ -58,8 +58,8 @@ enum {
     SDM_ERROR_IO = 10,                /* the operating system refused (open, read, mmap) */
     SDM_ERROR_NOT_FOUND = 11,         /* no such kernel or mounted archive (a missing file is SDM_ERROR_IO) */
     SDM_ERROR_UNSUPPORTED = 12,       /* this build or platform lacks the feature */
-    SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device */
-    SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation */
+    SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device (the message lists the archive's) */
+    SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation (the image policy, a plugin) */
     SDM_ERROR_JIT = 15,               /* a JIT backend failed: sdm_error_log has its log */
     SDM_ERROR_MISMATCH = 16,          /* declared metadata disagrees (arch, ABI version, signature) */
     SDM_ERROR_GRAPH_CAPTURE = 17,     /* the work would JIT while a stream is capturing a graph */

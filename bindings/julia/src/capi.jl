@@ -18,7 +18,7 @@ const SDM_OK = Int32(0)
 const SDM_ERROR_INVALID_ARGUMENT = Int32(1)
 # an allocation failed (sdm never aborts for it)
 const SDM_ERROR_OUT_OF_MEMORY = Int32(2)
-# libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
+# libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount
 const SDM_ERROR_NO_DRIVER = Int32(3)
 # the driver is older than CUDA 12.0 or lacks an entry point sdm needs
 const SDM_ERROR_DRIVER_TOO_OLD = Int32(4)
@@ -38,9 +38,9 @@ const SDM_ERROR_IO = Int32(10)
 const SDM_ERROR_NOT_FOUND = Int32(11)
 # this build or platform lacks the feature
 const SDM_ERROR_UNSUPPORTED = Int32(12)
-# no image of a module fits the device
+# no image of a module fits the device (the message lists the archive's)
 const SDM_ERROR_NO_IMAGE = Int32(13)
-# a loaded image failed validation
+# a loaded image failed validation (the image policy, a plugin)
 const SDM_ERROR_IMAGE_REFUSED = Int32(14)
 # a JIT backend failed: sdm_error_log has its log
 const SDM_ERROR_JIT = Int32(15)

@@ -379,7 +379,7 @@ class Status(enum.IntEnum):
     ERROR_INVALID_ARGUMENT = SDM_ERROR_INVALID_ARGUMENT
     # an allocation failed (sdm never aborts for it)
     ERROR_OUT_OF_MEMORY = SDM_ERROR_OUT_OF_MEMORY
-    # libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded
+    # libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount
     ERROR_NO_DRIVER = SDM_ERROR_NO_DRIVER
     # the driver is older than CUDA 12.0 or lacks an entry point sdm needs
     ERROR_DRIVER_TOO_OLD = SDM_ERROR_DRIVER_TOO_OLD
@@ -399,9 +399,9 @@ class Status(enum.IntEnum):
     ERROR_NOT_FOUND = SDM_ERROR_NOT_FOUND
     # this build or platform lacks the feature
     ERROR_UNSUPPORTED = SDM_ERROR_UNSUPPORTED
-    # no image of a module fits the device
+    # no image of a module fits the device (the message lists the archive's)
     ERROR_NO_IMAGE = SDM_ERROR_NO_IMAGE
-    # a loaded image failed validation
+    # a loaded image failed validation (the image policy, a plugin)
     ERROR_IMAGE_REFUSED = SDM_ERROR_IMAGE_REFUSED
     # a JIT backend failed: sdm_error_log has its log
     ERROR_JIT = SDM_ERROR_JIT

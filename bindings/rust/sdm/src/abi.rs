@@ -15,7 +15,7 @@ impl Status {
     pub const INVALID_ARGUMENT: Status = Status(sys::SDM_ERROR_INVALID_ARGUMENT);
     /// An allocation failed (sdm never aborts for it).
     pub const OUT_OF_MEMORY: Status = Status(sys::SDM_ERROR_OUT_OF_MEMORY);
-    /// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded.
+    /// libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount.
     pub const NO_DRIVER: Status = Status(sys::SDM_ERROR_NO_DRIVER);
     /// The driver is older than CUDA 12.0 or lacks an entry point sdm needs.
     pub const DRIVER_TOO_OLD: Status = Status(sys::SDM_ERROR_DRIVER_TOO_OLD);
@@ -35,9 +35,9 @@ impl Status {
     pub const NOT_FOUND: Status = Status(sys::SDM_ERROR_NOT_FOUND);
     /// This build or platform lacks the feature.
     pub const UNSUPPORTED: Status = Status(sys::SDM_ERROR_UNSUPPORTED);
-    /// No image of a module fits the device.
+    /// No image of a module fits the device (the message lists the archive's).
     pub const NO_IMAGE: Status = Status(sys::SDM_ERROR_NO_IMAGE);
-    /// A loaded image failed validation.
+    /// A loaded image failed validation (the image policy, a plugin).
     pub const IMAGE_REFUSED: Status = Status(sys::SDM_ERROR_IMAGE_REFUSED);
     /// A JIT backend failed: sdm_error_log has its log.
     pub const JIT: Status = Status(sys::SDM_ERROR_JIT);
