@@ -29,7 +29,7 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   bindings/python/sdm/_sdm_h.py           the ctypes declarations; the Status/ImageKind/ImageSource enums
   bindings/julia/src/capi.jl              the raw ccall layer
   bindings/go/internal/rawabi/rawabi.go   the structs cgo is asked about, and their pins
-  bindings/go/abi_enums.go                package sdm's Status, ImageKind and ImageSource constants
+  bindings/go/abi_generated.go            package sdm's Status, ImageKind and ImageSource constants, Plan
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
 anything outside it is an error naming its line, never skipped:
@@ -122,7 +122,7 @@ def generate(cc):
         ROOT / "bindings" / "python" / "sdm" / "_sdm_h.py": emit_python(h),
         ROOT / "bindings" / "julia" / "src" / "capi.jl": emit_julia(h),
         ROOT / "bindings" / "go" / "internal" / "rawabi" / "rawabi.go": emit_go(h, pins),
-        ROOT / "bindings" / "go" / "abi_enums.go": emit_go_enums(h),
+        ROOT / "bindings" / "go" / "abi_generated.go": emit_go_enums(h),
     }
 
 

@@ -10,7 +10,7 @@ import "C"
 //	if errors.Is(err, sdm.ErrNotFound) { ... }
 //
 // A newer libsdm may return values this package has no constant for; they keep their number. The
-// constants (OK, ErrInvalidArgument, ...) are generated from sdm.h into abi_enums.go.
+// constants (OK, ErrInvalidArgument, ...) are generated from sdm.h into abi_generated.go.
 type Status int32
 
 // String is the C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a value libsdm does not know.

@@ -110,3 +110,58 @@ const (
 	// compiled by nvPTXCompiler (ABI 1.1)
 	ImageSourcePTXCompiler uint32 = C.SDM_IMAGE_SOURCE_PTX_COMPILER
 )
+
+// Plan is sdm_plan field for field, but for struct_size, its reserved fields and `next`;
+// sdm.go has its methods.
+type Plan struct {
+	Flags       uint32    // SDM_PLAN_PDL, SDM_PLAN_COOPERATIVE
+	Grid        uint32    // blocks in x (1 .. 2^31-1)
+	Block       uint32    // threads per block in x (x*y*z: 1 .. 1024)
+	SmemBytes   uint32    // dynamic shared memory per block
+	Cluster     [3]uint32 // blocks per cluster in x, y, z; each grid dimension a multiple of its cluster's; 1,1,1 (or 0,0,0): no clusters (modern class only)
+	BlocksPerSM int32     // what the plan aims for
+	Occupancy   int32     // blocks per SM the driver says fit (its occupancy calculator)
+	Rule        int32     // the manifest's plan rule that chose it (0-based); -1: a plugin or sdm_plan_for_elements
+	GridY       uint32    // blocks in y (0 or 1 .. 65535)
+	GridZ       uint32    // blocks in z (0 or 1 .. 65535)
+	BlockY      uint32    // threads in y (0 or 1 .. 1024)
+	BlockZ      uint32    // threads in z (0 or 1 .. 64)
+	Priority    int32     // the launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY), within the context's stream priority range; 0: the stream's
+}
+
+func planFromC(raw *C.sdm_plan) Plan {
+	return Plan{
+		Flags:       uint32(raw.flags),
+		Grid:        uint32(raw.grid),
+		Block:       uint32(raw.block),
+		SmemBytes:   uint32(raw.smem_bytes),
+		Cluster:     [3]uint32{uint32(raw.cluster[0]), uint32(raw.cluster[1]), uint32(raw.cluster[2])},
+		BlocksPerSM: int32(raw.blocks_per_sm),
+		Occupancy:   int32(raw.occupancy),
+		Rule:        int32(raw.rule),
+		GridY:       uint32(raw.grid_y),
+		GridZ:       uint32(raw.grid_z),
+		BlockY:      uint32(raw.block_y),
+		BlockZ:      uint32(raw.block_z),
+		Priority:    int32(raw.priority),
+	}
+}
+
+func (r Plan) toC() C.sdm_plan {
+	return C.sdm_plan{
+		struct_size:   C.uint32_t(C.sizeof_sdm_plan),
+		flags:         C.uint32_t(r.Flags),
+		grid:          C.uint32_t(r.Grid),
+		block:         C.uint32_t(r.Block),
+		smem_bytes:    C.uint32_t(r.SmemBytes),
+		cluster:       [3]C.uint32_t{C.uint32_t(r.Cluster[0]), C.uint32_t(r.Cluster[1]), C.uint32_t(r.Cluster[2])},
+		blocks_per_sm: C.int32_t(r.BlocksPerSM),
+		occupancy:     C.int32_t(r.Occupancy),
+		rule:          C.int32_t(r.Rule),
+		grid_y:        C.uint32_t(r.GridY),
+		grid_z:        C.uint32_t(r.GridZ),
+		block_y:       C.uint32_t(r.BlockY),
+		block_z:       C.uint32_t(r.BlockZ),
+		priority:      C.int32_t(r.Priority),
+	}
+}
