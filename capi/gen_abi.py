@@ -25,11 +25,11 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
   docs/ABI.md                             the status table's rows, between its marker comments
   bindings/rust/sdm-sys/src/sdm_h.rs      the sys crate's declarations and layout tests
-  bindings/rust/sdm/src/abi.rs            the sdm crate's Status/ImageKind/ImageSource constants, Plan
-  bindings/python/sdm/_sdm_h.py           the ctypes declarations; the Status/ImageKind/ImageSource enums
+  bindings/rust/sdm/src/abi.rs            the sdm crate's constants of its enum newtypes, Plan
+  bindings/python/sdm/_sdm_h.py           the ctypes declarations; the package's IntEnums
   bindings/julia/src/capi.jl              the raw ccall layer
   bindings/go/internal/rawabi/rawabi.go   the structs cgo is asked about, and their pins
-  bindings/go/abi_generated.go            package sdm's Status, ImageKind and ImageSource constants, Plan
+  bindings/go/abi_generated.go            package sdm's Status, class and image constants, Plan
 
 How the header is read. sdm.h keeps to a small C subset (docs/ABI.md, ABI rules 1-4), and
 anything outside it is an error naming its line, never skipped:

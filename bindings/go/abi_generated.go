@@ -75,6 +75,20 @@ const (
 	ErrAmbiguous Status = C.SDM_ERROR_AMBIGUOUS
 )
 
+// The classes of sdm_device_class (their names: DeviceClass.String).
+const (
+	ClassUnsupported DeviceClass = C.SDM_DEVICE_CLASS_UNSUPPORTED
+
+	// 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
+	ClassModern DeviceClass = C.SDM_DEVICE_CLASS_MODERN
+
+	// 8.0 with 166,912 B
+	ClassA100 DeviceClass = C.SDM_DEVICE_CLASS_A100
+
+	// 8.6 / 8.9 / 12.0 with 101,376 B
+	ClassRTX DeviceClass = C.SDM_DEVICE_CLASS_RTX
+)
+
 // KernelInfo.ImageKind: sdm_kernel_info.image_kind, the archive's image kinds.
 const (
 	// a cubin (ELF) for one SM

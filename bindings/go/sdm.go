@@ -442,15 +442,9 @@ func (r *Runtime) PollArchives() (int, error) {
 
 // ---- driver and devices -------------------------------------------------------------------------
 
-// DeviceClass is an sdm_device_class.
+// DeviceClass is an sdm_device_class; its constants (ClassModern, ...) are generated from sdm.h into
+// abi_generated.go.
 type DeviceClass int32
-
-const (
-	ClassUnsupported DeviceClass = C.SDM_DEVICE_CLASS_UNSUPPORTED
-	ClassModern      DeviceClass = C.SDM_DEVICE_CLASS_MODERN // 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
-	ClassA100        DeviceClass = C.SDM_DEVICE_CLASS_A100   // 8.0 with 166,912 B
-	ClassRTX         DeviceClass = C.SDM_DEVICE_CLASS_RTX    // 8.6 / 8.9 / 12.0 with 101,376 B
-)
 
 // String is "modern", "a100", "rtx" or "unsupported".
 func (c DeviceClass) String() string {

@@ -204,6 +204,7 @@ class NamedEnum:
 
 NAMED_ENUMS = (
     NamedEnum("Status", "SDM_OK", "SDM_ERROR_", "sdm_status", "SDM_"),
+    NamedEnum("DeviceClass", "SDM_DEVICE_CLASS_UNSUPPORTED", "SDM_DEVICE_CLASS_", "sdm_device_class", "SDM_DEVICE_CLASS_"),
     NamedEnum("ImageKind", "SDM_IMAGE_KIND_CUBIN", "SDM_IMAGE_KIND_", "sdm_kernel_info.image_kind", "SDM_IMAGE_KIND_"),
     NamedEnum("ImageSource", "SDM_IMAGE_SOURCE_ARCHIVE_CUBIN", "SDM_IMAGE_SOURCE_", "sdm_kernel_info.source", "SDM_IMAGE_SOURCE_"),
 )

@@ -149,8 +149,11 @@ end
 
 const sdm_device_class = Int32
 const SDM_DEVICE_CLASS_UNSUPPORTED = Int32(0)
+# 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
 const SDM_DEVICE_CLASS_MODERN = Int32(1)
+# 8.0 with 166,912 B
 const SDM_DEVICE_CLASS_A100 = Int32(2)
+# 8.6 / 8.9 / 12.0 with 101,376 B
 const SDM_DEVICE_CLASS_RTX = Int32(3)
 
 struct sdm_device_info

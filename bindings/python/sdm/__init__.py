@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, SupportsFloat, SupportsIndex, TypeVar, Union
 
 from . import _capi
-from ._capi import ImageKind, ImageSource, Status, error_p, kernel_p, runtime_p  # generated from sdm.h: _sdm_h.py
+from ._capi import DeviceClass, ImageKind, ImageSource, Status, error_p, kernel_p, runtime_p  # generated from sdm.h: _sdm_h.py
 from ._version import __version__
 
 __all__ = [
@@ -62,16 +62,6 @@ class LogLevel(enum.IntEnum):
     WARN = _capi.SDM_LOG_WARN
     INFO = _capi.SDM_LOG_INFO
     DEBUG = _capi.SDM_LOG_DEBUG
-
-
-class DeviceClass(enum.IntEnum):
-    """sdm_device_class: the hardware class plans are chosen for (sdm.h lists each class's GPUs);
-    device_class_name() gives its name."""
-
-    UNSUPPORTED = _capi.SDM_DEVICE_CLASS_UNSUPPORTED
-    MODERN = _capi.SDM_DEVICE_CLASS_MODERN
-    A100 = _capi.SDM_DEVICE_CLASS_A100
-    RTX = _capi.SDM_DEVICE_CLASS_RTX
 
 
 class RuntimeFlag(enum.IntFlag):

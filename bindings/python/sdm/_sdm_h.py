@@ -418,6 +418,18 @@ class Status(enum.IntEnum):
     ERROR_AMBIGUOUS = SDM_ERROR_AMBIGUOUS
 
 
+class DeviceClass(enum.IntEnum):
+    """sdm_device_class (sdm.h): its constants without the SDM_DEVICE_CLASS_ prefix."""
+
+    UNSUPPORTED = SDM_DEVICE_CLASS_UNSUPPORTED
+    # 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
+    MODERN = SDM_DEVICE_CLASS_MODERN
+    # 8.0 with 166,912 B
+    A100 = SDM_DEVICE_CLASS_A100
+    # 8.6 / 8.9 / 12.0 with 101,376 B
+    RTX = SDM_DEVICE_CLASS_RTX
+
+
 class ImageKind(enum.IntEnum):
     """sdm_kernel_info.image_kind (sdm.h): its constants without the SDM_IMAGE_KIND_ prefix."""
 

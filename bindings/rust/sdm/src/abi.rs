@@ -5,7 +5,7 @@
 // of sdm.h field for field.
 
 use crate::sys;
-use crate::{ImageKind, ImageSource, Status};
+use crate::{DeviceClass, ImageKind, ImageSource, Status};
 
 /// The values of `sdm_status`.
 impl Status {
@@ -54,6 +54,17 @@ impl Status {
     /// ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the
     /// message lists them.
     pub const AMBIGUOUS: Status = Status(sys::SDM_ERROR_AMBIGUOUS);
+}
+
+/// The values of `sdm_device_class`.
+impl DeviceClass {
+    pub const UNSUPPORTED: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_UNSUPPORTED);
+    /// 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory.
+    pub const MODERN: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_MODERN);
+    /// 8.0 with 166,912 B.
+    pub const A100: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_A100);
+    /// 8.6 / 8.9 / 12.0 with 101,376 B.
+    pub const RTX: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_RTX);
 }
 
 /// The values of `sdm_kernel_info.image_kind`.

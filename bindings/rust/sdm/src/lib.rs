@@ -513,15 +513,8 @@ pub struct ArchiveInfo {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DeviceClass(pub i32);
 
+// The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
 impl DeviceClass {
-    pub const UNSUPPORTED: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_UNSUPPORTED);
-    /// 9.0 / 10.0 / 10.3 with at least 232,448 B of opt-in shared memory.
-    pub const MODERN: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_MODERN);
-    /// 8.0 with 166,912 B.
-    pub const A100: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_A100);
-    /// 8.6 / 8.9 / 12.0 with 101,376 B.
-    pub const RTX: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_RTX);
-
     /// "modern", "a100", "rtx", "unsupported".
     pub fn name(self) -> &'static str {
         // SAFETY: takes any value; returns a static string.
