@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "capi_internal.hpp"
+#include "struct_sizes.hpp"
 #include "common/hardware_matrix.hpp"
+#include "runtime/abi_enums.hpp"
 #include "runtime/globals.hpp"
 #include "runtime/kernel_names.hpp"
 #include "runtime/plan_abi.hpp"
@@ -32,38 +34,16 @@ struct sdm_runtime {
 
 namespace sdm::capi {
 
-// ErrorCode's values are the sdm_status values (common/result.hpp): a code crosses unchanged.
-#define SDM_SAME_STATUS(code, status) static_assert(static_cast<int32_t>(ErrorCode::code) == (status), #code " is not " #status)
-SDM_SAME_STATUS(invalid_argument, SDM_ERROR_INVALID_ARGUMENT);
-SDM_SAME_STATUS(out_of_memory, SDM_ERROR_OUT_OF_MEMORY);
-SDM_SAME_STATUS(no_driver, SDM_ERROR_NO_DRIVER);
-SDM_SAME_STATUS(driver_too_old, SDM_ERROR_DRIVER_TOO_OLD);
-SDM_SAME_STATUS(driver, SDM_ERROR_DRIVER);
-SDM_SAME_STATUS(no_device, SDM_ERROR_NO_DEVICE);
-SDM_SAME_STATUS(unsupported_device, SDM_ERROR_UNSUPPORTED_DEVICE);
-SDM_SAME_STATUS(archive_corrupt, SDM_ERROR_ARCHIVE_CORRUPT);
-SDM_SAME_STATUS(archive_unsupported, SDM_ERROR_ARCHIVE_UNSUPPORTED);
-SDM_SAME_STATUS(io, SDM_ERROR_IO);
-SDM_SAME_STATUS(not_found, SDM_ERROR_NOT_FOUND);
-SDM_SAME_STATUS(unsupported, SDM_ERROR_UNSUPPORTED);
-SDM_SAME_STATUS(no_image, SDM_ERROR_NO_IMAGE);
-SDM_SAME_STATUS(image_refused, SDM_ERROR_IMAGE_REFUSED);
-SDM_SAME_STATUS(jit, SDM_ERROR_JIT);
-SDM_SAME_STATUS(mismatch, SDM_ERROR_MISMATCH);
-SDM_SAME_STATUS(graph_capture, SDM_ERROR_GRAPH_CAPTURE);
-SDM_SAME_STATUS(internal, SDM_ERROR_INTERNAL);
-SDM_SAME_STATUS(untrusted, SDM_ERROR_UNTRUSTED);
-SDM_SAME_STATUS(ambiguous, SDM_ERROR_AMBIGUOUS);
-static_assert(kLastErrorCode == SDM_ERROR_AMBIGUOUS, "an ErrorCode without an sdm_status, or the other way round");
-#undef SDM_SAME_STATUS
+// ErrorCode's values are the sdm_status values (common/result.hpp, its list generated from sdm.h
+// into common/status_codes.inc): a code crosses unchanged.
+#define SDM_STATUS_CODE(code, value, status) \
+    static_assert(static_cast<int32_t>(ErrorCode::code) == (status) && (value) == (status), #code " is not " #status);
+#include "common/status_codes.inc"
+#undef SDM_STATUS_CODE
 
 sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
 
-// The other enums that cross as numbers.
-static_assert(static_cast<int32_t>(sdm::DeviceClass::modern) == SDM_DEVICE_CLASS_MODERN &&
-              static_cast<int32_t>(sdm::DeviceClass::a100) == SDM_DEVICE_CLASS_A100 && static_cast<int32_t>(sdm::DeviceClass::rtx) == SDM_DEVICE_CLASS_RTX);
-static_assert(static_cast<int32_t>(sdm::runtime::LogLevel::error) == SDM_LOG_ERROR && static_cast<int32_t>(sdm::runtime::LogLevel::warn) == SDM_LOG_WARN &&
-              static_cast<int32_t>(sdm::runtime::LogLevel::info) == SDM_LOG_INFO && static_cast<int32_t>(sdm::runtime::LogLevel::debug) == SDM_LOG_DEBUG);
+// The other enums that cross as numbers are pinned in runtime/abi_enums.hpp.
 
 sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
 
@@ -243,7 +223,7 @@ Result<sdm::runtime::JitIsolationOptions> isolation_options(uint32_t policy, uin
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error) {
     return guarded(nullptr, error, [&]() -> sdm_status {
         if (runtime == nullptr) return fail(nullptr, error, ErrorCode::invalid_argument, "sdm_runtime_create: runtime (the out-pointer) is NULL");
-        constexpr size_t kMinimum = offsetof(sdm_runtime_params, kernel_abi_major);  // the 1.0 size
+        constexpr size_t kMinimum = kRuntimeParamsSize_1_0;
         sdm::runtime::RuntimeOptions options;
         std::vector<uint32_t> unknown_extensions;
         if (params != nullptr) {
@@ -299,7 +279,7 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 if (!signatures) return fail(nullptr, error, std::move(signatures).error());
                 options.signatures = std::move(*signatures);
             }
-            if (params->struct_size >= offsetof(sdm_runtime_params, jit_memory_limit_bytes) + sizeof params->jit_memory_limit_bytes) {  // ABI 1.2
+            if (params->struct_size >= kRuntimeParamsSize_1_2) {  // the whole of ABI 1.2
                 auto isolation = isolation_options(params->jit_isolation, params->jit_time_limit_ms, params->jit_memory_limit_bytes);
                 if (!isolation) return fail(nullptr, error, std::move(isolation).error());
                 options.isolation = std::move(*isolation);
@@ -363,7 +343,7 @@ SDM_API sdm_status sdm_archive_count(sdm_runtime* runtime, uint32_t* count, sdm_
 
 SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sdm_archive_info* info, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
-        constexpr size_t kMinimum = sizeof(sdm_archive_info);
+        constexpr size_t kMinimum = kArchiveInfoSize_1_0;
         if (auto refused = unusable(runtime, error, "sdm_archive_info_get", "runtime", info, "info", "sdm_archive_info", kMinimum)) return *refused;
         const auto archives = runtime->impl.archives();
         if (index >= archives.size())
@@ -412,7 +392,7 @@ SDM_API sdm_status sdm_device_count(sdm_runtime* runtime, int32_t* count, sdm_er
 
 SDM_API sdm_status sdm_device_info_get(sdm_runtime* runtime, int32_t ordinal, sdm_device_info* info, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
-        constexpr size_t kMinimum = sizeof(sdm_device_info);
+        constexpr size_t kMinimum = kDeviceInfoSize_1_0;
         if (auto refused = unusable(runtime, error, "sdm_device_info_get", "runtime", info, "info", "sdm_device_info", kMinimum)) return *refused;
         auto p = runtime->impl.devices().properties(ordinal);
         if (!p) return fail(runtime, error, std::move(p).error());
@@ -453,12 +433,9 @@ SDM_API sdm_status sdm_device_class_get(sdm_runtime* runtime, int32_t ordinal, s
 }
 
 SDM_API const char* sdm_device_class_name(sdm_device_class device_class) {
-    switch (device_class) {
-    case SDM_DEVICE_CLASS_MODERN: return "modern";
-    case SDM_DEVICE_CLASS_A100: return "a100";
-    case SDM_DEVICE_CLASS_RTX: return "rtx";
-    default: return "unsupported";
-    }
+    for (const sdm::ClassRow& row : sdm::kClasses)  // the one table of names (abi_enums.hpp pins the values)
+        if (static_cast<int32_t>(row.device_class) == device_class) return row.name;
+    return "unsupported";
 }
 
 namespace {
@@ -531,8 +508,8 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr || (problem_count > 0 && problem == nullptr))
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: kernel, plan (and problem, with a count) must not be NULL");
-        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
-            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
+        if (!sized(plan, plan->struct_size, kPlanSize_1_1))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, kPlanSize_1_1));
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, "sdm_plan_select"); !live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->select({problem, problem_count});
@@ -546,8 +523,8 @@ SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, vo
                               sdm_error** error) {
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr) return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: kernel and plan must not be NULL");
-        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
-            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
+        if (!sized(plan, plan->struct_size, kPlanSize_1_1))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_launch: " + struct_size_message("sdm_plan", plan->struct_size, kPlanSize_1_1));
         const sdm::runtime::Plan p = sdm::runtime::plan_from_abi(*plan);
         auto extra = sdm::runtime::launch_attributes(*plan);
         if (!extra) return fail(owner(kernel), error, std::move(extra).error());
@@ -581,7 +558,7 @@ SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function
 
 SDM_API sdm_status sdm_kernel_info_get(const sdm_kernel* kernel, sdm_kernel_info* info, sdm_error** error) {
     return guarded(owner(kernel), error, [&]() -> sdm_status {
-        constexpr size_t kMinimum = sizeof(sdm_kernel_info);
+        constexpr size_t kMinimum = kKernelInfoSize_1_0;
         if (auto refused = unusable(kernel, error, "sdm_kernel_info_get", "kernel", info, "info", "sdm_kernel_info", kMinimum)) return *refused;
         const auto& k = *handle(kernel);
         sdm_kernel_info out{};
@@ -616,7 +593,7 @@ SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char
 
 SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
-        constexpr size_t kMinimum = sizeof(sdm_cache_stats);
+        constexpr size_t kMinimum = kCacheStatsSize_1_0;
         if (auto refused = unusable(runtime, error, "sdm_cache_stats_get", "runtime", stats, "stats", "sdm_cache_stats", kMinimum)) return *refused;
         sdm_cache_stats out{};
         out.struct_size = stats->struct_size;
@@ -639,9 +616,9 @@ SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elem
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr || plan == nullptr)
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_for_elements: kernel and plan must not be NULL");
-        if (!sized(plan, plan->struct_size, sdm::runtime::kPlanSize11))
+        if (!sized(plan, plan->struct_size, kPlanSize_1_1))
             return fail(owner(kernel), error, ErrorCode::invalid_argument,
-                        "sdm_plan_for_elements: " + struct_size_message("sdm_plan", plan->struct_size, sdm::runtime::kPlanSize11));
+                        "sdm_plan_for_elements: " + struct_size_message("sdm_plan", plan->struct_size, kPlanSize_1_1));
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, "sdm_plan_for_elements"); !live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->for_elements(elements, smem_bytes);
@@ -720,7 +697,7 @@ SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* 
 SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t index, sdm_kernel_entry* entry, sdm_error** error) {
     sdm::runtime::Runtime* rt = list != nullptr ? list->runtime : nullptr;
     return guarded(rt, error, [&]() -> sdm_status {
-        constexpr size_t kMinimum = sizeof(sdm_kernel_entry);
+        constexpr size_t kMinimum = kKernelEntrySize_1_3;
         if (list == nullptr || entry == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_get: list and entry must not be NULL");
         if (!sized(entry, entry->struct_size, kMinimum))
             return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_get: " + struct_size_message("sdm_kernel_entry", entry->struct_size, kMinimum));

@@ -12,31 +12,20 @@
 namespace sdm {
 
 // The one error vocabulary of every layer. Each value is the sdm_status of the same name in
-// include/sdm/sdm.h (SDM_ERROR_ + the name in capitals): the C ABI hands a code out unchanged, and
-// capi/ checks every pair at compile time.
+// include/sdm/sdm.h (SDM_ERROR_ + the name in capitals), and the list is generated from it
+// (common/status_codes.inc, by capi/gen_abi.py), so that common/ need not include sdm.h: the C
+// ABI hands a code out unchanged, and capi/ checks every pair at compile time.
 enum class ErrorCode : int32_t {
-    invalid_argument = 1,     // a caller passed something unusable (a bad name, a bad option)
-    out_of_memory = 2,
-    no_driver = 3,            // libcuda could not be loaded
-    driver_too_old = 4,       // the driver lacks a CUDA version or an entry point sdm needs
-    driver = 5,               // a driver call failed (Error::native holds the CUresult)
-    no_device = 6,            // no such device ordinal
-    unsupported_device = 7,   // outside the hardware matrix of an archive that declares it
-    archive_corrupt = 8,      // bytes failed a check: checksum, range, limit, structure
-    archive_unsupported = 9,  // well-formed but needs a newer reader (format major, feature bit, codec)
-    io = 10,                  // the operating system refused (open, read, mmap, write, rename)
-    not_found = 11,           // no such entry, kernel, file
-    unsupported = 12,         // this build lacks the feature (a Meson feature was off)
-    no_image = 13,            // no image of a module fits the device
-    image_refused = 14,       // a loaded image failed the image policy
-    jit = 15,                 // a JIT backend failed (Error::log holds its log)
-    mismatch = 16,            // declared metadata disagrees with the bytes (arch, kind, ABI, signature)
-    graph_capture = 17,       // the work would JIT while a stream captures a graph
-    internal = 18,            // a broken invariant inside sdm: report it
-    untrusted = 19,           // the signature policy refused an archive (unsigned, unknown key, bad signature)
-    ambiguous = 20,           // a kernel name matches several kernels (ABI 1.3)
+#define SDM_STATUS_CODE(code, value, status) code = value,
+#include "status_codes.inc"
+#undef SDM_STATUS_CODE
 };
-inline constexpr int32_t kLastErrorCode = 20;
+// The highest code (the codes are 1 .. kLastErrorCode).
+inline constexpr int32_t kLastErrorCode = 0
+#define SDM_STATUS_CODE(code, value, status) +1
+#include "status_codes.inc"
+#undef SDM_STATUS_CODE
+    ;
 
 // The sdm_status name of a code ("SDM_ERROR_NO_DRIVER"), as sdm_status_string gives it.
 const char* status_name(ErrorCode code) noexcept;

@@ -14,10 +14,8 @@
 
 namespace sdm::runtime {
 
-// The size of an sdm_plan of ABI 1.1 and 1.2 (the fields up to reserved0).
-inline constexpr size_t kPlanSize11 = offsetof(sdm_plan, grid_y);
-
-// `in`, read within in.struct_size (at least kPlanSize11: the caller checked it).
+// `in`, read within in.struct_size (at least ABI 1.1's size, capi/struct_sizes.hpp: the caller
+// checked it).
 Plan plan_from_abi(const sdm_plan& in);
 // Writes `p` (and the driver's `occupancy`) into `out` within out.struct_size; its struct_size and
 // `next` are left as the caller set them.

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "abi_enums.hpp"  // the device class and image kind cross as numbers
 #include "plan_abi.hpp"
 #include "sdm/sdm_plugin.h"
 
@@ -24,10 +25,6 @@ bool covers(const sdm_plugin_table& table, size_t offset, const void* member) {
 uint32_t table_size(uint32_t minor) {
     return minor >= 1 ? static_cast<uint32_t>(sizeof(sdm_plugin_table)) : static_cast<uint32_t>(offsetof(sdm_plugin_table, validate_image));
 }
-
-// DeviceClass's values are the SDM_DEVICE_CLASS_* values: a class crosses unchanged.
-static_assert(static_cast<int32_t>(DeviceClass::modern) == SDM_DEVICE_CLASS_MODERN && static_cast<int32_t>(DeviceClass::a100) == SDM_DEVICE_CLASS_A100 &&
-              static_cast<int32_t>(DeviceClass::rtx) == SDM_DEVICE_CLASS_RTX);
 
 sdm_plugin_device c_device(int32_t ordinal, const PlanDevice& d) {
     sdm_plugin_device out{};

@@ -9,32 +9,9 @@ import "C"
 //
 //	if errors.Is(err, sdm.ErrNotFound) { ... }
 //
-// A newer libsdm may return values this package has no constant for; they keep their number.
+// A newer libsdm may return values this package has no constant for; they keep their number. The
+// constants (OK, ErrInvalidArgument, ...) are generated from sdm.h into abi_generated.go.
 type Status int32
-
-const (
-	OK                    Status = C.SDM_OK
-	ErrInvalidArgument    Status = C.SDM_ERROR_INVALID_ARGUMENT // a NULL handle, a struct_size too small, a bad value
-	ErrOutOfMemory        Status = C.SDM_ERROR_OUT_OF_MEMORY
-	ErrNoDriver           Status = C.SDM_ERROR_NO_DRIVER      // libcuda (or $SDM_CUDA_DRIVER) could not be loaded
-	ErrDriverTooOld       Status = C.SDM_ERROR_DRIVER_TOO_OLD // the driver lacks a CUDA version or entry point sdm needs
-	ErrDriver             Status = C.SDM_ERROR_DRIVER         // a driver call failed: Error.Native is its CUresult
-	ErrNoDevice           Status = C.SDM_ERROR_NO_DEVICE      // no such device ordinal, or no CUDA device at all
-	ErrUnsupportedDevice  Status = C.SDM_ERROR_UNSUPPORTED_DEVICE
-	ErrArchiveCorrupt     Status = C.SDM_ERROR_ARCHIVE_CORRUPT     // an archive failed a check
-	ErrArchiveUnsupported Status = C.SDM_ERROR_ARCHIVE_UNSUPPORTED // an archive needs a newer sdm
-	ErrIO                 Status = C.SDM_ERROR_IO                  // the operating system refused (open, read, mmap)
-	ErrNotFound           Status = C.SDM_ERROR_NOT_FOUND           // no such kernel or mounted archive
-	ErrUnsupported        Status = C.SDM_ERROR_UNSUPPORTED         // this build or platform lacks the feature
-	ErrNoImage            Status = C.SDM_ERROR_NO_IMAGE            // no image of a module fits the device
-	ErrImageRefused       Status = C.SDM_ERROR_IMAGE_REFUSED       // a loaded image failed validation
-	ErrJIT                Status = C.SDM_ERROR_JIT                 // a JIT backend failed: Error.Log has its log
-	ErrMismatch           Status = C.SDM_ERROR_MISMATCH            // declared metadata disagrees (arch, ABI version, signature)
-	ErrGraphCapture       Status = C.SDM_ERROR_GRAPH_CAPTURE       // the work would JIT while a stream captures a graph
-	ErrInternal           Status = C.SDM_ERROR_INTERNAL            // a broken invariant inside sdm: please report it
-	ErrUntrusted          Status = C.SDM_ERROR_UNTRUSTED           // the signature policy refused an archive (unsigned, unknown key, bad signature)
-	ErrAmbiguous          Status = C.SDM_ERROR_AMBIGUOUS           // a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
-)
 
 // String is the C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a value libsdm does not know.
 func (s Status) String() string { return C.GoString(C.sdm_status_string(C.sdm_status(s))) }

@@ -442,15 +442,9 @@ func (r *Runtime) PollArchives() (int, error) {
 
 // ---- driver and devices -------------------------------------------------------------------------
 
-// DeviceClass is an sdm_device_class.
+// DeviceClass is an sdm_device_class; its constants (ClassModern, ...) are generated from sdm.h into
+// abi_generated.go.
 type DeviceClass int32
-
-const (
-	ClassUnsupported DeviceClass = C.SDM_DEVICE_CLASS_UNSUPPORTED
-	ClassModern      DeviceClass = C.SDM_DEVICE_CLASS_MODERN // 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
-	ClassA100        DeviceClass = C.SDM_DEVICE_CLASS_A100   // 8.0 with 166,912 B
-	ClassRTX         DeviceClass = C.SDM_DEVICE_CLASS_RTX    // 8.6 / 8.9 / 12.0 with 101,376 B
-)
 
 // String is "modern", "a100", "rtx" or "unsupported".
 func (c DeviceClass) String() string {
@@ -579,10 +573,10 @@ type KernelInfo struct {
 	Archive   string // the serving archive's label
 	Signature string // "ptr,f32,i32"
 	Ordinal   int
-	ImageKind uint32 // 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+	ImageKind uint32 // ImageKindCubin, ImageKindPTX, ImageKindLTOIR, ImageKindFatbin
 	ImageSM   uint32 // the chosen image's arch (90 for sm_90 / compute_90)
 	LoadedSM  uint32 // what was loaded: the cubin's or the JIT target's SM
-	Source    uint32 // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+	Source    uint32 // ImageSourceArchiveCubin, ImageSourceCache, ..., ImageSourcePTXCompiler
 }
 
 // Kernel fetches kernel name on device ordinal, loading its module on first use.
@@ -828,28 +822,11 @@ const (
 	PlanCooperative = uint32(C.SDM_PLAN_COOPERATIVE)
 )
 
-// Plan is a launch plan (sdm_plan): what Kernel.Plan or Kernel.PlanForElements chose, or one the
-// host fills in (NewPlan). Grid and Block are the x dimensions, as before ABI 1.3; GridY, GridZ,
-// BlockY and BlockZ (ABI 1.3) the others, where 0 means 1, so that a Plan of the older fields alone
-// is one-dimensional.
-type Plan struct {
-	Flags       uint32    // PlanPDL, PlanCooperative
-	Grid        uint32    // blocks in x (1 .. 2^31-1)
-	Block       uint32    // threads per block in x (x*y*z: 1 .. 1024)
-	SmemBytes   uint32    // dynamic shared memory per block
-	Cluster     [3]uint32 // blocks per cluster in x, y, z; {1, 1, 1} (or zeros): no clusters
-	BlocksPerSM int32     // what the plan aims for
-	Occupancy   int32     // blocks per SM the driver's occupancy calculator says fit
-	Rule        int32     // the manifest's plan rule that chose it (0-based); -1: a plugin, NewPlan or PlanForElements
-	GridY       uint32    // blocks in y (0 or 1 .. 65535; 0 is 1)
-	GridZ       uint32    // blocks in z (0 or 1 .. 65535; 0 is 1)
-	BlockY      uint32    // threads per block in y (0 or 1 .. 1024; 0 is 1)
-	BlockZ      uint32    // threads per block in z (0 or 1 .. 64; 0 is 1)
-	// Priority is the launch's priority (CU_LAUNCH_ATTRIBUTE_PRIORITY), within the context's stream
-	// priority range (lower is more urgent); 0: the stream's own.
-	Priority int32
-}
-
+// A Plan (abi_generated.go: sdm_plan field for field) is a launch plan: what Kernel.Plan or
+// Kernel.PlanForElements chose, or one the host fills in (NewPlan). Grid and Block are the x
+// dimensions, as before ABI 1.3; GridY, GridZ, BlockY and BlockZ (ABI 1.3) the others, where 0
+// means 1, so that a Plan of the older fields alone is one-dimensional.
+//
 // NewPlan is a plan of grid blocks of block threads, each {x, y, z}, without dynamic shared
 // memory, flags, clusters or a priority (rule -1).
 func NewPlan(grid, block [3]uint32) Plan {
@@ -890,27 +867,6 @@ func atLeastOne(n uint32) uint32 {
 		return 1
 	}
 	return n
-}
-
-func planFromC(plan *C.sdm_plan) Plan {
-	return Plan{
-		Flags: uint32(plan.flags), Grid: uint32(plan.grid), Block: uint32(plan.block), SmemBytes: uint32(plan.smem_bytes),
-		Cluster:     [3]uint32{uint32(plan.cluster[0]), uint32(plan.cluster[1]), uint32(plan.cluster[2])},
-		BlocksPerSM: int32(plan.blocks_per_sm), Occupancy: int32(plan.occupancy), Rule: int32(plan.rule),
-		GridY: uint32(plan.grid_y), GridZ: uint32(plan.grid_z), BlockY: uint32(plan.block_y), BlockZ: uint32(plan.block_z),
-		Priority: int32(plan.priority),
-	}
-}
-
-func (p Plan) toC() C.sdm_plan {
-	return C.sdm_plan{
-		struct_size: C.uint32_t(C.sizeof_sdm_plan), flags: C.uint32_t(p.Flags), grid: C.uint32_t(p.Grid),
-		block: C.uint32_t(p.Block), smem_bytes: C.uint32_t(p.SmemBytes),
-		cluster:       [3]C.uint32_t{C.uint32_t(p.Cluster[0]), C.uint32_t(p.Cluster[1]), C.uint32_t(p.Cluster[2])},
-		blocks_per_sm: C.int32_t(p.BlocksPerSM), occupancy: C.int32_t(p.Occupancy), rule: C.int32_t(p.Rule),
-		grid_y: C.uint32_t(p.GridY), grid_z: C.uint32_t(p.GridZ), block_y: C.uint32_t(p.BlockY), block_z: C.uint32_t(p.BlockZ),
-		priority: C.int32_t(p.Priority),
-	}
 }
 
 // Plan chooses the launch plan on the kernel's device for problem (the kernel's problem

@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "capi"))
 
-import gen_abi  # noqa: E402
+from abigen import emit_julia, model, reader  # noqa: E402
 
 
 class JuliaError(Exception):
@@ -108,7 +108,7 @@ def check(header, path):
         problems.append('1: Sdm.jl must include("capi.jl"), the generated raw layer, once')
     for m in re.finditer(r"\bccall\s*\(", code):
         problems.append(f"{line(m.start())}: a ccall of its own: call the raw function of capi.jl instead (regenerate it "
-                        f"with `{gen_abi.COMMAND}` if the header gained one)")
+                        f"with `{model.COMMAND}` if the header gained one)")
     for m in re.finditer(r"(?m)^\s*function\s+(sdm_\w+)\s*\(|^\s*(sdm_\w+)\s*\([^()]*\)\s*=(?!=)", code):
         problems.append(f"{line(m.start())}: defines {m[1] or m[2]}: the sdm_* names are capi.jl's")
 
@@ -134,7 +134,7 @@ def check(header, path):
         if struct is None:
             problems.append(f"{line(m.start())}: sized({positional}): not a struct of sdm.h")
             continue
-        fields = {gen_abi.julia_name(f.name) for f in struct.fields}
+        fields = {emit_julia.julia_name(f.name) for f in struct.fields}
         for keyword in split_top(keywords[0]) if keywords else []:
             name = keyword.split("=", 1)[0].strip()
             if name not in fields:
@@ -147,9 +147,9 @@ def main():
     parser.add_argument("--julia", default=HERE / "src" / "Sdm.jl")
     options = parser.parse_args()
     try:
-        header = gen_abi.read_header(gen_abi.HEADER)
+        header = reader.read_header(model.HEADER)
         problems = check(header, options.julia)
-    except (gen_abi.AbiError, JuliaError) as e:
+    except (model.AbiError, JuliaError) as e:
         print(f"check_calls: {e}", file=sys.stderr)
         return 1
     for problem in problems:

@@ -45,11 +45,11 @@ extern "C" {
 
 typedef int32_t sdm_status;
 enum {
-    SDM_OK = 0,
+    SDM_OK = 0,                       /* success */
     SDM_ERROR_INVALID_ARGUMENT = 1,   /* a NULL handle, a struct_size too small, a bad value */
-    SDM_ERROR_OUT_OF_MEMORY = 2,
-    SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded */
-    SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver lacks a CUDA version or entry point sdm needs */
+    SDM_ERROR_OUT_OF_MEMORY = 2,      /* an allocation failed (sdm never aborts for it) */
+    SDM_ERROR_NO_DRIVER = 3,          /* libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount */
+    SDM_ERROR_DRIVER_TOO_OLD = 4,     /* the driver is older than CUDA 12.0 or lacks an entry point sdm needs */
     SDM_ERROR_DRIVER = 5,             /* a driver call failed: sdm_error_native has its CUresult */
     SDM_ERROR_NO_DEVICE = 6,          /* no such device ordinal, or no CUDA device at all */
     SDM_ERROR_UNSUPPORTED_DEVICE = 7, /* the device is outside the hardware matrix */
@@ -58,15 +58,15 @@ enum {
     SDM_ERROR_IO = 10,                /* the operating system refused (open, read, mmap) */
     SDM_ERROR_NOT_FOUND = 11,         /* no such kernel or mounted archive (a missing file is SDM_ERROR_IO) */
     SDM_ERROR_UNSUPPORTED = 12,       /* this build or platform lacks the feature */
-    SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device */
-    SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation */
+    SDM_ERROR_NO_IMAGE = 13,          /* no image of a module fits the device (the message lists the archive's) */
+    SDM_ERROR_IMAGE_REFUSED = 14,     /* a loaded image failed validation (the image policy, a plugin) */
     SDM_ERROR_JIT = 15,               /* a JIT backend failed: sdm_error_log has its log */
     SDM_ERROR_MISMATCH = 16,          /* declared metadata disagrees (arch, ABI version, signature) */
     SDM_ERROR_GRAPH_CAPTURE = 17,     /* the work would JIT while a stream is capturing a graph */
     SDM_ERROR_INTERNAL = 18,          /* a broken invariant inside sdm: please report it */
     SDM_ERROR_UNTRUSTED = 19,         /* ABI 1.2: the signature policy refused an archive (unsigned, an
                                          unknown key, a bad signature); the message names the archive,
-                                         the key ids it carries and the ones the host trusts */
+                                         the key ids it carries and the ones the host trusts (docs/SIGNING.md) */
     SDM_ERROR_AMBIGUOUS = 20          /* ABI 1.3: a kernel name (a C++ spelling, a name expression)
                                          matches several kernels; the message lists them */
 };
@@ -356,14 +356,33 @@ SDM_API sdm_status sdm_kernel_release(sdm_runtime* runtime, const sdm_kernel* ke
 /* The kernel's CUfunction, for hosts that launch it themselves. */
 SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function, sdm_error** error);
 
+/* sdm_kernel_info.image_kind: the archive's image kinds. The values are those of every ABI; the
+ * names are ABI 1.3 (before, sdm.h gave the numbers in a comment). */
+enum {
+    SDM_IMAGE_KIND_CUBIN = 1u,  /* a cubin (ELF) for one SM */
+    SDM_IMAGE_KIND_PTX = 2u,    /* PTX for one virtual arch, compiled for the device */
+    SDM_IMAGE_KIND_LTO_IR = 3u, /* NVVM LTO-IR for one virtual arch, linked by nvJitLink */
+    SDM_IMAGE_KIND_FATBIN = 4u  /* an nvcc fatbinary; the driver picks its member */
+};
+
+/* sdm_kernel_info.source: what produced the image the driver loaded. The values are those of every
+ * ABI; the names are ABI 1.3. */
+enum {
+    SDM_IMAGE_SOURCE_ARCHIVE_CUBIN = 1u, /* the archive's cubin (decoded when compressed) */
+    SDM_IMAGE_SOURCE_CACHE = 2u,         /* the kernel cache: what an earlier load built or decoded */
+    SDM_IMAGE_SOURCE_NVJITLINK = 3u,     /* linked by nvJitLink */
+    SDM_IMAGE_SOURCE_DRIVER_JIT = 4u,    /* the driver's own JIT, given PTX */
+    SDM_IMAGE_SOURCE_FATBIN = 5u,        /* the archive's fatbinary, handed to the driver */
+    SDM_IMAGE_SOURCE_PTX_COMPILER = 6u   /* compiled by nvPTXCompiler (ABI 1.1) */
+};
+
 typedef struct sdm_kernel_info {
     uint32_t struct_size;      /* sizeof(sdm_kernel_info) */
     int32_t ordinal;
-    uint32_t image_kind;       /* 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin (the archive's kinds) */
+    uint32_t image_kind;       /* SDM_IMAGE_KIND_* */
     uint32_t image_sm;         /* the chosen image's arch (90 for sm_90 / compute_90) */
     uint32_t loaded_sm;        /* what was loaded: the cubin's or the JIT target's SM */
-    uint32_t source;           /* 1 archive cubin, 2 cache, 3 nvJitLink, 4 the driver's JIT, 5 fatbin,
-                                  6 nvPTXCompiler (ABI 1.1) */
+    uint32_t source;           /* SDM_IMAGE_SOURCE_* */
     const char* name;          /* owned by the runtime */
     const char* module;
     const char* archive;       /* the archive's label */

@@ -321,10 +321,10 @@ struct KernelInfo {
     std::string archive;    // the serving archive's label
     std::string signature;  // "ptr,f32,i32"
     int32_t ordinal = 0;
-    uint32_t image_kind = 0;  // 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin
+    uint32_t image_kind = 0;  // SDM_IMAGE_KIND_*
     uint32_t image_sm = 0;
     uint32_t loaded_sm = 0;
-    uint32_t source = 0;      // 1 archive cubin, 2 cache, 3 nvJitLink, 4 driver JIT, 5 fatbin, 6 nvPTXCompiler
+    uint32_t source = 0;      // SDM_IMAGE_SOURCE_*
 };
 
 // Launch dimensions (ABI 1.3): x, y and z, each 1 by default.

@@ -50,7 +50,7 @@ typedef struct sdm_plugin_plan_request {
 /* Minor 1: an image just loaded, after sdm's own image policy accepted it. */
 typedef struct sdm_plugin_image {
     uint32_t struct_size;
-    uint32_t image_kind;          /* 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin */
+    uint32_t image_kind;          /* SDM_IMAGE_KIND_* (sdm.h) */
     uint32_t image_sm;
     int32_t ptx_version;          /* what the driver reports for a kernel of it */
     const char* module;

@@ -383,7 +383,7 @@ end
 "Drops the reference `kernel` took (matters across reloads only)."
 release(k::Kernel) = check(error -> sdm_kernel_release(_handle(k.runtime), _handle(k), error))
 
-"What the kernel is, as a NamedTuple (image_kind: 1 cubin, 2 PTX, 3 LTO-IR, 4 fatbin)."
+"What the kernel is, as a NamedTuple (image_kind: SDM_IMAGE_KIND_*, source: SDM_IMAGE_SOURCE_*)."
 function kernel_info(k::Kernel)
     info = Ref(sized(sdm_kernel_info))
     check(error -> sdm_kernel_info_get(_handle(k), info, error))

@@ -12,26 +12,48 @@ const SDM_LIST_SERVED = UInt32(4294967295)
 # ---- statuses ------------------------------------------------------------------------------------
 
 const sdm_status = Int32
+# success
 const SDM_OK = Int32(0)
+# a NULL handle, a struct_size too small, a bad value
 const SDM_ERROR_INVALID_ARGUMENT = Int32(1)
+# an allocation failed (sdm never aborts for it)
 const SDM_ERROR_OUT_OF_MEMORY = Int32(2)
+# libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount
 const SDM_ERROR_NO_DRIVER = Int32(3)
+# the driver is older than CUDA 12.0 or lacks an entry point sdm needs
 const SDM_ERROR_DRIVER_TOO_OLD = Int32(4)
+# a driver call failed: sdm_error_native has its CUresult
 const SDM_ERROR_DRIVER = Int32(5)
+# no such device ordinal, or no CUDA device at all
 const SDM_ERROR_NO_DEVICE = Int32(6)
+# the device is outside the hardware matrix
 const SDM_ERROR_UNSUPPORTED_DEVICE = Int32(7)
+# an archive failed a check (checksum, range, structure)
 const SDM_ERROR_ARCHIVE_CORRUPT = Int32(8)
+# an archive needs a newer sdm (format, feature, codec)
 const SDM_ERROR_ARCHIVE_UNSUPPORTED = Int32(9)
+# the operating system refused (open, read, mmap)
 const SDM_ERROR_IO = Int32(10)
+# no such kernel or mounted archive (a missing file is SDM_ERROR_IO)
 const SDM_ERROR_NOT_FOUND = Int32(11)
+# this build or platform lacks the feature
 const SDM_ERROR_UNSUPPORTED = Int32(12)
+# no image of a module fits the device (the message lists the archive's)
 const SDM_ERROR_NO_IMAGE = Int32(13)
+# a loaded image failed validation (the image policy, a plugin)
 const SDM_ERROR_IMAGE_REFUSED = Int32(14)
+# a JIT backend failed: sdm_error_log has its log
 const SDM_ERROR_JIT = Int32(15)
+# declared metadata disagrees (arch, ABI version, signature)
 const SDM_ERROR_MISMATCH = Int32(16)
+# the work would JIT while a stream is capturing a graph
 const SDM_ERROR_GRAPH_CAPTURE = Int32(17)
+# a broken invariant inside sdm: please report it
 const SDM_ERROR_INTERNAL = Int32(18)
+# ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad signature); the message names the
+# archive, the key ids it carries and the ones the host trusts (docs/SIGNING.md)
 const SDM_ERROR_UNTRUSTED = Int32(19)
+# ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
 const SDM_ERROR_AMBIGUOUS = Int32(20)
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -127,8 +149,11 @@ end
 
 const sdm_device_class = Int32
 const SDM_DEVICE_CLASS_UNSUPPORTED = Int32(0)
+# 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
 const SDM_DEVICE_CLASS_MODERN = Int32(1)
+# 8.0 with 166,912 B
 const SDM_DEVICE_CLASS_A100 = Int32(2)
+# 8.6 / 8.9 / 12.0 with 101,376 B
 const SDM_DEVICE_CLASS_RTX = Int32(3)
 
 struct sdm_device_info
@@ -152,6 +177,27 @@ end
 
 # Opaque: only ever behind a Ptr.
 mutable struct sdm_kernel end
+
+# a cubin (ELF) for one SM
+const SDM_IMAGE_KIND_CUBIN = UInt32(1)
+# PTX for one virtual arch, compiled for the device
+const SDM_IMAGE_KIND_PTX = UInt32(2)
+# NVVM LTO-IR for one virtual arch, linked by nvJitLink
+const SDM_IMAGE_KIND_LTO_IR = UInt32(3)
+# an nvcc fatbinary; the driver picks its member
+const SDM_IMAGE_KIND_FATBIN = UInt32(4)
+# the archive's cubin (decoded when compressed)
+const SDM_IMAGE_SOURCE_ARCHIVE_CUBIN = UInt32(1)
+# the kernel cache: what an earlier load built or decoded
+const SDM_IMAGE_SOURCE_CACHE = UInt32(2)
+# linked by nvJitLink
+const SDM_IMAGE_SOURCE_NVJITLINK = UInt32(3)
+# the driver's own JIT, given PTX
+const SDM_IMAGE_SOURCE_DRIVER_JIT = UInt32(4)
+# the archive's fatbinary, handed to the driver
+const SDM_IMAGE_SOURCE_FATBIN = UInt32(5)
+# compiled by nvPTXCompiler (ABI 1.1)
+const SDM_IMAGE_SOURCE_PTX_COMPILER = UInt32(6)
 
 struct sdm_kernel_info
     struct_size::UInt32

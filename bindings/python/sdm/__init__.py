@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any, SupportsFloat, SupportsIndex, TypeVar, Union
 
 from . import _capi
-from ._capi import error_p, kernel_p, runtime_p
+from ._capi import DeviceClass, ImageKind, ImageSource, Status, error_p, kernel_p, runtime_p  # generated from sdm.h: _sdm_h.py
 from ._version import __version__
 
 __all__ = [
@@ -53,32 +53,6 @@ __all__ = [
 ]
 
 
-class Status(enum.IntEnum):
-    """sdm_status: SDM_OK and SDM_ERROR_* without the SDM_ prefix."""
-
-    OK = _capi.SDM_OK
-    ERROR_INVALID_ARGUMENT = _capi.SDM_ERROR_INVALID_ARGUMENT
-    ERROR_OUT_OF_MEMORY = _capi.SDM_ERROR_OUT_OF_MEMORY
-    ERROR_NO_DRIVER = _capi.SDM_ERROR_NO_DRIVER
-    ERROR_DRIVER_TOO_OLD = _capi.SDM_ERROR_DRIVER_TOO_OLD
-    ERROR_DRIVER = _capi.SDM_ERROR_DRIVER
-    ERROR_NO_DEVICE = _capi.SDM_ERROR_NO_DEVICE
-    ERROR_UNSUPPORTED_DEVICE = _capi.SDM_ERROR_UNSUPPORTED_DEVICE
-    ERROR_ARCHIVE_CORRUPT = _capi.SDM_ERROR_ARCHIVE_CORRUPT
-    ERROR_ARCHIVE_UNSUPPORTED = _capi.SDM_ERROR_ARCHIVE_UNSUPPORTED
-    ERROR_IO = _capi.SDM_ERROR_IO
-    ERROR_NOT_FOUND = _capi.SDM_ERROR_NOT_FOUND
-    ERROR_UNSUPPORTED = _capi.SDM_ERROR_UNSUPPORTED
-    ERROR_NO_IMAGE = _capi.SDM_ERROR_NO_IMAGE
-    ERROR_IMAGE_REFUSED = _capi.SDM_ERROR_IMAGE_REFUSED
-    ERROR_JIT = _capi.SDM_ERROR_JIT
-    ERROR_MISMATCH = _capi.SDM_ERROR_MISMATCH
-    ERROR_GRAPH_CAPTURE = _capi.SDM_ERROR_GRAPH_CAPTURE
-    ERROR_INTERNAL = _capi.SDM_ERROR_INTERNAL
-    ERROR_UNTRUSTED = _capi.SDM_ERROR_UNTRUSTED
-    ERROR_AMBIGUOUS = _capi.SDM_ERROR_AMBIGUOUS  # ABI 1.3: a C++ kernel name matching several kernels
-
-
 class LogLevel(enum.IntEnum):
     """sdm_log_level: how much a runtime logs, and the level of each message its log callback gets."""
 
@@ -88,37 +62,6 @@ class LogLevel(enum.IntEnum):
     WARN = _capi.SDM_LOG_WARN
     INFO = _capi.SDM_LOG_INFO
     DEBUG = _capi.SDM_LOG_DEBUG
-
-
-class DeviceClass(enum.IntEnum):
-    """sdm_device_class: the hardware class plans are chosen for (sdm.h lists each class's GPUs);
-    device_class_name() gives its name."""
-
-    UNSUPPORTED = _capi.SDM_DEVICE_CLASS_UNSUPPORTED
-    MODERN = _capi.SDM_DEVICE_CLASS_MODERN
-    A100 = _capi.SDM_DEVICE_CLASS_A100
-    RTX = _capi.SDM_DEVICE_CLASS_RTX
-
-
-# sdm.h has no constants for these two, only the values in its comments on sdm_kernel_info.
-class ImageKind(enum.IntEnum):
-    """sdm_kernel_info.image_kind: the kind of the archive image a kernel's module was loaded from."""
-
-    CUBIN = 1
-    PTX = 2
-    LTO_IR = 3
-    FATBIN = 4
-
-
-class ImageSource(enum.IntEnum):
-    """sdm_kernel_info.source: what produced the image the driver loaded."""
-
-    ARCHIVE_CUBIN = 1  # the archive's cubin (decoded when compressed)
-    CACHE = 2          # the kernel cache: what an earlier load built or decoded
-    NVJITLINK = 3      # linked by nvJitLink
-    DRIVER_JIT = 4     # the driver's own JIT
-    FATBIN = 5         # the archive's fatbinary
-    PTX_COMPILER = 6   # compiled by nvPTXCompiler (ABI 1.1)
 
 
 class RuntimeFlag(enum.IntFlag):

@@ -2,9 +2,11 @@
 
 The C ABI of include/sdm/sdm.h in ctypes: its constants, its structs (same names, same field order and
 types; every struct a Sized) and every SDM_API function's restype and argtypes (FUNCTIONS). sdm._capi
-loads the library with them; nothing here allocates or frees."""
+loads the library with them; nothing here allocates or frees. Status, ImageKind and ImageSource are
+the enums the sdm package names, each member commented as sdm.h comments its value."""
 
 import ctypes
+import enum
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char, c_char_p, c_double, c_int32, c_int64, c_size_t, c_uint16,
                     c_uint32, c_uint64, c_uint8, c_void_p)
 from typing import Any
@@ -204,6 +206,18 @@ class sdm_kernel(Structure):
 kernel_p = P(sdm_kernel)
 
 
+SDM_IMAGE_KIND_CUBIN = 1
+SDM_IMAGE_KIND_PTX = 2
+SDM_IMAGE_KIND_LTO_IR = 3
+SDM_IMAGE_KIND_FATBIN = 4
+SDM_IMAGE_SOURCE_ARCHIVE_CUBIN = 1
+SDM_IMAGE_SOURCE_CACHE = 2
+SDM_IMAGE_SOURCE_NVJITLINK = 3
+SDM_IMAGE_SOURCE_DRIVER_JIT = 4
+SDM_IMAGE_SOURCE_FATBIN = 5
+SDM_IMAGE_SOURCE_PTX_COMPILER = 6
+
+
 class sdm_kernel_info(Sized):
     _fields_ = [
         ("struct_size", c_uint32),
@@ -351,6 +365,99 @@ class sdm_api(Sized):
         ("kernel_list_get", CFUNCTYPE(sdm_status, kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p))),
         ("kernel_list_destroy", CFUNCTYPE(None, kernel_list_p)),
     ]
+
+
+# ---- the enums the sdm package names -------------------------------------------------------------
+
+
+class Status(enum.IntEnum):
+    """sdm_status (sdm.h): its constants without the SDM_ prefix."""
+
+    # success
+    OK = SDM_OK
+    # a NULL handle, a struct_size too small, a bad value
+    ERROR_INVALID_ARGUMENT = SDM_ERROR_INVALID_ARGUMENT
+    # an allocation failed (sdm never aborts for it)
+    ERROR_OUT_OF_MEMORY = SDM_ERROR_OUT_OF_MEMORY
+    # libcuda.so.1 (or $SDM_CUDA_DRIVER) could not be loaded; archives still mount
+    ERROR_NO_DRIVER = SDM_ERROR_NO_DRIVER
+    # the driver is older than CUDA 12.0 or lacks an entry point sdm needs
+    ERROR_DRIVER_TOO_OLD = SDM_ERROR_DRIVER_TOO_OLD
+    # a driver call failed: sdm_error_native has its CUresult
+    ERROR_DRIVER = SDM_ERROR_DRIVER
+    # no such device ordinal, or no CUDA device at all
+    ERROR_NO_DEVICE = SDM_ERROR_NO_DEVICE
+    # the device is outside the hardware matrix
+    ERROR_UNSUPPORTED_DEVICE = SDM_ERROR_UNSUPPORTED_DEVICE
+    # an archive failed a check (checksum, range, structure)
+    ERROR_ARCHIVE_CORRUPT = SDM_ERROR_ARCHIVE_CORRUPT
+    # an archive needs a newer sdm (format, feature, codec)
+    ERROR_ARCHIVE_UNSUPPORTED = SDM_ERROR_ARCHIVE_UNSUPPORTED
+    # the operating system refused (open, read, mmap)
+    ERROR_IO = SDM_ERROR_IO
+    # no such kernel or mounted archive (a missing file is SDM_ERROR_IO)
+    ERROR_NOT_FOUND = SDM_ERROR_NOT_FOUND
+    # this build or platform lacks the feature
+    ERROR_UNSUPPORTED = SDM_ERROR_UNSUPPORTED
+    # no image of a module fits the device (the message lists the archive's)
+    ERROR_NO_IMAGE = SDM_ERROR_NO_IMAGE
+    # a loaded image failed validation (the image policy, a plugin)
+    ERROR_IMAGE_REFUSED = SDM_ERROR_IMAGE_REFUSED
+    # a JIT backend failed: sdm_error_log has its log
+    ERROR_JIT = SDM_ERROR_JIT
+    # declared metadata disagrees (arch, ABI version, signature)
+    ERROR_MISMATCH = SDM_ERROR_MISMATCH
+    # the work would JIT while a stream is capturing a graph
+    ERROR_GRAPH_CAPTURE = SDM_ERROR_GRAPH_CAPTURE
+    # a broken invariant inside sdm: please report it
+    ERROR_INTERNAL = SDM_ERROR_INTERNAL
+    # ABI 1.2: the signature policy refused an archive (unsigned, an unknown key, a bad signature); the message names
+    # the archive, the key ids it carries and the ones the host trusts (docs/SIGNING.md)
+    ERROR_UNTRUSTED = SDM_ERROR_UNTRUSTED
+    # ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
+    ERROR_AMBIGUOUS = SDM_ERROR_AMBIGUOUS
+
+
+class DeviceClass(enum.IntEnum):
+    """sdm_device_class (sdm.h): its constants without the SDM_DEVICE_CLASS_ prefix."""
+
+    UNSUPPORTED = SDM_DEVICE_CLASS_UNSUPPORTED
+    # 9.0 / 10.0 / 10.3 with >= 232,448 B opt-in shared memory
+    MODERN = SDM_DEVICE_CLASS_MODERN
+    # 8.0 with 166,912 B
+    A100 = SDM_DEVICE_CLASS_A100
+    # 8.6 / 8.9 / 12.0 with 101,376 B
+    RTX = SDM_DEVICE_CLASS_RTX
+
+
+class ImageKind(enum.IntEnum):
+    """sdm_kernel_info.image_kind (sdm.h): its constants without the SDM_IMAGE_KIND_ prefix."""
+
+    # a cubin (ELF) for one SM
+    CUBIN = SDM_IMAGE_KIND_CUBIN
+    # PTX for one virtual arch, compiled for the device
+    PTX = SDM_IMAGE_KIND_PTX
+    # NVVM LTO-IR for one virtual arch, linked by nvJitLink
+    LTO_IR = SDM_IMAGE_KIND_LTO_IR
+    # an nvcc fatbinary; the driver picks its member
+    FATBIN = SDM_IMAGE_KIND_FATBIN
+
+
+class ImageSource(enum.IntEnum):
+    """sdm_kernel_info.source (sdm.h): its constants without the SDM_IMAGE_SOURCE_ prefix."""
+
+    # the archive's cubin (decoded when compressed)
+    ARCHIVE_CUBIN = SDM_IMAGE_SOURCE_ARCHIVE_CUBIN
+    # the kernel cache: what an earlier load built or decoded
+    CACHE = SDM_IMAGE_SOURCE_CACHE
+    # linked by nvJitLink
+    NVJITLINK = SDM_IMAGE_SOURCE_NVJITLINK
+    # the driver's own JIT, given PTX
+    DRIVER_JIT = SDM_IMAGE_SOURCE_DRIVER_JIT
+    # the archive's fatbinary, handed to the driver
+    FATBIN = SDM_IMAGE_SOURCE_FATBIN
+    # compiled by nvPTXCompiler (ABI 1.1)
+    PTX_COMPILER = SDM_IMAGE_SOURCE_PTX_COMPILER
 
 
 # Every SDM_API function: name -> (restype, argtypes), in the header's order.

@@ -15,6 +15,7 @@ import array
 import contextlib
 import dataclasses
 import ctypes
+import enum
 import gc
 import hashlib
 import inspect
@@ -39,12 +40,12 @@ else:
     sys.path.insert(0, str(ROOT / "bindings" / "python"))
 sys.path.insert(0, str(ROOT / "capi"))
 
-import gen_abi  # noqa: E402
+from abigen import model, reader  # noqa: E402
 import sdm  # noqa: E402
 import sdm.__main__  # noqa: E402
 from sdm import _capi  # noqa: E402
 
-HEADER = gen_abi.read_header(gen_abi.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
+HEADER = reader.read_header(model.HEADER)  # the generator's reading of sdm.h, checked here against ctypes
 GOLDEN = ROOT / "tests" / "golden"
 ARCHIVE = GOLDEN / "kernels.sdma"
 MANIFEST = tomllib.loads((ROOT / "tests" / "data" / "manifest.toml").read_text())  # what ARCHIVE was packed from
@@ -92,7 +93,7 @@ def expected(ctype):
     if ctype.base in SCALARS:
         return SCALARS[ctype.base]
     if ctype.base in HEADER.callbacks:
-        return expected(gen_abi.CType("", function=HEADER.callbacks[ctype.base]))
+        return expected(model.CType("", function=HEADER.callbacks[ctype.base]))
     if ctype.base in HEADER.structs or ctype.base in HEADER.opaque:
         cls = getattr(_capi, ctype.base, None)
         return cls if cls is not None else f"(no class _capi.{ctype.base})"
@@ -176,17 +177,11 @@ class DeclarationsTest(unittest.TestCase):
             self.assertEqual({prefix + f.name: int(f) for f in flags},
                              {k: v for k, v in values.items() if k.startswith(prefix)})
 
-    def test_the_image_enums_have_the_values_of_the_headers_comments(self):
-        # sdm.h gives these values only in its comments on sdm_kernel_info's members.
-        text = gen_abi.HEADER.read_text()
-        for member, enum_type in (("image_kind", sdm.ImageKind), ("source", sdm.ImageSource)):
-            with self.subTest(member=member):
-                comment = re.search(rf"uint32_t {member};\s*/\*(.*?)\*/", text, re.DOTALL)[1]
-                values = re.findall(r"(\d+) ([^,(]+)", comment)
-                self.assertEqual([int(number) for number, _ in values], [int(m) for m in enum_type])
-        kinds = re.search(r"uint32_t image_kind;\s*/\*(.*?)\(", text)[1]
-        self.assertEqual([name.strip().upper().replace("-", "_") for name in re.findall(r"\d+ ([^,]+)", kinds)],
-                         [m.name for m in sdm.ImageKind])
+    def test_the_image_enums_are_the_headers_constants(self):
+        for prefix, enum_type in (("SDM_IMAGE_KIND_", sdm.ImageKind), ("SDM_IMAGE_SOURCE_", sdm.ImageSource)):
+            with self.subTest(enum=enum_type.__name__):
+                constants = {name.removeprefix(prefix): c.value for name, c in HEADER.constants.items() if name.startswith(prefix)}
+                self.assertEqual({m.name: int(m) for m in enum_type}, constants)
         # A value newer than these bindings stays a plain int.
         newer = sdm.KernelInfo._from_c(_capi.sdm_kernel_info(image_kind=9, source=42))
         self.assertEqual((type(newer.image_kind), newer.image_kind, type(newer.source), newer.source), (int, 9, int, 42))
@@ -229,10 +224,14 @@ class DocumentationTest(unittest.TestCase):
 
     @staticmethod
     def public(module):
-        """(name, object) of each public name `module` defines itself (not the modules and names it imports)."""
+        """(name, object) of each public name `module` defines itself, or takes from the declarations
+        generated from sdm.h (_sdm_h: Status, ImageKind, ImageSource), not other modules and names
+        it imports."""
         for name in dir(module):
             value = getattr(module, name)
-            if not name.startswith("_") and not inspect.ismodule(value) and getattr(value, "__module__", None) == module.__name__:
+            defined = getattr(value, "__module__", None)
+            generated_enum = defined == module.__name__ + "._sdm_h" and isinstance(value, enum.EnumMeta)
+            if not name.startswith("_") and not inspect.ismodule(value) and (defined == module.__name__ or generated_enum):
                 yield name, value
 
     def test_all_lists_the_public_names(self):

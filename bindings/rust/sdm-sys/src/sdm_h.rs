@@ -176,6 +176,17 @@ pub struct sdm_kernel {
     _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
 }
 
+pub const SDM_IMAGE_KIND_CUBIN: u32 = 1;
+pub const SDM_IMAGE_KIND_PTX: u32 = 2;
+pub const SDM_IMAGE_KIND_LTO_IR: u32 = 3;
+pub const SDM_IMAGE_KIND_FATBIN: u32 = 4;
+pub const SDM_IMAGE_SOURCE_ARCHIVE_CUBIN: u32 = 1;
+pub const SDM_IMAGE_SOURCE_CACHE: u32 = 2;
+pub const SDM_IMAGE_SOURCE_NVJITLINK: u32 = 3;
+pub const SDM_IMAGE_SOURCE_DRIVER_JIT: u32 = 4;
+pub const SDM_IMAGE_SOURCE_FATBIN: u32 = 5;
+pub const SDM_IMAGE_SOURCE_PTX_COMPILER: u32 = 6;
+
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct sdm_kernel_info {
@@ -648,6 +659,16 @@ mod layout {
         assert_eq!(SDM_DEVICE_CLASS_MODERN, 1);
         assert_eq!(SDM_DEVICE_CLASS_A100, 2);
         assert_eq!(SDM_DEVICE_CLASS_RTX, 3);
+        assert_eq!(SDM_IMAGE_KIND_CUBIN, 1);
+        assert_eq!(SDM_IMAGE_KIND_PTX, 2);
+        assert_eq!(SDM_IMAGE_KIND_LTO_IR, 3);
+        assert_eq!(SDM_IMAGE_KIND_FATBIN, 4);
+        assert_eq!(SDM_IMAGE_SOURCE_ARCHIVE_CUBIN, 1);
+        assert_eq!(SDM_IMAGE_SOURCE_CACHE, 2);
+        assert_eq!(SDM_IMAGE_SOURCE_NVJITLINK, 3);
+        assert_eq!(SDM_IMAGE_SOURCE_DRIVER_JIT, 4);
+        assert_eq!(SDM_IMAGE_SOURCE_FATBIN, 5);
+        assert_eq!(SDM_IMAGE_SOURCE_PTX_COMPILER, 6);
         assert_eq!(SDM_PLAN_PDL, 1);
         assert_eq!(SDM_PLAN_COOPERATIVE, 2);
         assert_eq!(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);

@@ -32,6 +32,8 @@ use std::sync::Arc;
 
 pub use sdm_sys as sys;
 
+mod abi;
+
 /// `Result<T, sdm::Error>`.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -74,33 +76,8 @@ unsafe fn owned_string(text: *const c_char) -> String {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Status(pub i32);
 
+// The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
 impl Status {
-    pub const OK: Status = Status(sys::SDM_OK);
-    pub const INVALID_ARGUMENT: Status = Status(sys::SDM_ERROR_INVALID_ARGUMENT);
-    pub const OUT_OF_MEMORY: Status = Status(sys::SDM_ERROR_OUT_OF_MEMORY);
-    pub const NO_DRIVER: Status = Status(sys::SDM_ERROR_NO_DRIVER);
-    pub const DRIVER_TOO_OLD: Status = Status(sys::SDM_ERROR_DRIVER_TOO_OLD);
-    pub const DRIVER: Status = Status(sys::SDM_ERROR_DRIVER);
-    pub const NO_DEVICE: Status = Status(sys::SDM_ERROR_NO_DEVICE);
-    pub const UNSUPPORTED_DEVICE: Status = Status(sys::SDM_ERROR_UNSUPPORTED_DEVICE);
-    pub const ARCHIVE_CORRUPT: Status = Status(sys::SDM_ERROR_ARCHIVE_CORRUPT);
-    pub const ARCHIVE_UNSUPPORTED: Status = Status(sys::SDM_ERROR_ARCHIVE_UNSUPPORTED);
-    pub const IO: Status = Status(sys::SDM_ERROR_IO);
-    pub const NOT_FOUND: Status = Status(sys::SDM_ERROR_NOT_FOUND);
-    pub const UNSUPPORTED: Status = Status(sys::SDM_ERROR_UNSUPPORTED);
-    pub const NO_IMAGE: Status = Status(sys::SDM_ERROR_NO_IMAGE);
-    pub const IMAGE_REFUSED: Status = Status(sys::SDM_ERROR_IMAGE_REFUSED);
-    pub const JIT: Status = Status(sys::SDM_ERROR_JIT);
-    pub const MISMATCH: Status = Status(sys::SDM_ERROR_MISMATCH);
-    pub const GRAPH_CAPTURE: Status = Status(sys::SDM_ERROR_GRAPH_CAPTURE);
-    pub const INTERNAL: Status = Status(sys::SDM_ERROR_INTERNAL);
-    /// The signature policy refused an archive (unsigned, signed by an unknown key, a bad
-    /// signature); the message names the archive, the key ids it carries and those trusted.
-    pub const UNTRUSTED: Status = Status(sys::SDM_ERROR_UNTRUSTED);
-    /// A kernel name (a C++ spelling, a name expression such as `"fill"`) matches several
-    /// kernels; the message lists them (ABI 1.3).
-    pub const AMBIGUOUS: Status = Status(sys::SDM_ERROR_AMBIGUOUS);
-
     /// The C name ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for a code libsdm does not know.
     pub fn name(self) -> &'static str {
         // SAFETY: takes any value; returns a static string.
@@ -536,15 +513,8 @@ pub struct ArchiveInfo {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct DeviceClass(pub i32);
 
+// The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
 impl DeviceClass {
-    pub const UNSUPPORTED: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_UNSUPPORTED);
-    /// 9.0 / 10.0 / 10.3 with at least 232,448 B of opt-in shared memory.
-    pub const MODERN: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_MODERN);
-    /// 8.0 with 166,912 B.
-    pub const A100: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_A100);
-    /// 8.6 / 8.9 / 12.0 with 101,376 B.
-    pub const RTX: DeviceClass = DeviceClass(sys::SDM_DEVICE_CLASS_RTX);
-
     /// "modern", "a100", "rtx", "unsupported".
     pub fn name(self) -> &'static str {
         // SAFETY: takes any value; returns a static string.
@@ -966,18 +936,13 @@ impl Runtime {
 // ---- kernels, plans, launches -------------------------------------------------------------------
 
 /// What kind of image served a kernel (`sdm_kernel_info.image_kind`: the archive's kinds). A
-/// newtype, as [`Status`] is: a newer libsdm may know more kinds. sdm.h gives the numbers in a
-/// comment, not as constants, so they are spelt here.
+/// newtype, as [`Status`] is: a newer libsdm may know more kinds. Its constants are sdm.h's
+/// SDM_IMAGE_KIND_* (abi.rs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ImageKind(pub u32);
 
+// The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
 impl ImageKind {
-    pub const CUBIN: ImageKind = ImageKind(1);
-    pub const PTX: ImageKind = ImageKind(2);
-    /// LTO-IR, linked by nvJitLink.
-    pub const LTO_IR: ImageKind = ImageKind(3);
-    pub const FATBIN: ImageKind = ImageKind(4);
-
     /// "cubin", "PTX", "LTO-IR", "fatbin"; "unknown" for a kind this crate does not know.
     pub fn name(self) -> &'static str {
         match self {
@@ -1001,19 +966,8 @@ impl fmt::Display for ImageKind {
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 pub struct ImageSource(pub u32);
 
+// The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
 impl ImageSource {
-    /// The archive's cubin, loaded as it is.
-    pub const ARCHIVE_CUBIN: ImageSource = ImageSource(1);
-    /// A cubin a JIT link made earlier, read from the kernel cache.
-    pub const CACHE: ImageSource = ImageSource(2);
-    pub const NVJITLINK: ImageSource = ImageSource(3);
-    /// The driver's own JIT, given PTX.
-    pub const DRIVER_JIT: ImageSource = ImageSource(4);
-    /// A fatbin, from which the driver chose.
-    pub const FATBIN: ImageSource = ImageSource(5);
-    /// nvPTXCompiler (ABI 1.1).
-    pub const PTX_COMPILER: ImageSource = ImageSource(6);
-
     /// "archive cubin", "cache", "nvJitLink", "driver JIT", "fatbin", "nvPTXCompiler"; "unknown"
     /// for a source this crate does not know.
     pub fn name(self) -> &'static str {
@@ -1061,38 +1015,7 @@ pub struct KernelInfo {
 /// `grid` and `block` are the x dimensions, as they were before ABI 1.3; `grid_y`, `grid_z`,
 /// `block_y` and `block_z` (ABI 1.3) the others, where 0 means 1 (so a plan of 1.1's fields
 /// alone is one-dimensional). [`Plan::grid_dims`] and [`Plan::block_dims`] give all three.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
-    /// [`Plan::PDL`], [`Plan::COOPERATIVE`].
-    pub flags: u32,
-    /// Blocks in x (1 .. 2^31-1).
-    pub grid: u32,
-    /// Threads per block in x (x*y*z: 1 .. 1024).
-    pub block: u32,
-    /// Dynamic shared memory per block.
-    pub smem_bytes: u32,
-    /// Blocks per cluster in x, y, z; [1, 1, 1] (or [0, 0, 0]): no clusters. Each grid dimension
-    /// is a multiple of its cluster's.
-    pub cluster: [u32; 3],
-    /// What the plan aims for.
-    pub blocks_per_sm: i32,
-    /// Blocks per SM the driver's occupancy calculator says fit.
-    pub occupancy: i32,
-    /// The manifest's plan rule that chose it (0-based); -1: a plugin, [`Plan::new`] or
-    /// [`KernelHandle::plan_for_elements`].
-    pub rule: i32,
-    /// Blocks in y (0 or 1 .. 65535; 0 is 1). ABI 1.3.
-    pub grid_y: u32,
-    /// Blocks in z (0 or 1 .. 65535; 0 is 1). ABI 1.3.
-    pub grid_z: u32,
-    /// Threads per block in y (0 or 1 .. 1024; 0 is 1). ABI 1.3.
-    pub block_y: u32,
-    /// Threads per block in z (0 or 1 .. 64; 0 is 1). ABI 1.3.
-    pub block_z: u32,
-    /// The launch's priority (`CU_LAUNCH_ATTRIBUTE_PRIORITY`), within the context's stream
-    /// priority range (lower is more urgent); 0: the stream's own. ABI 1.3.
-    pub priority: i32,
-}
+pub use abi::Plan;
 
 impl Default for Plan {
     /// Every dimension 0 (grid and block x must then be set: 0 is refused), no flags, no
@@ -1205,43 +1128,6 @@ impl Plan {
             self.flags &= !flag;
         }
         self
-    }
-
-    fn from_raw(plan: &sys::sdm_plan) -> Plan {
-        Plan {
-            flags: plan.flags,
-            grid: plan.grid,
-            block: plan.block,
-            smem_bytes: plan.smem_bytes,
-            cluster: plan.cluster,
-            blocks_per_sm: plan.blocks_per_sm,
-            occupancy: plan.occupancy,
-            rule: plan.rule,
-            grid_y: plan.grid_y,
-            grid_z: plan.grid_z,
-            block_y: plan.block_y,
-            block_z: plan.block_z,
-            priority: plan.priority,
-        }
-    }
-
-    fn to_raw(self) -> sys::sdm_plan {
-        sys::sdm_plan {
-            flags: self.flags,
-            grid: self.grid,
-            block: self.block,
-            smem_bytes: self.smem_bytes,
-            cluster: self.cluster,
-            blocks_per_sm: self.blocks_per_sm,
-            occupancy: self.occupancy,
-            rule: self.rule,
-            grid_y: self.grid_y,
-            grid_z: self.grid_z,
-            block_y: self.block_y,
-            block_z: self.block_z,
-            priority: self.priority,
-            ..Default::default()
-        }
     }
 }
 
