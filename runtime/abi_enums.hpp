@@ -5,7 +5,7 @@
 
 #include "archive/format.hpp"
 #include "common/hardware_matrix.hpp"
-#include "jit_backend.hpp"
+#include "image_origin.hpp"
 #include "log.hpp"
 #include "sdm/sdm.h"
 

@@ -18,6 +18,7 @@
 #include "archive/format.hpp"
 #include "common/digest.hpp"
 #include "common/hash.hpp"
+#include "image_origin.hpp"
 #include "image_selection.hpp"
 #include "jit_toolchain.hpp"
 #include "load_context.hpp"
@@ -25,9 +26,6 @@
 
 namespace sdm::runtime {
 
-
-// Where the bytes a module was loaded from came from (sdm_kernel_info's image_source).
-enum class ImageSource : uint32_t { archive_cubin = 1, cache = 2, nvjitlink = 3, driver_jit = 4, fatbin = 5, ptx_compiler = 6 };
 
 // One image to build: checked bytes of an archive entry, and what to build them for.
 struct JitJob {
