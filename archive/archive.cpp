@@ -30,6 +30,24 @@ std::string quoted_name(std::string_view name) {
 auto entry_key(const Entry& e) { return std::tuple(e.name, static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 auto tail_key(const Entry& e) { return std::tuple(static_cast<uint8_t>(e.kind), e.sm, static_cast<uint8_t>(e.variant)); }
 
+// "entry 3 (name)" for a message; built only on failure: formatting it for every record cost most
+// of the open time.
+std::string entry_text(size_t index, const Entry& e) { return "entry " + std::to_string(index) + " (" + std::string(e.name) + ")"; }
+
+// A record's fields but for its name.
+void read_record(Bytes r, Entry& e) {
+    e.kind = static_cast<Kind>(load_u8(r, record::kind));
+    e.codec = static_cast<Codec>(load_u8(r, record::codec));
+    e.sm = load_u16(r, record::sm);
+    e.variant = static_cast<Variant>(load_u8(r, record::variant));
+    e.ref = load_u32(r, record::ref);
+    e.data_offset = load_u64(r, record::data_offset);
+    e.stored_size = load_u64(r, record::stored_size);
+    e.raw_size = load_u64(r, record::raw_size);
+    e.raw_hash = load_hash128(r, record::raw_hash);
+    e.stored_hash = load_u64(r, record::stored_hash);
+}
+
 }  // namespace
 
 // One flag per entry: its digest was checked (shared by the copies of an Archive).
@@ -98,18 +116,45 @@ Result<Archive> Archive::open_file(const std::string& path) {
     return archive;
 }
 
+// Where the index and the string table lie, as the header gives them.
+struct Archive::IndexLayout {
+    uint64_t index_offset{0};
+    uint32_t count{0};
+    uint64_t strings_offset{0}, strings_size{0};
+};
+
+Error Archive::corrupt(const std::string& why) const {
+    return make_error(ErrorCode::archive_corrupt, "archive " + label_ + ": " + why);
+}
+
+// The checks run in the order of the bytes they read: the header, the index and string table, each
+// record, then what only the whole index tells (references, the signature block, overlaps).
 Result<void> Archive::validate() {
+    SDM_TRY(validate_header());
+    SDM_TRY_GET(index, validate_index());
+    SDM_TRY_GET(payload_end, validate_records(*index));
+    SDM_TRY(validate_references());
+    // The signature block (optional_features bit 0) follows every payload; its structure is
+    // checked here, what it says only when a policy asks (signature.hpp).
+    if ((header_.optional_features & kFeatureSigned) != 0) {
+        auto block = parse_signature_block(bytes_, index->count, *payload_end);
+        if (!block) return make_error(block.error().code, "archive " + label_ + ": " + block.error().message);
+        signature_block_ = std::move(*block);
+    }
+    return validate_payload_ranges();
+}
+
+// The magic, the format, the header's size and checksum, the archive's size, the features, and
+// the fields of header_ that the index does not need.
+Result<void> Archive::validate_header() {
     const Bytes b = bytes_;
-    const auto fail = [&](const std::string& why) {
-        return make_error(ErrorCode::archive_corrupt, "archive " + label_ + ": " + why);
-    };
     if (b.size() < kHeaderSize)
-        return fail("only " + std::to_string(b.size()) + " bytes, shorter than the 128-byte header (truncated, or not an sdm archive)");
+        return corrupt("only " + std::to_string(b.size()) + " bytes, shorter than the 128-byte header (truncated, or not an sdm archive)");
     if (!std::equal(kMagic.begin(), kMagic.end(), reinterpret_cast<const uint8_t*>(b.data()))) {
-        if (load_u8(b, 0) == 0x7f && load_u8(b, 1) == 'E') return fail("this is an ELF file (a cubin?), not an sdm archive; pack it with `sdm pack`");
+        if (load_u8(b, 0) == 0x7f && load_u8(b, 1) == 'E') return corrupt("this is an ELF file (a cubin?), not an sdm archive; pack it with `sdm pack`");
         if (std::equal(kMagic.begin() + 1, kMagic.begin() + 4, reinterpret_cast<const uint8_t*>(b.data()) + 1))
-            return fail("the magic is damaged: the file went through a text-mode transfer (newline or 8-bit conversion); copy it in binary mode");
-        return fail("no sdm archive magic at the start (not an sdm archive)");
+            return corrupt("the magic is damaged: the file went through a text-mode transfer (newline or 8-bit conversion); copy it in binary mode");
+        return corrupt("no sdm archive magic at the start (not an sdm archive)");
     }
     HeaderInfo& h = header_;
     h.format_major = load_u16(b, header::format_major);
@@ -120,18 +165,18 @@ Result<void> Archive::validate() {
                                                       std::to_string(kFormatMajor) + ".x); use an sdm release that reads it, or repack the archive");
     h.header_size = load_u32(b, header::header_size);
     if (h.header_size < kHeaderSize || h.header_size > limits::max_header_size || h.header_size % 8 != 0)
-        return fail("header size " + std::to_string(h.header_size) + " is not a multiple of 8 between 128 and 4096");
-    if (h.header_size > b.size()) return fail("truncated inside the header");
+        return corrupt("header size " + std::to_string(h.header_size) + " is not a multiple of 8 between 128 and 4096");
+    if (h.header_size > b.size()) return corrupt("truncated inside the header");
     if (kCheckHashes && header_hash_of(b, h.header_size) != load_u64(b, header::header_hash))
-        return fail("header checksum mismatch (the first " + std::to_string(h.header_size) + " bytes are damaged)");
+        return corrupt("header checksum mismatch (the first " + std::to_string(h.header_size) + " bytes are damaged)");
 
     h.archive_size = load_u64(b, header::archive_size);
     if (h.archive_size > b.size())
-        return fail("truncated: the header says " + std::to_string(h.archive_size) + " bytes, only " + std::to_string(b.size()) +
-                    " are present; copy the file again");
+        return corrupt("truncated: the header says " + std::to_string(h.archive_size) + " bytes, only " + std::to_string(b.size()) +
+                       " are present; copy the file again");
     if (h.archive_size < b.size())
-        return fail(std::to_string(b.size() - h.archive_size) + " bytes follow the end of the archive (" + std::to_string(h.archive_size) +
-                    " bytes); the file was appended to or overwritten");
+        return corrupt(std::to_string(b.size() - h.archive_size) + " bytes follow the end of the archive (" + std::to_string(h.archive_size) +
+                       " bytes); the file was appended to or overwritten");
     h.required_features = load_u64(b, header::required_features);
     h.optional_features = load_u64(b, header::optional_features);
     if ((h.required_features & ~kKnownRequiredFeatures) != 0) {
@@ -143,48 +188,60 @@ Result<void> Archive::validate() {
     }
     // Reserved fields and bytes past the 1.0 header are zero in 1.0; a later minor may define them.
     if (h.format_minor == 0) {
-        if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return fail("reserved header fields are not zero");
+        if (load_u32(b, header::flags) != 0 || load_u64(b, header::reserved) != 0) return corrupt("reserved header fields are not zero");
         for (size_t extra = kHeaderSize; extra < h.header_size; ++extra)
-            if (load_u8(b, extra) != 0) return fail("bytes past the 1.0 header are not zero");
+            if (load_u8(b, extra) != 0) return corrupt("bytes past the 1.0 header are not zero");
     }
     h.kernel_abi_major = load_u16(b, header::kernel_abi_major);
     h.kernel_abi_minor = load_u16(b, header::kernel_abi_minor);
-    {
-        const auto text = as_text(b.subspan(header::created_by, 16));
-        h.created_by = std::string(text.substr(0, text.find('\0')));
-    }
+    const auto text = as_text(b.subspan(header::created_by, 16));
+    h.created_by = std::string(text.substr(0, text.find('\0')));
+    return {};
+}
 
-    const uint64_t index_offset = load_u64(b, header::index_offset);
-    const uint32_t count = load_u32(b, header::index_count);
+// Where the index, the string table and the payload region lie, and the checksum over the index
+// and the names.
+Result<Archive::IndexLayout> Archive::validate_index() {
+    const Bytes b = bytes_;
+    HeaderInfo& h = header_;
+    IndexLayout t;
+    t.index_offset = load_u64(b, header::index_offset);
+    t.count = load_u32(b, header::index_count);
     h.record_size = load_u32(b, header::record_size);
-    const uint64_t strings_offset = load_u64(b, header::strings_offset);
-    const uint64_t strings_size = load_u64(b, header::strings_size);
+    t.strings_offset = load_u64(b, header::strings_offset);
+    t.strings_size = load_u64(b, header::strings_size);
     h.payload_offset = load_u64(b, header::payload_offset);
-    if (index_offset != h.header_size) return fail("the index does not follow the header");
-    if (count > limits::max_entries) return fail(std::to_string(count) + " entries exceed the limit of " + std::to_string(limits::max_entries));
+    if (t.index_offset != h.header_size) return corrupt("the index does not follow the header");
+    if (t.count > limits::max_entries) return corrupt(std::to_string(t.count) + " entries exceed the limit of " + std::to_string(limits::max_entries));
     if (h.record_size < kRecordSize || h.record_size > limits::max_record_size || h.record_size % 8 != 0)
-        return fail("index record size " + std::to_string(h.record_size) + " is not a multiple of 8 between 64 and 1024");
-    const uint64_t index_bytes = uint64_t{count} * h.record_size;  // <= 2^16 * 2^10: no overflow
-    if (strings_offset != index_offset + index_bytes) return fail("the string table does not follow the index");
-    if (strings_size > limits::max_strings) return fail("string table of " + std::to_string(strings_size) + " bytes exceeds the limit");
-    if (!in_bounds(strings_offset, strings_size, h.archive_size)) return fail("the string table runs past the end of the archive");
-    const uint64_t meta_end = strings_offset + strings_size;
+        return corrupt("index record size " + std::to_string(h.record_size) + " is not a multiple of 8 between 64 and 1024");
+    const uint64_t index_bytes = uint64_t{t.count} * h.record_size;  // <= 2^16 * 2^10: no overflow
+    if (t.strings_offset != t.index_offset + index_bytes) return corrupt("the string table does not follow the index");
+    if (t.strings_size > limits::max_strings) return corrupt("string table of " + std::to_string(t.strings_size) + " bytes exceeds the limit");
+    if (!in_bounds(t.strings_offset, t.strings_size, h.archive_size)) return corrupt("the string table runs past the end of the archive");
+    const uint64_t meta_end = t.strings_offset + t.strings_size;
     if (h.payload_offset < meta_end || h.payload_offset > h.archive_size || h.payload_offset % kZstdAlignment != 0)
-        return fail("payload region offset " + std::to_string(h.payload_offset) + " is misplaced");
-    if (kCheckHashes && xxh3_64(b.subspan(index_offset, meta_end - index_offset)) != load_u64(b, header::meta_hash))
-        return fail("index checksum mismatch (the entry table or names are damaged)");
+        return corrupt("payload region offset " + std::to_string(h.payload_offset) + " is misplaced");
+    if (kCheckHashes && xxh3_64(b.subspan(t.index_offset, meta_end - t.index_offset)) != load_u64(b, header::meta_hash))
+        return corrupt("index checksum mismatch (the entry table or names are damaged)");
+    return t;
+}
 
-    const Bytes strings = b.subspan(strings_offset, strings_size);
+// Every record into entries_, each checked alone and against the one before it (the index is
+// sorted); returns where the last payload ends.
+Result<uint64_t> Archive::validate_records(const IndexLayout& t) {
+    const HeaderInfo& h = header_;
+    const Bytes strings = bytes_.subspan(t.strings_offset, t.strings_size);
     const size_t max_name = (h.required_features & kFeatureFormat11) != 0 ? limits::max_long_name_length : limits::max_name_length;
-    entries_.reserve(count);
+    entries_.reserve(t.count);
     uint64_t total_raw = 0;
     size_t manifests = 0;
     uint32_t prev_name_offset = 0;
     uint16_t prev_name_length = 0;
     uint64_t payload_end = h.payload_offset;
-    for (uint32_t i = 0; i < count; ++i) {
-        const Bytes r = b.subspan(index_offset + uint64_t{i} * h.record_size, h.record_size);
-        const auto entry_fail = [&](const std::string& why) { return fail("entry " + std::to_string(i) + ": " + why); };
+    for (uint32_t i = 0; i < t.count; ++i) {
+        const Bytes r = bytes_.subspan(t.index_offset + uint64_t{i} * h.record_size, h.record_size);
+        const auto entry_fail = [&](const std::string& why) { return corrupt("entry " + std::to_string(i) + ": " + why); };
         Entry& e = entries_.emplace_back();  // filled in place: a failure discards the whole Archive
         const uint32_t name_offset = load_u32(r, record::name_offset);
         const uint16_t name_length = load_u16(r, record::name_length);
@@ -195,94 +252,102 @@ Result<void> Archive::validate() {
             return entry_fail("name '" + quoted_name(e.name) + "' " + name_problem(e.name, max_name) + " (" + kNameRules + ")");
         prev_name_offset = name_offset;
         prev_name_length = name_length;
-        e.kind = static_cast<Kind>(load_u8(r, record::kind));
-        e.codec = static_cast<Codec>(load_u8(r, record::codec));
-        e.sm = load_u16(r, record::sm);
-        e.variant = static_cast<Variant>(load_u8(r, record::variant));
-        e.ref = load_u32(r, record::ref);
-        e.data_offset = load_u64(r, record::data_offset);
-        e.stored_size = load_u64(r, record::stored_size);
-        e.raw_size = load_u64(r, record::raw_size);
-        e.raw_hash = load_hash128(r, record::raw_hash);
-        e.stored_hash = load_u64(r, record::stored_hash);
-        // Built only on failure: formatting it for every record cost most of the open time.
-        const auto who = [&] { return "entry " + std::to_string(i) + " (" + std::string(e.name) + ")"; };
-        if (h.format_minor == 0) {
-            if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
-            for (size_t extra = kRecordSize; extra < h.record_size; ++extra)
-                if (load_u8(r, extra) != 0) return entry_fail("bytes past the 1.0 record are not zero");
-        }
-        if (!is_known(e.kind))
-            return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + who() + " has kind " + std::to_string(static_cast<int>(e.kind)) +
-                                                          ", unknown to this sdm; update sdm");
-        if (!is_known(e.codec))
-            return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + who() + " uses codec " +
-                                                          std::to_string(static_cast<int>(e.codec)) + ", unknown to this sdm; update sdm");
-        if (!is_known(e.variant)) return fail(who() + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
-        if (kind_has_arch(e.kind) ? (e.sm < 10 || e.sm > 999) : (e.sm != 0 || e.variant != Variant::base))
-            return fail(who() + ": arch " + std::to_string(e.sm) + " does not fit kind " + kind_name(e.kind));
-        if (e.raw_size > limits::max_raw_entry)
-            return fail(who() + ": raw size " + std::to_string(e.raw_size) + " exceeds the per-entry limit of " + std::to_string(limits::max_raw_entry));
+        read_record(r, e);
+        SDM_TRY(validate_record(i, r, e));
         total_raw += e.raw_size;
-        if (total_raw > limits::max_raw_total) return fail("the entries' raw sizes add up past the limit of " + std::to_string(limits::max_raw_total));
-        if (e.codec == Codec::stored) {
-            if (e.stored_size != e.raw_size) return fail(who() + ": a stored entry whose stored and raw sizes differ");
-            if (e.data_offset % kStoredAlignment != 0) return fail(who() + ": stored payload not aligned to 4096 bytes");
-        } else {
-            if (e.stored_size == 0) return fail(who() + ": empty compressed payload");
-            if (e.data_offset % kZstdAlignment != 0) return fail(who() + ": compressed payload not aligned to 64 bytes");
-            // A zstd frame cannot expand data by more than its block overhead.
-            if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return fail(who() + ": stored size larger than any zstd frame of its raw size");
-            // Nor can it expand more than zstd can: a 4-byte block (RLE) decodes to at most 128 KiB.
-            if (e.raw_size / kMaxZstdExpansion > e.stored_size)
-                return fail(who() + ": raw size " + std::to_string(e.raw_size) + " cannot come out of a zstd frame of " +
-                            std::to_string(e.stored_size) + " bytes (at most " + std::to_string(kMaxZstdExpansion) + " bytes per stored byte)");
-        }
-        if (e.data_offset < h.payload_offset || !in_bounds(e.data_offset, e.stored_size, h.archive_size))
-            return fail(who() + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
-                        ") lies outside the payload region");
+        if (total_raw > limits::max_raw_total) return corrupt("the entries' raw sizes add up past the limit of " + std::to_string(limits::max_raw_total));
+        SDM_TRY(validate_payload(i, e));
         payload_end = std::max(payload_end, e.data_offset + e.stored_size);
         if (e.kind == Kind::manifest) {
-            if (++manifests > 1) return fail("more than one manifest entry");
-            if (e.raw_size > limits::max_manifest)
-                return fail(who() + ": a manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " + std::to_string(limits::max_manifest));
-            if (e.codec != Codec::stored && e.raw_size > limits::max_compressed_manifest)
-                return fail(who() + ": a compressed manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " +
-                            std::to_string(limits::max_compressed_manifest) + " for a compressed one; store it (the sdm writer does)");
+            if (++manifests > 1) return corrupt("more than one manifest entry");
+            SDM_TRY(validate_manifest_size(i, e));
         }
         // Records of one module share one string-table name (the writer stores each name once):
         // its text was checked above, and only the rest of the key needs comparing.
         if (i > 0 && !(same_name ? tail_key(entries_[i - 1]) < tail_key(e) : entry_key(entries_[i - 1]) < entry_key(e)))
-            return fail(entry_key(entries_[i - 1]) == entry_key(e) ? who() + ": duplicate entry " + e.target()
-                                                                   : who() + ": the index is not sorted");
+            return corrupt(entry_key(entries_[i - 1]) == entry_key(e) ? entry_text(i, e) + ": duplicate entry " + e.target()
+                                                                      : entry_text(i, e) + ": the index is not sorted");
     }
-    // References: after all records are known.
+    return payload_end;
+}
+
+// Record `i` alone: its reserved bytes, and whether its kind, codec, variant, arch and raw size
+// are ones this sdm knows and allows.
+Result<void> Archive::validate_record(uint32_t i, Bytes r, const Entry& e) const {
+    if (header_.format_minor == 0) {
+        const auto entry_fail = [&](const std::string& why) { return corrupt("entry " + std::to_string(i) + ": " + why); };
+        if (load_u8(r, record::flags) != 0) return entry_fail("reserved flags are not zero");
+        for (size_t extra = kRecordSize; extra < header_.record_size; ++extra)
+            if (load_u8(r, extra) != 0) return entry_fail("bytes past the 1.0 record are not zero");
+    }
+    if (!is_known(e.kind))
+        return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + entry_text(i, e) + " has kind " + std::to_string(static_cast<int>(e.kind)) +
+                                                      ", unknown to this sdm; update sdm");
+    if (!is_known(e.codec))
+        return make_error(ErrorCode::archive_unsupported, "archive " + label_ + ": " + entry_text(i, e) + " uses codec " +
+                                                      std::to_string(static_cast<int>(e.codec)) + ", unknown to this sdm; update sdm");
+    if (!is_known(e.variant)) return corrupt(entry_text(i, e) + ": variant " + std::to_string(static_cast<int>(e.variant)) + " is not base, a or f");
+    if (kind_has_arch(e.kind) ? (e.sm < 10 || e.sm > 999) : (e.sm != 0 || e.variant != Variant::base))
+        return corrupt(entry_text(i, e) + ": arch " + std::to_string(e.sm) + " does not fit kind " + kind_name(e.kind));
+    if (e.raw_size > limits::max_raw_entry)
+        return corrupt(entry_text(i, e) + ": raw size " + std::to_string(e.raw_size) + " exceeds the per-entry limit of " + std::to_string(limits::max_raw_entry));
+    return {};
+}
+
+// Entry `i`'s payload: sizes its codec can give, its alignment, and its range inside the payload region.
+Result<void> Archive::validate_payload(uint32_t i, const Entry& e) const {
+    if (e.codec == Codec::stored) {
+        if (e.stored_size != e.raw_size) return corrupt(entry_text(i, e) + ": a stored entry whose stored and raw sizes differ");
+        if (e.data_offset % kStoredAlignment != 0) return corrupt(entry_text(i, e) + ": stored payload not aligned to 4096 bytes");
+    } else {
+        if (e.stored_size == 0) return corrupt(entry_text(i, e) + ": empty compressed payload");
+        if (e.data_offset % kZstdAlignment != 0) return corrupt(entry_text(i, e) + ": compressed payload not aligned to 64 bytes");
+        // A zstd frame cannot expand data by more than its block overhead.
+        if (e.stored_size > e.raw_size + e.raw_size / 128 + 1024) return corrupt(entry_text(i, e) + ": stored size larger than any zstd frame of its raw size");
+        // Nor can it expand more than zstd can: a 4-byte block (RLE) decodes to at most 128 KiB.
+        if (e.raw_size / kMaxZstdExpansion > e.stored_size)
+            return corrupt(entry_text(i, e) + ": raw size " + std::to_string(e.raw_size) + " cannot come out of a zstd frame of " +
+                           std::to_string(e.stored_size) + " bytes (at most " + std::to_string(kMaxZstdExpansion) + " bytes per stored byte)");
+    }
+    if (e.data_offset < header_.payload_offset || !in_bounds(e.data_offset, e.stored_size, header_.archive_size))
+        return corrupt(entry_text(i, e) + ": payload range [" + std::to_string(e.data_offset) + ", +" + std::to_string(e.stored_size) +
+                       ") lies outside the payload region");
+    return {};
+}
+
+Result<void> Archive::validate_manifest_size(uint32_t i, const Entry& e) const {
+    if (e.raw_size > limits::max_manifest)
+        return corrupt(entry_text(i, e) + ": a manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " + std::to_string(limits::max_manifest));
+    if (e.codec != Codec::stored && e.raw_size > limits::max_compressed_manifest)
+        return corrupt(entry_text(i, e) + ": a compressed manifest of " + std::to_string(e.raw_size) + " bytes exceeds the limit of " +
+                       std::to_string(limits::max_compressed_manifest) + " for a compressed one; store it (the sdm writer does)");
+    return {};
+}
+
+// References: after all records are known.
+Result<void> Archive::validate_references() const {
     for (size_t i = 0; i < entries_.size(); ++i) {
         const Entry& e = entries_[i];
-        // Built only on failure: formatting it for every record cost most of the open time.
-        const auto who = [&] { return "entry " + std::to_string(i) + " (" + std::string(e.name) + ")"; };
         if (e.codec == Codec::zstd_dict || e.codec == Codec::zstd_prefix) {
-            if (e.ref == i) return fail(who() + ": references itself");
+            if (e.ref == i) return corrupt(entry_text(i, e) + ": references itself");
             if (e.ref >= entries_.size())
-                return fail(who() + ": references entry " + std::to_string(e.ref) + ", but the archive has " + std::to_string(entries_.size()) + " entries");
+                return corrupt(entry_text(i, e) + ": references entry " + std::to_string(e.ref) + ", but the archive has " + std::to_string(entries_.size()) +
+                               " entries");
             const Entry& r = entries_[e.ref];
             if (r.codec != Codec::stored && r.codec != Codec::zstd)
-                return fail(who() + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
+                return corrupt(entry_text(i, e) + ": references entry " + std::to_string(e.ref) + ", which itself references another (chains are limited to one step)");
             if ((e.codec == Codec::zstd_dict) != (r.kind == Kind::dictionary))
-                return fail(who() + ": " + codec_name(e.codec) + " references a " + kind_name(r.kind) + " entry");
+                return corrupt(entry_text(i, e) + ": " + codec_name(e.codec) + " references a " + kind_name(r.kind) + " entry");
         } else if (e.ref != kNoRef) {
-            return fail(who() + ": codec " + codec_name(e.codec) + " with a reference");
+            return corrupt(entry_text(i, e) + ": codec " + codec_name(e.codec) + " with a reference");
         }
     }
-    // The signature block (optional_features bit 0) follows every payload; its structure is
-    // checked here, what it says only when a policy asks (signature.hpp).
-    if ((h.optional_features & kFeatureSigned) != 0) {
-        auto block = parse_signature_block(b, count, payload_end);
-        if (!block) return make_error(block.error().code, "archive " + label_ + ": " + block.error().message);
-        signature_block_ = std::move(*block);
-    }
-    // Payload ranges must not overlap. The writer lays payloads out in index order: check that in
-    // one pass, and sort only an archive laid out otherwise.
+    return {};
+}
+
+// Payload ranges must not overlap. The writer lays payloads out in index order: check that in
+// one pass, and sort only an archive laid out otherwise.
+Result<void> Archive::validate_payload_ranges() const {
     bool in_order = true;
     for (size_t i = 1; i < entries_.size() && in_order; ++i)
         in_order = entries_[i - 1].data_offset + entries_[i - 1].stored_size <= entries_[i].data_offset;
@@ -294,7 +359,7 @@ Result<void> Archive::validate() {
     std::sort(ranges.begin(), ranges.end());
     for (size_t i = 1; i < ranges.size(); ++i)
         if (ranges[i - 1].first + ranges[i - 1].second > ranges[i].first)
-            return fail("payloads at offsets " + std::to_string(ranges[i - 1].first) + " and " + std::to_string(ranges[i].first) + " overlap");
+            return corrupt("payloads at offsets " + std::to_string(ranges[i - 1].first) + " and " + std::to_string(ranges[i].first) + " overlap");
     return {};
 }
 

@@ -115,6 +115,18 @@ public:
 private:
     Archive() = default;
     Result<void> validate();
+    // validate()'s phases, in the order it runs them; each counts on the ones before it.
+    struct IndexLayout;
+    Result<void> validate_header();
+    Result<IndexLayout> validate_index();
+    Result<uint64_t> validate_records(const IndexLayout& index);  // where the last payload ends
+    Result<void> validate_record(uint32_t index, Bytes record, const Entry& e) const;
+    Result<void> validate_payload(uint32_t index, const Entry& e) const;
+    Result<void> validate_manifest_size(uint32_t index, const Entry& e) const;
+    Result<void> validate_references() const;
+    Result<void> validate_payload_ranges() const;
+    // An archive_corrupt error that names the archive.
+    Error corrupt(const std::string& why) const;
     Result<void> check_stored(size_t index) const;
     // The raw bytes of entry `index`, whose reference (if it has one) decodes to `reference`.
     Result<ByteVector> decode(size_t index, Bytes reference) const;

@@ -57,9 +57,8 @@ uint16_t cuinfo_virtual_sm(Bytes note) {
     return load_u16(note, static_cast<size_t>(desc) + 2);
 }
 
-}  // namespace
-
-Result<ImageInfo> inspect_cubin(Bytes b) {
+// The ELF header: magic, class, version, machine, OS ABI, and the SM its flags name.
+Result<ImageInfo> read_elf_header(Bytes b) {
     if (b.size() < kElfHeaderSize) return bad("shorter than an ELF64 header (" + std::to_string(b.size()) + " bytes)");
     if (load_u8(b, 0) != 0x7f || load_u8(b, 1) != 'E' || load_u8(b, 2) != 'L' || load_u8(b, 3) != 'F')
         return bad("no ELF magic");
@@ -81,26 +80,39 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     else
         info.sm = static_cast<uint16_t>(flags & 0xff);
     if (info.sm < 10) return bad("e_flags " + hex(flags, 8) + " names no SM");
+    return info;
+}
 
-    // The driver is handed a pointer without a size and trusts these tables (the real one crashes
-    // on a header that points past the image): every table and every section's and segment's
-    // bytes must lie inside the image.
+// The driver is handed a pointer without a size and trusts these tables (the real one crashes
+// on a header that points past the image): every table and every section's and segment's
+// bytes must lie inside the image.
+Result<void> check_segments(Bytes b) {
     const uint64_t phoff = load_u64(b, 32);
     const uint16_t phentsize = load_u16(b, 54);
     const uint16_t phnum = load_u16(b, 56);
-    if (phnum > 0) {
-        if (phentsize != kProgramHeaderSize) return bad("program header size " + std::to_string(phentsize) + ", not 56");
-        if (!in_bounds(phoff, uint64_t{phnum} * kProgramHeaderSize, b.size()))
-            return bad("the program header table [" + std::to_string(phoff) + ", +" + std::to_string(uint64_t{phnum} * kProgramHeaderSize) +
+    if (phnum == 0) return {};
+    if (phentsize != kProgramHeaderSize) return bad("program header size " + std::to_string(phentsize) + ", not 56");
+    if (!in_bounds(phoff, uint64_t{phnum} * kProgramHeaderSize, b.size()))
+        return bad("the program header table [" + std::to_string(phoff) + ", +" + std::to_string(uint64_t{phnum} * kProgramHeaderSize) +
+                   ") lies outside the image of " + std::to_string(b.size()) + " bytes");
+    for (uint16_t p = 0; p < phnum; ++p) {
+        const size_t ph = phoff + size_t{p} * kProgramHeaderSize;
+        const uint64_t off = load_u64(b, ph + 8), filesz = load_u64(b, ph + 32);
+        if (!in_bounds(off, filesz, b.size()))
+            return bad("segment " + std::to_string(p) + " [" + std::to_string(off) + ", +" + std::to_string(filesz) +
                        ") lies outside the image of " + std::to_string(b.size()) + " bytes");
-        for (uint16_t p = 0; p < phnum; ++p) {
-            const size_t ph = phoff + size_t{p} * kProgramHeaderSize;
-            const uint64_t off = load_u64(b, ph + 8), filesz = load_u64(b, ph + 32);
-            if (!in_bounds(off, filesz, b.size()))
-                return bad("segment " + std::to_string(p) + " [" + std::to_string(off) + ", +" + std::to_string(filesz) +
-                           ") lies outside the image of " + std::to_string(b.size()) + " bytes");
-        }
     }
+    return {};
+}
+
+// Where the section header table lies, and which section holds the section names.
+struct SectionTable {
+    uint64_t shoff{0};
+    uint16_t shnum{0}, shstrndx{0};
+};
+
+// The section header table, every section's bytes and links, and the section-name table.
+Result<SectionTable> check_sections(Bytes b) {
     const uint64_t shoff = load_u64(b, 40);
     const uint16_t shentsize = load_u16(b, 58);
     const uint16_t shnum = load_u16(b, 60);
@@ -122,77 +134,100 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
             return bad("section " + std::to_string(s) + " links to section " + std::to_string(load_u32(b, sh + 40)) + ", which does not exist");
     }
     if (load_u32(b, shoff + size_t{shstrndx} * kSectionHeaderSize + 4) != kShtStrtab) return bad("the section-name table is not a string table");
+    return SectionTable{shoff, shnum, shstrndx};
+}
+
+// The variant (.note.nv.tkinfo) and the virtual arch (.note.nv.cuinfo), where the notes say them.
+void read_notes(Bytes b, const SectionTable& t, ImageInfo& info) {
     bool tkinfo = false, cuinfo = false;
-    for (uint16_t s = 1; s < shnum; ++s) {
-        const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
+    for (uint16_t s = 1; s < t.shnum; ++s) {
+        const size_t sh = t.shoff + size_t{s} * kSectionHeaderSize;
         if (load_u32(b, sh + 4) == kShtNobits) continue;  // no bytes (and its range was not checked)
         const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
         const uint32_t name = load_u32(b, sh);
         // The first of each note only: sections may overlap, and one scan each keeps this linear.
-        if (!tkinfo && section_named(b, shoff, shstrndx, name, ".note.nv.tkinfo")) {
+        if (!tkinfo && section_named(b, t.shoff, t.shstrndx, name, ".note.nv.tkinfo")) {
             tkinfo = true;
             info.variant = tool_kit_variant(b.subspan(off, size));
         }
-        if (!cuinfo && section_named(b, shoff, shstrndx, name, ".note.nv.cuinfo")) {
+        if (!cuinfo && section_named(b, t.shoff, t.shstrndx, name, ".note.nv.cuinfo")) {
             cuinfo = true;
             info.virtual_sm = cuinfo_virtual_sm(b.subspan(off, size));
         }
     }
-    for (uint16_t s = 0; s < shnum; ++s) {
-        const size_t sh = shoff + size_t{s} * kSectionHeaderSize;
+}
+
+// String-table offset, section and size of each entry point (size 0: a kernel) and variable.
+struct Named {
+    uint32_t name;
+    uint16_t section;
+    uint64_t size;
+    bool operator<(const Named& o) const { return name < o.name; }
+};
+
+// Each name ends at the first NUL after it: one pass over the table for all of them (in
+// offset order), and all of them together may not be longer than the table, so that
+// neither the work nor the names a hostile table yields grow faster than the image.
+Result<void> read_names(std::string_view strings, std::vector<Named>& list, std::vector<std::pair<std::string, Named>>& out) {
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.name == y.name; }), list.end());
+    uint64_t total = 0;
+    size_t end = 0;
+    for (const Named& n : list) {
+        end = std::max<size_t>(end, n.name);
+        while (end < strings.size() && strings[end] != '\0') ++end;
+        if (end == strings.size()) return bad("unterminated symbol name");
+        total += end - n.name;
+        if (total > strings.size()) return bad("symbol names overlap past the size of their string table");
+        out.emplace_back(strings.substr(n.name, end - n.name), n);
+    }
+    std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    return {};
+}
+
+// The kernels (entry points) and the globals of symbol table section `sh`, into info.
+Result<void> read_symbols(Bytes b, const SectionTable& t, size_t sh, ImageInfo& info) {
+    const uint64_t sym_off = load_u64(b, sh + 24), sym_size = load_u64(b, sh + 32);
+    if (load_u64(b, sh + 56) != kSymbolSize) return bad("symbol entries of " + std::to_string(load_u64(b, sh + 56)) + " bytes, not 24");
+    const size_t strh = t.shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
+    if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
+    const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
+    std::vector<Named> names, objects;
+    for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
+        const uint32_t name = load_u32(b, at);
+        const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
+        const uint16_t shndx = load_u16(b, at + 6);
+        const bool entry = (st_info & 0xf) == kSttFunc && (st_other & kStoCudaEntry) != 0;
+        const bool object = (st_info & 0xf) == kSttObject && shndx != 0 && load_u64(b, at + 16) != 0;
+        if (!entry && !object) continue;
+        if (name >= str_size) return bad("symbol name out of bounds");
+        (entry ? names : objects).push_back({name, shndx, object ? load_u64(b, at + 16) : 0});
+    }
+    const auto strings = as_text(b.subspan(str_off, str_size));
+    std::vector<std::pair<std::string, Named>> kernels, variables;
+    SDM_TRY(read_names(strings, names, kernels));
+    SDM_TRY(read_names(strings, objects, variables));
+    for (auto& [name, n] : kernels) {
+        info.kernels.push_back(std::move(name));
+        info.kernel_sections.push_back(n.section);
+    }
+    for (auto& [name, n] : variables)
+        if (!name.empty() && name.front() != '.') info.globals.emplace_back(std::move(name), n.size);
+    return {};
+}
+
+}  // namespace
+
+Result<ImageInfo> inspect_cubin(Bytes b) {
+    SDM_TRY_GET(info, read_elf_header(b));
+    SDM_TRY(check_segments(b));
+    SDM_TRY_GET(sections, check_sections(b));
+    read_notes(b, *sections, *info);
+    // The first symbol table only.
+    for (uint16_t s = 0; s < sections->shnum; ++s) {
+        const size_t sh = sections->shoff + size_t{s} * kSectionHeaderSize;
         if (load_u32(b, sh + 4) != kShtSymtab) continue;
-        const uint64_t sym_off = load_u64(b, sh + 24), sym_size = load_u64(b, sh + 32);
-        if (load_u64(b, sh + 56) != kSymbolSize) return bad("symbol entries of " + std::to_string(load_u64(b, sh + 56)) + " bytes, not 24");
-        const size_t strh = shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
-        if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
-        const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-        // String-table offset, section and size of each entry point (size 0: a kernel) and variable.
-        struct Named {
-            uint32_t name;
-            uint16_t section;
-            uint64_t size;
-            bool operator<(const Named& o) const { return name < o.name; }
-        };
-        std::vector<Named> names, objects;
-        for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
-            const uint32_t name = load_u32(b, at);
-            const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
-            const uint16_t shndx = load_u16(b, at + 6);
-            const bool entry = (st_info & 0xf) == kSttFunc && (st_other & kStoCudaEntry) != 0;
-            const bool object = (st_info & 0xf) == kSttObject && shndx != 0 && load_u64(b, at + 16) != 0;
-            if (!entry && !object) continue;
-            if (name >= str_size) return bad("symbol name out of bounds");
-            (entry ? names : objects).push_back({name, shndx, object ? load_u64(b, at + 16) : 0});
-        }
-        // Each name ends at the first NUL after it: one pass over the table for all of them (in
-        // offset order), and all of them together may not be longer than the table, so that
-        // neither the work nor the names a hostile table yields grow faster than the image.
-        const auto strings = as_text(b.subspan(str_off, str_size));
-        const auto read_names = [&](std::vector<Named>& list, std::vector<std::pair<std::string, Named>>& out) -> Result<void> {
-            std::sort(list.begin(), list.end());
-            list.erase(std::unique(list.begin(), list.end(), [](const auto& x, const auto& y) { return x.name == y.name; }), list.end());
-            uint64_t total = 0;
-            size_t end = 0;
-            for (const Named& n : list) {
-                end = std::max<size_t>(end, n.name);
-                while (end < strings.size() && strings[end] != '\0') ++end;
-                if (end == strings.size()) return bad("unterminated symbol name");
-                total += end - n.name;
-                if (total > strings.size()) return bad("symbol names overlap past the size of their string table");
-                out.emplace_back(strings.substr(n.name, end - n.name), n);
-            }
-            std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
-            return {};
-        };
-        std::vector<std::pair<std::string, Named>> kernels, variables;
-        SDM_TRY(read_names(names, kernels));
-        SDM_TRY(read_names(objects, variables));
-        for (auto& [name, n] : kernels) {
-            info.kernels.push_back(std::move(name));
-            info.kernel_sections.push_back(n.section);
-        }
-        for (auto& [name, n] : variables)
-            if (!name.empty() && name.front() != '.') info.globals.emplace_back(std::move(name), n.size);
+        SDM_TRY(read_symbols(b, *sections, sh, *info));
         break;
     }
     return info;

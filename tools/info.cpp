@@ -80,27 +80,8 @@ EmbeddedSource embedded_source(const std::string& given) {
     return out;
 }
 
-}  // namespace
-
-int run_info(const InfoOptions& o) {
-    const EmbeddedSource embedded = embedded_source(o.libsdm);
-    runtime::RuntimeOptions options;
-    options.embedded_bytes = embedded.bytes;
-    options.embedded_key = embedded.key;
-    options.cuda_driver = o.driver;
-    options.log_level = runtime::LogLevel::error;
-    runtime::Runtime rt(std::move(options));
-    int status = 0;
-    for (const auto& path : o.archives) {
-        auto mounted = rt.mount_file(path);
-        if (!mounted) {
-            fmt::print(stderr, "sdm info: {}\n", mounted.error().message);
-            status = 1;
-        }
-    }
-
-    nlohmann::json out;
-    auto driver = rt.driver();
+// The driver, and the load path a host's runtime on it chooses.
+void add_driver(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Driver>>& driver, nlohmann::json& out) {
     if (driver) {
         out["driver"] = {{"path", (*driver)->path()}, {"version", (*driver)->version()},
                          {"version_text", fmt::format("{}.{}", (*driver)->version() / 1000, (*driver)->version() % 1000 / 10)}};
@@ -113,51 +94,58 @@ int run_info(const InfoOptions& o) {
         const auto path = runtime::load_path_for(**driver, false, rt.log());
         out["load_path"] = {{"path", path.path == runtime::LoadPath::library ? "library" : "module"}, {"why", path.why}};
     }
-    out["devices"] = nlohmann::json::array();
-    if (driver) {
-        auto count = rt.devices().count();
-        if (!count) {
-            out["devices_error"] = count.error().message;
-            status = 1;
-        }
-        for (int32_t i = 0; count && i < *count; ++i) {
-            auto p = rt.devices().properties(i);
-            if (!p) {
-                out["devices"].push_back({{"ordinal", i}, {"error", p.error().message}});
-                status = 1;
-                continue;
-            }
-            nlohmann::json d{{"ordinal", i},
-                             {"name", p->name},
-                             {"capability", fmt::format("{}.{}", p->capability.major, p->capability.minor)},
-                             {"sm_count", p->sm_count},
-                             {"l2_bytes", p->l2_bytes},
-                             {"smem_optin_bytes", p->smem_optin_bytes}};
-            auto c = rt.devices().device_class(i);
-            if (c) {
-                d["class"] = device_class_name(*c);
-                d["smem_cap_bytes"] = class_smem_cap(*c);
-                d["smem_per_sm_bytes"] = class_smem_per_sm(*c);
-                d["pdl"] = class_allows_pdl(*c);
-                d["clusters"] = class_allows_clusters(*c);
-            } else if (c.error().code == ErrorCode::unsupported_device) {
-                // Outside the SDM kernels' matrix: a user's archive is still served here, by capability.
-                d["class"] = "unclassified";
-                d["matrix"] = c.error().message;
-            } else {
-                d["class"] = "unknown";
-                d["error_class"] = c.error().message;
-            }
-            out["devices"].push_back(std::move(d));
-        }
+}
+
+// Device `i`'s properties and class.
+nlohmann::json device_json(runtime::Runtime& rt, int32_t i, const runtime::DeviceProperties& p) {
+    nlohmann::json d{{"ordinal", i},
+                     {"name", p.name},
+                     {"capability", fmt::format("{}.{}", p.capability.major, p.capability.minor)},
+                     {"sm_count", p.sm_count},
+                     {"l2_bytes", p.l2_bytes},
+                     {"smem_optin_bytes", p.smem_optin_bytes}};
+    auto c = rt.devices().device_class(i);
+    if (c) {
+        d["class"] = device_class_name(*c);
+        d["smem_cap_bytes"] = class_smem_cap(*c);
+        d["smem_per_sm_bytes"] = class_smem_per_sm(*c);
+        d["pdl"] = class_allows_pdl(*c);
+        d["clusters"] = class_allows_clusters(*c);
+    } else if (c.error().code == ErrorCode::unsupported_device) {
+        // Outside the SDM kernels' matrix: a user's archive is still served here, by capability.
+        d["class"] = "unclassified";
+        d["matrix"] = c.error().message;
+    } else {
+        d["class"] = "unknown";
+        d["error_class"] = c.error().message;
     }
-    auto jit = runtime::NvJitLink::load(o.nvjitlink);
-    if (jit) out["nvjitlink"] = {{"path", jit->file()}, {"version", jit->version()}};
-    else out["nvjitlink"] = {{"error", jit.error().message}};
-    const auto ptxc = runtime::ptx_compiler_version();
-    if (ptxc) out["nvptxcompiler"] = {{"version", *ptxc}};
-    else out["nvptxcompiler"] = {{"error", ptxc.error().message}};
-    // Which archive serves each kernel on each device, and why (the layering rule, loading nothing).
+    return d;
+}
+
+// Every visible device (none without a driver); 1 where one could not be read, else 0.
+int add_devices(runtime::Runtime& rt, bool have_driver, nlohmann::json& out) {
+    int status = 0;
+    out["devices"] = nlohmann::json::array();
+    if (!have_driver) return status;
+    auto count = rt.devices().count();
+    if (!count) {
+        out["devices_error"] = count.error().message;
+        status = 1;
+    }
+    for (int32_t i = 0; count && i < *count; ++i) {
+        auto p = rt.devices().properties(i);
+        if (!p) {
+            out["devices"].push_back({{"ordinal", i}, {"error", p.error().message}});
+            status = 1;
+            continue;
+        }
+        out["devices"].push_back(device_json(rt, i, *p));
+    }
+    return status;
+}
+
+// Which archive serves each kernel on each device, and why (the layering rule, loading nothing).
+void add_kernels(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Driver>>& driver, nlohmann::json& out) {
     std::set<std::string> names;
     for (const auto& m : rt.archives())
         if (m->manifest)
@@ -186,6 +174,10 @@ int run_info(const InfoOptions& o) {
             d["kernels"].push_back(std::move(k));
         }
     }
+}
+
+// The skipped and mounted archives, the libsdm read, and the signature policy.
+void add_archives(runtime::Runtime& rt, const EmbeddedSource& embedded, nlohmann::json& out) {
     out["skipped_archives"] = rt.skipped_archives();
     out["libsdm"] = {{"path", embedded.libsdm}, {"embedded", embedded.note}};
     out["archives"] = nlohmann::json::array();
@@ -205,22 +197,32 @@ int run_info(const InfoOptions& o) {
                                                         : m->embedded                   ? "the key embedded in the same libsdm"
                                                                                         : "a trusted key"}});
     }
-    {
-        nlohmann::json trusted = nlohmann::json::array();
-        for (const auto& id : rt.provenance().trusted_ids()) trusted.push_back(archive::key_id_text(id));
-        out["signature_policy"] = {{"policy", runtime::policy_name(rt.provenance().policy())}, {"trusted_keys", trusted}};
-    }
+    nlohmann::json trusted = nlohmann::json::array();
+    for (const auto& id : rt.provenance().trusted_ids()) trusted.push_back(archive::key_id_text(id));
+    out["signature_policy"] = {{"policy", runtime::policy_name(rt.provenance().policy())}, {"trusted_keys", trusted}};
+}
 
-    if (o.json) {
-        fmt::print("{}\n", out.dump(2));
-        return status;
+// One kernel's line under its device: what serves it, what was passed over, and the JIT's plan.
+void print_kernel(const nlohmann::json& k) {
+    if (k.contains("error")) {
+        fmt::print("  kernel {}: not served: {}\n", k["name"].get<std::string>(), k["error"].get<std::string>());
+        return;
     }
-    if (driver)
-        fmt::print("driver: {} (CUDA {})\n", out["driver"]["path"].get<std::string>(), out["driver"]["version_text"].get<std::string>());
-    else
-        fmt::print("driver: none: {}\n", driver.error().message);
-    if (out.contains("load_path")) fmt::print("load path: {} ({})\n", out["load_path"]["path"].get<std::string>(), out["load_path"]["why"].get<std::string>());
-    if (driver && out["devices"].empty()) fmt::print("devices: none visible\n");
+    fmt::print("  kernel {}: archive {}, module {}, {} ({})\n", k["name"].get<std::string>(), k["archive"].get<std::string>(),
+               k["module"].get<std::string>(), k["image"].get<std::string>(), k["why"].get<std::string>());
+    for (const auto& p : k["passed_over"]) fmt::print("    passed over {}\n", p.get<std::string>());
+    if (k.contains("jit")) {
+        const auto& j = k["jit"];
+        if (j["backend"].get<std::string>().empty()) fmt::print("    JIT: no backend may build it now\n");
+        else fmt::print("    JIT: {} would build it\n", j["backend"].get<std::string>());
+        for (const auto& p : j["passed_over"]) fmt::print("      passed over: {}\n", p.get<std::string>());
+    } else if (k.contains("jit_error")) {
+        fmt::print("    JIT: {}\n", k["jit_error"].get<std::string>());
+    }
+}
+
+// Each device: its properties and class, then its kernels.
+void print_devices(const nlohmann::json& out) {
     for (const auto& d : out["devices"]) {
         if (d.contains("error")) {
             fmt::print("device {}: {}\n", d["ordinal"].get<int>(), d["error"].get<std::string>());
@@ -238,30 +240,12 @@ int run_info(const InfoOptions& o) {
                        d["matrix"].get<std::string>());
         else
             fmt::print("\n  class unknown: {}\n", d["error_class"].get<std::string>());
-        for (const auto& k : d["kernels"]) {
-            if (k.contains("error")) {
-                fmt::print("  kernel {}: not served: {}\n", k["name"].get<std::string>(), k["error"].get<std::string>());
-                continue;
-            }
-            fmt::print("  kernel {}: archive {}, module {}, {} ({})\n", k["name"].get<std::string>(), k["archive"].get<std::string>(),
-                       k["module"].get<std::string>(), k["image"].get<std::string>(), k["why"].get<std::string>());
-            for (const auto& p : k["passed_over"]) fmt::print("    passed over {}\n", p.get<std::string>());
-            if (k.contains("jit")) {
-                const auto& j = k["jit"];
-                if (j["backend"].get<std::string>().empty()) fmt::print("    JIT: no backend may build it now\n");
-                else fmt::print("    JIT: {} would build it\n", j["backend"].get<std::string>());
-                for (const auto& p : j["passed_over"]) fmt::print("      passed over: {}\n", p.get<std::string>());
-            } else if (k.contains("jit_error")) {
-                fmt::print("    JIT: {}\n", k["jit_error"].get<std::string>());
-            }
-        }
+        for (const auto& k : d["kernels"]) print_kernel(k);
     }
-    if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
-    else fmt::print("nvJitLink: not found ({})\n", jit.error().message);  // with every file tried, one per line
-    if (ptxc) fmt::print("nvPTXCompiler: linked in (version {})\n", *ptxc);
-    else fmt::print("nvPTXCompiler: not built into this libsdm\n");
-    fmt::print("libsdm: {}\n", embedded.note);
-    for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
+}
+
+// The signature policy, then one line per mounted archive.
+void print_archives(const nlohmann::json& out) {
     if (out["archives"].empty()) fmt::print("archives: none mounted (pass --archive FILE, or --libsdm a libsdm that embeds the SDM kernels)\n");
     const auto& policy = out["signature_policy"];
     fmt::print("signature policy: {}{}\n", policy["policy"].get<std::string>(),
@@ -279,6 +263,59 @@ int run_info(const InfoOptions& o) {
                          "built the file; compare the key id with its builder's)"
                        : " (verified by a trusted key)");
     }
+}
+
+}  // namespace
+
+// Gathers everything into one JSON document, then prints it as JSON or as text.
+int run_info(const InfoOptions& o) {
+    const EmbeddedSource embedded = embedded_source(o.libsdm);
+    runtime::RuntimeOptions options;
+    options.embedded_bytes = embedded.bytes;
+    options.embedded_key = embedded.key;
+    options.cuda_driver = o.driver;
+    options.log_level = runtime::LogLevel::error;
+    runtime::Runtime rt(std::move(options));
+    int status = 0;
+    for (const auto& path : o.archives) {
+        auto mounted = rt.mount_file(path);
+        if (!mounted) {
+            fmt::print(stderr, "sdm info: {}\n", mounted.error().message);
+            status = 1;
+        }
+    }
+
+    nlohmann::json out;
+    auto driver = rt.driver();
+    add_driver(rt, driver, out);
+    if (add_devices(rt, driver.ok(), out) != 0) status = 1;
+    auto jit = runtime::NvJitLink::load(o.nvjitlink);
+    if (jit) out["nvjitlink"] = {{"path", jit->file()}, {"version", jit->version()}};
+    else out["nvjitlink"] = {{"error", jit.error().message}};
+    const auto ptxc = runtime::ptx_compiler_version();
+    if (ptxc) out["nvptxcompiler"] = {{"version", *ptxc}};
+    else out["nvptxcompiler"] = {{"error", ptxc.error().message}};
+    add_kernels(rt, driver, out);
+    add_archives(rt, embedded, out);
+
+    if (o.json) {
+        fmt::print("{}\n", out.dump(2));
+        return status;
+    }
+    if (driver)
+        fmt::print("driver: {} (CUDA {})\n", out["driver"]["path"].get<std::string>(), out["driver"]["version_text"].get<std::string>());
+    else
+        fmt::print("driver: none: {}\n", driver.error().message);
+    if (out.contains("load_path")) fmt::print("load path: {} ({})\n", out["load_path"]["path"].get<std::string>(), out["load_path"]["why"].get<std::string>());
+    if (driver && out["devices"].empty()) fmt::print("devices: none visible\n");
+    print_devices(out);
+    if (jit) fmt::print("nvJitLink: {} (version {})\n", jit->file(), jit->version());
+    else fmt::print("nvJitLink: not found ({})\n", jit.error().message);  // with every file tried, one per line
+    if (ptxc) fmt::print("nvPTXCompiler: linked in (version {})\n", *ptxc);
+    else fmt::print("nvPTXCompiler: not built into this libsdm\n");
+    fmt::print("libsdm: {}\n", embedded.note);
+    for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
+    print_archives(out);
     return status;
 }
 

@@ -64,6 +64,135 @@ Result<bool> check_input(archive::Archive& input, const JitOptions& o) {
     return true;
 }
 
+// The cubin targets of --arch: any spelling of one SM: 90, sm_90, compute_90 (link for SM 90), 90a, sm_90a.
+Result<std::vector<archive::Target>> parse_targets(const std::vector<std::string>& archs) {
+    std::vector<archive::Target> targets;
+    for (const auto& a : archs) {
+        auto t = parse_arch_option(a, archive::Kind::cubin);
+        if (!t || t->kind == archive::Kind::fatbin || t->variant == archive::Variant::f)
+            return make_error(ErrorCode::invalid_argument, "--arch " + a + " is not one SM like 90, sm_90, compute_90 or 90a (cubins are linked for one SM)");
+        targets.push_back({archive::Kind::cubin, t->sm, t->variant});
+    }
+    return targets;
+}
+
+// The modules with PTX or LTO-IR, the links to run for them, and the targets none of their
+// images can be linked for (said on stderr unless --quiet).
+struct JobPlan {
+    std::set<std::string> modules;
+    std::vector<Job> jobs;
+    std::vector<std::string> skipped;
+};
+
+JobPlan plan_jobs(const archive::Archive& input, const std::vector<archive::Target>& targets, const JitOptions& o) {
+    const auto& entries = input.entries();
+    JobPlan plan;
+    for (const auto& e : entries)
+        if (e.kind == archive::Kind::ptx || e.kind == archive::Kind::ltoir) plan.modules.emplace(e.name);
+    for (const auto& module : plan.modules) {
+        const auto [first, last] = input.find_name(module);
+        std::vector<runtime::ImageCandidate> virtuals;
+        for (size_t i = first; i < last; ++i)
+            if (entries[i].kind == archive::Kind::ptx || entries[i].kind == archive::Kind::ltoir)
+                virtuals.push_back({i, entries[i].kind, entries[i].sm, entries[i].variant});
+        for (const auto& t : targets) {
+            if (input.find(module, archive::Kind::cubin, t.sm, t.variant)) continue;  // already there
+            const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of_capability(t.sm), "sm_" + std::to_string(t.sm)};
+            auto s = runtime::select_image(virtuals, device, module, o.input);
+            if (!s) {
+                const std::string why = fmt::format("{} for {}: no PTX or LTO-IR of it can be linked for that SM", module,
+                                                    archive::target_name(archive::Kind::cubin, t.sm, t.variant));
+                if (!o.quiet) fmt::print(stderr, "sdm jit: skipping {}\n", why);
+                plan.skipped.push_back(why);
+                continue;
+            }
+            plan.jobs.push_back({module, s->image.index, t.sm, t.variant == archive::Variant::a ? archive::Variant::a : s->target_variant});
+        }
+    }
+    return plan;
+}
+
+// One walk over the archive (each entry decoded once, a shared reference once): the jobs get
+// their inputs (returned, by entry); the output the manifest (its content version naming the
+// linker, `built_by`), and with --full every other entry but the dictionary (the writer trains
+// its own).
+Result<std::map<size_t, ByteVector>> copy_entries(const archive::Archive& input, const std::vector<Job>& jobs, const std::string& built_by,
+                                                  const JitOptions& o, archive::ArchiveWriter& writer) {
+    const auto& entries = input.entries();
+    std::map<size_t, ByteVector> inputs;
+    for (const Job& j : jobs) inputs[j.entry];
+    SDM_TRY(input.for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
+        if (const auto it = inputs.find(i); it != inputs.end()) it->second.assign(raw.begin(), raw.end());
+        if (entries[i].kind == archive::Kind::dictionary) return {};
+        if (entries[i].kind == archive::Kind::manifest && !o.full) {
+            SDM_TRY_GET(manifest, archive::decode_manifest(raw));
+            std::string version = manifest->content_version.empty() ? "jit by " + built_by : manifest->content_version + " + jit by " + built_by;
+            manifest->content_version = version.size() <= 64 ? version : version.substr(version.size() - 64);
+            SDM_TRY_GET(encoded, archive::encode_manifest(*manifest));
+            return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, std::move(*encoded)});
+        }
+        if (!o.full) return {};
+        return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, ByteVector(raw.begin(), raw.end())});
+    }));
+    return inputs;
+}
+
+// How the links run: where (jit_isolation.hpp), with which nvJitLink, and whether a --trust key
+// verified the input.
+struct Linker {
+    const runtime::JitIsolationSettings& isolation;
+    const runtime::NvJitLink& jit;
+    const std::string& file;  // jit's
+    bool trusted;
+};
+
+// One job's cubin, linked where libsdm would link it: isolated unless the input is PTX whose
+// signature a --trust key verified, or the policy says never; then checked as a cubin.
+Result<runtime::JitOutput> link_job(const Linker& linker, const Job& j, const runtime::JitInput& in) {
+    const bool isolated = linker.isolation.policy == runtime::JitIsolation::always ||
+                          (linker.isolation.policy == runtime::JitIsolation::automatic && (in.kind == archive::Kind::ltoir || !linker.trusted));
+    Result<runtime::JitOutput> out =
+        isolated ? runtime::run_isolated(linker.isolation.helper, {runtime::IsolatedTool::nvjitlink, linker.file, in, j.sm, j.variant, {}}, linker.isolation.limits)
+                 : linker.jit.link(in, j.sm, j.variant, {});
+    if (out) {
+        if (auto checked = archive::inspect_cubin(out->cubin); !checked)
+            out = make_error(ErrorCode::jit, "the cubin linked from " + in.name + " is not well formed: " + checked.error().message);
+    }
+    return out;
+}
+
+// Every job on `threads` threads, the progress drawn unless --quiet; the cubins in job order, or
+// the first error.
+Result<std::vector<std::optional<ByteVector>>> link_all(const Linker& linker, const archive::Archive& input, const std::vector<Job>& jobs,
+                                                        const std::map<size_t, ByteVector>& inputs, unsigned threads, bool quiet) {
+    Progress progress("jit", !quiet);
+    std::vector<std::optional<ByteVector>> cubins(jobs.size());
+    std::atomic<size_t> next{0}, done{0};
+    std::mutex error_mutex;
+    std::optional<Error> first_error;
+    const auto worker = [&] {
+        for (size_t i = next++; i < jobs.size(); i = next++) {
+            const Job& j = jobs[i];
+            const runtime::JitInput in{input.entries()[j.entry].kind, inputs.at(j.entry), input.describe(j.entry)};
+            Result<runtime::JitOutput> out = link_job(linker, j, in);
+            if (out) {
+                cubins[i] = std::move(out->cubin);
+            } else {
+                std::lock_guard lock(error_mutex);
+                if (!first_error) first_error = out.error();
+            }
+            progress.update("link", ++done, jobs.size());  // every thread's links, as each lands
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+    progress.finish();
+    if (first_error) return *first_error;
+    return cubins;
+}
+
 }  // namespace
 
 int run_jit(const JitOptions& o) {
@@ -90,116 +219,37 @@ int run_jit(const JitOptions& o) {
         return 1;
     }
     const std::string linker_file = jit->file();
-    std::vector<archive::Target> targets;
-    for (const auto& a : o.archs) {
-        // Any spelling of one SM: 90, sm_90, compute_90 (link for SM 90), 90a, sm_90a.
-        auto t = parse_arch_option(a, archive::Kind::cubin);
-        if (!t || t->kind == archive::Kind::fatbin || t->variant == archive::Variant::f) {
-            fmt::print(stderr, "sdm jit: --arch {} is not one SM like 90, sm_90, compute_90 or 90a (cubins are linked for one SM)\n", a);
-            return 2;
-        }
-        targets.push_back({archive::Kind::cubin, t->sm, t->variant});
+    const auto targets = parse_targets(o.archs);
+    if (!targets) {
+        fmt::print(stderr, "sdm jit: {}\n", targets.error().message);
+        return 2;
     }
-    const auto& entries = input->entries();
-    std::set<std::string> modules;
-    for (const auto& e : entries)
-        if (e.kind == archive::Kind::ptx || e.kind == archive::Kind::ltoir) modules.emplace(e.name);
-    std::vector<Job> jobs;
-    std::vector<std::string> skipped;
-    for (const auto& module : modules) {
-        const auto [first, last] = input->find_name(module);
-        std::vector<runtime::ImageCandidate> virtuals;
-        for (size_t i = first; i < last; ++i)
-            if (entries[i].kind == archive::Kind::ptx || entries[i].kind == archive::Kind::ltoir)
-                virtuals.push_back({i, entries[i].kind, entries[i].sm, entries[i].variant});
-        for (const auto& t : targets) {
-            if (input->find(module, archive::Kind::cubin, t.sm, t.variant)) continue;  // already there
-            const runtime::SelectionDevice device{{t.sm / 10, t.sm % 10}, class_of_capability(t.sm), "sm_" + std::to_string(t.sm)};
-            auto s = runtime::select_image(virtuals, device, module, o.input);
-            if (!s) {
-                const std::string why = fmt::format("{} for {}: no PTX or LTO-IR of it can be linked for that SM", module,
-                                                    archive::target_name(archive::Kind::cubin, t.sm, t.variant));
-                if (!o.quiet) fmt::print(stderr, "sdm jit: skipping {}\n", why);
-                skipped.push_back(why);
-                continue;
-            }
-            jobs.push_back({module, s->image.index, t.sm, t.variant == archive::Variant::a ? archive::Variant::a : s->target_variant});
-        }
-    }
+    const JobPlan plan = plan_jobs(*input, *targets, o);
+    const std::vector<Job>& jobs = plan.jobs;
     if (jobs.empty()) {  // an empty output would mount and serve nothing: say so, write nothing
         fmt::print(stderr, "sdm jit: nothing to link in {}: {}; no output written\n", o.input,
-                   skipped.empty() ? std::string("every module already has a cubin for every SM asked for, or the archive has no PTX or LTO-IR")
-                                   : fmt::format("{}", fmt::join(skipped, "; ")));
+                   plan.skipped.empty() ? std::string("every module already has a cubin for every SM asked for, or the archive has no PTX or LTO-IR")
+                                        : fmt::format("{}", fmt::join(plan.skipped, "; ")));
         return 1;
     }
-    // One walk over the archive (each entry decoded once, a shared reference once): the jobs get
-    // their inputs; the output the manifest (its content version naming the linker), and with
-    // --full every other entry but the dictionary (the writer trains its own).
     archive::WriterOptions writing;
     writing.min_saving = archive::kDefaultMinSaving;  // as pack and import write them
     archive::ArchiveWriter writer(writing);
-    std::map<size_t, ByteVector> inputs;
-    for (const Job& j : jobs) inputs[j.entry];
     const std::string built_by = fmt::format("nvJitLink {}", jit->version());
-    auto copied = input->for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
-        if (const auto it = inputs.find(i); it != inputs.end()) it->second.assign(raw.begin(), raw.end());
-        if (entries[i].kind == archive::Kind::dictionary) return {};
-        if (entries[i].kind == archive::Kind::manifest && !o.full) {
-            SDM_TRY_GET(manifest, archive::decode_manifest(raw));
-            std::string version = manifest->content_version.empty() ? "jit by " + built_by : manifest->content_version + " + jit by " + built_by;
-            manifest->content_version = version.size() <= 64 ? version : version.substr(version.size() - 64);
-            SDM_TRY_GET(encoded, archive::encode_manifest(*manifest));
-            return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, std::move(*encoded)});
-        }
-        if (!o.full) return {};
-        return writer.add({std::string(entries[i].name), entries[i].kind, entries[i].sm, entries[i].variant, ByteVector(raw.begin(), raw.end())});
-    });
-    if (!copied) {
-        fmt::print(stderr, "sdm jit: {}\n", copied.error().message);
+    const auto inputs = copy_entries(*input, jobs, built_by, o, writer);
+    if (!inputs) {
+        fmt::print(stderr, "sdm jit: {}\n", inputs.error().message);
         return 1;
     }
-    Progress progress("jit", !o.quiet);
-    std::vector<std::optional<ByteVector>> cubins(jobs.size());
-    std::atomic<size_t> next{0}, done{0};
-    std::mutex error_mutex;
-    std::optional<Error> first_error;
-    const auto worker = [&] {
-        for (size_t i = next++; i < jobs.size(); i = next++) {
-            const Job& j = jobs[i];
-            const runtime::JitInput in{entries[j.entry].kind, inputs.at(j.entry), input->describe(j.entry)};
-            // Where libsdm would run it (jit_isolation.hpp): isolated unless the input is PTX whose
-            // signature a --trust key verified, or the policy says never.
-            const bool isolated = isolation.policy == runtime::JitIsolation::always ||
-                                  (isolation.policy == runtime::JitIsolation::automatic && (in.kind == archive::Kind::ltoir || !*trusted));
-            Result<runtime::JitOutput> out = isolated ? runtime::run_isolated(isolation.helper, {runtime::IsolatedTool::nvjitlink, linker_file, in, j.sm, j.variant, {}},
-                                                                             isolation.limits)
-                                                      : jit->link(in, j.sm, j.variant, {});
-            if (out) {
-                if (auto checked = archive::inspect_cubin(out->cubin); !checked)
-                    out = make_error(ErrorCode::jit, "the cubin linked from " + in.name + " is not well formed: " + checked.error().message);
-            }
-            if (out) {
-                cubins[i] = std::move(out->cubin);
-            } else {
-                std::lock_guard lock(error_mutex);
-                if (!first_error) first_error = out.error();
-            }
-            progress.update("link", ++done, jobs.size());  // every thread's links, as each lands
-        }
-    };
     const unsigned threads = std::max(1u, std::min<unsigned>(o.threads ? o.threads : std::thread::hardware_concurrency(),
                                                              static_cast<unsigned>(std::max<size_t>(jobs.size(), 1))));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
-    progress.finish();
-    if (first_error) {
-        fmt::print(stderr, "sdm jit: {}\n", first_error->message);
+    auto cubins = link_all(Linker{isolation, *jit, linker_file, *trusted}, *input, jobs, *inputs, threads, o.quiet);
+    if (!cubins) {
+        fmt::print(stderr, "sdm jit: {}\n", cubins.error().message);
         return 1;
     }
     for (size_t i = 0; i < jobs.size(); ++i) {
-        auto added = writer.add({jobs[i].module, archive::Kind::cubin, jobs[i].sm, jobs[i].variant, std::move(*cubins[i])});
+        auto added = writer.add({jobs[i].module, archive::Kind::cubin, jobs[i].sm, jobs[i].variant, std::move(*(*cubins)[i])});
         if (!added) {
             fmt::print(stderr, "sdm jit: {}\n", added.error().message);
             return 1;
@@ -213,7 +263,7 @@ int run_jit(const JitOptions& o) {
     }
     if (!o.quiet)
         fmt::print("{}: {} of {} cubins ({} modules x {} SMs) linked with {} on {} threads; {} entries, {} bytes\n", o.output,
-                   o.full ? "the original's entries and" : "an overlay", jobs.size(), modules.size(), targets.size(), built_by, threads,
+                   o.full ? "the original's entries and" : "an overlay", jobs.size(), plan.modules.size(), targets->size(), built_by, threads,
                    report.entries, *written);
     return 0;
 }

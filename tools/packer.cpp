@@ -81,82 +81,72 @@ private:
     std::map<std::string, size_t> counts_;
 };
 
-}  // namespace
+// The manifest --manifest names, parsed (none without it).
+Result<std::optional<archive::Manifest>> read_declared(const std::string& path) {
+    if (path.empty()) return std::optional<archive::Manifest>();
+    auto source = archive::read_file(path);
+    if (!source) return make_error(source.error().code, "manifest " + source.error().message);
+    SDM_TRY_GET(parsed, parse_manifest_source(std::string(as_text(*source)), path));
+    return std::optional<archive::Manifest>(std::move(*parsed));
+}
 
-int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInput> inputs) {
-    if (o.dict != "auto" && o.dict != "off") {
-        fmt::print(stderr, "sdm {}: --dict must be auto or off, not '{}'\n", command, o.dict);
-        return 2;
-    }
-    if (o.prefix != "auto" && o.prefix != "off") {
-        fmt::print(stderr, "sdm {}: --prefix must be auto or off, not '{}'\n", command, o.prefix);
-        return 2;
-    }
-    if (o.level < 1 || o.level > 22) {
-        fmt::print(stderr, "sdm {}: --level must be between 1 and 22\n", command);
-        return 2;
-    }
-    const auto fail = [&](const std::string& message) {
-        fmt::print(stderr, "sdm {}: {}\n", command, message);
-        return 1;
-    };
-    Warnings warnings(command);
+// The kernels of every image, by module in input order.
+struct ModuleImages {
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<ImageKernels>> images;
+};
 
-    std::optional<archive::Manifest> declared;
-    if (!o.manifest.empty()) {
-        auto source = archive::read_file(o.manifest);
-        if (!source) return fail("manifest " + source.error().message);
-        auto parsed = parse_manifest_source(std::string(as_text(*source)), o.manifest);
-        if (!parsed) return fail(parsed.error().message);
-        declared = std::move(*parsed);
-    }
-
-    // The kernels of every image, by module in input order.
-    std::vector<std::string> module_order;
-    std::map<std::string, std::vector<ImageKernels>> module_images;
+Result<ModuleImages> images_by_module(const std::vector<PackInput>& inputs) {
+    ModuleImages modules;
     for (const PackInput& in : inputs) {
-        if (!module_images.count(in.input.name)) module_order.push_back(in.input.name);
-        auto& images = module_images[in.input.name];
-        auto kernels = kernels_of(in);
-        if (!kernels) return fail(kernels.error().message);
+        if (!modules.images.count(in.input.name)) modules.order.push_back(in.input.name);
+        auto& images = modules.images[in.input.name];
+        SDM_TRY_GET(kernels, kernels_of(in));
         for (auto& image : *kernels) images.push_back(std::move(image));
     }
+    return modules;
+}
 
-    // Declared kernels: their module has images, every cubin and PTX image of it defines them,
-    // with a signature of the declared layout.
-    archive::Manifest manifest = declared ? *declared : archive::Manifest{};
+// Declared kernels: their module has images, every cubin and PTX image of it defines them,
+// with a signature of the declared layout.
+Result<void> check_declared(const archive::Manifest& manifest, const ModuleImages& modules) {
     std::map<std::string, std::vector<const archive::KernelSpec*>> declared_by_module;
     for (const auto& k : manifest.kernels) declared_by_module[k.module].push_back(&k);
     for (const auto& [module, kernels] : declared_by_module) {
-        const auto images = module_images.find(module);
-        if (images == module_images.end())
-            return fail("the manifest lists kernels of module " + module + " (" + kernels.front()->name + "), but no image of it was given");
+        const auto images = modules.images.find(module);
+        if (images == modules.images.end())
+            return make_error(ErrorCode::invalid_argument,
+                              "the manifest lists kernels of module " + module + " (" + kernels.front()->name + "), but no image of it was given");
         for (const auto& image : images->second) {
             std::string missing;
             for (const auto* k : kernels)
                 if (!find_params(image, k->name)) missing += (missing.empty() ? "" : ", ") + k->name;
             if (!missing.empty())
-                return fail(image.origin + " does not define kernel(s) " + missing + " that the manifest lists for module " + module +
-                            "; rebuild the image or fix the manifest");
+                return make_error(ErrorCode::invalid_argument, image.origin + " does not define kernel(s) " + missing +
+                                                                   " that the manifest lists for module " + module + "; rebuild the image or fix the manifest");
             for (const auto* k : kernels) {
                 const archive::KernelParams* params = find_params(image, k->name);
                 if (!params->offsets_exact)
-                    return fail("kernel " + k->name + ": no signature describes the parameters of " + image.origin + " (" + params->unrepresentable +
-                                "), so the manifest's cannot be checked; leave the kernel out of the manifest");
-                auto checked = archive::check_signature_layout(k->name, k->signature, params->signature, image.origin);
-                if (!checked) return fail(checked.error().message);
+                    return make_error(ErrorCode::invalid_argument, "kernel " + k->name + ": no signature describes the parameters of " + image.origin +
+                                                                       " (" + params->unrepresentable +
+                                                                       "), so the manifest's cannot be checked; leave the kernel out of the manifest");
+                SDM_TRY(archive::check_signature_layout(k->name, k->signature, params->signature, image.origin));
             }
         }
     }
+    return {};
+}
 
-    // Every other kernel, with its derived signature: from the first module that defines it,
-    // PTX's where the module has PTX (it records alignments; a cubin only sizes and offsets).
+// Every other kernel, with its derived signature: from the first module that defines it,
+// PTX's where the module has PTX (it records alignments; a cubin only sizes and offsets).
+// Added to `manifest`, which ends sorted by name; returns how many were derived.
+Result<size_t> derive_kernels(archive::Manifest& manifest, ModuleImages& modules, Warnings& warnings) {
     std::map<std::string, std::pair<archive::KernelSpec, bool /* from PTX */>> derived;
     std::map<std::string, std::string> first_origin;
     size_t derived_count = 0;
-    for (const std::string& module : module_order) {
+    for (const std::string& module : modules.order) {
         std::set<std::string> in_module;  // kernels this module defines (one warning each for those another serves)
-        for (const auto& image : module_images[module]) {
+        for (const auto& image : modules.images[module]) {
             for (const auto& kernel : image.kernels) {
                 if (manifest.find_kernel(kernel.name)) continue;
                 const bool ptx = image.kind == archive::Kind::ptx;
@@ -186,9 +176,10 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
                     continue;
                 }
                 if (!same_layout(existing->second.first.signature, kernel.signature))
-                    return fail("kernel " + kernel.name + " of module " + module + ": " + first_origin[kernel.name] + " has parameters (" +
-                                archive::signature_text(existing->second.first.signature) + "), " + image.origin + " has (" +
-                                archive::signature_text(kernel.signature) + "); rebuild the module's images from one source");
+                    return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " of module " + module + ": " + first_origin[kernel.name] +
+                                                                       " has parameters (" + archive::signature_text(existing->second.first.signature) +
+                                                                       "), " + image.origin + " has (" + archive::signature_text(kernel.signature) +
+                                                                       "); rebuild the module's images from one source");
                 if (ptx && !existing->second.second) existing->second = {std::move(spec), true};
             }
         }
@@ -198,8 +189,11 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
         ++derived_count;
     }
     std::sort(manifest.kernels.begin(), manifest.kernels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return derived_count;
+}
 
-    Progress progress(command, !o.quiet);
+// The writer's options from the command line's, its progress drawn on `progress`.
+archive::WriterOptions writer_options(const WriteOptions& o, Progress& progress) {
     archive::WriterOptions wo;
     wo.level = o.level;
     wo.dictionary = o.dict == "auto";
@@ -208,21 +202,61 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     wo.min_saving = o.min_saving;
     wo.compress = !o.store;
     wo.threads = o.jobs;
-    wo.progress = [&](const char* phase, size_t done, size_t total) { progress.update(phase, done, total); };
-    archive::ArchiveWriter writer(wo);
+    wo.progress = [&progress](const char* phase, size_t done, size_t total) { progress.update(phase, done, total); };
+    return wo;
+}
+
+// The manifest (where one was declared or kernels were found), then every input, into the writer.
+Result<void> add_entries(archive::ArchiveWriter& writer, const archive::Manifest& manifest, bool declared, const WriteOptions& o,
+                         std::vector<PackInput>& inputs) {
     if (declared || !manifest.kernels.empty()) {
         auto valid = archive::validate_manifest(manifest);
-        if (!valid) return fail("the manifest of " + o.output + ": " + valid.error().message);
+        if (!valid) return make_error(valid.error().code, "the manifest of " + o.output + ": " + valid.error().message);
         auto encoded = archive::encode_manifest(manifest);
-        if (!encoded) return fail((declared ? o.manifest : o.output) + ": " + encoded.error().message);
-        auto added = writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, std::move(*encoded)});
-        if (!added) return fail(added.error().message);
+        if (!encoded) return make_error(encoded.error().code, (declared ? o.manifest : o.output) + ": " + encoded.error().message);
+        SDM_TRY(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, std::move(*encoded)}));
     }
     for (PackInput& in : inputs) {
         auto added = writer.add(std::move(in.input));
-        if (!added) return fail(in.origin + ": " + added.error().message);
+        if (!added) return make_error(added.error().code, in.origin + ": " + added.error().message);
     }
     inputs.clear();
+    return {};
+}
+
+}  // namespace
+
+int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInput> inputs) {
+    if (o.dict != "auto" && o.dict != "off") {
+        fmt::print(stderr, "sdm {}: --dict must be auto or off, not '{}'\n", command, o.dict);
+        return 2;
+    }
+    if (o.prefix != "auto" && o.prefix != "off") {
+        fmt::print(stderr, "sdm {}: --prefix must be auto or off, not '{}'\n", command, o.prefix);
+        return 2;
+    }
+    if (o.level < 1 || o.level > 22) {
+        fmt::print(stderr, "sdm {}: --level must be between 1 and 22\n", command);
+        return 2;
+    }
+    const auto fail = [&](const std::string& message) {
+        fmt::print(stderr, "sdm {}: {}\n", command, message);
+        return 1;
+    };
+    Warnings warnings(command);
+
+    auto declared = read_declared(o.manifest);
+    if (!declared) return fail(declared.error().message);
+    auto modules = images_by_module(inputs);
+    if (!modules) return fail(modules.error().message);
+    archive::Manifest manifest = *declared ? **declared : archive::Manifest{};
+    if (auto checked = check_declared(manifest, *modules); !checked) return fail(checked.error().message);
+    const auto derived_count = derive_kernels(manifest, *modules, warnings);
+    if (!derived_count) return fail(derived_count.error().message);
+
+    Progress progress(command, !o.quiet);
+    archive::ArchiveWriter writer(writer_options(o, progress));
+    if (auto added = add_entries(writer, manifest, declared->has_value(), o, inputs); !added) return fail(added.error().message);
 
     archive::WriterReport report;
     auto written = write_verified_archive(writer, o.output, &report, o.sign);
@@ -231,7 +265,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     if (!o.quiet)
         fmt::print("{}: {} entries, {} kernels ({} with derived signatures), {} raw bytes -> {} bytes ({:.3f}x); {} prefix-coded, "
                    "{} dictionary-coded ({} bytes of dictionary), {} stored\n",
-                   o.output, report.entries, manifest.kernels.size(), derived_count, report.raw_bytes, report.archive_bytes,
+                   o.output, report.entries, manifest.kernels.size(), *derived_count, report.raw_bytes, report.archive_bytes,
                    report.raw_bytes ? static_cast<double>(report.archive_bytes) / static_cast<double>(report.raw_bytes) : 0.0,
                    report.prefix_coded, report.dictionary_coded, report.dictionary_bytes, report.stored);
     return 0;
