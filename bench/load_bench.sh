@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Loader bench on a GPU machine: medians over fresh processes, ratios against the raw
 # driver and nvJitLink measured in the same run. Usage: bench/load_bench.sh BUILD_DIR
+# With OLD_BUILD (a build of the tree before a change: its capi/libsdm.so.1), the warm starts are
+# measured again with that libsdm in the same run.
 # BUILD_DIR holds tools/sdm, bench/load_bench, bench/large.sm_90.cubin (about 2 MB) and the bench
 # corpus's bench/gemm.{sm_90.cubin,compute_90.ptx} (ninja -C BUILD_DIR bench/load_bench
 # bench/large.sm_90.cubin bench/gemm.sm_90.cubin bench/gemm.compute_90.ptx).
@@ -58,6 +60,10 @@ for size in small medium large; do
   "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size" >/dev/null  # warm the sdm cache
   r[sdm_warm_$size]=$(median sdm_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
   r[sdm_stored_$size]=$(median sdm_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
+  if [ -n "${OLD_BUILD:-}" ]; then  # the same starts with the libsdm of the tree before the change
+    r[old_warm_$size]=$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" median old_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
+    r[old_stored_$size]=$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" median old_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
+  fi
   # The same start by phase (its own runs: the debug trace costs a little).
   for _ in $(seq 9); do "$lb" sdm-phases "$work/$size.sdma" "${!k}" "$work/cache-$size"; done >"$out/phases_$size.txt" 2>>"$out/errors.log"
   [ $size = large ] && continue
@@ -93,6 +99,8 @@ echo "| (a) the floor: cuModuleLoadData + cuModuleGetFunction of the raw cubin, 
 echo "| (a) a hand-rolled loader: read the cubin file + cuModuleLoadData + cuModuleGetFunction | ${r[hand_small]} | ${r[hand_medium]} | ${r[hand_large]} | $(ratio ${r[hand_small]} ${r[raw_small]}) | $(ratio ${r[hand_medium]} ${r[raw_medium]}) | $(ratio ${r[hand_large]} ${r[raw_large]}) | |"
 echo "| (a) sdm warm start: create + mount + kernel_get, compressed archive, warm cache | ${r[sdm_warm_small]} | ${r[sdm_warm_medium]} | ${r[sdm_warm_large]} | $(ratio ${r[sdm_warm_small]} ${r[raw_small]}) | $(ratio ${r[sdm_warm_medium]} ${r[raw_medium]}) | $(ratio ${r[sdm_warm_large]} ${r[raw_large]}) | <= 1.2x the floor |"
 echo "| (a) sdm warm start, --store-cubins archive (served in place) | ${r[sdm_stored_small]} | ${r[sdm_stored_medium]} | ${r[sdm_stored_large]} | $(ratio ${r[sdm_stored_small]} ${r[raw_small]}) | $(ratio ${r[sdm_stored_medium]} ${r[raw_medium]}) | $(ratio ${r[sdm_stored_large]} ${r[raw_large]}) | |"
+[ -n "${OLD_BUILD:-}" ] && echo "| (a) sdm warm start before the change (OLD_BUILD's libsdm), compressed | ${r[old_warm_small]} | ${r[old_warm_medium]} | ${r[old_warm_large]} | $(ratio ${r[sdm_warm_small]} ${r[old_warm_small]}) now/before | $(ratio ${r[sdm_warm_medium]} ${r[old_warm_medium]}) now/before | $(ratio ${r[sdm_warm_large]} ${r[old_warm_large]}) now/before | |"
+[ -n "${OLD_BUILD:-}" ] && echo "| (a) sdm warm start before the change, --store-cubins | ${r[old_stored_small]} | ${r[old_stored_medium]} | ${r[old_stored_large]} | $(ratio ${r[sdm_stored_small]} ${r[old_stored_small]}) now/before | $(ratio ${r[sdm_stored_medium]} ${r[old_stored_medium]}) now/before | $(ratio ${r[sdm_stored_large]} ${r[old_stored_large]}) now/before | |"
 echo "| (a) sdm warm start against the hand-rolled loader | | | | $(ratio ${r[sdm_warm_small]} ${r[hand_small]}) | $(ratio ${r[sdm_warm_medium]} ${r[hand_medium]}) | $(ratio ${r[sdm_warm_large]} ${r[hand_large]}) | |"
 echo "| (b) driver PTX JIT, its ComputeCache warm | ${r[driver_warm_small]} | ${r[driver_warm_medium]} | | | | | |"
 echo "| (b) sdm PTX, its cache warm | ${r[sdm_ptx_warm_small]} | ${r[sdm_ptx_warm_medium]} | | $(ratio ${r[driver_warm_small]} ${r[sdm_ptx_warm_small]}) faster | $(ratio ${r[driver_warm_medium]} ${r[sdm_ptx_warm_medium]}) faster | | >= 2x faster |"
