@@ -151,7 +151,10 @@ Result<void> Archive::validate_header() {
     if (b.size() < kHeaderSize)
         return corrupt("only " + std::to_string(b.size()) + " bytes, shorter than the 128-byte header (truncated, or not an sdm archive)");
     if (!std::equal(kMagic.begin(), kMagic.end(), reinterpret_cast<const uint8_t*>(b.data()))) {
-        if (load_u8(b, 0) == 0x7f && load_u8(b, 1) == 'E') return corrupt("this is an ELF file (a cubin?), not an sdm archive; pack it with `sdm pack`");
+        // A cubin, or a shared library, executable or object holding fatbins: sdm import reads all of them.
+        if (load_u8(b, 0) == 0x7f && load_u8(b, 1) == 'E')
+            return corrupt("this is an ELF file (a cubin, or a library, executable or object with device code), not an sdm archive; make an "
+                           "archive of its kernels with `sdm import " + label_ + " -o " + label_ + ".sdma`");
         if (std::equal(kMagic.begin() + 1, kMagic.begin() + 4, reinterpret_cast<const uint8_t*>(b.data()) + 1))
             return corrupt("the magic is damaged: the file went through a text-mode transfer (newline or 8-bit conversion); copy it in binary mode");
         return corrupt("no sdm archive magic at the start (not an sdm archive)");

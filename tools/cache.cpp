@@ -6,6 +6,7 @@
 
 #include "runtime/cache.hpp"
 #include "commands.hpp"
+#include "wording.hpp"
 
 namespace sdm::tools {
 
@@ -47,15 +48,15 @@ int run_cache(const CacheCommand& c) {
         fmt::print("{}\n", out.dump(2));
         return 0;
     }
-    if (c.action != "stats") fmt::print("{}: removed {} entries and temporary files\n", cc.directory(), removed);
+    if (c.action != "stats") fmt::print("{}: removed {} and temporary files\n", cc.directory(), plural(removed, "entry", "entries"));
     if (!cc.exists()) {
         fmt::print("{}: 0 entries (no cache there yet; nothing was created)\n", cc.directory());
     } else if (c.action == "stats") {
-        fmt::print("{}: {} entries, {} bytes of at most {} ({:.1f} %)", cc.directory(), usage->entries, usage->bytes, cc.max_bytes(),
+        fmt::print("{}: {}, {} of at most {} ({:.1f} %)", cc.directory(), plural(usage->entries, "entry", "entries"), plural(usage->bytes, "byte"), cc.max_bytes(),
                    100.0 * static_cast<double>(usage->bytes) / static_cast<double>(cc.max_bytes()));
         if (usage->temporaries > 0)
-            fmt::print(", {} of them in {} temporary files (being written, or left by killed writers: sdm cache prune removes those)",
-                       usage->temporary_bytes, usage->temporaries);
+            fmt::print(", {} of them in {} (being written, or left by killed writers: sdm cache prune removes those)",
+                       usage->temporary_bytes, plural(usage->temporaries, "temporary file"));
         fmt::print("\n(hit, miss, JIT-time and eviction counters are per process: sdm_cache_stats_get)\n");
     }
     return 0;

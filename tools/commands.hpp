@@ -2,6 +2,7 @@
 // and prints its own errors to stderr, naming the file or entry and the fix.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -32,8 +33,19 @@ struct ImportOptions {
 };
 int run_import(const ImportOptions& options);
 
-// demangle: the kernels column shows C++ names demangled (the JSON has both).
-int run_ls(const std::string& archive, bool json, bool demangle, const std::string& self);  // self: as JitOptions::self
+struct LsOptions {
+    std::string archive;
+    bool json{false};
+    bool demangle{false};  // the kernels column shows C++ names demangled (the JSON has both)
+    bool wide{false};      // every cell whole, on a terminal too
+    size_t width{0};       // fit this many columns, terminal or not; 0: the terminal's (table.hpp listing_width)
+    std::string kernel;    // only kernels whose listed or demangled name matches this fnmatch(3) glob; empty: all
+    std::string module;    // only this module's kernels and entries; empty: all
+    std::string self;      // as JitOptions::self
+};
+// With a filter, the entries listed are those of the modules of the kernels kept; exit 1 when
+// the filters keep no kernel.
+int run_ls(const LsOptions& options);
 // trusted: public key files; given, each archive must also carry a valid signature by one of them
 // and every payload must match its signed digest.
 int run_verify(const std::vector<std::string>& archives, bool quiet, const std::vector<std::string>& trusted);
@@ -64,6 +76,8 @@ struct InfoOptions {
     std::string driver;                 // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
     std::string libsdm;                 // whose embedded archive to mount; empty: the libsdm.so.1 the loader finds
+    std::string kernel;                 // only kernels whose name matches this fnmatch(3) glob, in the summary and per device; empty: all
+    bool summary{false};                // the text: the summary alone (the JSON is whole either way)
 };
 int run_info(const InfoOptions& options);
 

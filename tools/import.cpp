@@ -10,6 +10,7 @@
 #include <set>
 
 #include "commands.hpp"
+#include "wording.hpp"
 #include "common/text.hpp"
 #include "archive/elf.hpp"
 #include "archive/fatbin.hpp"
@@ -249,15 +250,14 @@ int run_import(const ImportOptions& o) {
     }
     std::vector<PackInput> inputs = importer.take();
     if (inputs.empty()) {
-        fmt::print(stderr, "sdm import: no image to import ({} found, {} left out by --arch/--ptx, {} skipped)\n", tally.images, tally.filtered,
-                   tally.skipped);
+        fmt::print(stderr, "sdm import: no image to import ({} found, {} left out by --arch/--ptx, {} skipped)\n", plural(tally.images, "image"),
+                   tally.filtered, tally.skipped);
         return 1;
     }
     if (!o.write.quiet)
-        fmt::print("{}: {} fatbin containers ({} bytes), {} images: {} imported ({} bytes as the containers store them), {} left out by "
-                   "--arch/--ptx; {} skipped\n",
-                   o.write.output, tally.containers, tally.container_bytes, tally.images, inputs.size(), tally.kept_bytes, tally.filtered,
-                   tally.skipped);
+        fmt::print("{}: {} ({}), {}: {} imported ({} as the containers store them), {} left out by --arch/--ptx; {} skipped\n",
+                   o.write.output, plural(tally.containers, "fatbin container"), plural(tally.container_bytes, "byte"), plural(tally.images, "image"),
+                   inputs.size(), plural(tally.kept_bytes, "byte"), tally.filtered, tally.skipped);
     return pack_inputs("import", o.write, std::move(inputs));
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <dlfcn.h>
+#include <fnmatch.h>
 #include <link.h>
 
 #include <fmt/format.h>
@@ -24,6 +25,7 @@
 #include "runtime/layering.hpp"
 #include "runtime/library.hpp"
 #include "runtime/runtime.hpp"
+#include "wording.hpp"
 
 namespace sdm::tools {
 
@@ -144,12 +146,14 @@ int add_devices(runtime::Runtime& rt, bool have_driver, nlohmann::json& out) {
     return status;
 }
 
-// Which archive serves each kernel on each device, and why (the layering rule, loading nothing).
-void add_kernels(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Driver>>& driver, nlohmann::json& out) {
+// Which archive serves each kernel on each device, and why (the layering rule, loading nothing):
+// the kernels whose name matches `pattern` (all when empty). Returns how many those are.
+size_t add_kernels(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Driver>>& driver, const std::string& pattern, nlohmann::json& out) {
     std::set<std::string> names;
     for (const auto& m : rt.archives())
         if (m->manifest)
-            for (const auto& k : m->manifest->kernels()) names.emplace(k.name);
+            for (const auto& k : m->manifest->kernels())
+                if (pattern.empty() || ::fnmatch(pattern.c_str(), std::string(k.name).c_str(), 0) == 0) names.emplace(k.name);
     for (auto& d : out["devices"]) {
         if (d.contains("error")) continue;
         d["kernels"] = nlohmann::json::array();
@@ -174,6 +178,7 @@ void add_kernels(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Dri
             d["kernels"].push_back(std::move(k));
         }
     }
+    return names.size();
 }
 
 // The skipped and mounted archives, the libsdm read, and the signature policy.
@@ -200,6 +205,45 @@ void add_archives(runtime::Runtime& rt, const EmbeddedSource& embedded, nlohmann
     nlohmann::json trusted = nlohmann::json::array();
     for (const auto& id : rt.provenance().trusted_ids()) trusted.push_back(archive::key_id_text(id));
     out["signature_policy"] = {{"policy", runtime::policy_name(rt.provenance().policy())}, {"trusted_keys", trusted}};
+}
+
+// What the details below say, counted: each archive's kernels, each device's class and how many
+// of the kernels listed (those --kernel keeps) it is served and not served.
+void add_summary(size_t kernels, const std::string& pattern, nlohmann::json& out) {
+    nlohmann::json summary{{"kernels", kernels}, {"kernel_filter", pattern}, {"archives", nlohmann::json::array()},
+                           {"devices", nlohmann::json::array()}};
+    for (const auto& a : out["archives"]) summary["archives"].push_back({{"label", a["label"]}, {"kernels", a["kernels"]}});
+    for (const auto& d : out["devices"]) {
+        nlohmann::json row{{"ordinal", d["ordinal"]}};
+        if (d.contains("error")) {
+            row["error"] = d["error"];
+        } else {
+            size_t served = 0;
+            for (const auto& k : d["kernels"]) served += k.contains("error") ? 0 : 1;
+            row.update({{"name", d["name"]}, {"capability", d["capability"]}, {"class", d["class"]}, {"served", served},
+                        {"not_served", d["kernels"].size() - served}});
+        }
+        summary["devices"].push_back(std::move(row));
+    }
+    out["summary"] = std::move(summary);
+}
+
+void print_summary(const nlohmann::json& out) {
+    const auto& s = out["summary"];
+    const std::string filter = s["kernel_filter"].get<std::string>().empty() ? "" : " matching '" + s["kernel_filter"].get<std::string>() + "'";
+    fmt::print("summary: {} mounted, {}, {}{}\n", plural(s["archives"].size(), "archive"), plural(s["devices"].size(), "device"),
+               plural(s["kernels"].get<size_t>(), "kernel"), filter);
+    if (out["driver"].contains("error")) fmt::print("  no driver, so no devices: {}\n", out["driver"]["error"].get<std::string>());
+    for (const auto& a : s["archives"]) fmt::print("  archive {}: {}\n", a["label"].get<std::string>(), plural(a["kernels"].get<size_t>(), "kernel"));
+    for (const auto& d : s["devices"]) {
+        if (d.contains("error")) {
+            fmt::print("  device {}: {}\n", d["ordinal"].get<int>(), d["error"].get<std::string>());
+            continue;
+        }
+        fmt::print("  device {}: {} ({}, class {}): {} served, {} not served\n", d["ordinal"].get<int>(), d["name"].get<std::string>(),
+                   d["capability"].get<std::string>(), d["class"].get<std::string>(), plural(d["served"].get<size_t>(), "kernel"),
+                   d["not_served"].get<size_t>());
+    }
 }
 
 // One kernel's line under its device: what serves it, what was passed over, and the JIT's plan.
@@ -250,13 +294,16 @@ void print_archives(const nlohmann::json& out) {
     const auto& policy = out["signature_policy"];
     fmt::print("signature policy: {}{}\n", policy["policy"].get<std::string>(),
                policy["policy"] == "off" ? " (SDM_REQUIRE_SIGNED, sdm_runtime_params.signature_policy)"
-                                         : fmt::format(", trusting {} key(s) {}", policy["trusted_keys"].size(), policy["trusted_keys"].dump()));
+                                         : fmt::format(", trusting {} {}", plural(policy["trusted_keys"].size(), "key"), policy["trusted_keys"].dump()));
     for (const auto& a : out["archives"]) {
         std::string signers;
         for (const auto& id : a["signers"]) signers += (signers.empty() ? "" : ", ") + id.get<std::string>();
-        fmt::print("archive: {}{}, {} entries, {} kernels, kernel ABI {}, content {}, {}{}\n", a["label"].get<std::string>(),
-                   a["embedded"].get<bool>() ? " (embedded)" : "", a["entries"].get<size_t>(), a["kernels"].get<size_t>(),
-                   a["kernel_abi"].get<std::string>(), a["content_version"].get<std::string>(), signers.empty() ? "unsigned" : "signed by " + signers,
+        const auto abi = a["kernel_abi"].get<std::string>();
+        const auto content = a["content_version"].get<std::string>();
+        fmt::print("archive: {}{}, {}, {}, {}{}, {}{}\n", a["label"].get<std::string>(), a["embedded"].get<bool>() ? " (embedded)" : "",
+                   plural(a["entries"].get<size_t>(), "entry", "entries"), plural(a["kernels"].get<size_t>(), "kernel"),
+                   abi == "0.0" ? "no kernel ABI" : "kernel ABI " + abi, content.empty() ? "" : ", content " + content,
+                   signers.empty() ? "unsigned" : "signed by " + signers,
                    !a["signature_verified"].get<bool>() ? ""
                    : a["embedded"].get<bool>()
                        ? " (consistent with the key embedded beside it in the same file: the archive was not changed alone, which says nothing of who "
@@ -295,13 +342,17 @@ int run_info(const InfoOptions& o) {
     const auto ptxc = runtime::ptx_compiler_version();
     if (ptxc) out["nvptxcompiler"] = {{"version", *ptxc}};
     else out["nvptxcompiler"] = {{"error", ptxc.error().message}};
-    add_kernels(rt, driver, out);
+    const size_t kernels = add_kernels(rt, driver, o.kernel, out);
     add_archives(rt, embedded, out);
+    add_summary(kernels, o.kernel, out);
 
     if (o.json) {
         fmt::print("{}\n", out.dump(2));
         return status;
     }
+    print_summary(out);
+    if (o.summary) return status;
+    fmt::print("\n");
     if (driver)
         fmt::print("driver: {} (CUDA {})\n", out["driver"]["path"].get<std::string>(), out["driver"]["version_text"].get<std::string>());
     else

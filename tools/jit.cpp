@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "commands.hpp"
+#include "wording.hpp"
 #include "archive/file_map.hpp"
 #include "runtime/jit_isolation.hpp"
 #include "runtime/jit_nvjitlink.hpp"
@@ -262,9 +263,9 @@ int run_jit(const JitOptions& o) {
         return 1;
     }
     if (!o.quiet)
-        fmt::print("{}: {} of {} cubins ({} modules x {} SMs) linked with {} on {} threads; {} entries, {} bytes\n", o.output,
-                   o.full ? "the original's entries and" : "an overlay", jobs.size(), plan.modules.size(), targets->size(), built_by, threads,
-                   report.entries, *written);
+        fmt::print("{}: {} of {} ({} x {}) linked with {} on {}; {}, {}\n", o.output, o.full ? "the original's entries and" : "an overlay",
+                   plural(jobs.size(), "cubin"), plural(plan.modules.size(), "module"), plural(targets->size(), "SM"), built_by,
+                   plural(threads, "thread"), plural(report.entries, "entry", "entries"), plural(*written, "byte"));
     return 0;
 }
 

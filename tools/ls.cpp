@@ -1,4 +1,9 @@
-// sdm ls: the index as a table, or JSON.
+// sdm ls: the index as a table, or JSON; filtered by kernel name (a glob) and module.
+#include <set>
+#include <string_view>
+
+#include <fnmatch.h>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +15,7 @@
 #include "runtime/kernel_names.hpp"
 #include "runtime/runtime.hpp"
 #include "table.hpp"
+#include "wording.hpp"
 #include "common/text.hpp"
 
 namespace sdm::tools {
@@ -55,90 +61,143 @@ std::vector<Row> kernel_rows(const std::string& path, const archive::Manifest& m
     return rows;
 }
 
-}  // namespace
+// The kernels the filters keep (indices into rows), and the modules they are in: the entries listed.
+struct Selection {
+    std::vector<size_t> kernels;
+    std::set<std::string> modules;
+    bool filtered;
+    bool keeps_entry(std::string_view module) const { return !filtered || modules.contains(std::string(module)); }
+};
 
-int run_ls(const std::string& path, bool json, bool demangle, const std::string& self) {
-    auto a = archive::Archive::open_file(path);
-    if (!a) {
-        fmt::print(stderr, "sdm ls: {}\n", a.error().message);
-        return 1;
+Selection select(const std::vector<Row>& rows, const LsOptions& o) {
+    Selection s{{}, {}, !o.kernel.empty() || !o.module.empty()};
+    const auto matches = [&](const std::string& name) { return !name.empty() && ::fnmatch(o.kernel.c_str(), name.c_str(), 0) == 0; };
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const auto& r = rows[i];
+        if (!o.module.empty() && r.module != o.module) continue;
+        if (!o.kernel.empty() && !matches(r.name) && !matches(r.demangled)) continue;
+        s.kernels.push_back(i);
+        s.modules.insert(r.module);
     }
-    const auto& h = a->header();
-    // A manifest that does not decode is an error, after the entries are listed: the kernels
-    // are never silently missing from the listing.
-    auto read = a->read_manifest();
-    std::optional<archive::Manifest> manifest = read ? std::move(*read) : std::nullopt;
-    const auto finish = [&]() {
-        if (read) return 0;
-        fmt::print(stderr, "sdm ls: {}\n", read.error().message);
-        return 1;
-    };
+    if (!o.module.empty()) s.modules.insert(o.module);  // its entries, whatever --kernel kept
+    if (!o.kernel.empty() && s.kernels.empty()) s.modules.clear();
+    return s;
+}
+
+// "--kernel 'gemm*' --module cublasLt": the filters as given, for messages.
+std::string filter_text(const LsOptions& o) {
+    std::string text;
+    if (!o.kernel.empty()) text += "--kernel '" + o.kernel + "'";
+    if (!o.module.empty()) text += std::string(text.empty() ? "" : " ") + "--module '" + o.module + "'";
+    return text;
+}
+
+void print_json(const archive::Archive& a, const std::optional<archive::Manifest>& manifest, const std::vector<Row>& rows, const Selection& kept,
+                const LsOptions& o) {
+    const auto& h = a.header();
+    nlohmann::json out;
+    out["path"] = o.archive;
+    out["format"] = fmt::format("{}.{}", h.format_major, h.format_minor);
+    out["kernel_abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
+    out["created_by"] = printable(h.created_by);
+    out["size"] = h.archive_size;
+    out["signers"] = archive::signer_ids(a);  // named, not checked: sdm verify --trust checks
+    if (manifest) out["content_version"] = manifest->content_version;
+    out["entries"] = nlohmann::json::array();
+    for (size_t i = 0; i < a.entries().size(); ++i) {
+        const auto& e = a.entries()[i];
+        if (!kept.keeps_entry(e.name)) continue;
+        nlohmann::json j{{"index", i},
+                         {"name", std::string(e.name)},
+                         {"kind", archive::kind_name(e.kind)},
+                         {"target", e.target()},
+                         {"codec", archive::codec_name(e.codec)},
+                         {"raw_size", e.raw_size},
+                         {"stored_size", e.stored_size},
+                         {"offset", e.data_offset},
+                         {"xxh3_128", e.raw_hash.hex()},
+                         {"identity", crypto::digest_hex(a.identity(i))}};
+        if (e.ref != archive::kNoRef) j["ref"] = e.ref;
+        out["entries"].push_back(std::move(j));
+    }
+    if (manifest) {
+        out["kernels"] = nlohmann::json::array();
+        for (const size_t i : kept.kernels) {
+            const auto& r = rows[i];
+            out["kernels"].push_back({{"name", r.name}, {"demangled", r.demangled.empty() ? r.name : r.demangled},
+                                      {"module", r.module}, {"signature", r.signature}, {"targets", r.targets},
+                                      {"problem", manifest->kernels[i].problem}, {"plan_rules", r.plans}});
+        }
+    }
+    fmt::print("{}\n", out.dump(2));
+}
+
+void print_text(const archive::Archive& a, const std::optional<archive::Manifest>& manifest, const std::vector<Row>& rows, const Selection& kept,
+                const LsOptions& o) {
+    const auto& h = a.header();
     const std::string created_by = printable(h.created_by);
-    if (json) {
-        nlohmann::json out;
-        out["path"] = path;
-        out["format"] = fmt::format("{}.{}", h.format_major, h.format_minor);
-        out["kernel_abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
-        out["created_by"] = created_by;
-        out["size"] = h.archive_size;
-        out["signers"] = archive::signer_ids(*a);  // named, not checked: sdm verify --trust checks
-        if (manifest) out["content_version"] = manifest->content_version;
-        out["entries"] = nlohmann::json::array();
-        for (size_t i = 0; i < a->entries().size(); ++i) {
-            const auto& e = a->entries()[i];
-            nlohmann::json j{{"index", i},
-                             {"name", std::string(e.name)},
-                             {"kind", archive::kind_name(e.kind)},
-                             {"target", e.target()},
-                             {"codec", archive::codec_name(e.codec)},
-                             {"raw_size", e.raw_size},
-                             {"stored_size", e.stored_size},
-                             {"offset", e.data_offset},
-                             {"xxh3_128", e.raw_hash.hex()},
-                             {"identity", crypto::digest_hex(a->identity(i))}};
-            if (e.ref != archive::kNoRef) j["ref"] = e.ref;
-            out["entries"].push_back(std::move(j));
-        }
-        if (manifest) {
-            out["kernels"] = nlohmann::json::array();
-            const auto rows = kernel_rows(path, *manifest, self);
-            for (size_t i = 0; i < rows.size(); ++i) {
-                const auto& k = manifest->kernels[i];
-                out["kernels"].push_back({{"name", rows[i].name}, {"demangled", rows[i].demangled.empty() ? rows[i].name : rows[i].demangled},
-                                          {"module", rows[i].module}, {"signature", rows[i].signature}, {"targets", rows[i].targets},
-                                          {"problem", k.problem}, {"plan_rules", rows[i].plans}});
-            }
-        }
-        fmt::print("{}\n", out.dump(2));
-        return finish();
-    }
-    fmt::print("{}: sdm archive format {}.{}, kernel ABI {}.{}, {} bytes, {} entries{}{}\n", path, h.format_major, h.format_minor,
-               h.kernel_abi_major, h.kernel_abi_minor, h.archive_size, a->entries().size(),
-               manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(), created_by.empty() ? "" : ", written by " + created_by);
-    if (const auto ids = archive::signer_ids(*a); !ids.empty()) {
+    fmt::print("{}: sdm archive format {}.{}, {}, {} bytes, {}{}{}\n", o.archive, h.format_major, h.format_minor,
+               kernel_abi_text(h.kernel_abi_major, h.kernel_abi_minor), h.archive_size, plural(a.entries().size(), "entry", "entries"),
+               manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(),
+               created_by.empty() ? "" : ", written by " + created_by);
+    if (const auto ids = archive::signer_ids(a); !ids.empty()) {
         std::string list;
         for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;
         fmt::print("signed by {} (not checked here: sdm verify --trust KEY.pub)\n", list);
     }
+    if (kept.filtered)
+        fmt::print("{} of {} {} {}\n", plural(kept.kernels.size(), "kernel"), rows.size(), kept.kernels.size() == 1 ? "matches" : "match", filter_text(o));
+    const size_t width = listing_width(o.wide, o.width);
     TextTable entries({"#", "name", "kind", "target", "codec", "raw", "stored", "ratio", "ref"},
                       {Align::right, Align::left, Align::left, Align::left, Align::left, Align::right, Align::right, Align::right, Align::left});
-    for (size_t i = 0; i < a->entries().size(); ++i) {
-        const auto& e = a->entries()[i];
+    for (size_t i = 0; i < a.entries().size(); ++i) {
+        const auto& e = a.entries()[i];
+        if (!kept.keeps_entry(e.name)) continue;
         entries.add({std::to_string(i), std::string(e.name), archive::kind_name(e.kind), archive::kind_has_arch(e.kind) ? e.target() : "-",
                      archive::codec_name(e.codec), std::to_string(e.raw_size), std::to_string(e.stored_size),
                      fmt::format("{:.3f}", e.raw_size ? static_cast<double>(e.stored_size) / static_cast<double>(e.raw_size) : 0.0),
                      e.ref == archive::kNoRef ? std::string("-") : std::to_string(e.ref)});
     }
-    entries.print(stdout);
-    if (manifest && !manifest->kernels.empty()) {
+    if (!kept.filtered || !kept.modules.empty()) entries.print(stdout, width, 1);
+    if (manifest && !kept.kernels.empty()) {
         fmt::print("\n");
         std::fflush(stdout);
         TextTable kernels({"kernel", "module", "signature", "targets", "plan rules"}, {Align::left, Align::left, Align::left, Align::left, Align::right});
-        for (const auto& r : kernel_rows(path, *manifest, self))
-            kernels.add({demangle && !r.demangled.empty() ? r.demangled : r.name, r.module, r.signature, r.targets.empty() ? "-" : r.targets, std::to_string(r.plans)});
-        kernels.print(stdout);
+        for (const size_t i : kept.kernels) {
+            const auto& r = rows[i];
+            kernels.add({o.demangle && !r.demangled.empty() ? r.demangled : r.name, r.module, r.signature, r.targets.empty() ? "-" : r.targets,
+                         std::to_string(r.plans)});
+        }
+        kernels.print(stdout, width, 0);
     }
-    return finish();
+}
+
+}  // namespace
+
+int run_ls(const LsOptions& o) {
+    auto a = archive::Archive::open_file(o.archive);
+    if (!a) {
+        fmt::print(stderr, "sdm ls: {}\n", a.error().message);
+        return 1;
+    }
+    // A manifest that does not decode is an error, after the entries are listed: the kernels
+    // are never silently missing from the listing.
+    auto read = a->read_manifest();
+    std::optional<archive::Manifest> manifest = read ? std::move(*read) : std::nullopt;
+    const auto rows = manifest ? kernel_rows(o.archive, *manifest, o.self) : std::vector<Row>{};
+    const Selection kept = select(rows, o);
+    if (o.json) print_json(*a, manifest, rows, kept, o);
+    else print_text(*a, manifest, rows, kept, o);
+    if (!read) {
+        fmt::print(stderr, "sdm ls: {}\n", read.error().message);
+        return 1;
+    }
+    if (kept.filtered && kept.kernels.empty()) {
+        fmt::print(stderr, "sdm ls: no kernel of {} matches {} (of {}; sdm ls {} lists them all)\n", o.archive, filter_text(o),
+                   plural(rows.size(), "kernel"), o.archive);
+        return 1;
+    }
+    return 0;
 }
 
 }  // namespace sdm::tools

@@ -28,8 +28,7 @@ std::string self_path(const char* argv0) {
 struct Commands {
     sdm::tools::PackOptions pack;
     sdm::tools::ImportOptions import;
-    std::string ls_path;
-    bool ls_json = false, ls_demangle = false;
+    sdm::tools::LsOptions ls;
     std::vector<std::string> verify_paths, verify_trust;
     bool verify_quiet = false;
     sdm::tools::KeygenOptions keygen;
@@ -44,6 +43,7 @@ struct Commands {
     sdm::tools::JitOptions jit;
     sdm::tools::PlanOptions plan;
     std::string completion_shell;
+    std::vector<std::string> help_command;  // never read: main() answers `sdm help` before parsing
 
     CLI::App *pack_cmd = nullptr, *import_cmd = nullptr, *ls_cmd = nullptr, *verify_cmd = nullptr, *keygen_cmd = nullptr, *sign_cmd = nullptr,
              *extract_cmd = nullptr, *diff_cmd = nullptr, *info_cmd = nullptr, *cache_cmd = nullptr, *jit_cmd = nullptr, *plan_cmd = nullptr,
@@ -83,10 +83,17 @@ void add_archive_commands(CLI::App& app, Commands& c) {
     c.import_cmd->add_option("--arch", c.import.archs, "Keep only these cubin (and LTO-IR) targets, comma-separated: sm_80,sm_90a,lto_90")->delimiter(',');
     c.import_cmd->add_option("--ptx", c.import.ptx, "Keep only these PTX targets, comma-separated: compute_90; none: no PTX (a cubin-only archive)")->delimiter(',');
 
-    c.ls_cmd = app.add_subcommand("ls", "List an archive's entries and kernels");
-    c.ls_cmd->add_option("archive", c.ls_path, "Archive file")->required();
-    c.ls_cmd->add_flag("--json", c.ls_json, "Machine-readable output");
-    c.ls_cmd->add_flag("--demangle,-C", c.ls_demangle, "Show kernel names as C++ declarations (demangled)");
+    c.ls_cmd = app.add_subcommand("ls", "List an archive's entries and kernels: on a terminal fitted to its width (TIOCGWINSZ, else $COLUMNS, "
+                                        "else 100) by cutting names with \u2026, piped or redirected whole; exit 1 when the filters keep no kernel");
+    c.ls_cmd->add_option("archive", c.ls.archive, "Archive file")->required();
+    c.ls_cmd->add_flag("--json", c.ls.json, "Machine-readable output: every field whole, the filters applied");
+    c.ls_cmd->add_flag("--demangle,-C", c.ls.demangle, "Show kernel names as C++ declarations (demangled)");
+    c.ls_cmd->add_option("--kernel", c.ls.kernel, "Only kernels whose name or demangled name matches this glob (fnmatch: 'gemm*', '*<float*'); "
+                                                  "the entries shown are their modules'");
+    c.ls_cmd->add_option("--module", c.ls.module, "Only this module's entries and kernels");
+    c.ls_cmd->add_flag("--wide,-w", c.ls.wide, "Never cut a name, on a terminal too");
+    c.ls_cmd->add_option("--width", c.ls.width, "Fit lines to N columns, cutting names, whether or not stdout is a terminal")
+        ->check(CLI::PositiveNumber)->excludes("--wide");
 
     c.verify_cmd = app.add_subcommand("verify", "Check every checksum and parse (and with --trust, the signature and every payload's signed digest); "
                                                 "exit 1 naming the first bad entry");
@@ -120,10 +127,14 @@ void add_archive_commands(CLI::App& app, Commands& c) {
     c.diff_cmd->add_flag("--json", c.diff_json, "Machine-readable output");
 }
 
-// The commands over the runtime and the machine: info, cache, jit, plan; then completion.
+// The commands over the runtime and the machine: info, cache, jit, plan; then completion and help.
 void add_runtime_commands(CLI::App& app, Commands& c) {
-    c.info_cmd = app.add_subcommand("info", "The driver, every visible GPU and its class, nvJitLink, and the mounted archives");
-    c.info_cmd->add_flag("--json", c.info.json, "Machine-readable output");
+    c.info_cmd = app.add_subcommand("info", "The driver, every visible GPU and its class, nvJitLink, and the mounted archives: first a summary "
+                                            "(each archive's kernels, each device's class and how many kernels it is served), then each "
+                                            "device's kernels, which archive serves each and why");
+    c.info_cmd->add_flag("--json", c.info.json, "Machine-readable output (the summary under \"summary\"; --kernel applies, --summary does not)");
+    c.info_cmd->add_option("--kernel", c.info.kernel, "Only kernels whose name (as the manifest holds it) matches this glob (fnmatch: 'gemm*')");
+    c.info_cmd->add_flag("--summary", c.info.summary, "Print the summary alone");
     c.info_cmd->add_option("-a,--archive", c.info.archives, "Mount these archive files");
     c.info_cmd->add_option("--driver", c.info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
     c.info_cmd->add_option("--nvjitlink", c.info.nvjitlink, "libnvJitLink to probe (default: $SDM_NVJITLINK, then the usual places)");
@@ -161,6 +172,10 @@ void add_runtime_commands(CLI::App& app, Commands& c) {
 
     c.completion_cmd = app.add_subcommand("completion", "Print the shell completion script for bash or zsh (installed with sdm)");
     c.completion_cmd->add_option("shell", c.completion_shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+
+    // Listed with the others; main() answers it before parsing (print_help).
+    auto* help = app.add_subcommand("help", "Print a command's help: sdm help COMMAND [SUBCOMMAND] is sdm COMMAND [SUBCOMMAND] --help");
+    help->add_option("command", c.help_command, "A command, and a subcommand of it (cache prune)");
 }
 
 // The subcommand of `parent` named `name`, or null; an unknown one is said with the nearest
@@ -231,7 +246,10 @@ int run_command(CLI::App& app, Commands& c, const char* argv0) {
     try {
         if (c.pack_cmd->parsed()) return sdm::tools::run_pack(c.pack);
         if (c.import_cmd->parsed()) return sdm::tools::run_import(c.import);
-        if (c.ls_cmd->parsed()) return sdm::tools::run_ls(c.ls_path, c.ls_json, c.ls_demangle, self_path(argv0));
+        if (c.ls_cmd->parsed()) {
+            c.ls.self = self_path(argv0);
+            return sdm::tools::run_ls(c.ls);
+        }
         if (c.verify_cmd->parsed()) return sdm::tools::run_verify(c.verify_paths, c.verify_quiet, c.verify_trust);
         if (c.keygen_cmd->parsed()) return sdm::tools::run_keygen(c.keygen);
         if (c.sign_cmd->parsed()) return sdm::tools::run_sign(c.sign);
@@ -270,7 +288,9 @@ int main(int argc, char** argv) {
     Commands commands;
     add_archive_commands(app, commands);
     add_runtime_commands(app, commands);
-    if (argc > 1 && std::string_view(argv[1]) == "help") return print_help(app, argc, argv);
+    // `sdm help --help` is the help command's own help, which CLI11 prints.
+    if (argc > 1 && std::string_view(argv[1]) == "help" && !(argc > 2 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")))
+        return print_help(app, argc, argv);
     if (argc > 1 && argv[1][0] != '-' && find_command(app, argv[1], "sdm") == nullptr) return 2;
     try {
         app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "progress.hpp"
+#include "wording.hpp"
 #include "write_archive.hpp"
 #include "archive/fatbin.hpp"
 #include "archive/file_map.hpp"
@@ -119,10 +120,14 @@ Result<void> check_declared(const archive::Manifest& manifest, const ModuleImage
                               "the manifest lists kernels of module " + module + " (" + kernels.front()->name + "), but no image of it was given");
         for (const auto& image : images->second) {
             std::string missing;
+            size_t missing_count = 0;
             for (const auto* k : kernels)
-                if (!find_params(image, k->name)) missing += (missing.empty() ? "" : ", ") + k->name;
+                if (!find_params(image, k->name)) {
+                    missing += (missing.empty() ? "" : ", ") + k->name;
+                    ++missing_count;
+                }
             if (!missing.empty())
-                return make_error(ErrorCode::invalid_argument, image.origin + " does not define kernel(s) " + missing +
+                return make_error(ErrorCode::invalid_argument, image.origin + " does not define " + (missing_count == 1 ? "kernel " : "kernels ") + missing +
                                                                    " that the manifest lists for module " + module + "; rebuild the image or fix the manifest");
             for (const auto* k : kernels) {
                 const archive::KernelParams* params = find_params(image, k->name);
@@ -263,11 +268,12 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     progress.finish();
     if (!written) return fail(written.error().message);
     if (!o.quiet)
-        fmt::print("{}: {} entries, {} kernels ({} with derived signatures), {} raw bytes -> {} bytes ({:.3f}x); {} prefix-coded, "
-                   "{} dictionary-coded ({} bytes of dictionary), {} stored\n",
-                   o.output, report.entries, manifest.kernels.size(), *derived_count, report.raw_bytes, report.archive_bytes,
+        fmt::print("{}: {}, {} ({} with derived signatures), {} raw -> {} ({:.3f}x); {} prefix-coded, "
+                   "{} dictionary-coded ({} of dictionary), {} stored\n",
+                   o.output, plural(report.entries, "entry", "entries"), plural(manifest.kernels.size(), "kernel"), *derived_count,
+                   plural(report.raw_bytes, "byte"), plural(report.archive_bytes, "byte"),
                    report.raw_bytes ? static_cast<double>(report.archive_bytes) / static_cast<double>(report.raw_bytes) : 0.0,
-                   report.prefix_coded, report.dictionary_coded, report.dictionary_bytes, report.stored);
+                   report.prefix_coded, report.dictionary_coded, plural(report.dictionary_bytes, "byte"), report.stored);
     return 0;
 }
 

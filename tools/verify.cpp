@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "wording.hpp"
 #include "archive/archive.hpp"
 #include "archive/key_files.hpp"
 #include "archive/signature_block.hpp"
@@ -53,7 +54,7 @@ int run_verify(const std::vector<std::string>& archives, bool quiet, const std::
             fmt::print(stderr, "sdm verify: FAILED: {}\n", r.error().message);
             status = 1;
         } else if (!quiet) {
-            fmt::print("{}: ok, {} entries, every checksum and parse verified{}\n", path, r->first, r->second);
+            fmt::print("{}: ok, {}, every checksum and parse verified{}\n", path, plural(r->first, "entry", "entries"), r->second);
         }
     }
     return status;

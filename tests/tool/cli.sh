@@ -40,7 +40,7 @@ expect_fail "must be MODULE:TARGET=PATH" "$sdm" pack -q -o "$work/bad.sdma" "$da
 expect_fail "target 'sm_9x'" "$sdm" pack -q -o "$work/bad.sdma" kernels:sm_9x="$data/kernels.sm_80.cubin"
 expect_fail "no image of it was given" "$sdm" pack -q -m "$data/manifest.toml" -o "$work/bad.sdma" other:sm_80="$data/kernels.sm_80.cubin"
 printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "nope"\nmodule = "kernels"\nsignature = "ptr"\n' >"$work/m3.toml"
-expect_fail "does not define kernel(s) nope" "$sdm" pack -q -m "$work/m3.toml" -o "$work/bad.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
+expect_fail "does not define kernel nope" "$sdm" pack -q -m "$work/m3.toml" -o "$work/bad.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
 expect_fail "cannot open" "$sdm" verify "$work/missing.sdma"
 [ ! -e "$work/bad.sdma" ] || fail "a refused pack left an output file"
 # sdm jit: PTX linked for several SMs into an overlay of cubins (and the manifest, its content
@@ -108,11 +108,43 @@ grep -qF "void sdm_test::fill<float, 256>(float*, float)" "$work/templates.ls" |
 "$sdm" ls --json "$work/templates.sdma" | python3 -c "
 import json,sys; k={x['name']: x for x in json.load(sys.stdin)['kernels']}
 assert k['_ZN8sdm_test4fillIdLi1024EEEvPT_S1_']['demangled'] == 'void sdm_test::fill<double, 1024>(double*, double)', k"
-# Habits: `sdm help X` is `sdm X --help`; a typo in a command or an option gets the nearest name;
+# At a real library's size: on a terminal (or at --width N) a line fits, the name cut with "…" and
+# the other columns whole; piped, every name is whole; --kernel (a glob over the stored and the
+# demangled name) and --module filter the text and the JSON alike; nothing kept is exit 1.
+"$sdm" ls --width 60 "$work/templates.sdma" >"$work/cut.ls"
+python3 - "$work/cut.ls" <<'PY' || { cat "$work/cut.ls"; fail "ls --width 60"; }
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+table = lines[lines.index("") + 1:]
+assert all(len(l) <= 60 for l in table), [l for l in table if len(l) > 60]
+assert any(l.startswith("_ZN8sdm_test4fil\u2026  templates  b64,b32    sm_90") for l in table), table
+PY
+"$sdm" ls --width 50 --wide "$work/templates.sdma" >/dev/null 2>&1 && fail "--width with --wide"
+"$sdm" ls --wide "$work/templates.sdma" | grep -qF "_ZN8sdm_test4fillIdLi1024EEEvPT_S1_" || fail "ls --wide cut a name"
+grep -qF "no kernel ABI, " "$work/templates.ls" || fail "ls of an archive declaring no kernel ABI"
+"$sdm" ls -C --kernel '*<double*' "$work/templates.sdma" >"$work/f.ls"
+grep -qF "1 kernel of 2 matches --kernel '*<double*'" "$work/f.ls" && grep -qF "void sdm_test::fill<double, 1024>" "$work/f.ls" &&
+  ! grep -qF "fill<float" "$work/f.ls" && grep -q "^1  templates  cubin" "$work/f.ls" || { cat "$work/f.ls"; fail "ls --kernel over demangled names"; }
+"$sdm" ls --kernel '_ZN8sdm_test4fillIf*' --module templates --json "$work/templates.sdma" | python3 -c "
+import json,sys; j=json.load(sys.stdin)
+assert [k['name'] for k in j['kernels']] == ['_ZN8sdm_test4fillIfLi256EEEvPT_S1_'], j['kernels']
+assert [e['name'] for e in j['entries']] == ['templates'], j['entries']" || fail "ls --json with filters"
+expect_fail "no kernel of $work/templates.sdma matches --module 'other' (of 2 kernels" "$sdm" ls --module other "$work/templates.sdma"
+{ "$sdm" ls --json --kernel 'nope*' "$work/templates.sdma" 2>/dev/null || true; } | python3 -c "import json,sys; assert json.load(sys.stdin)['kernels'] == []" ||
+  fail "ls --json of a filter keeping nothing"
+# A library (an ELF file) given to ls: the fix is sdm import, named with the file.
+expect_fail "sdm import $data/kernels.sm_90.cubin -o $data/kernels.sm_90.cubin.sdma" "$sdm" ls "$data/kernels.sm_90.cubin"
+# Counts agree with their nouns.
+"$sdm" jit -j 1 "$work/ptx.sdma" -o "$work/one.sdma" --arch 90a >"$work/jit.out"
+grep -qF "an overlay of 1 cubin (1 module x 1 SM) linked with" "$work/jit.out" && grep -qF " on 1 thread; " "$work/jit.out" ||
+  { cat "$work/jit.out"; fail "sdm jit's summary"; }
+# Habits: `sdm help X` is `sdm X --help`; `help` is among the commands `sdm --help` lists; a typo in a command or an option gets the nearest name;
 # every parse error names its command.
 "$sdm" help pack >"$work/help1"; "$sdm" pack --help >"$work/help2"; cmp "$work/help1" "$work/help2"
 "$sdm" help cache prune >"$work/help1"; "$sdm" cache prune --help >"$work/help2"; cmp "$work/help1" "$work/help2"
 expect_fail "did you mean 'pack'" "$sdm" help pakc
+"$sdm" --help | grep -q "^  help  " || fail "sdm --help does not list help"
+"$sdm" help --help | grep -qF "sdm help COMMAND [SUBCOMMAND]" || fail "sdm help --help"
 expect_fail "did you mean 'ls'" "$sdm" lss
 expect_fail "sdm ls: The following argument was not expected: --jsno (did you mean '--json'?)" "$sdm" ls --jsno "$work/a.sdma"
 expect_fail "sdm pack: --output is required" "$sdm" pack
@@ -120,6 +152,10 @@ expect_fail "sdm cache: A subcommand is required" "$sdm" cache
 # Progress names its phases and counts every unit (off a terminal: one line per phase); -q: none.
 "$sdm" pack -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress" >/dev/null
 grep -q "^sdm pack: compress 8/8 in [0-9.]* s" "$work/progress" && grep -q "^sdm pack: prefix trials 8/8" "$work/progress" || { cat "$work/progress"; fail "pack's progress"; }
+# Off a terminal, a line every SDM_PROGRESS_INTERVAL seconds while a phase advances (0: each unit),
+# with no rate for a phase too short to time, and never "0/s".
+SDM_PROGRESS_INTERVAL=0 "$sdm" pack -j 1 -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress" >/dev/null
+grep -q "^sdm pack: compress [1-7]/8" "$work/progress" && ! grep -q "[^.0-9]0/s" "$work/progress" || { cat "$work/progress"; fail "pack's periodic progress"; }
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress"
 [ ! -s "$work/progress" ] || { cat "$work/progress"; fail "pack -q printed progress"; }
 # Every --json output is one JSON document on stdout, whatever else happened.

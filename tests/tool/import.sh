@@ -43,7 +43,7 @@ for input in libparams.so libparams.a params_exe; do
   ls_json "$work/$input.sdma" "k['halves']['signature'] == 'b16,b16,b64' and k['halves']['module'].startswith('${input%%.*}.') and ('sm_90' in [t for _, t in e])"
 done
 "$sdm" import -o "$work/filtered.sdma" --arch sm_90 --ptx compute_90 "$f/params.fatbin" >"$work/out"
-grep -q "1 fatbin containers ([0-9]* bytes), 3 images: 2 imported ([0-9]* bytes as the containers store them), 1 left out by --arch/--ptx" "$work/out" || { cat "$work/out"; fail "import summary"; }
+grep -q "1 fatbin container ([0-9]* bytes), 3 images: 2 imported ([0-9]* bytes as the containers store them), 1 left out by --arch/--ptx" "$work/out" || { cat "$work/out"; fail "import summary"; }
 ls_json "$work/filtered.sdma" "sorted(t for _, t in e) == ['compute_90', 'manifest', 'sm_90']"
 "$sdm" import -q -o "$work/cubins.sdma" --arch sm_80 --ptx compute_80 "$f/params.fatbin"
 ls_json "$work/cubins.sdma" "sorted(t for _, t in e) == ['manifest', 'sm_80']"
@@ -90,7 +90,7 @@ sed 's/opaque:8:4,ptr/i32,ptr/' "$work/m.toml" >"$work/wrong.toml"
 expect_fail "kernel by_struct parameter 0: the manifest declares i32 (4 bytes at offset 0), the image has 8 bytes at offset 0" \
   "$sdm" import -q -m "$work/wrong.toml" -o "$work/bad.sdma" "$f/params.fatbin"
 sed 's/name = "by_struct"/name = "by_strukt"/' "$work/m.toml" >"$work/typo.toml"
-expect_fail "does not define kernel(s) by_strukt" "$sdm" import -q -m "$work/typo.toml" -o "$work/bad.sdma" "$f/params.fatbin"
+expect_fail "does not define kernel by_strukt" "$sdm" import -q -m "$work/typo.toml" -o "$work/bad.sdma" "$f/params.fatbin"
 sed 's/params.0/params.7/' "$work/m.toml" >"$work/nomodule.toml"
 expect_fail "no image of it was given" "$sdm" import -q -m "$work/nomodule.toml" -o "$work/bad.sdma" "$f/params.fatbin"
 [ ! -e "$work/bad.sdma" ] || fail "a refused import left an output file"
@@ -101,7 +101,7 @@ ls_json "$work/pack.sdma" "k['by_struct']['signature'] == 'opaque:8:4,b64' and l
 sed 's/params.0/params/' "$work/wrong.toml" >"$work/wrong_pack.toml"
 expect_fail "kernel by_struct parameter 0" "$sdm" pack -q -m "$work/wrong_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
 sed 's/params.0/params/' "$work/typo.toml" >"$work/typo_pack.toml"
-expect_fail "does not define kernel(s) by_strukt" "$sdm" pack -q -m "$work/typo_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
+expect_fail "does not define kernel by_strukt" "$sdm" pack -q -m "$work/typo_pack.toml" -o "$work/bad.sdma" params:fatbin="$f/params.fatbin"
 # Images of one module that disagree on a kernel's parameters.
 sed 's/\.param \.align 4 \.b8 by_struct_param_0\[8\]/.param .align 4 .b8 by_struct_param_0[12]/' "$data/params.compute_90.ptx" >"$work/params.compute_90.ptx"
 grep -q "by_struct_param_0\[12\]" "$work/params.compute_90.ptx" || fail "the PTX edit did not apply"

@@ -22,6 +22,29 @@ expect "unclassified: outside the SDM kernels' hardware matrix, which archives d
 expect "any other archive is served here by compute capability"
 expect "kernel scale: archive $golden/kernels.sdma, module kernels, sm_90a"
 expect "load path: module (one context per device"  # the driver's path a host's runtime takes (issue 27)
+# The summary comes first: each archive's kernels, each device's class and what it is served.
+head -1 "$work/info" | grep -q "^summary: [0-9]* archives\? mounted, 4 devices, [0-9]* kernels$" || { cat "$work/info"; fail "sdm info's summary line"; }
+expect "  archive $golden/kernels.sdma: 2 kernels"
+expect "  device 0: NVIDIA H200 (9.0, class modern): "
+expect "  device 1: Tesla T4 (7.5, class unclassified): "
+expect "archive: $golden/kernels.sdma, 11 entries, 2 kernels, kernel ABI 1.2, content tests.1, unsigned"
+# --summary: the summary alone; --kernel: only the kernels matching, in the summary and per device.
+"$sdm" info --summary -a "$golden/kernels.sdma" >"$work/info" 2>&1
+expect "  device 0: NVIDIA H200 (9.0, class modern): "
+! grep -q "kernel scale:" "$work/info" || { cat "$work/info"; fail "sdm info --summary printed the details"; }
+"$sdm" info --kernel 'sc*' -a "$golden/kernels.sdma" >"$work/info" 2>&1
+expect " mounted, 4 devices, 1 kernel matching 'sc*'"
+expect "  device 0: NVIDIA H200 (9.0, class modern): 1 kernel served, 0 not served"
+expect "kernel scale: archive $golden/kernels.sdma"
+! grep -q "kernel axpy:" "$work/info" || { cat "$work/info"; fail "sdm info --kernel kept axpy"; }
+"$sdm" info --json --kernel 'sc*' -a "$golden/kernels.sdma" | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+assert [k['name'] for k in d['devices'][0]['kernels']] == ['scale'], d['devices'][0]['kernels']
+s = d['summary']
+assert s['kernels'] == 1 and s['kernel_filter'] == 'sc*' and s['archives'][-1]['kernels'] == 2, s
+assert s['devices'][0] == {'ordinal': 0, 'name': 'NVIDIA H200', 'capability': '9.0', 'class': 'modern', 'served': 1, 'not_served': 0}, s['devices'][0]
+" || fail "sdm info --json's summary"
 SDM_LOAD_PATH=library "$sdm" info -a "$golden/kernels.sdma" 2>&1 | grep -F "load path: library (SDM_LOAD_PATH=library" >/dev/null ||
   fail "sdm info does not follow SDM_LOAD_PATH"
 "$sdm" info --json -a "$golden/kernels.sdma" | python3 -c "
@@ -64,6 +87,10 @@ done
 # A PTX module: which backend would build it, and why not the ones before.
 printf '[archive]\nkernel_abi = "1.0"\n[[kernel]]\nname = "scale"\nmodule = "k"\nsignature = "ptr,f32,i32"\n' >"$work/m.toml"
 "$sdm" pack -q -m "$work/m.toml" -o "$work/ptx.sdma" "k:compute_90=$data/kernels.compute_90.ptx"
+# An archive that declares no kernel ABI and no content version says so, with no empty value.
+"$sdm" import -q -o "$work/plain.sdma" "$data/templates.sm_90.cubin"
+"$sdm" info -a "$work/plain.sdma" >"$work/info" 2>&1
+expect "archive: $work/plain.sdma, 2 entries, 2 kernels, no kernel ABI, unsigned"
 if "$sdm" info -a "$work/ptx.sdma" | grep -q '^nvJitLink: /'; then
   "$sdm" info -a "$work/ptx.sdma" >"$work/info" 2>&1
   expect "JIT: nvJitLink would build it"
