@@ -2,7 +2,7 @@
 # Loader bench on a GPU machine: medians over fresh processes, ratios against the raw
 # driver and nvJitLink measured in the same run. Usage: bench/load_bench.sh BUILD_DIR
 # With OLD_BUILD (a build of the tree before a change: its capi/libsdm.so.1), the warm starts are
-# measured again with that libsdm in the same run.
+# measured again with that libsdm in the same run, interleaved run by run with this build's.
 # BUILD_DIR holds tools/sdm, bench/load_bench, bench/large.sm_90.cubin (about 2 MB) and the bench
 # corpus's bench/gemm.{sm_90.cubin,compute_90.ptx} (ninja -C BUILD_DIR bench/load_bench
 # bench/large.sm_90.cubin bench/gemm.sm_90.cubin bench/gemm.compute_90.ptx).
@@ -21,7 +21,10 @@ trap 'rm -rf "$work"' EXIT
 median() {  # median NAME RUNS COMMAND...: the median of RUNS fresh processes, every value logged
   local name=$1 runs=$2; shift 2
   for _ in $(seq "$runs"); do "$@" || echo "nan"; done >"$out/$name.txt" 2>>"$out/errors.log"
-  python3 -c "import statistics,sys; v=[float(x) for x in open('$out/$name.txt') if x.strip()!='nan']; print(statistics.median(v) if v else float('nan'))"
+  median_of "$out/$name.txt"
+}
+median_of() {  # median_of FILE: the median of its numbers, "nan" lines left out
+  python3 -c "import statistics,sys; v=[float(x) for x in open('$1') if x.strip()!='nan']; print(statistics.median(v) if v else float('nan'))"
 }
 entries() { grep -o '\.entry [A-Za-z0-9_$]*' "$1" | awk '{print $2}'; }
 # The archives have no manifest source: every kernel gets the signature derived from its image.
@@ -58,11 +61,23 @@ for size in small medium large; do
   r[raw_$size]=$(median raw_$size 15 "$lb" raw-cubin "$work/$size.sm_90.cubin" "${!k}")
   r[hand_$size]=$(median hand_$size 15 "$lb" hand-rolled "$work/$size.sm_90.cubin" "${!k}")
   "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size" >/dev/null  # warm the sdm cache
-  r[sdm_warm_$size]=$(median sdm_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
-  r[sdm_stored_$size]=$(median sdm_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
-  if [ -n "${OLD_BUILD:-}" ]; then  # the same starts with the libsdm of the tree before the change
-    r[old_warm_$size]=$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" median old_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
-    r[old_stored_$size]=$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" median old_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
+  if [ -n "${OLD_BUILD:-}" ]; then
+    # The same starts with the libsdm of the tree before the change, interleaved run by run with
+    # this one's (so that a drift of the machine falls on both alike).
+    for kind in warm stored; do
+      archive="$work/$size.sdma"; [ $kind = stored ] && archive="$work/$size-stored.sdma"
+      : >"$out/sdm_${kind}_$size.txt"; : >"$out/old_${kind}_$size.txt"
+      for _ in $(seq 15); do
+        "$lb" sdm "$archive" "${!k}" "$work/cache-$size" >>"$out/sdm_${kind}_$size.txt" 2>>"$out/errors.log" || echo nan >>"$out/sdm_${kind}_$size.txt"
+        LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" "$lb" sdm "$archive" "${!k}" "$work/cache-$size" >>"$out/old_${kind}_$size.txt" 2>>"$out/errors.log" ||
+          echo nan >>"$out/old_${kind}_$size.txt"
+      done
+      r[sdm_${kind}_$size]=$(median_of "$out/sdm_${kind}_$size.txt")
+      r[old_${kind}_$size]=$(median_of "$out/old_${kind}_$size.txt")
+    done
+  else
+    r[sdm_warm_$size]=$(median sdm_warm_$size 15 "$lb" sdm "$work/$size.sdma" "${!k}" "$work/cache-$size")
+    r[sdm_stored_$size]=$(median sdm_stored_$size 15 "$lb" sdm "$work/$size-stored.sdma" "${!k}" "$work/cache-$size")
   fi
   # The same start by phase (its own runs: the debug trace costs a little).
   for _ in $(seq 9); do "$lb" sdm-phases "$work/$size.sdma" "${!k}" "$work/cache-$size"; done >"$out/phases_$size.txt" 2>>"$out/errors.log"
