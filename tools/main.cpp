@@ -80,8 +80,8 @@ void add_archive_commands(CLI::App& app, Commands& c) {
     add_write_options(c.import_cmd, c.import.write);
     c.import_cmd->add_option("inputs", c.import.inputs, "Files: cubin, PTX, LTO-IR, .fatbin, ELF (.so, executable, .o) or ar (.a)")
         ->required()->check(CLI::ExistingFile);
-    c.import_cmd->add_option("--arch", c.import.archs, "Keep only these cubin (and LTO-IR) targets, comma-separated: sm_80,sm_90a,lto_90")->delimiter(',');
-    c.import_cmd->add_option("--ptx", c.import.ptx, "Keep only these PTX targets, comma-separated: compute_90; none: no PTX (a cubin-only archive)")->delimiter(',');
+    c.import_cmd->add_option("--arch", c.import.archs, "Keep only these cubin (and LTO-IR) targets, comma-separated: sm_80,sm_90a,lto_90")->delimiter(',')->allow_extra_args(false);
+    c.import_cmd->add_option("--ptx", c.import.ptx, "Keep only these PTX targets, comma-separated: compute_90; none: no PTX (a cubin-only archive)")->delimiter(',')->allow_extra_args(false);
 
     c.ls_cmd = app.add_subcommand("ls", "List an archive's entries and kernels: on a terminal fitted to its width (TIOCGWINSZ, else $COLUMNS, "
                                         "else 100) by cutting names with \u2026, piped or redirected whole; exit 1 when the filters keep no kernel");
@@ -156,7 +156,7 @@ void add_runtime_commands(CLI::App& app, Commands& c) {
     c.jit_cmd = app.add_subcommand("jit", "Link every PTX module of an archive for given SMs into an overlay of cubins that mounts over it");
     c.jit_cmd->add_option("archive", c.jit.input, "Archive with PTX")->required()->check(CLI::ExistingFile);
     c.jit_cmd->add_option("-o,--output", c.jit.output, "Archive of cubins to write")->required();
-    c.jit_cmd->add_option("--arch", c.jit.archs, "SMs to link for, comma-separated: 90,100,120 (a variant: 90a)")->required()->delimiter(',');
+    c.jit_cmd->add_option("--arch", c.jit.archs, "SMs to link for, comma-separated: 90,100,120 (a variant: 90a)")->required()->delimiter(',')->allow_extra_args(false);
     c.jit_cmd->add_option("--nvjitlink", c.jit.nvjitlink, "libnvJitLink to use (default: $SDM_NVJITLINK, then the usual places)");
     c.jit_cmd->add_option("-j,--jobs", c.jit.threads, "Parallel links (default: one per core)");
     c.jit_cmd->add_flag("-q,--quiet", c.jit.quiet, "No progress bar, no summary");

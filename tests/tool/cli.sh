@@ -70,6 +70,10 @@ expect_fail "--arch 9x is not one SM" "$sdm" jit -q "$work/ptx.sdma" -o "$work/b
 # --arch as people write it: 90a, sm_90a, compute_90 name one SM alike.
 for a in sm_90a compute_90; do "$sdm" jit -q "$work/ptx.sdma" -o "$work/spelled.sdma" --arch "$a"; done
 "$sdm" import -q -o "$work/imported90.sdma" "$data/kernels.sm_90.cubin" "$data/kernels.sm_80.cubin" --arch 90
+# --arch and --ptx take one value each time (comma-separated, or repeated): the inputs after them
+# stay inputs.
+"$sdm" import -q --arch sm_90 --ptx none "$data/kernels.sm_90.cubin" --arch sm_80 "$data/kernels.sm_80.cubin" -o "$work/imported-order.sdma"
+"$sdm" ls "$work/imported-order.sdma" | grep -q 'sm_80' || { echo "FAIL: --arch sm_90 FILE --arch sm_80 FILE kept neither file's targets" >&2; exit 1; }
 "$sdm" ls --json "$work/imported90.sdma" | python3 -c "import json,sys; t=[e['target'] for e in json.load(sys.stdin)['entries'] if e['kind']=='cubin']; assert t==['sm_90'], t"
 expect_fail "nothing to link in" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 75
 [ ! -e "$work/bad.sdma" ] || fail "sdm jit with nothing to link left an output file"
