@@ -3,6 +3,7 @@
 // A machine without a driver still gets the archive part and a clear line saying why not the rest.
 // It mounts what a host's libsdm mounts: the archive embedded in that libsdm (read out of its ELF
 // section, since the tool is built before the kernels it packs), then $SDM_ARCHIVE_PATH.
+#include <filesystem>
 #include <set>
 
 #include <dlfcn.h>
@@ -31,14 +32,34 @@ namespace sdm::tools {
 
 namespace {
 
-// The libsdm a host would load: `given`, else the libsdm.so.1 the dynamic loader finds. Empty with
-// `why` set when there is none.
+// The libsdm beside this tool when the dynamic loader finds none: a build tree's capi/libsdm.so.1,
+// or an install tree's lib/ (any multiarch folder of it). Empty when there is none.
+std::string libsdm_beside_tool() {
+    std::error_code ec;
+    const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    const std::filesystem::path up = exe.parent_path().parent_path();
+    std::vector<std::filesystem::path> candidates{up / "capi" / "libsdm.so.1", up / "lib" / "libsdm.so.1", up / "lib64" / "libsdm.so.1"};
+    for (const auto& entry : std::filesystem::directory_iterator(up / "lib", ec))
+        if (entry.is_directory(ec)) candidates.push_back(entry.path() / "libsdm.so.1");
+    for (const auto& c : candidates)
+        if (std::filesystem::is_regular_file(c, ec)) return c.string();  // the soname link to the library, as the loader would follow it
+    return {};
+}
+
+// The libsdm a host would load: `given`, else the libsdm.so.1 the dynamic loader finds, else the
+// one beside this tool (a build or install tree). Empty with `why` set when there is none.
 std::string locate_libsdm(const std::string& given, std::string& why) {
     if (!given.empty()) return given;
     void* handle = dlopen("libsdm.so.1", RTLD_LAZY | RTLD_LOCAL);
     if (handle == nullptr) {
         const char* e = dlerror();
-        why = std::string("the dynamic loader finds no libsdm.so.1 (") + (e != nullptr ? e : "no reason given") + "); pass --libsdm PATH";
+        const std::string reason = e != nullptr ? e : "no reason given";
+        if (std::string beside = libsdm_beside_tool(); !beside.empty()) {
+            why = "the dynamic loader finds no libsdm.so.1 (" + reason + "); read the one beside this tool, " + beside;
+            return beside;
+        }
+        why = "the dynamic loader finds no libsdm.so.1 (" + reason + "), nor is there one beside this tool; pass --libsdm PATH";
         return {};
     }
     std::string path;

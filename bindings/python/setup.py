@@ -40,6 +40,12 @@ class BuildPy(build_py):
                             "&& ninja -C build), or set SDM_BUILD_DIR (default: the repository's build) to the Meson "
                             "build directory that has it")
         (package / "_lib").mkdir(exist_ok=True)
+        # The project's license travels inside the package (the wheel ships libsdm's binary).
+        license_file = HERE / ".." / ".." / "LICENSE"
+        if license_file.is_file():
+            shutil.copy(license_file, package / "LICENSE")
+        else:
+            print(f"setup.py: no {license_file}: the wheel goes without the project's LICENSE", file=sys.stderr)
         # libsdm, and beside it the JIT helper it starts for links it cannot fully check
         # (docs/LOADING.md, "A compiler that crashes"): libsdm looks for it in its own directory.
         helper = source.parent / HELPER

@@ -41,6 +41,7 @@ package=$("$python" -c 'import os, sdm; print(os.path.dirname(sdm.__file__))')
 [[ $package == "$tmp/venv/"* ]] || fail "import sdm found $package, not the installed package"
 library=$("$python" -c 'from sdm import _capi; print(_capi.library_path())')
 [[ $library == "$package/_lib/libsdm.so.1" ]] || fail "the installed package loads $library, not its own libsdm"
+cmp -s "$package/LICENSE" "$root/LICENSE" || fail "the installed package has no copy of the project's LICENSE"
 if readelf -S -W "$library" | grep -E ' \.(symtab|debug_)' >/dev/null; then
     fail "$library has symbols or debug information: the build did not strip it"
 fi

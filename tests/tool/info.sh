@@ -62,6 +62,10 @@ if readelf -S "$libsdm" 2>/dev/null | grep -q '\.sdm_archive'; then
   expect "libsdm: $libsdm embeds"
   expect "archive: embedded kernels.sdma (embedded)"
   expect "kernel sdm_scatter_delta_atomic_bf16_i64: archive embedded kernels.sdma"
+  # From a build tree, with no libsdm on the loader's path: the one beside the tool.
+  env -u LD_LIBRARY_PATH "$sdm" info --json >"$work/info" 2>"$work/info.err" || { cat "$work/info" "$work/info.err"; fail "sdm info from the build tree"; }
+  python3 -c "import json,sys,os; d=json.load(open('$work/info'))['libsdm']; assert os.path.samefile(d['path'], '$libsdm'), d" ||
+    fail "sdm info does not read the libsdm beside the tool"
 else
   echo "note: $libsdm embeds no archive (built without nvcc): its mount is not checked"
 fi

@@ -48,6 +48,13 @@ def load(library: str | None = None) -> ctypes.CDLL:
         try:
             lib = ctypes.CDLL(path)
         except OSError as e:
+            # The loader names the object it could not open first: libsdm itself (not found), or
+            # one of the libraries libsdm needs (found, but its dependency is missing).
+            failed = str(e).split(":", 1)[0].strip()
+            if failed and os.path.basename(failed) != os.path.basename(path) and failed != path:
+                raise OSError(f"libsdm at {path!r} was found but a library it needs does not load ({e}); "
+                              "install it: libsdm needs libzstd, libxxhash, liblz4 and libsodium "
+                              "(Debian: libzstd1 libxxhash0 liblz4-1 libsodium23)") from e
             raise OSError(f"cannot load libsdm from {path!r} ({e}); set SDM_LIBRARY to its path "
                           "or pass library=") from e
         lib.sdm_abi_version.restype, lib.sdm_abi_version.argtypes = c_uint32, []

@@ -326,6 +326,27 @@ class VersionTest(unittest.TestCase):
             sdm.Runtime(library="/nonexistent/libsdm.so.1")
         self.assertIn("/nonexistent/libsdm.so.1", str(caught.exception))
 
+    def test_missing_dependency_is_named(self):
+        # A libsdm that is there but needs a library that is not: the message says to install the
+        # dependency, not to set SDM_LIBRARY.
+        cc = shutil.which("cc")
+        if cc is None:
+            self.skipTest("no C compiler to build a library with a missing dependency")
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "empty.c")
+            with open(src, "w") as f:
+                f.write("int sdm_test_symbol(void) { return 0; }\n")
+            dep = os.path.join(d, "libsdmtestdep.so")
+            subprocess.run([cc, "-shared", "-fPIC", "-o", dep, src], check=True)
+            lib = os.path.join(d, "libsdm.so.1")
+            subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src, "-Wl,--no-as-needed", "-L" + d, "-lsdmtestdep"], check=True)
+            os.remove(dep)
+            with self.assertRaises(OSError) as caught:
+                _capi.load(lib)
+            self.assertIn("libsdmtestdep.so", str(caught.exception))
+            self.assertIn("a library it needs", str(caught.exception))
+            self.assertNotIn("set SDM_LIBRARY", str(caught.exception))
+
 
 # ---- runtimes on the fake driver ------------------------------------------------------------------
 
