@@ -938,7 +938,7 @@ impl Runtime {
 /// What kind of image served a kernel (`sdm_kernel_info.image_kind`: the archive's kinds). A
 /// newtype, as [`Status`] is: a newer libsdm may know more kinds. Its constants are sdm.h's
 /// SDM_IMAGE_KIND_* (abi.rs).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ImageKind(pub u32);
 
 // The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
@@ -955,6 +955,16 @@ impl ImageKind {
     }
 }
 
+/// `ImageKind(cubin)`; `ImageKind(unknown 9)` for a kind this crate does not know.
+impl fmt::Debug for ImageKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            "unknown" => write!(f, "ImageKind(unknown {})", self.0),
+            name => write!(f, "ImageKind({name})"),
+        }
+    }
+}
+
 impl fmt::Display for ImageKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -963,7 +973,7 @@ impl fmt::Display for ImageKind {
 
 /// Where the loaded image came from (`sdm_kernel_info.source`). A newtype, as [`ImageKind`] is;
 /// the numbers are sdm.h's.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ImageSource(pub u32);
 
 // The constants (the values of sdm.h) are in abi.rs, generated from sdm.h.
@@ -979,6 +989,16 @@ impl ImageSource {
             ImageSource::FATBIN => "fatbin",
             ImageSource::PTX_COMPILER => "nvPTXCompiler",
             _ => "unknown",
+        }
+    }
+}
+
+/// `ImageSource(nvJitLink)`; `ImageSource(unknown 9)` for a source this crate does not know.
+impl fmt::Debug for ImageSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            "unknown" => write!(f, "ImageSource(unknown {})", self.0),
+            name => write!(f, "ImageSource({name})"),
         }
     }
 }

@@ -188,6 +188,9 @@ fn the_kernels_of_the_golden_archive() {
     assert_eq!((info.image_kind.to_string(), info.source.to_string()), ("cubin".into(), "archive cubin".into()));
     // Numbers a newer libsdm may add survive, by name "unknown".
     assert_eq!((ImageKind(9).name(), ImageSource(9).name()), ("unknown", "unknown"));
+    // Debug shows the names, not the numbers.
+    assert_eq!(format!("{:?} {:?}", info.image_kind, info.source), "ImageKind(cubin) ImageSource(archive cubin)");
+    assert_eq!(format!("{:?}", ImageKind(9)), "ImageKind(unknown 9)");
     assert!(!scale.function().unwrap().is_null());
 
     let axpy = rt.kernel(0, "axpy").unwrap();
