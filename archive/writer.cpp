@@ -133,8 +133,8 @@ struct Coding {
           raw_hash(n),
           budget(options.work_memory),
           choice(n),
-          pinned(n, false),
-          referrer(n, false),
+          pinned(n, 0),
+          referrer(n, 0),
           sketches(prefix ? n : 0),
           total_work(n) {
         std::sort(in.begin(), in.end(), [](const auto& a, const auto& b) { return input_key(a) < input_key(b); });
@@ -181,8 +181,10 @@ struct Coding {
     std::vector<Hash128> raw_hash;
     Budget budget;
     std::vector<Choice> choice;
-    std::vector<bool> pinned;    // stays plain: stored by request, or a prefix others use
-    std::vector<bool> referrer;  // codes against another entry: never a base itself
+    // Bytes, not std::vector<bool>: the plain pass writes entries' flags from several threads, and
+    // a vector<bool> packs neighbours into one word (a data race ThreadSanitizer found).
+    std::vector<uint8_t> pinned;    // stays plain: stored by request, or a prefix others use
+    std::vector<uint8_t> referrer;  // codes against another entry: never a base itself
     std::vector<Sketch> sketches;
     // The trained dictionary, its stored form, and the entries coded against it.
     ByteVector dictionary, dictionary_stored;
@@ -219,7 +221,7 @@ Result<void> code_plain(Coding& c) {
         }
         if (store || c.choice[i].stored.empty()) {
             c.choice[i].codec = Codec::stored;
-            c.pinned[i] = store;
+            c.pinned[i] = store ? 1 : 0;
         }
         if (c.prefix && image_kind(c.in[i].kind) && !store) c.sketches[i] = sketch_of(*raw);
         trim(c.scratch[w]);
@@ -327,8 +329,8 @@ std::vector<size_t> take_prefixes(Coding& c, const std::vector<std::vector<size_
         c.choice[i].ref = static_cast<uint32_t>(j);
         if (t.candidate == trials.best_of[i]) c.choice[i].stored = std::move(trials.best_out[i]);
         else recode.push_back(i);
-        c.referrer[i] = true;
-        c.pinned[j] = true;
+        c.referrer[i] = 1;
+        c.pinned[j] = 1;
     }
     trials.best_out.clear();
     trials.best_out.shrink_to_fit();
