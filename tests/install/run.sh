@@ -5,8 +5,9 @@
 # project (find_package(sdm), sdm::sdm), a make project (pkg-config sdm, the .pc relocatable: no
 # sysroot needed), and runs them on the fake driver; with nvcc, a CMake kernel project
 # (sdm_add_archive, signed) and the README's Meson kernel project (tests/install/meson_kernel_project),
-# each checked to rebuild its archive when the header its kernel includes changes, and only then. Usage: tests/install/run.sh BUILD_DIR
-# (meson registers it as the test "install"). Exits 77 when cmake, make or pkg-config is missing.
+# each checked to rebuild its archive when the header its kernel includes changes, and only then.
+# Usage: tests/install/run.sh BUILD_DIR (meson registers it as the test "install"). Exits 77 when
+# cmake, make or pkg-config is missing.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
