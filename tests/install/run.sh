@@ -3,8 +3,11 @@
 # binaries stripped, the man pages (sdm, sdm-COMMAND) rendering, the shell completions, the
 # documents and the licence; then builds host projects against the installed tree only: a CMake
 # project (find_package(sdm), sdm::sdm), a make project (pkg-config sdm, the .pc relocatable: no
-# sysroot needed), and runs them on the fake driver. Usage: tests/install/run.sh BUILD_DIR
-# (meson registers it as the test "install"). Exits 77 when cmake, make or pkg-config is missing.
+# sysroot needed), and runs them on the fake driver; with nvcc, a CMake kernel project
+# (sdm_add_archive, signed) and the README's Meson kernel project (tests/install/meson_kernel_project),
+# each checked to rebuild its archive when the header its kernel includes changes, and only then.
+# Usage: tests/install/run.sh BUILD_DIR (meson registers it as the test "install"). Exits 77 when
+# cmake, make or pkg-config is missing.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -74,16 +77,51 @@ echo "pkg-config --cflags --libs sdm: $(pkg-config --cflags --libs sdm)"
 mkdir -p "$work/make"
 make -s -C "$work/make" -f "$src/tests/install/Makefile" SDM_SOURCE_DIR="$src" c_host
 "$work/make/c_host"
-echo "== CMake: a kernel project, sdm_add_archive (nvcc + sdm pack) and its kernel loaded by name"
+# A kernel project's archive is rebuilt when the header its kernel includes changes (nvcc's
+# depfile), and only then: BUILD (a command) runs once more with nothing changed (the archive's
+# mtime must stay), then after the header's constant is edited (its bytes must change).
+# Usage: header_rebuild WHAT PROJECT_COPY ARCHIVE BUILD...
+header_rebuild() {
+  local what=$1 copy=$2 archive=$3; shift 3
+  local stamp; stamp=$(stat -c %y "$archive")
+  cp "$archive" "$work/before.sdma"
+  "$@" >"$work/rebuild.log" 2>&1 || { cat "$work/rebuild.log"; exit 1; }
+  [ "$(stat -c %y "$archive")" = "$stamp" ] || fail "$what: a build with nothing changed rebuilt the archive: $(cat "$work/rebuild.log")"
+  sed -i 's/kScaleOffset = 0.0f/kScaleOffset = 1.0f/' "$copy/scale.cuh"
+  grep -q 'kScaleOffset = 1.0f' "$copy/scale.cuh" || fail "$what: scale.cuh lost its constant"
+  "$@" >"$work/rebuild.log" 2>&1 || { cat "$work/rebuild.log"; exit 1; }
+  ! cmp -s "$archive" "$work/before.sdma" || fail "$what: editing scale.cuh did not rebuild the archive: $(cat "$work/rebuild.log")"
+  echo "$what: editing scale.cuh rebuilt the archive, a build with nothing changed did not"
+}
+echo "== CMake: a kernel project, sdm_add_archive (nvcc + sdm pack, signed) and its kernel loaded by name"
 if nvcc=$(command -v nvcc || ls "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" 2>/dev/null); then
-  # The installed tool runs from the staging tree: its libraries are there too.
-  cmake -S "$src/tests/install/kernel_project" -B "$work/kernels" -DCMAKE_PREFIX_PATH="$root" -DSDM_NVCC="$nvcc" \
-    >"$work/kernels.log" 2>&1 || { cat "$work/kernels.log"; exit 1; }
+  # The installed tool runs from the staging tree: its libraries are there too. The project is
+  # copied out of the source tree: the test edits its header.
+  cp -r "$src/tests/install/kernel_project" "$work/kernels-src"
+  "$root/bin/sdm" keygen -q -o "$work/release"
+  cmake -S "$work/kernels-src" -B "$work/kernels" -DCMAKE_PREFIX_PATH="$root" -DSDM_NVCC="$nvcc" \
+    -DSDM_SIGN_KEY="$work/release.key" >"$work/kernels.log" 2>&1 || { cat "$work/kernels.log"; exit 1; }
   cmake --build "$work/kernels" >"$work/kernels-build.log" 2>&1 || { cat "$work/kernels-build.log"; exit 1; }
   "$work/kernels/kernel_host" | tee "$work/kernel_host.out"
   grep -q "kernel scale of module scale (b64,b32,b32), image sm_90" "$work/kernel_host.out" || { echo "the kernel project's kernel"; exit 1; }
+  "$root/bin/sdm" verify --trust "$work/release.pub" "$work/kernels/user_kernels.sdma" || fail "sdm_add_archive(SIGN): the archive's signature"
+  header_rebuild "CMake (sdm_add_archive)" "$work/kernels-src" "$work/kernels/user_kernels.sdma" cmake --build "$work/kernels" --target user_kernels
+  "$root/bin/sdm" verify -q --trust "$work/release.pub" "$work/kernels/user_kernels.sdma" || fail "sdm_add_archive(SIGN): the rebuilt archive's signature"
+
+  echo "== Meson: the README's kernel project (tests/install/meson_kernel_project: nvcc + sdm import)"
+  if command -v meson >/dev/null && command -v ninja >/dev/null; then
+    cp -r "$src/tests/install/meson_kernel_project" "$work/meson-src"
+    PATH="$root/bin:$(dirname "$nvcc"):$PATH" meson setup "$work/meson-src" "$work/meson" >"$work/meson.log" 2>&1 || { cat "$work/meson.log"; exit 1; }
+    grep -q "Program sdm found: YES ($root/bin/sdm)" "$work/meson.log" || fail "the Meson project did not find the installed sdm: $(grep 'Program sdm' "$work/meson.log")"
+    ninja -C "$work/meson" >"$work/meson-build.log" 2>&1 || { cat "$work/meson-build.log"; exit 1; }
+    "$root/bin/sdm" ls "$work/meson/my_kernels.sdma" | tee "$work/meson-ls.out"
+    grep -Eq '^scale +scale +b64,b32,b32 +sm_90,compute_90' "$work/meson-ls.out" || fail "the Meson project's archive lacks the kernel scale for sm_90 and compute_90"
+    header_rebuild "Meson (custom_target depfile)" "$work/meson-src" "$work/meson/my_kernels.sdma" ninja -C "$work/meson"
+  else
+    echo "no meson or ninja on PATH: the Meson kernel project is not built"
+  fi
 else
-  echo "no nvcc: the kernel project is not built"
+  echo "no nvcc: the kernel projects are not built"
 fi
 echo "== Rust: a host crate outside the repository (pkg-config, rpath)"
 rc=0; bash "$src/bindings/rust/test_outside.sh" "$stage" "$prefix" "$build" || rc=$?

@@ -1,0 +1,7 @@
+// The Meson kernel project's one kernel (tests/install/meson_kernel_project: nvcc and the installed
+// sdm tool). Its header is a dependency of the archive.
+#include "scale.cuh"
+extern "C" __global__ void scale(float* p, float factor, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = p[i] * factor + kScaleOffset;
+}
