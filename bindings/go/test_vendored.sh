@@ -7,7 +7,7 @@
 #   STAGE_ROOT: the --destdir that `meson install` staged sdm into (it holds usr/local/...).
 #   BUILD_DIR:  the Meson build directory, for its fake driver (default: build; absolute or
 #               relative to the repository root).
-# sdm.pc gives no rpath: the host runs with LD_LIBRARY_PATH at the staged library directory.
+# sdm.pc's Libs carry the rpath of its libsdm: the host runs without LD_LIBRARY_PATH.
 # Needs Go >= 1.19 and pkg-config; no network (GOPROXY=off). Ends with "go vendored: ok"; exits
 # non-zero on any failure.
 set -euo pipefail
@@ -112,9 +112,9 @@ dir=$(go list -f '{{.Dir}}' sdm.dev/sdm)
 go vet ./...
 go build -o "$tmp/sdmhost" . || fail "go build against $stage (pkg-config: $flags)"
 
-export LD_LIBRARY_PATH=$lib_dir
 linked=$(ldd "$tmp/sdmhost")
-[[ $linked == *"libsdm.so.1 => $lib_dir/libsdm.so.1 "* ]] || fail "the host does not load $lib_dir/libsdm.so.1: $linked"
+loaded=$(awk '$1 == "libsdm.so.1" && $2 == "=>" {print $3}' <<<"$linked")
+[[ -n $loaded && $loaded -ef $lib_dir/libsdm.so.1 ]] || fail "the host does not load $lib_dir/libsdm.so.1 (through sdm.pc's rpath): $linked"
 export SDM_CUDA_DRIVER=$driver SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" SDM_CACHE_DIR=$tmp/cache
 "$tmp/sdmhost" "$root/tests/golden/kernels.sdma"
 echo "go vendored: ok"
