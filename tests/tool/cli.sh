@@ -73,7 +73,10 @@ for a in sm_90a compute_90; do "$sdm" jit -q "$work/ptx.sdma" -o "$work/spelled.
 # --arch and --ptx take one value each time (comma-separated, or repeated): the inputs after them
 # stay inputs.
 "$sdm" import -q --arch sm_90 --ptx none "$data/kernels.sm_90.cubin" --arch sm_80 "$data/kernels.sm_80.cubin" -o "$work/imported-order.sdma"
-"$sdm" ls "$work/imported-order.sdma" | grep -q 'sm_80' || { echo "FAIL: --arch sm_90 FILE --arch sm_80 FILE kept neither file's targets" >&2; exit 1; }
+listing=$("$sdm" ls "$work/imported-order.sdma")  # captured first: grep -q on a pipe would cut ls off (SIGPIPE, pipefail)
+for target in sm_90 sm_80; do
+  grep -q "$target" <<<"$listing" || { echo "FAIL: --arch sm_90 FILE --arch sm_80 FILE lost $target: $listing" >&2; exit 1; }
+done
 "$sdm" ls --json "$work/imported90.sdma" | python3 -c "import json,sys; t=[e['target'] for e in json.load(sys.stdin)['entries'] if e['kind']=='cubin']; assert t==['sm_90'], t"
 expect_fail "nothing to link in" "$sdm" jit -q "$work/ptx.sdma" -o "$work/bad.sdma" --arch 75
 [ ! -e "$work/bad.sdma" ] || fail "sdm jit with nothing to link left an output file"
@@ -124,7 +127,8 @@ assert all(len(l) <= 60 for l in table), [l for l in table if len(l) > 60]
 assert any(l.startswith("_ZN8sdm_test4fil\u2026  templates  b64,b32    sm_90") for l in table), table
 PY
 "$sdm" ls --width 50 --wide "$work/templates.sdma" >/dev/null 2>&1 && fail "--width with --wide"
-"$sdm" ls --wide "$work/templates.sdma" | grep -qF "_ZN8sdm_test4fillIdLi1024EEEvPT_S1_" || fail "ls --wide cut a name"
+wide=$("$sdm" ls --wide "$work/templates.sdma")  # captured first: grep -q on a pipe would cut ls off (pipefail)
+grep -qF "_ZN8sdm_test4fillIdLi1024EEEvPT_S1_" <<<"$wide" || fail "ls --wide cut a name"
 grep -qF "no kernel ABI, " "$work/templates.ls" || fail "ls of an archive declaring no kernel ABI"
 "$sdm" ls -C --kernel '*<double*' "$work/templates.sdma" >"$work/f.ls"
 grep -qF "1 kernel of 2 matches --kernel '*<double*'" "$work/f.ls" && grep -qF "void sdm_test::fill<double, 1024>" "$work/f.ls" &&
@@ -147,8 +151,10 @@ grep -qF "an overlay of 1 cubin (1 module x 1 SM) linked with" "$work/jit.out" &
 "$sdm" help pack >"$work/help1"; "$sdm" pack --help >"$work/help2"; cmp "$work/help1" "$work/help2"
 "$sdm" help cache prune >"$work/help1"; "$sdm" cache prune --help >"$work/help2"; cmp "$work/help1" "$work/help2"
 expect_fail "did you mean 'pack'" "$sdm" help pakc
-"$sdm" --help | grep -q "^  help  " || fail "sdm --help does not list help"
-"$sdm" help --help | grep -qF "sdm help COMMAND [SUBCOMMAND]" || fail "sdm help --help"
+help=$("$sdm" --help)
+grep -q "^  help  " <<<"$help" || fail "sdm --help does not list help"
+help=$("$sdm" help --help)
+grep -qF "sdm help COMMAND [SUBCOMMAND]" <<<"$help" || fail "sdm help --help"
 expect_fail "did you mean 'ls'" "$sdm" lss
 expect_fail "sdm ls: The following argument was not expected: --jsno (did you mean '--json'?)" "$sdm" ls --jsno "$work/a.sdma"
 expect_fail "sdm pack: --output is required" "$sdm" pack
