@@ -22,7 +22,11 @@ std::chrono::steady_clock::duration line_interval() {
     if (const char* given = std::getenv("SDM_PROGRESS_INTERVAL"); given != nullptr && *given != '\0') {
         char* end = nullptr;
         const double value = std::strtod(given, &end);
-        if (*end == '\0' && value >= 0) interval = value;
+        // Finite and at most an hour: a larger one (or inf) would overflow the clock's duration.
+        if (*end == '\0' && value >= 0 && value <= 3600) interval = value;
+        else
+            std::fprintf(stderr, "sdm: warning: SDM_PROGRESS_INTERVAL='%.64s' is not a number of seconds from 0 to 3600; progress lines come every %g s\n",
+                         given, interval);
     }
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(interval));
 }

@@ -165,6 +165,11 @@ grep -q "^sdm pack: compress 8/8 in [0-9.]* s" "$work/progress" && grep -q "^sdm
 # Off a terminal, a line every SDM_PROGRESS_INTERVAL seconds while a phase advances (0: each unit),
 # with no rate for a phase too short to time, and never "0/s".
 SDM_PROGRESS_INTERVAL=0 "$sdm" pack -j 1 -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress" >/dev/null
+# A value that is not a duration (inf would overflow the clock) is refused with a warning naming it.
+for bad in inf abc -1 1e300; do
+  SDM_PROGRESS_INTERVAL=$bad "$sdm" pack -j 1 -m "$data/manifest.toml" -o "$work/p-bad.sdma" "${images[@]}" 2>"$work/progress-bad" >/dev/null
+  grep -qF "SDM_PROGRESS_INTERVAL='$bad' is not a number of seconds" "$work/progress-bad" || { cat "$work/progress-bad" >&2; fail "SDM_PROGRESS_INTERVAL=$bad was not refused"; }
+done
 grep -q "^sdm pack: compress [1-7]/8" "$work/progress" && ! grep -q "[^.0-9]0/s" "$work/progress" || { cat "$work/progress"; fail "pack's periodic progress"; }
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/p.sdma" "${images[@]}" 2>"$work/progress"
 [ ! -s "$work/progress" ] || { cat "$work/progress"; fail "pack -q printed progress"; }
