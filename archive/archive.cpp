@@ -199,6 +199,24 @@ Result<void> Archive::validate_header() {
     h.kernel_abi_minor = load_u16(b, header::kernel_abi_minor);
     const auto text = as_text(b.subspan(header::created_by, 16));
     h.created_by = std::string(text.substr(0, text.find('\0')));
+    return read_header_extension();
+}
+
+// Format 1.2's fields, where the optional bits say they are there.
+Result<void> Archive::read_header_extension() {
+    const Bytes b = bytes_;
+    HeaderInfo& h = header_;
+    const uint64_t used = h.optional_features & kHeaderExtensionFeatures;
+    const bool extended = h.format_minor >= kFormatMinor12 && h.header_size >= kHeaderSize12;
+    if (used == 0 && !extended) return {};
+    if (!extended)
+        return corrupt("optional features 0x" + hex(used) + " (archive version, overlay base) need a format 1.2 header of at least " +
+                       std::to_string(kHeaderSize12) + " bytes; this one is format 1." + std::to_string(h.format_minor) + " of " +
+                       std::to_string(h.header_size) + " bytes");
+    if ((used & kFeatureArchiveVersion) != 0) h.archive_version = load_u64(b, header::archive_version);
+    else if (load_u64(b, header::archive_version) != 0) return corrupt("an archive version is stored but the feature bit 0x2 is not set");
+    if ((used & kFeatureBase) != 0) h.base = load_hash128(b, header::base_identity);
+    else if (load_hash128(b, header::base_identity) != Hash128{}) return corrupt("an overlay base is stored but the feature bit 0x4 is not set");
     return {};
 }
 

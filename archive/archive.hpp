@@ -47,6 +47,8 @@ struct HeaderInfo {
     uint64_t required_features{0}, optional_features{0};
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
     std::string created_by;
+    std::optional<uint64_t> archive_version;  // format 1.2, kFeatureArchiveVersion; absent: unversioned (read as 0 by the rollback check)
+    std::optional<Hash128> base;              // format 1.2, kFeatureBase: the identity of the archive this overlay was built from
 };
 
 class Archive {
@@ -118,6 +120,7 @@ private:
     // validate()'s phases, in the order it runs them; each counts on the ones before it.
     struct IndexLayout;
     Result<void> validate_header();
+    Result<void> read_header_extension();
     Result<IndexLayout> validate_index();
     Result<uint64_t> validate_records(const IndexLayout& index);  // where the last payload ends
     Result<void> validate_record(uint32_t index, Bytes record, const Entry& e) const;

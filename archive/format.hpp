@@ -21,6 +21,7 @@ inline constexpr std::array<uint8_t, 8> kMagic{0x89, 'S', 'D', 'M', '\r', '\n', 
 inline constexpr uint16_t kFormatMajor = 1;  // a reader refuses any other major
 inline constexpr uint16_t kFormatMinor = 0;  // what the writer writes unless an input needs 1.1
 inline constexpr uint16_t kFormatMinor11 = 1;  // format 1.1: written only with kFeatureFormat11
+inline constexpr uint16_t kFormatMinor12 = 2;  // format 1.2: the header's extension (below), written only when it is used
 
 inline constexpr uint32_t kHeaderSize = 128;  // minimum; a later minor may grow it (multiple of 8)
 inline constexpr uint32_t kRecordSize = 64;   // minimum; a later minor may grow it (multiple of 8)
@@ -50,7 +51,13 @@ inline constexpr size_t created_by = 88;         // 16 bytes, NUL-padded ASCII o
 inline constexpr size_t meta_hash = 104;         // u64 XXH3-64 of index + string table
 inline constexpr size_t reserved = 112;          // 8 bytes, zero in 1.0
 inline constexpr size_t header_hash = 120;       // u64 XXH3-64 of header bytes [0,120) and [128,header_size)
+// Format 1.2's extension (header_size >= kHeaderSize12), each field meaningful only when its
+// optional feature bit is set (zero otherwise):
+inline constexpr size_t archive_version = 128;   // u64, kFeatureArchiveVersion: the monotonic version rollbacks are judged by
+inline constexpr size_t base_identity = 136;     // 16 bytes, kFeatureBase: the identity (identity.hpp) of the archive this overlay was built from
+inline constexpr size_t extension_end = 152;
 }  // namespace header
+inline constexpr uint32_t kHeaderSize12 = static_cast<uint32_t>(header::extension_end);  // what the writer writes with the extension
 
 // Index record field offsets (bytes from the record start).
 namespace record {
@@ -124,6 +131,14 @@ inline constexpr uint64_t kMaxZstdExpansion = (128 * 1024) / 4;
 // byte for byte as before, which every 1.0 reader reads.
 inline constexpr uint64_t kFeatureFormat11 = 1;
 inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11;
+// Optional bits of format 1.2 (bit 0, kFeatureSigned, is signature_block.hpp's): a reader that does
+// not know them reads the archive as before, only without the rollback check or the overlay's binding.
+// kFeatureArchiveVersion: header::archive_version holds the archive's version (a signed archive's
+// is signed: the signature covers the header). kFeatureBase: the archive is an overlay (sdm jit)
+// and header::base_identity names the archive it was built from.
+inline constexpr uint64_t kFeatureArchiveVersion = 2;
+inline constexpr uint64_t kFeatureBase = 4;
+inline constexpr uint64_t kHeaderExtensionFeatures = kFeatureArchiveVersion | kFeatureBase;
 // The release that first reads each bit, for the message that refuses an archive.
 inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"}};
 

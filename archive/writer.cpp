@@ -499,6 +499,7 @@ struct Layout {
     std::string strings;                // each distinct name once
     std::vector<uint32_t> name_offsets;  // per entry, into strings
     bool format11{false};
+    uint32_t header_size{kHeaderSize};  // kHeaderSize12 with the 1.2 extension
     uint64_t index_offset{0}, strings_offset{0}, payload_offset{0};
     std::vector<uint64_t> offsets;  // per entry, its payload's
     uint64_t archive_size{0};
@@ -526,7 +527,8 @@ Result<Layout> lay_out(const Coding& c) {
         l.format11 = l.format11 || in[i].name.size() > limits::max_name_length;
         if (in[i].kind == Kind::manifest && in[i].bytes.size() >= 8) l.format11 = l.format11 || load_u16(in[i].bytes, 6) >= 1;
     }
-    l.index_offset = kHeaderSize;
+    if (c.options.archive_version || c.options.base) l.header_size = kHeaderSize12;
+    l.index_offset = l.header_size;
     l.strings_offset = l.index_offset + uint64_t{count} * kRecordSize;
     l.payload_offset = align_up(l.strings_offset + l.strings.size(), kZstdAlignment);
     l.offsets.resize(count);
@@ -544,9 +546,13 @@ Result<Layout> lay_out(const Coding& c) {
 void write_header(std::span<std::byte> o, const Layout& l, size_t count, const WriterOptions& options) {
     std::copy(kMagic.begin(), kMagic.end(), reinterpret_cast<uint8_t*>(o.data()));
     store_u16(o, header::format_major, kFormatMajor);
-    store_u16(o, header::format_minor, l.format11 ? kFormatMinor11 : kFormatMinor);
+    const bool extended = l.header_size >= kHeaderSize12;
+    store_u16(o, header::format_minor, extended ? kFormatMinor12 : l.format11 ? kFormatMinor11 : kFormatMinor);
     store_u64(o, header::required_features, l.format11 ? kFeatureFormat11 : 0);
-    store_u32(o, header::header_size, kHeaderSize);
+    store_u32(o, header::header_size, l.header_size);
+    if (options.archive_version) store_u64(o, header::archive_version, *options.archive_version);
+    if (options.base) store_hash128(o, header::base_identity, *options.base);
+    store_u64(o, header::optional_features, (options.archive_version ? kFeatureArchiveVersion : 0) | (options.base ? kFeatureBase : 0));
     store_u64(o, header::archive_size, l.archive_size);
     store_u64(o, header::index_offset, l.index_offset);
     store_u32(o, header::index_count, gsl::narrow_cast<uint32_t>(count));  // add() keeps it <= max_entries
@@ -700,7 +706,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     SDM_TRY_GET(tally, write_entries(c, l, out));
     std::memcpy(out.data() + l.strings_offset, l.strings.data(), l.strings.size());
     store_u64(o, header::meta_hash, xxh3_64(Bytes(out).subspan(l.index_offset, l.strings_offset + l.strings.size() - l.index_offset)));
-    store_u64(o, header::header_hash, xxh3_64(Bytes(out).first(header::header_hash)));
+    store_u64(o, header::header_hash, header_hash_of(out, l.header_size));
 
     if (report != nullptr) *report = *tally;
     return out;

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -13,6 +14,7 @@
 
 #include "common/bytes.hpp"
 #include "format.hpp"
+#include "common/hash.hpp"
 #include "common/result.hpp"
 
 namespace sdm::archive {
@@ -28,6 +30,10 @@ struct WriterOptions {
     // default is kDefaultMinSaving).
     size_t min_saving{0};
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
+    // Format 1.2's header extension, written only when one is given: the archive's version (the
+    // rollback check's: docs/SIGNING.md) and, for an overlay, the identity of its base (identity.hpp).
+    std::optional<uint64_t> archive_version;
+    std::optional<Hash128> base;
     unsigned threads{0};        // 0: one per hardware thread
     // What the threads' encoders and decode buffers may hold at once: a payload whose coding needs
     // more waits for others to finish (one that needs more than all of it runs alone). The output

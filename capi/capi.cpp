@@ -284,6 +284,10 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 if (!isolation) return fail(nullptr, error, std::move(isolation).error());
                 options.isolation = std::move(*isolation);
             }
+            if (params->struct_size >= kRuntimeParamsSize_1_3) {  // ABI 1.3: the rollback check's
+                if (params->state_dir != nullptr) options.signatures.versions.state_dir = params->state_dir;
+                options.signatures.versions.minimum = params->min_archive_version;
+            }
             const int ways = (options.contexts.host != nullptr) + options.contexts.current + !options.contexts.given.empty();
             if (ways > 1)
                 return fail(nullptr, error, ErrorCode::invalid_argument,

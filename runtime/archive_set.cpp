@@ -1,10 +1,12 @@
 #include "archive_set.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include <sys/stat.h>
 
 #include "archive/file_map.hpp"
+#include "archive/identity.hpp"
 #include "archive/verify.hpp"
 
 namespace sdm::runtime {
@@ -53,7 +55,41 @@ std::optional<FileVersion> on_disk(const std::string& path) {
 
 FileVersion mapped(const archive::FileMap& map) { return {map.device(), map.inode(), map.bytes().size(), map.mtime_ns()}; }
 
+// An overlay (sdm jit: format 1.2 with kFeatureBase) serves only above the archive it was built
+// from: one of the archives beneath it in the layer order must have the identity it names.
+Result<void> check_base(const MountedArchive& overlay, std::span<const std::shared_ptr<const MountedArchive>> beneath) {
+    const auto& base = overlay.archive.header().base;
+    if (!base) return {};
+    std::string seen;
+    for (const auto& m : beneath) {
+        if (m->identity() == *base) return {};
+        seen += (seen.empty() ? "" : ", ") + m->archive.label() + " " + archive::identity_text(m->identity());
+    }
+    return make_error(ErrorCode::mismatch, "archive " + overlay.archive.label() + " is an overlay built (sdm jit) from the archive " +
+                                               archive::identity_text(*base) + ", and no archive beneath it is that one (" +
+                                               (seen.empty() ? std::string("none is mounted beneath it") : "beneath it: " + seen) +
+                                               "); it is not served, so that no cubin linked from other PTX serves. Rebuild the overlay "
+                                               "with `sdm jit` from the archive it is to serve above, or mount its base before it");
+}
+
 }  // namespace
+
+// After a reload replaced some archives: the overlays whose base is no longer beneath them stop
+// serving (each logged with both identities), in layer order, so an overlay of a removed overlay
+// goes too. Called with mutex_ held.
+std::vector<std::shared_ptr<const MountedArchive>> ArchiveSet::drop_stale_overlays() {
+    std::vector<std::shared_ptr<const MountedArchive>> kept, dropped;
+    for (auto& m : archives_) {
+        if (auto bound = check_base(*m, kept); !bound) {
+            log_.warn("after the reload, " + bound.error().message);
+            dropped.push_back(std::move(m));
+            continue;
+        }
+        kept.push_back(std::move(m));
+    }
+    archives_ = std::move(kept);
+    return dropped;
+}
 
 Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire) {
     reloaded = 0;
@@ -80,6 +116,11 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
             SDM_TRY(archive::verify_archive(*a));
             auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
             SDM_TRY(decode_manifest_of(*m));
+            if (m->archive.header().base) {  // an overlay: its base must be beneath the place it takes
+                const auto set = archives();
+                const auto at = std::find(set.begin(), set.end(), old);
+                SDM_TRY(check_base(*m, std::span(set.begin(), at)));
+            }
             return m;
         }();
         if (!fresh) {
@@ -97,12 +138,15 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
         const auto meta = [](const archive::Archive& a) { return a.file()->bytes().first(static_cast<size_t>(a.header().payload_offset)); };
         const auto before = meta(old->archive), after = meta((*fresh)->archive);
         if (before.size() == after.size() && std::equal(before.begin(), before.end(), after.begin())) continue;
+        std::vector<std::shared_ptr<const MountedArchive>> dropped;
         {
             std::lock_guard lock(mutex_);
             std::replace(archives_.begin(), archives_.end(), old, std::shared_ptr<const MountedArchive>(*fresh));
+            dropped = drop_stale_overlays();
             generation_.fetch_add(1, std::memory_order_acq_rel);
         }
         retire(old.get());
+        for (const auto& gone : dropped) retire(gone.get());
         ++reloaded;
         log_.info("reloaded archive " + map->path() + " (" + std::to_string((*fresh)->archive.entries().size()) + " entries)");
     }
@@ -114,6 +158,7 @@ Result<void> ArchiveSet::mount(std::shared_ptr<MountedArchive> mounted) {
     SDM_TRY(provenance_.admit(mounted->archive, mounted->embedded));
     SDM_TRY(check_compatible(mounted->archive));
     SDM_TRY(decode_manifest_of(*mounted));
+    if (mounted->archive.header().base) SDM_TRY(check_base(*mounted, archives()));
     log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
     std::lock_guard lock(mutex_);
     archives_.push_back(std::move(mounted));

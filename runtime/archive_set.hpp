@@ -53,6 +53,7 @@ public:
 
 private:
     Result<void> check_compatible(const archive::Archive& archive) const;
+    std::vector<std::shared_ptr<const MountedArchive>> drop_stale_overlays();
 
     const Logger& log_;
     Provenance& provenance_;

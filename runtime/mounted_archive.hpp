@@ -3,16 +3,24 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "archive/archive.hpp"
 #include "archive/manifest.hpp"
 #include "common/bytes.hpp"
+#include "common/hash.hpp"
 #include "kernel_name_index.hpp"
 #include "readahead.hpp"
 #include "reference_memo.hpp"
 
 namespace sdm::runtime {
+
+// An archive's identity (archive/identity.hpp), computed at its first need: an overlay's mount.
+struct IdentityOnce {
+    std::once_flag once;
+    Hash128 value;
+};
 
 struct MountedArchive {
     archive::Archive archive;
@@ -23,11 +31,13 @@ struct MountedArchive {
     std::shared_ptr<ReferenceMemo> references{std::make_shared<ReferenceMemo>()};  // decoded prefix bases, for the loads
     // Its kernels' C++ spellings, built on first need (kernel_names.hpp).
     std::shared_ptr<KernelNamesOnce> names{std::make_shared<KernelNamesOnce>()};
+    std::shared_ptr<IdentityOnce> identity_once{std::make_shared<IdentityOnce>()};
     // Images decoded ahead of their loads (readahead.hpp). Last: its workers stop before the
     // archive they read goes.
     std::unique_ptr<Readahead, ReadaheadDeleter> readahead{new Readahead()};
     // Whether the archive's kernels follow the SDM hardware matrix (its manifest says so).
     bool follows_matrix() const noexcept { return manifest && manifest->hardware_matrix; }
+    const Hash128& identity() const;
 };
 
 }  // namespace sdm::runtime

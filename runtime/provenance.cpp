@@ -42,7 +42,8 @@ const char* policy_name(SignaturePolicy policy) noexcept {
     return "?";
 }
 
-Provenance::Provenance(const SignatureOptions& options, std::optional<std::string_view> embedded_key, const Logger& log) : log_(log) {
+Provenance::Provenance(const SignatureOptions& options, std::optional<std::string_view> embedded_key, const Logger& log)
+    : log_(log), floor_(options.versions) {
     const auto from_env = policy_from_environment(log);
     if (options.policy) {
         policy_ = *options.policy;
@@ -67,6 +68,7 @@ Provenance::Provenance(const SignatureOptions& options, std::optional<std::strin
 }
 
 Result<void> Provenance::admit(archive::Archive& a, bool embedded) {
+    if (!embedded) SDM_TRY(floor_.check_minimum(a));
     if (policy_ == SignaturePolicy::off) return {};
     if (!crypto::available())
         return crypto::unsupported(std::string("mounting archive ") + a.label() + " under signature policy " + policy_name(policy_));
@@ -80,6 +82,7 @@ Result<void> Provenance::admit(archive::Archive& a, bool embedded) {
     if (check->outcome == archive::SignatureCheck::Outcome::verified) {
         SDM_TRY(a.enforce_digests());
         log_.debug("archive " + a.label() + " " + check->why(ids));
+        if (policy_ == SignaturePolicy::require && !embedded && check->verified_by) SDM_TRY(floor_.admit(a, *check->verified_by, true));
         return {};
     }
     const std::string why = "archive " + a.label() + " " + check->why(ids);

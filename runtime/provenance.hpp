@@ -15,6 +15,7 @@
 #include "archive/archive.hpp"
 #include "common/crypto.hpp"
 #include "log.hpp"
+#include "version_floor.hpp"
 #include "common/result.hpp"
 #include "archive/key_files.hpp"
 #include "archive/signature_block.hpp"
@@ -28,6 +29,7 @@ const char* policy_name(SignaturePolicy policy) noexcept;
 struct SignatureOptions {
     std::optional<SignaturePolicy> policy;                  // unset: $SDM_REQUIRE_SIGNED (1: require, warn: warn), else off
     std::optional<std::vector<crypto::PublicKey>> trusted;  // unset: the key files of $SDM_TRUSTED_KEYS
+    VersionFloorOptions versions;                           // the rollback marks' directory, the host's minimum version
 };
 
 class Provenance {
@@ -41,9 +43,12 @@ public:
     const std::vector<archive::KeyId>& trusted_ids() const noexcept { return trusted_ids_; }
     // Whether the cache must authenticate its entries (policy require).
     bool authenticate_cache() const noexcept { return policy_ == SignaturePolicy::require; }
+    VersionFloor& versions() noexcept { return floor_; }
 
     // Admits `archive` under the policy (and turns on its digest checks when its signature holds),
-    // or refuses it naming the archive, the key ids it carries and the ones trusted.
+    // or refuses it naming the archive, the key ids it carries and the ones trusted. Then the
+    // rollback check (version_floor.hpp): the host's minimum for every archive but the embedded
+    // one; under require, the signing key's mark, raised to the archive's version.
     Result<void> admit(archive::Archive& archive, bool embedded);
 
 private:
@@ -52,6 +57,7 @@ private:
     std::vector<crypto::PublicKey> trusted_;
     std::vector<archive::KeyId> trusted_ids_;
     std::optional<crypto::PublicKey> embedded_key_;
+    VersionFloor floor_;
     std::mutex mutex_;
     std::set<std::string> warned_;  // archives the warn policy logged, each once
 };

@@ -42,8 +42,8 @@ RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags, uint32
 }
 
 ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
-                        std::vector<std::string> kernels, uint16_t kernel_abi_major, Matrix matrix) {
-    archive::ArchiveWriter writer;
+                        std::vector<std::string> kernels, uint16_t kernel_abi_major, Matrix matrix, const archive::WriterOptions& options) {
+    archive::ArchiveWriter writer(options);
     for (const char* spec : targets) {
         const std::string text = spec;
         const auto eq = text.find('=');

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "archive/writer.hpp"
 #include "common/bytes.hpp"
 #include "fake_config.hpp"
 #include "sdm/sdm.h"
@@ -40,7 +41,7 @@ RuntimePtr make_runtime(const std::string& cache_dir, uint32_t jit_flags = 0, ui
 enum class Matrix { follows, none };
 ByteVector make_archive(const std::string& module, std::initializer_list<const char*> targets,
                         std::vector<std::string> kernels = {"axpy", "scale"}, uint16_t kernel_abi_major = 1,
-                        Matrix matrix = Matrix::follows);
+                        Matrix matrix = Matrix::follows, const archive::WriterOptions& options = {});
 // A user's archive as `sdm import` makes it of tests/data/launch.sm_90.cubin (launch.cu): module
 // "launch", every kernel with the signature derived from the cubin, no hardware matrix; another
 // `content_version` makes another version of it.

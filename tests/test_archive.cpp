@@ -7,6 +7,9 @@
 
 #include "archive/codec.hpp"
 #include "archive/file_map.hpp"
+#include "archive/identity.hpp"
+#include "archive/signing.hpp"
+#include "common/crypto.hpp"
 #include "common/hash.hpp"
 #include "support.hpp"
 #include "archive/verify.hpp"
@@ -288,7 +291,7 @@ TEST_CASE("structural defects are refused, each with its own message", "[archive
         test::reseal(b);
         CHECK_THAT(test::open_error(b), Catch::Contains("needs format features 0x0000000000000004"));
         b = good;
-        store_u64(b, header::optional_features, 4);  // ignored
+        store_u64(b, header::optional_features, 8);  // unknown: ignored (0x2 and 0x4 are format 1.2's: below)
         store_u16(b, header::format_minor, 7);       // a later minor opens
         test::reseal(b);
         CHECK(test::open_error(b).empty());
@@ -357,4 +360,59 @@ TEST_CASE("golden archive of a 3-D plan rule (manifest 1.1 tags 14-17): it reads
     const auto& rule = manifest.kernels.at(0).plans.at(0);
     CHECK((rule.block_y == "16" && rule.grid_y == "(N + 15) / 16" && rule.block_z == "1" && rule.grid_z == "1"));
     CHECK(a.header().format_minor == 1);  // a manifest of minor 1: format 1.1
+}
+
+TEST_CASE("format 1.2: the archive version and an overlay's base in the header extension; hostile ones refused", "[archive][format12]") {
+    const ByteVector plain = test::build_archive();
+    WriterOptions o;
+    o.archive_version = 42;
+    const ByteVector versioned = test::build_archive(o);
+    auto a = Archive::open_memory(versioned, "v.sdma");
+    REQUIRE(a);
+    CHECK(a->header().format_minor == 2);
+    CHECK(a->header().header_size == kHeaderSize12);
+    CHECK(a->header().archive_version == 42);
+    CHECK_FALSE(a->header().base);
+    CHECK(verify_archive(*a));
+    // Without the options the writer's output is what it was: 1.0, a 128-byte header.
+    auto p = Archive::open_memory(plain, "p.sdma");
+    REQUIRE(p);
+    CHECK(p->header().header_size == kHeaderSize);
+    CHECK_FALSE(p->header().archive_version);
+    // An overlay names its base's identity; the identity is one of metadata, so the same bytes
+    // give the same identity and any other archive another.
+    o.base = identity(*p);
+    const ByteVector overlay = test::build_archive(o);
+    auto ov = Archive::open_memory(overlay, "o.sdma");
+    REQUIRE(ov);
+    CHECK(ov->header().base == identity(*p));
+    CHECK(identity(*ov) != identity(*p));
+    CHECK(identity_text(identity(*p)).starts_with("xxh3-128:"));
+    // Signing keeps an archive's identity (an overlay of it stays bound to it).
+    if (crypto::available()) {
+        auto pair = crypto::generate_key_pair();
+        REQUIRE(pair);
+        const auto signed_bytes = sign_archive(plain, "p.sdma", pair->secret_key);
+        REQUIRE(signed_bytes);
+        auto s = Archive::open_memory(*signed_bytes, "s.sdma");
+        REQUIRE(s);
+        CHECK(identity(*s) == identity(*p));
+    }
+    // Hostile: the bits without the extension, the fields without the bits.
+    ByteVector b = plain;
+    store_u64(b, header::optional_features, kFeatureArchiveVersion);
+    test::reseal(b);
+    CHECK_THAT(test::open_error(b), Catch::Contains("need a format 1.2 header of at least 152 bytes"));
+    b = versioned;
+    store_u64(b, header::optional_features, 0);  // the version stays stored
+    test::reseal(b);
+    CHECK_THAT(test::open_error(b), Catch::Contains("an archive version is stored but the feature bit 0x2 is not set"));
+    b = versioned;
+    store_u8(b, header::base_identity + 3, 1);
+    test::reseal(b);
+    CHECK_THAT(test::open_error(b), Catch::Contains("an overlay base is stored but the feature bit 0x4 is not set"));
+    b = versioned;
+    store_u16(b, header::format_minor, 1);
+    test::reseal(b);
+    CHECK_THAT(test::open_error(b), Catch::Contains("this one is format 1.1 of 152 bytes"));
 }

@@ -20,6 +20,8 @@
 #include <dlfcn.h>
 
 #include "cuda_driver.hpp"
+#include "archive/archive.hpp"
+#include "archive/identity.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
@@ -407,4 +409,53 @@ TEST_CASE("16 threads fetching and launching while another reloads: no launch hi
     // more here: the workers may have stopped before any of them fetched the last version).
     REQUIRE(sdm_kernel_release(rt.get(), kernel_of(rt.get(), "scale"), nullptr) == SDM_OK);
     CHECK(fake_calls("@modules") == 1);
+}
+
+// ---- overlays bound to their base (sdm jit; docs/FORMAT.md section 20) ----
+
+namespace {
+sdm::ByteVector overlay_of(const sdm::ByteVector& base, std::initializer_list<const char*> targets) {
+    auto opened = sdm::archive::Archive::open_memory(base, "base");
+    REQUIRE(opened);
+    sdm::archive::WriterOptions o;
+    o.base = sdm::archive::identity(*opened);
+    return make_archive("kernels", targets, {"axpy", "scale"}, 1, Matrix::follows, o);
+}
+}  // namespace
+
+TEST_CASE("an overlay serves only above the archive it was built from; a reload of its base retires it", "[reload][overlay]") {
+    TempDir dir;
+    fake({kH200});
+    const std::string base_file = dir.path + "/base.sdma", overlay_file = dir.path + "/overlay.sdma";
+    const auto base = make_archive("kernels", {"compute_90"});
+    drop(base_file, base);
+    drop(overlay_file, overlay_of(base, {"sm_90"}));
+    std::vector<std::string> log;
+    RuntimePtr rt = make_runtime(dir.path + "/cache", kDriverJitOnly, 0, &log);
+    // Alone, the overlay is refused, naming its base and what is (not) beneath it.
+    sdm_error* e = nullptr;
+    CHECK(sdm_archive_mount_file(rt.get(), overlay_file.c_str(), &e) == SDM_ERROR_MISMATCH);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("is an overlay built (sdm jit) from the archive xxh3-128:") &&
+                                         Catch::Contains("none is mounted beneath it") && Catch::Contains("Rebuild the overlay"));
+    sdm_error_destroy(e);
+    REQUIRE(sdm_archive_mount_file(rt.get(), base_file.c_str(), nullptr) == SDM_OK);
+    REQUIRE(sdm_archive_mount_file(rt.get(), overlay_file.c_str(), nullptr) == SDM_OK);
+    CHECK(image_kind(kernel_of(rt.get(), "scale")) == 1);  // the overlay's cubin
+    // An overlay of another archive is refused above this one, both identities named.
+    const std::string stranger = dir.path + "/stranger.sdma";
+    drop(stranger, overlay_of(make_archive("kernels", {"compute_90"}, {"scale"}), {"sm_90"}));
+    CHECK(sdm_archive_mount_file(rt.get(), stranger.c_str(), &e) == SDM_ERROR_MISMATCH);
+    const std::string message = sdm_error_message(e);
+    sdm_error_destroy(e);
+    CHECK_THAT(message, Catch::Contains("beneath it: " + base_file + " xxh3-128:") && Catch::Contains(overlay_file + " xxh3-128:"));
+    // The base is updated (new PTX): the overlay built from the old one stops serving, logged.
+    drop(base_file, make_archive("kernels", {"compute_90"}, {"axpy", "scale", "gather"}));
+    uint32_t reloaded = 0;
+    REQUIRE(sdm_runtime_poll_archives(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    CHECK(count_containing(log, "after the reload, archive " + overlay_file + " is an overlay built") == 1);
+    CHECK(image_kind(kernel_of(rt.get(), "scale")) == 2);  // the new base's PTX, not the stale cubin
+    uint32_t count = 0;
+    REQUIRE(sdm_archive_count(rt.get(), &count, nullptr) == SDM_OK);
+    CHECK(count == 1);
 }

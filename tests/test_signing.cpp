@@ -89,6 +89,8 @@ RuntimePtr policy_runtime(const std::string& cache, uint32_t policy, const std::
         p.log_user_data = log;
     }
     p.signature_policy = policy;
+    const std::string state = cache + ".state";  // the rollback marks: the test's own, never ~/.local/state
+    p.state_dir = state.c_str();
     std::vector<uint8_t> flat;
     for (const auto& k : keys) flat.insert(flat.end(), k.begin(), k.end());
     p.trusted_keys = keys.empty() ? nullptr : flat.data();
@@ -615,6 +617,136 @@ TEST_CASE("key files: written by the tool's format, read back; hostile ones refu
     CHECK_THAT(archive::read_public_key(dir.path + "/fifo.pub").error().message, Catch::Contains("FIFO"));
     write_file(dir.path + "/big.pub", std::string(1 << 20, 'a'));
     CHECK(!archive::read_public_key(dir.path + "/big.pub"));
+}
+
+// ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/version_floor.hpp) ----
+
+[[maybe_unused]] ByteVector versioned(uint64_t version, const std::vector<std::string>& kernels = {"scale"}) {
+    archive::WriterOptions o;
+    if (version > 0) o.archive_version = version;
+    return make_archive("m", {"sm_90"}, kernels, 1, Matrix::none, o);
+}
+
+[[maybe_unused]] std::string read_text(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST_CASE("require: a signed archive older than one admitted before from its key is refused, naming both versions; marks persist", "[signing][rollback]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key(), b = new_key();
+    const std::string cache = dir.path + "/cache", marks = cache + ".state/versions";
+    const std::string a_id = archive::key_id_text(archive::key_id(a.pub).value()), b_id = archive::key_id_text(archive::key_id(b.pub).value());
+    std::string message;
+    {
+        auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {a.pub, b.pub}, nullptr);
+        CHECK(mount_status(rt.get(), signed_by(versioned(3), a), "v3.sdma", &message) == SDM_OK);
+        CHECK(read_text(marks) == "sdm versions 1\n" + a_id + " 3\n");
+        CHECK(mount_status(rt.get(), signed_by(versioned(2), a), "v2.sdma", &message) == SDM_ERROR_UNTRUSTED);
+        CHECK_THAT(message, Catch::Contains("v2.sdma") && Catch::Contains("version 2") && Catch::Contains("older than version 3") &&
+                                Catch::Contains(a_id) && Catch::Contains("rollback is refused") && Catch::Contains(marks));
+    }
+    struct stat st {};
+    REQUIRE(::stat(marks.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+    // Another runtime (another process would read the same file): the mark holds.
+    auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {a.pub, b.pub}, nullptr);
+    CHECK(mount_status(rt.get(), signed_by(versioned(2), a), "v2.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK(mount_status(rt.get(), signed_by(versioned(0), a), "none.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("no version (read as 0)"));
+    CHECK(mount_status(rt.get(), signed_by(versioned(3), a), "v3-again.sdma", &message) == SDM_OK);
+    CHECK(mount_status(rt.get(), signed_by(versioned(7), a), "v7.sdma", &message) == SDM_OK);
+    // Each key has its own mark: b's version 1 is not judged by a's 7.
+    CHECK(mount_status(rt.get(), signed_by(versioned(1), b), "b1.sdma", &message) == SDM_OK);
+    const std::string text = read_text(marks);
+    CHECK_THAT(text, Catch::Contains(a_id + " 7\n") && Catch::Contains(b_id + " 1\n"));
+    // Off and warn do not look at the marks (a rollback is what require refuses).
+    auto off = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_OFF, {}, nullptr);
+    CHECK(mount_status(off.get(), signed_by(versioned(2), a), "v2.sdma") == SDM_OK);
+}
+
+TEST_CASE("rollback: a replayed old version is refused by a reload too, and the newer one keeps serving", "[signing][rollback][reload]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key();
+    const std::string file = dir.path + "/k.sdma";
+    drop(file, signed_by(versioned(5, {"scale", "axpy"}), a));
+    RuntimePtr rt;
+    {
+        EnvVar path("SDM_ARCHIVE_PATH", file);
+        rt = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_REQUIRE, {a.pub}, nullptr);
+    }
+    info_of(rt.get(), 0, "axpy");
+    drop(file, signed_by(versioned(4), a));  // the old release, validly signed
+    uint32_t reloaded = 9;
+    sdm_error* e = nullptr;
+    CHECK(sdm_runtime_reload(rt.get(), &reloaded, &e) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("keeps serving") && Catch::Contains("older than version 5"));
+    sdm_error_destroy(e);
+    CHECK(reloaded == 0);
+    info_of(rt.get(), 0, "axpy");
+}
+
+TEST_CASE("the host's minimum archive version refuses older and unversioned archives under any policy", "[signing][rollback]") {
+    fake({kH200});
+    TempDir dir;
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cuda_driver = SDM_FAKE_CUDA_PATH;
+    const std::string cache = dir.path + "/cache";
+    p.cache_dir = cache.c_str();
+    p.log_level = SDM_LOG_OFF;
+    p.min_archive_version = 5;
+    sdm_runtime* r = nullptr;
+    REQUIRE(sdm_runtime_create(&p, &r, nullptr) == SDM_OK);
+    RuntimePtr rt(r);
+    std::string message;
+    CHECK(mount_status(rt.get(), versioned(4), "v4.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("v4.sdma has version 4, below the minimum version 5") && Catch::Contains("min_archive_version"));
+    CHECK(mount_status(rt.get(), versioned(0), "none.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK(mount_status(rt.get(), versioned(5), "v5.sdma", &message) == SDM_OK);
+    // A 1.2-sized struct reads no minimum.
+    p.struct_size = offsetof(sdm_runtime_params, state_dir);
+    REQUIRE(sdm_runtime_create(&p, &r, nullptr) == SDM_OK);
+    RuntimePtr old(r);
+    CHECK(mount_status(old.get(), versioned(4), "v4.sdma") == SDM_OK);
+}
+
+TEST_CASE("hostile rollback state: damaged marks, a link, a foreign-writable directory each refuse the mount with the reason", "[signing][rollback][hostile]") {
+    fake({kH200});
+    TempDir dir;
+    const Key a = new_key();
+    const std::string cache = dir.path + "/cache", state = cache + ".state", marks = state + "/versions";
+    REQUIRE(::mkdir(state.c_str(), 0700) == 0);
+    auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {a.pub}, nullptr);
+    const ByteVector v2 = signed_by(versioned(2), a);
+    std::string message;
+    const auto refused = [&](const std::string& contents, const std::string& why) {
+        write_file(marks, contents, 0600);
+        CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
+        CHECK_THAT(message, Catch::Contains("v2.sdma is not mounted") && Catch::Contains(why));
+    };
+    refused("garbage\n", "line 1");
+    refused("sdm versions 1\n0011223344556677 x\n", "not a decimal");
+    refused("sdm versions 1\n0011223344556677 99999999999999999999999\n", "not a decimal");
+    refused("sdm versions 1\n0011223344556677 1\n0011223344556677 2\n", "listed twice");
+    refused("sdm versions 1\nZZ11223344556677 1\n", "16 hex digits");
+    refused("sdm versions 1\n0011223344556677 1", "no newline");
+    refused("", "empty");
+    refused(std::string(100 * 1024, 'a'), "v2.sdma is not mounted");  // past 64 KiB: never read whole
+    REQUIRE(::unlink(marks.c_str()) == 0);
+    REQUIRE(::symlink("/etc/passwd", marks.c_str()) == 0);
+    CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(message, Catch::Contains("symbolic link"));
+    REQUIRE(::unlink(marks.c_str()) == 0);
+    REQUIRE(::chmod(state.c_str(), 0777) == 0);
+    CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(message, Catch::Contains("others may write to it") && Catch::Contains("SDM_STATE_DIR"));
+    REQUIRE(::chmod(state.c_str(), 0700) == 0);
+    CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_OK);
+    CHECK(read_text(marks).ends_with(" 2\n"));
 }
 
 #endif  // SDM_TEST_SIGNING

@@ -24,6 +24,7 @@
 #include "archive/signature_check.hpp"
 #include "archive/manifest.hpp"
 #include "archive/archive.hpp"
+#include "archive/identity.hpp"
 #include "archive/image.hpp"
 #include "runtime/image_selection.hpp"
 #include "archive/writer.hpp"
@@ -235,6 +236,10 @@ int run_jit(const JitOptions& o) {
     }
     archive::WriterOptions writing;
     writing.min_saving = archive::kDefaultMinSaving;  // as pack and import write them
+    // The output carries the input's version (a host's rollback check reads it); an overlay also
+    // names its base, so a host serves it only above that archive (docs/FORMAT.md, section 20).
+    writing.archive_version = input->header().archive_version;
+    if (!o.full) writing.base = archive::identity(*input);
     archive::ArchiveWriter writer(writing);
     const std::string built_by = fmt::format("nvJitLink {}", jit->version());
     const auto inputs = copy_entries(*input, jobs, built_by, o, writer);

@@ -12,6 +12,7 @@
 #include "archive/manifest.hpp"
 #include "archive/signature_check.hpp"
 #include "archive/archive.hpp"
+#include "archive/identity.hpp"
 #include "runtime/kernel_names.hpp"
 #include "runtime/runtime.hpp"
 #include "table.hpp"
@@ -103,6 +104,9 @@ void print_json(const archive::Archive& a, const std::optional<archive::Manifest
     out["size"] = h.archive_size;
     out["signers"] = archive::signer_ids(a);  // named, not checked: sdm verify --trust checks
     if (manifest) out["content_version"] = manifest->content_version;
+    out["archive_identity"] = archive::identity_text(archive::identity(a));
+    if (h.archive_version) out["archive_version"] = *h.archive_version;
+    if (h.base) out["base"] = archive::identity_text(*h.base);
     out["entries"] = nlohmann::json::array();
     for (size_t i = 0; i < a.entries().size(); ++i) {
         const auto& e = a.entries()[i];
@@ -140,6 +144,11 @@ void print_text(const archive::Archive& a, const std::optional<archive::Manifest
                kernel_abi_text(h.kernel_abi_major, h.kernel_abi_minor), h.archive_size, plural(a.entries().size(), "entry", "entries"),
                manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(),
                created_by.empty() ? "" : ", written by " + created_by);
+    if (h.archive_version || h.base)
+        fmt::print("{}{}{}\n", h.archive_version ? fmt::format("archive version {}", *h.archive_version) : std::string(),
+                   h.archive_version && h.base ? "; " : "",
+                   h.base ? fmt::format("an overlay of the archive {} (it serves only above that archive)", archive::identity_text(*h.base))
+                          : std::string());
     if (const auto ids = archive::signer_ids(a); !ids.empty()) {
         std::string list;
         for (const auto& id : ids) list += (list.empty() ? "" : ", ") + id;

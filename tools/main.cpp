@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,10 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
     cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
     cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");
     cmd->add_option("--sign", w.sign, "Sign the archive with this secret key (from sdm keygen) before it is written")->check(CLI::ExistingFile);
+    cmd->add_option("--archive-version", w.archive_version,
+                    "The archive's version, 1 or more: a host that requires signatures refuses a signed archive older than one it "
+                    "has mounted by the same key (a rollback; docs/SIGNING.md)")
+        ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
 }
 
 // The commands over archives on disk: pack, import, ls, verify, keygen, sign, extract, diff (in

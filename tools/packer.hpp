@@ -4,6 +4,7 @@
 // against the images, the writer, the read-back verification and the summary.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct WriteOptions {
     bool quiet{false};
     unsigned jobs{0};                 // 0: one per core
     std::string sign;                 // a secret key file: the archive is signed before it is written
+    std::optional<uint64_t> archive_version;  // format 1.2: the version a host's rollback check reads (docs/SIGNING.md)
 };
 
 struct PackInput {

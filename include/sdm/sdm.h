@@ -183,6 +183,13 @@ typedef struct sdm_runtime_params {
                                   abandoned; the fetch gets SDM_ERROR_JIT */
     uint64_t jit_memory_limit_bytes; /* an isolated link's address space, at least 64 MiB; 0:
                                   $SDM_JIT_MEMORY_LIMIT, else 8 GiB */
+    /* ABI 1.3 (a 1.2-sized struct reads as zero here): no rollback (docs/SIGNING.md, "Rollback"). */
+    const char* state_dir;     /* where the rollback marks are kept: per signing key, the highest
+                                  archive version admitted under SDM_SIGNATURES_REQUIRE; NULL:
+                                  $SDM_STATE_DIR, else $XDG_STATE_HOME/sdm, else ~/.local/state/sdm */
+    uint64_t min_archive_version; /* an archive (but the embedded one) whose version (sdm pack
+                                  --archive-version; none reads as 0) is below this is refused at
+                                  mount, SDM_ERROR_UNTRUSTED, under any signature policy; 0: none */
 } sdm_runtime_params;
 
 /* sdm_runtime_params.jit_isolation (ABI 1.2). An isolated link runs in sdm-jit-helper, a program

@@ -129,7 +129,10 @@ PIN_FIELD(sdm_runtime_params, reserved2, 116, 4);
 PIN_FIELD(sdm_runtime_params, jit_isolation, 120, 4);
 PIN_FIELD(sdm_runtime_params, jit_time_limit_ms, 124, 4);
 PIN_FIELD(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
-PIN_SIZE(sdm_runtime_params, 136, 8);
+/* ABI 1.3 */
+PIN_FIELD(sdm_runtime_params, state_dir, 136, 8); /* unreleased */
+PIN_FIELD(sdm_runtime_params, min_archive_version, 144, 8); /* unreleased */
+PIN_SIZE(sdm_runtime_params, 152, 8); /* unreleased */
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);

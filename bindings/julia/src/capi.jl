@@ -113,6 +113,8 @@ struct sdm_runtime_params
     jit_isolation::UInt32
     jit_time_limit_ms::UInt32
     jit_memory_limit_bytes::UInt64
+    state_dir::Ptr{UInt8}
+    min_archive_version::UInt64
 end
 
 const SDM_ISOLATION_DEFAULT = UInt32(0)

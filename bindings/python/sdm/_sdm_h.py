@@ -131,6 +131,9 @@ class sdm_runtime_params(Sized):
         ("jit_isolation", c_uint32),
         ("jit_time_limit_ms", c_uint32),
         ("jit_memory_limit_bytes", c_uint64),
+        # ABI 1.3
+        ("state_dir", c_char_p),
+        ("min_archive_version", c_uint64),
     ]
 
 

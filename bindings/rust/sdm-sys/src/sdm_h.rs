@@ -106,6 +106,9 @@ pub struct sdm_runtime_params {
     pub jit_isolation: u32,
     pub jit_time_limit_ms: u32,
     pub jit_memory_limit_bytes: u64,
+    // ABI 1.3
+    pub state_dir: *const c_char,
+    pub min_archive_version: u64,
 }
 
 pub const SDM_ISOLATION_DEFAULT: u32 = 0;
@@ -711,7 +714,9 @@ mod layout {
         pin_field!(sdm_runtime_params, jit_isolation, 120, 4);
         pin_field!(sdm_runtime_params, jit_time_limit_ms, 124, 4);
         pin_field!(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
-        pin_size!(sdm_runtime_params, 136, 8);
+        pin_field!(sdm_runtime_params, state_dir, 136, 8);
+        pin_field!(sdm_runtime_params, min_archive_version, 144, 8);
+        pin_size!(sdm_runtime_params, 152, 8);
     }
 
     #[test]

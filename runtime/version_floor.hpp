@@ -1,0 +1,54 @@
+// No rollback (docs/SIGNING.md, "Rollback"): per signing key, the highest archive version this
+// account has admitted under the signature policy `require`, kept in a small state file
+// (`versions` in the state directory: owner-only, replaced atomically, read under a lock), and a
+// minimum version the host may set. A signature binds bytes, not time: without this an attacker
+// who holds an old signed archive could put it back. Thread-safe; processes exclude each other
+// through the state directory's lock file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "archive/archive.hpp"
+#include "archive/signature_block.hpp"
+#include "common/result.hpp"
+#include "log.hpp"
+
+namespace sdm::runtime {
+
+struct VersionFloorOptions {
+    std::string state_dir;     // empty: $SDM_STATE_DIR, else $XDG_STATE_HOME/sdm, else ~/.local/state/sdm
+    uint64_t minimum{0};       // archives below this version are refused (unversioned ones read as 0)
+};
+
+class VersionFloor {
+public:
+    explicit VersionFloor(const VersionFloorOptions& options);
+
+    const std::string& state_file() const noexcept { return file_; }
+    uint64_t minimum() const noexcept { return minimum_; }
+
+    // The host's minimum, for every archive but the embedded one, under any policy.
+    Result<void> check_minimum(const archive::Archive& archive) const;
+    // `archive`, whose signature by `key` holds: refused (ErrorCode::untrusted, naming both versions
+    // and the state file) when it is older than the highest version admitted before from `key`;
+    // otherwise, with `record`, that mark is raised to its version. An unreadable or damaged state
+    // file refuses the archive too (it could hide a rollback), naming the file and the fix.
+    Result<void> admit(const archive::Archive& archive, const archive::KeyId& key, bool record);
+    // The mark of `key` (0: none), read from the state file.
+    Result<uint64_t> mark(const archive::KeyId& key) const;
+
+private:
+    std::string dir_, file_;
+    uint64_t minimum_{0};
+    std::mutex mutex_;
+};
+
+// The marks in a state file's text: "sdm versions 1" then "KEYID VERSION" lines (16 hex digits,
+// a decimal); an error naming `label` and the line when it is anything else.
+Result<std::map<std::string, uint64_t>> parse_version_marks(std::string_view text, const std::string& label);
+
+}  // namespace sdm::runtime
