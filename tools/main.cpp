@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -70,6 +71,16 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
     cmd->add_option("--archive-version", w.archive_version,
                     "The archive's version, 1 or more: a host that requires signatures refuses a signed archive older than one it "
                     "has mounted by the same key (a rollback; docs/SIGNING.md)")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {  // digits only: CLI11 would wrap "-1" to 2^64 - 1
+                uint64_t value = 0;
+                const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+                if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || ec != std::errc() ||
+                    end != text.data() + text.size() || value == 0)
+                    return "--archive-version takes a whole number from 1 to 18446744073709551615, not '" + text + "'";
+                return {};
+            },
+            "VERSION"))
         ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
 }
 

@@ -91,4 +91,20 @@ if "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2
 elif ! grep -q "nvJitLink was not found" "$work/jit.err"; then
   cat "$work/jit.err"; fail "sdm jit of a verified input"
 fi
+# Archive versions (docs/SIGNING.md, "Rollback"): written into the signed header, shown by ls; an
+# overlay takes its input's version and names its input (docs/FORMAT.md, section 20).
+"$sdm" pack -q -o "$work/v3.sdma" --archive-version 3 --sign "$work/k1.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+has "archive version 3" "$sdm" ls "$work/v3.sdma"
+has '"archive_version": 3' "$sdm" ls --json "$work/v3.sdma"
+"$sdm" verify -q --trust "$work/k1.pub" "$work/v3.sdma" || fail "a versioned signed archive does not verify"
+expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-version 0 kernels:compute_90="$data/kernels.compute_90.ptx"
+expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-version -1 kernels:compute_90="$data/kernels.compute_90.ptx"
+expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-version 18446744073709551616 kernels:compute_90="$data/kernels.compute_90.ptx"
+[ ! -e "$work/v0.sdma" ] || fail "a refused --archive-version wrote its output"
+if "$sdm" jit -q "$work/v3.sdma" --arch 90 -o "$work/v3-jit.sdma" --trust "$work/k1.pub" 2>"$work/jit.err"; then
+  base_id=$("$sdm" ls --json "$work/v3.sdma" | python3 -c 'import json, sys; print(json.load(sys.stdin)["archive_identity"])')
+  has "archive version 3; an overlay of the archive $base_id" "$sdm" ls "$work/v3-jit.sdma"
+elif ! grep -q "nvJitLink was not found" "$work/jit.err"; then
+  cat "$work/jit.err"; fail "sdm jit of a versioned input"
+fi
 echo "signing: ok"
