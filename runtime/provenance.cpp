@@ -67,9 +67,15 @@ Provenance::Provenance(const SignatureOptions& options, std::optional<std::strin
     }
 }
 
-Result<void> Provenance::admit(archive::Archive& a, bool embedded) {
+Result<void> Provenance::record(const archive::Archive& a, const std::optional<archive::KeyId>& key) {
+    if (!key) return {};
+    return floor_.admit(a, *key, true);
+}
+
+Result<std::optional<archive::KeyId>> Provenance::admit(archive::Archive& a, bool embedded) {
+    using Admitted = std::optional<archive::KeyId>;
     if (!embedded) SDM_TRY(floor_.check_minimum(a));
-    if (policy_ == SignaturePolicy::off) return {};
+    if (policy_ == SignaturePolicy::off) return Admitted{};
     if (!crypto::available())
         return crypto::unsupported(std::string("mounting archive ") + a.label() + " under signature policy " + policy_name(policy_));
     std::vector<crypto::PublicKey> keys = trusted_;
@@ -82,15 +88,16 @@ Result<void> Provenance::admit(archive::Archive& a, bool embedded) {
     if (check->outcome == archive::SignatureCheck::Outcome::verified) {
         SDM_TRY(a.enforce_digests());
         log_.debug("archive " + a.label() + " " + check->why(ids));
-        if (policy_ == SignaturePolicy::require && !embedded && check->verified_by) SDM_TRY(floor_.admit(a, *check->verified_by, true));
-        return {};
+        if (policy_ != SignaturePolicy::require || embedded || !check->verified_by) return Admitted{};
+        SDM_TRY(floor_.admit(a, *check->verified_by, false));
+        return Admitted{check->verified_by};
     }
     const std::string why = "archive " + a.label() + " " + check->why(ids);
     if (policy_ == SignaturePolicy::require)
         return make_error(ErrorCode::untrusted, why + "; it is not mounted (the signature policy requires a valid signature by a trusted key)");
     std::lock_guard lock(mutex_);
     if (warned_.insert(a.label()).second) log_.warn(why + "; it is mounted anyway (signature policy warn)");
-    return {};
+    return Admitted{};
 }
 
 }  // namespace sdm::runtime

@@ -48,8 +48,12 @@ public:
     // Admits `archive` under the policy (and turns on its digest checks when its signature holds),
     // or refuses it naming the archive, the key ids it carries and the ones trusted. Then the
     // rollback check (version_floor.hpp): the host's minimum for every archive but the embedded
-    // one; under require, the signing key's mark, raised to the archive's version.
-    Result<void> admit(archive::Archive& archive, bool embedded);
+    // one; under require, the signing key's mark (raised by record(), once the mount is sure).
+    // The key whose mark the archive raises once the mount succeeds (record()), when there is one.
+    Result<std::optional<archive::KeyId>> admit(archive::Archive& archive, bool embedded);
+    // After every other check passed: raises `key`'s mark to the archive's version (checked again
+    // under the state file's lock: another process may have raised it since admit()).
+    Result<void> record(const archive::Archive& archive, const std::optional<archive::KeyId>& key);
 
 private:
     const Logger& log_;

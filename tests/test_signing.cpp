@@ -656,6 +656,13 @@ TEST_CASE("require: a signed archive older than one admitted before from its key
     CHECK(mount_status(rt.get(), signed_by(versioned(0), a), "none.sdma", &message) == SDM_ERROR_UNTRUSTED);
     CHECK_THAT(message, Catch::Contains("no version (read as 0)"));
     CHECK(mount_status(rt.get(), signed_by(versioned(3), a), "v3-again.sdma", &message) == SDM_OK);
+    {  // an archive refused for another reason after its signature held raises no mark: an overlay of v9 with no base
+        archive::WriterOptions o;
+        o.archive_version = 9;
+        o.base = Hash128{1, 2};
+        CHECK(mount_status(rt.get(), signed_by(make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none, o), a), "v9-overlay.sdma", &message) ==
+              SDM_ERROR_MISMATCH);
+    }
     CHECK(mount_status(rt.get(), signed_by(versioned(7), a), "v7.sdma", &message) == SDM_OK);
     // Each key has its own mark: b's version 1 is not judged by a's 7.
     CHECK(mount_status(rt.get(), signed_by(versioned(1), b), "b1.sdma", &message) == SDM_OK);

@@ -49,6 +49,8 @@ run sdm-info-layers env SDM_ARCHIVE_PATH="tests/golden/kernels.sdma:$layers/old-
 # library paths on the same bytes, EAGER and LAZY (several minutes: SDM_GPU_SKIP_SCALE_LOAD=1 leaves
 # it for a call of its own, bench/scale_load.sh BUILD_DIR).
 [ -x "$build/bench/scale_load_bench" ] && [ -z "${SDM_GPU_SKIP_SCALE_LOAD:-}" ] && run scale-load bash bench/scale_load.sh "$build" 3
+# Overlays bound to their base (sdm jit with the real nvJitLink), and a rollback refused (issue 31).
+run overlay-rollback bash tests/gpu/overlay_rollback.sh "$build"
 # Hot reload with a host running: a new version, a broken file, the first version again.
 run reload-transcript bash tests/gpu/reload_transcript.sh "$build"
 # The case users hit most: PTX from a toolkit newer than the driver. When .device-newer/ travels
