@@ -6,7 +6,10 @@
 //   first read  the first read of a stored 2 MiB payload (PTX, Archive::view: its XXH3 checks) on a
 //            fresh Archive with the signed digests enforced (plus one BLAKE2b pass) against one
 //            without
-// Median of RUNS (default 31). Prints a Markdown table for bench/RESULTS.md.
+//   rollback  the same mount of a signed archive under require, versioned (format 1.2: its key's
+//            rollback mark read from the state file under its lock, equal to the archive's, so
+//            nothing written) against unversioned (no state file touched)
+// Median of RUNS (default 31). Prints Markdown tables for bench/RESULTS.md.
 //   signing_bench CUBIN PTX [RUNS]   (tests/data/kernels.sm_90.cubin, tests/data/kernels.compute_80.ptx)
 #include <algorithm>
 #include <chrono>
@@ -38,8 +41,9 @@ double median(std::vector<double> v) {
 
 double us_since(Clock::time_point start) { return std::chrono::duration<double, std::micro>(Clock::now() - start).count(); }
 
-ByteVector archive_of(const ByteVector& cubin, size_t modules, size_t kernels, const ByteVector* big = nullptr) {
+ByteVector archive_of(const ByteVector& cubin, size_t modules, size_t kernels, const ByteVector* big = nullptr, uint64_t version = 0) {
     archive::WriterOptions options;
+    if (version > 0) options.archive_version = version;
     options.dictionary = options.prefix = false;
     options.compress = false;  // stored: mountable straight from the mapping, and a payload read is its checks alone
     archive::ArchiveWriter writer(options);
@@ -59,7 +63,7 @@ void write(const std::string& path, const ByteVector& bytes) {
 }
 
 // Median microseconds of mounting `path` on a fresh runtime with `policy` trusting `key`.
-double mount_us(const std::string& path, uint32_t policy, const crypto::PublicKey& key, int runs) {
+double mount_us(const std::string& path, uint32_t policy, const crypto::PublicKey& key, int runs, const std::string& state_dir) {
     std::vector<double> t;
     for (int r = 0; r < runs; ++r) {
         sdm_runtime_params p{};
@@ -69,6 +73,7 @@ double mount_us(const std::string& path, uint32_t policy, const crypto::PublicKe
         p.signature_policy = policy;
         p.trusted_keys = key.data();
         p.trusted_key_count = 1;
+        p.state_dir = state_dir.c_str();
         sdm_runtime* rt = nullptr;
         if (sdm_runtime_create(&p, &rt, nullptr) != SDM_OK) std::abort();
         const auto start = Clock::now();
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
     ByteVector big = *ptx;
     const std::string line = "// padding to make a 2 MiB payload: the checks read every byte of it\n";
     while (big.size() + line.size() <= (2u << 20)) big.insert(big.end(), as_bytes(line).begin(), as_bytes(line).end());
+    const std::string state = std::string(dir) + "/state";
     std::printf("| case | archive bytes | unsigned (off) µs | signed (require) µs | signed / unsigned |\n|---|--:|--:|--:|--:|\n");
     struct Case {
         const char* name;
@@ -125,7 +131,7 @@ int main(int argc, char** argv) {
         const std::string p = std::string(dir) + "/plain.sdma", s = std::string(dir) + "/signed.sdma";
         write(p, plain);
         write(s, signed_bytes);
-        const double off = mount_us(p, SDM_SIGNATURES_OFF, key.public_key, runs), req = mount_us(s, SDM_SIGNATURES_REQUIRE, key.public_key, runs);
+        const double off = mount_us(p, SDM_SIGNATURES_OFF, key.public_key, runs, state), req = mount_us(s, SDM_SIGNATURES_REQUIRE, key.public_key, runs, state);
         std::printf("| %s | %zu | %.1f | %.1f | %.2fx |\n", c.name, signed_bytes.size(), off, req, req / off);
         std::remove(p.c_str());
         std::remove(s.c_str());
@@ -136,6 +142,22 @@ int main(int argc, char** argv) {
     const double plain_read = first_read_us(with_big, index, false, runs), checked_read = first_read_us(with_big, index, true, runs);
     std::printf("| first read of a stored 2 MiB payload (XXH3-64 + XXH3-128; + BLAKE2b-256 once) | %zu | %.1f | %.1f | %.2fx |\n", with_big.size(),
                 plain_read, checked_read, checked_read / plain_read);
+    std::printf("\n| case | unversioned µs | versioned, mark read µs | versioned / unversioned |\n|---|--:|--:|--:|\n");
+    for (const Case& c : {Case{"mount under require, small (2 modules, 3 kernels)", 2, 3}, Case{"mount under require, large (1,000 modules, 20,000 kernels)", 1000, 20000}}) {
+        const std::string u = std::string(dir) + "/unversioned.sdma", v = std::string(dir) + "/versioned.sdma";
+        write(u, archive::sign_archive(archive_of(*cubin, c.modules, c.kernels), "bench", key.secret_key).value());
+        write(v, archive::sign_archive(archive_of(*cubin, c.modules, c.kernels, nullptr, 7), "bench", key.secret_key).value());
+        mount_us(v, SDM_SIGNATURES_REQUIRE, key.public_key, 1, state);  // the mark written once: the runs read it
+        // (the unversioned archive's runs get a state directory of their own, never created: the
+        // versioned one's mark would refuse it)
+        const double plain = mount_us(u, SDM_SIGNATURES_REQUIRE, key.public_key, runs, state + "-none"), versioned = mount_us(v, SDM_SIGNATURES_REQUIRE, key.public_key, runs, state);
+        std::printf("| %s | %.1f | %.1f | %.2fx |\n", c.name, plain, versioned, versioned / plain);
+        std::remove(u.c_str());
+        std::remove(v.c_str());
+    }
+    std::remove((state + "/versions").c_str());
+    std::remove((state + "/versions.lock").c_str());
+    ::rmdir(state.c_str());
     ::rmdir(dir);
     return 0;
 }

@@ -123,24 +123,35 @@ Result<uint64_t> VersionFloor::mark(const archive::KeyId& key) const {
 
 Result<void> VersionFloor::admit(const archive::Archive& a, const archive::KeyId& key, bool record) {
     const uint64_t version = version_of(a);
+    const std::string id = archive::key_id_text(key);
     std::lock_guard guard(mutex_);
     auto dir = open_state(dir_, record && version > 0);
     if (!dir) {
         if (dir.error().code == ErrorCode::not_found) return {};  // nothing admitted yet, nothing to record
         return make_error(dir.error().code, "archive " + a.label() + " is not mounted: " + dir.error().message);
     }
-    SDM_TRY_GET(lock, dir->lock(kLockName, kLockWarnSeconds, kLockGiveUpSeconds, {}));
+    const auto judge = [&](const std::map<std::string, uint64_t>& marks) -> Result<uint64_t> {
+        const auto found = marks.find(id);
+        const uint64_t seen = found == marks.end() ? 0 : found->second;
+        if (version < seen)
+            return make_error(ErrorCode::untrusted, "archive " + a.label() + " signed by " + id + " has " + version_text(a) +
+                                                        ", older than version " + std::to_string(seen) + " this account already admitted from that key (" +
+                                                        file_ + "): a rollback is refused. Install version " + std::to_string(seen) +
+                                                        " or later; to go back on purpose, sign the old content again with a higher --archive-version");
+        return seen;
+    };
+    // The file is only ever replaced by a rename, so a read without the lock sees one whole
+    // version of it: what most mounts need (a version already admitted) takes no lock.
     auto marks = read_marks(*dir, file_);
     if (!marks) return make_error(marks.error().code, "archive " + a.label() + " is not mounted: " + marks.error().message);
-    const std::string id = archive::key_id_text(key);
-    const auto found = marks->find(id);
-    const uint64_t seen = found == marks->end() ? 0 : found->second;
-    if (version < seen)
-        return make_error(ErrorCode::untrusted, "archive " + a.label() + " signed by " + id + " has " + version_text(a) +
-                                                    ", older than version " + std::to_string(seen) + " this account already admitted from that key (" +
-                                                    file_ + "): a rollback is refused. Install version " + std::to_string(seen) +
-                                                    " or later; to go back on purpose, sign the old content again with a higher --archive-version");
-    if (!record || version == seen) return {};
+    SDM_TRY_GET(seen, judge(*marks));
+    if (!record || version <= *seen) return {};
+    // A new mark: read again under the lock (another process may have raised it), then replace.
+    SDM_TRY_GET(lock, dir->lock(kLockName, kLockWarnSeconds, kLockGiveUpSeconds, {}));
+    marks = read_marks(*dir, file_);
+    if (!marks) return make_error(marks.error().code, "archive " + a.label() + " is not mounted: " + marks.error().message);
+    SDM_TRY_GET(again, judge(*marks));
+    if (version == *again) return {};
     (*marks)[id] = version;
     std::string text = std::string(kFirstLine) + "\n";
     for (const auto& [k, v] : *marks) text += k + " " + std::to_string(v) + "\n";
