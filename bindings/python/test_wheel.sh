@@ -54,9 +54,9 @@ if ! SDM_BUILD_DIR=$build "$tools" -m pip wheel --quiet --no-cache-dir --no-deps
 fi
 raw=$tmp/dist/sdm_loader-$meson_version-py3-none-linux_x86_64.whl
 [[ -f $raw ]] || fail "pip built $(ls "$tmp/dist"), not $(basename "$raw")"
-# auditwheel wraps its lines: read with the whitespace collapsed (the unquoted echo).
+# auditwheel wraps its lines: read with the whitespace collapsed.
 show=$(auditwheel show "$raw" 2>&1) || { echo "$show" >&2; fail "auditwheel show $raw failed"; }
-show=$(echo $show)
+show=$(tr -s "[:space:]" " " <<<"$show")
 [[ $show =~ constrains\ the\ platform\ tag\ to\ \"(manylinux_2_[0-9]+_x86_64)\" ]] ||
     fail "auditwheel show names no manylinux tag for the wheel: $show"
 platform=${BASH_REMATCH[1]}
@@ -64,7 +64,7 @@ auditwheel repair -w "$tmp/wheelhouse" "$raw" >"$tmp/repair.log" 2>&1 || { cat "
 wheel=$tmp/wheelhouse/sdm_loader-$meson_version-py3-none-$platform.whl
 [[ -f $wheel ]] || fail "auditwheel repair wrote $(ls "$tmp/wheelhouse"), not $(basename "$wheel") ($platform: what auditwheel show allows)"
 show=$(auditwheel show "$wheel" 2>&1) || { echo "$show" >&2; fail "auditwheel show $wheel failed"; }
-show=$(echo $show)
+show=$(tr -s "[:space:]" " " <<<"$show")
 [[ $show == *"is consistent with the following platform tag: \"$platform\""* ]] ||
     fail "auditwheel show does not find the repaired wheel consistent with $platform: $show"
 echo "repaired: $(basename "$wheel")"
