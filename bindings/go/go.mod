@@ -1,3 +1,3 @@
-module sdm.dev/sdm
+module github.com/sdm/sdm/bindings/go
 
 go 1.19

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"unsafe"
 
-	"sdm.dev/sdm"
-	"sdm.dev/sdm/internal/fakecuda"
+	sdm "github.com/sdm/sdm/bindings/go"
+	"github.com/sdm/sdm/bindings/go/internal/fakecuda"
 )
 
 const (

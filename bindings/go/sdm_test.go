@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"sdm.dev/sdm"
-	"sdm.dev/sdm/internal/rawabi"
+	sdm "github.com/sdm/sdm/bindings/go"
+	"github.com/sdm/sdm/bindings/go/internal/rawabi"
 )
 
 const devices = "NVIDIA H200,9.0,232448,132,62914560;" +

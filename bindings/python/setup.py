@@ -1,11 +1,14 @@
 """What pyproject.toml cannot declare: the version, libsdm inside the wheel, the platform tag.
 
-The version is sdm's release as sdm/_version.py reads it from the top-level meson.build. libsdm and
-its JIT helper are copied from the Meson build directory $SDM_BUILD_DIR (default ../../build; a relative path is taken
-from this directory, where pip runs the build) into the wheel's sdm/_lib, through `strip
---strip-unneeded` where strip is installed (a debugoptimized build's copy carries its debug
-information: 40 MB, against 1.6 MB stripped). Both are written into setuptools' build directory,
-never into the source tree.
+The version is sdm's release as sdm/_version.py reads it from the top-level meson.build (an sdist
+carries it written out, and the project's LICENSE beside setup.py). libsdm and its JIT helper are
+copied from a Meson build directory into the wheel's sdm/_lib, through `strip --strip-unneeded`
+where strip is installed (a debugoptimized build's copy carries its debug information: 40 MB,
+against 1.6 MB stripped). Both are written into setuptools' build directory, never into the source
+tree. The build directory is $SDM_BUILD_DIR, a relative one taken from the directory pip (or
+python -m build) was started in: pip runs this file in the source directory, so that is the shell's
+$PWD, which the build inherits. Without it, the repository's build-release, else its build, the
+first that has libsdm (an sdist has no repository around it: it needs SDM_BUILD_DIR).
 """
 
 import os
@@ -18,6 +21,7 @@ from pathlib import Path
 from setuptools import Distribution, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 from setuptools.errors import FileError
 
 HERE = Path(__file__).resolve().parent
@@ -25,27 +29,51 @@ VERSION = runpy.run_path(str(HERE / "sdm" / "_version.py"))["__version__"]
 # The SONAME, the name sdm._capi looks for in sdm/_lib: libsdm's soversion is the ABI major.
 LIBRARY = "libsdm.so.{}".format(runpy.run_path(str(HERE / "sdm" / "_sdm_h.py"))["SDM_ABI_VERSION_MAJOR"])
 HELPER = "sdm-jit-helper"
+REPOSITORY = HERE.parent.parent
+# The repository's LICENSE; an sdist carries its copy beside setup.py.
+LICENSE = next((f for f in (HERE / "LICENSE", REPOSITORY / "LICENSE") if f.is_file()), None)
+DEFAULT_BUILD_DIRS = ("build-release", "build")  # ./run.sh demo's and the README's release build, then a development one
+
+
+def version_module():
+    return (f'"""The package\'s version: sdm\'s release, from meson.build when the package was built."""\n\n'
+            f"__version__ = {VERSION!r}\n")
+
+
+def build_directory():
+    """The Meson build directory whose libsdm goes into the wheel."""
+    named = os.environ.get("SDM_BUILD_DIR")
+    if named:
+        # pip and python -m build run this file with the source directory as the current one;
+        # the caller's directory survives as $PWD.
+        base = Path(os.environ.get("PWD") or os.getcwd())
+        directory = base / named
+        if not (directory / "capi" / LIBRARY).is_file():
+            raise FileError(f"SDM_BUILD_DIR={named}: {(directory / 'capi' / LIBRARY).resolve()} is missing: build sdm there "
+                            f"(meson setup {named} && ninja -C {named}), or name the Meson build directory that has it "
+                            "(a relative path is taken from the directory pip was run in)")
+        return directory
+    tried = [REPOSITORY / name for name in DEFAULT_BUILD_DIRS]
+    for directory in tried:
+        if (directory / "capi" / LIBRARY).is_file():
+            return directory
+    raise FileError(f"no libsdm to put in the wheel: neither {' nor '.join(str(d / 'capi' / LIBRARY) for d in tried)} exists. "
+                    "Build sdm first (in the repository: meson setup build-release && ninja -C build-release), or set "
+                    "SDM_BUILD_DIR to the Meson build directory that has it")
 
 
 class BuildPy(build_py):
     def run(self):
         super().run()
         package = Path(self.build_lib) / "sdm"
-        (package / "_version.py").write_text(
-            f'"""The package\'s version: sdm\'s release, from meson.build when the wheel was built."""\n\n'
-            f"__version__ = {VERSION!r}\n")
-        source = HERE / (os.environ.get("SDM_BUILD_DIR") or "../../build") / "capi" / LIBRARY
-        if not source.is_file():
-            raise FileError(f"{source.resolve()} is missing: build sdm first (in the repository: meson setup build "
-                            "&& ninja -C build), or set SDM_BUILD_DIR (default: the repository's build) to the Meson "
-                            "build directory that has it")
+        (package / "_version.py").write_text(version_module())
+        source = build_directory() / "capi" / LIBRARY
         (package / "_lib").mkdir(exist_ok=True)
         # The project's license travels inside the package (the wheel ships libsdm's binary).
-        license_file = HERE / ".." / ".." / "LICENSE"
-        if license_file.is_file():
-            shutil.copy(license_file, package / "LICENSE")
+        if LICENSE is not None:
+            shutil.copy(LICENSE, package / "LICENSE")
         else:
-            print(f"setup.py: no {license_file}: the wheel goes without the project's LICENSE", file=sys.stderr)
+            print(f"setup.py: no {REPOSITORY / 'LICENSE'}: the wheel goes without the project's LICENSE", file=sys.stderr)
         # libsdm, and beside it the JIT helper it starts for links it cannot fully check
         # (docs/LOADING.md, "A compiler that crashes"): libsdm looks for it in its own directory.
         helper = source.parent / HELPER
@@ -60,6 +88,20 @@ class BuildPy(build_py):
             else:
                 subprocess.run([strip, "--strip-unneeded", "-o", str(target), str(built)], check=True)
             target.chmod(mode)
+
+
+class SourceDistribution(sdist):
+    """The sdist: this directory's files, with what it reads from the repository around it (the
+    version, the LICENSE) written in, since an sdist is unpacked alone."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        version_file = Path(base_dir) / "sdm" / "_version.py"
+        version_file.unlink()  # a hard link to the source tree's file: replaced, not written through
+        version_file.write_text(version_module())
+        if LICENSE is None:
+            raise FileError(f"no {REPOSITORY / 'LICENSE'}: an sdist must carry the project's license")
+        shutil.copy(LICENSE, Path(base_dir) / "LICENSE")
 
 
 class WithLibrary(Distribution):
@@ -77,4 +119,4 @@ class PlatformWheel(bdist_wheel):
         return "py3", "none", super().get_tag()[2]
 
 
-setup(version=VERSION, distclass=WithLibrary, cmdclass={"build_py": BuildPy, "bdist_wheel": PlatformWheel})
+setup(version=VERSION, distclass=WithLibrary, cmdclass={"build_py": BuildPy, "sdist": SourceDistribution, "bdist_wheel": PlatformWheel})

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Runs the Rust bindings' tests against a Meson build of sdm, through its fake CUDA driver.
+# Runs the Rust bindings' tests against a Meson build of sdm, through its fake CUDA driver; then
+# packages both crates as a registry would take them (cargo package --workspace --offline: sdm-sys
+# first, and sdm verified against the packaged sdm-sys through cargo's temporary local registry),
+# checking that each package lists only sources, manifests and the README, no build output.
 # Usage: bindings/rust/run_tests.sh [BUILD_DIR [CARGO_TEST_ARGS...]]
 #   BUILD_DIR: the Meson build directory, absolute or relative to the repository root (default: build).
-# Exits non-zero when a test fails or the build lacks libsdm.so, the fake driver or the sdm tool.
+# Exits non-zero when a test or the packaging fails, or the build lacks libsdm.so, the fake driver or the sdm tool.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,3 +39,18 @@ unset SDM_ARCHIVE_PATH SDM_PLUGIN_PATH SDM_CACHE_DISABLE SDM_CACHE_MAX_BYTES SDM
 
 cd "$here"
 cargo test --offline -j1 --no-fail-fast "$@"
+
+# --allow-dirty: what is checked is the package, not whether the checkout is committed.
+for crate in sdm-sys sdm; do
+    listed=$(cargo package --offline --allow-dirty --list -p "$crate")
+    unexpected=$(grep -vE '^(Cargo\.toml|Cargo\.toml\.orig|Cargo\.lock|\.cargo_vcs_info\.json|README\.md|build\.rs|(src|tests|examples)/[A-Za-z0-9_/]+\.rs)$' <<<"$listed" || true)
+    [[ -z $unexpected ]] || { echo "run_tests.sh: cargo package of $crate would ship more than its sources:" $unexpected >&2; exit 1; }
+    grep -Fx src/lib.rs <<<"$listed" >/dev/null || { echo "run_tests.sh: cargo package of $crate lists no src/lib.rs" >&2; exit 1; }
+done
+version=$(sed -n 's/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
+rm -f "$CARGO_TARGET_DIR"/package/sdm-*.crate
+cargo package --workspace --offline --allow-dirty -j1
+for crate in sdm-sys sdm; do
+    [[ -f $CARGO_TARGET_DIR/package/$crate-$version.crate ]] || { echo "run_tests.sh: cargo package wrote no $crate-$version.crate" >&2; exit 1; }
+done
+echo "cargo package: sdm-sys-$version.crate and sdm-$version.crate, verified offline"
