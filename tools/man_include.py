@@ -37,7 +37,7 @@ def first_block(body, after=None):
 def literal(block):
     out = [".nf"]
     for line in block:
-        out.append(("\\&" if line.startswith((".", "'")) else "") + line.replace("\\", "\\e"))
+        out.append(("\\&" if line.startswith((".", "'")) else "") + line.replace("\\", "\\e").replace("\u2026", "\\[u2026]"))
     return out + [".fi"]
 
 
