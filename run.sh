@@ -90,8 +90,23 @@ case "${1:-}" in
   demo)
     install_missing
     # A release build, stripped (the project's default), in a folder of its own: the tests' build
-    # keeps its type.
-    configure build-release -Dbuildtype=release -Dstrip=true -Dtests=disabled -Dbench=disabled
+    # keeps its type. A build-release made otherwise (by hand, an older install recipe) is left
+    # as it is: demo never reconfigures a folder it did not make (the README's install recipe
+    # builds in build-install).
+    demo_options=(-Dbuildtype=release -Dstrip=true -Dtests=disabled -Dbench=disabled -Dexamples=auto)  # (tools/demo.sh runs examples/sdm_demo)
+    if [ -f build-release/build.ninja ]; then
+      differ=$(meson introspect build-release --buildoptions | python3 -c '
+import json, sys
+want = dict(arg[2:].split("=", 1) for arg in sys.argv[1:])
+have = {o["name"]: str(o["value"]).lower() for o in json.load(sys.stdin)}
+print(" ".join(f"{k}={have.get(k)} (demo: {v})" for k, v in want.items() if have.get(k) != v))' "${demo_options[@]}")
+      if [ -n "$differ" ]; then
+        echo "run.sh: build-release was not configured by ./run.sh demo ($differ); demo leaves it alone: remove or rename it to run the demo" >&2
+        exit 1
+      fi
+    else
+      meson setup build-release "${demo_options[@]}"
+    fi
     ninja -C build-release
     exec ./tools/demo.sh build-release
     ;;

@@ -76,8 +76,9 @@ struct InfoOptions {
     std::string driver;                 // empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
     std::string libsdm;                 // whose embedded archive to mount; empty: the libsdm.so.1 the loader finds
-    std::string kernel;                 // only kernels whose name matches this fnmatch(3) glob, in the summary and per device; empty: all
+    std::string kernel;                 // only kernels whose name or demangled name matches this fnmatch(3) glob (kernel_filter.hpp), in the summary and per device; empty: all
     bool summary{false};                // the text: the summary alone (the JSON is whole either way)
+    std::string self;                   // this program's path, which runs the JIT helper as `sdm --jit-helper`
 };
 int run_info(const InfoOptions& options);
 

@@ -7,7 +7,6 @@
 #include <set>
 
 #include <dlfcn.h>
-#include <fnmatch.h>
 #include <link.h>
 
 #include <fmt/format.h>
@@ -23,9 +22,11 @@
 #include "common/hardware_matrix.hpp"
 #include "runtime/jit_nvjitlink.hpp"
 #include "runtime/jit_ptxcompiler.hpp"
+#include "runtime/kernel_names.hpp"
 #include "runtime/layering.hpp"
 #include "runtime/library.hpp"
 #include "runtime/runtime.hpp"
+#include "kernel_filter.hpp"
 #include "wording.hpp"
 
 namespace sdm::tools {
@@ -171,10 +172,14 @@ int add_devices(runtime::Runtime& rt, bool have_driver, nlohmann::json& out) {
 // the kernels whose name matches `pattern` (all when empty). Returns how many those are.
 size_t add_kernels(runtime::Runtime& rt, const Result<std::shared_ptr<runtime::Driver>>& driver, const std::string& pattern, nlohmann::json& out) {
     std::set<std::string> names;
-    for (const auto& m : rt.archives())
-        if (m->manifest)
-            for (const auto& k : m->manifest->kernels())
-                if (pattern.empty() || ::fnmatch(pattern.c_str(), std::string(k.name).c_str(), 0) == 0) names.emplace(k.name);
+    for (const auto& m : rt.archives()) {
+        if (!m->manifest) continue;
+        const auto kernels = m->manifest->kernels();
+        // (demangled only to be matched: in the JIT helper, as sdm ls does, kernel_names.hpp)
+        const auto demangled = pattern.empty() ? std::vector<std::string>(kernels.size()) : runtime::demangled_names(rt.jit(), *m);
+        for (size_t i = 0; i < kernels.size(); ++i)
+            if (kernel_matches(pattern, std::string(kernels[i].name), demangled[i])) names.emplace(kernels[i].name);
+    }
     for (auto& d : out["devices"]) {
         if (d.contains("error")) continue;
         d["kernels"] = nlohmann::json::array();
@@ -343,6 +348,7 @@ int run_info(const InfoOptions& o) {
     options.embedded_key = embedded.key;
     options.cuda_driver = o.driver;
     options.log_level = runtime::LogLevel::error;
+    options.isolation.helper = {o.self, "--jit-helper"};  // where --kernel's demangling runs (kernel_names.hpp)
     runtime::Runtime rt(std::move(options));
     int status = 0;
     for (const auto& path : o.archives) {

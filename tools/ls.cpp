@@ -2,7 +2,6 @@
 #include <set>
 #include <string_view>
 
-#include <fnmatch.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "archive/signature_check.hpp"
 #include "archive/archive.hpp"
 #include "archive/identity.hpp"
+#include "kernel_filter.hpp"
 #include "runtime/kernel_names.hpp"
 #include "runtime/runtime.hpp"
 #include "table.hpp"
@@ -72,11 +72,10 @@ struct Selection {
 
 Selection select(const std::vector<Row>& rows, const LsOptions& o) {
     Selection s{{}, {}, !o.kernel.empty() || !o.module.empty()};
-    const auto matches = [&](const std::string& name) { return !name.empty() && ::fnmatch(o.kernel.c_str(), name.c_str(), 0) == 0; };
     for (size_t i = 0; i < rows.size(); ++i) {
         const auto& r = rows[i];
         if (!o.module.empty() && r.module != o.module) continue;
-        if (!o.kernel.empty() && !matches(r.name) && !matches(r.demangled)) continue;
+        if (!kernel_matches(o.kernel, r.name, r.demangled)) continue;
         s.kernels.push_back(i);
         s.modules.insert(r.module);
     }

@@ -15,6 +15,7 @@
 #include "completion.hpp"
 #include "runtime/jit_isolation.hpp"
 #include "sdm_version.h"
+#include "table.hpp"
 
 namespace {
 
@@ -108,8 +109,10 @@ void add_archive_commands(CLI::App& app, Commands& c) {
                                                   "the entries shown are their modules'");
     c.ls_cmd->add_option("--module", c.ls.module, "Only this module's entries and kernels");
     c.ls_cmd->add_flag("--wide,-w", c.ls.wide, "Never cut a name, on a terminal too");
+    // At least the columns a cut name keeps (TextTable::kMinCut): a narrower line cannot be kept;
+    // at most kMaxListingWidth: wider is no terminal's, and --wide says never cut.
     c.ls_cmd->add_option("--width", c.ls.width, "Fit lines to N columns, cutting names, whether or not stdout is a terminal")
-        ->check(CLI::PositiveNumber)->excludes("--wide");
+        ->check(CLI::Range(sdm::tools::TextTable::kMinCut, sdm::tools::kMaxListingWidth))->excludes("--wide");
 
     c.verify_cmd = app.add_subcommand("verify", "Check every checksum and parse (and with --trust, the signature and every payload's signed digest); "
                                                 "exit 1 naming the first bad entry");
@@ -149,7 +152,7 @@ void add_runtime_commands(CLI::App& app, Commands& c) {
                                             "(each archive's kernels, each device's class and how many kernels it is served), then each "
                                             "device's kernels, which archive serves each and why");
     c.info_cmd->add_flag("--json", c.info.json, "Machine-readable output (the summary under \"summary\"; --kernel applies, --summary does not)");
-    c.info_cmd->add_option("--kernel", c.info.kernel, "Only kernels whose name (as the manifest holds it) matches this glob (fnmatch: 'gemm*')");
+    c.info_cmd->add_option("--kernel", c.info.kernel, "Only kernels whose name or demangled name matches this glob (fnmatch: 'gemm*', '*<float*')");
     c.info_cmd->add_flag("--summary", c.info.summary, "Print the summary alone");
     c.info_cmd->add_option("-a,--archive", c.info.archives, "Mount these archive files");
     c.info_cmd->add_option("--driver", c.info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
@@ -271,7 +274,10 @@ int run_command(CLI::App& app, Commands& c, const char* argv0) {
         if (c.sign_cmd->parsed()) return sdm::tools::run_sign(c.sign);
         if (c.extract_cmd->parsed()) return sdm::tools::run_extract(c.extract_path, c.extract_dir, c.extract_entries, c.extract_raw, c.extract_force);
         if (c.diff_cmd->parsed()) return sdm::tools::run_diff(c.diff_left, c.diff_right, c.diff_json);
-        if (c.info_cmd->parsed()) return sdm::tools::run_info(c.info);
+        if (c.info_cmd->parsed()) {
+            c.info.self = self_path(argv0);
+            return sdm::tools::run_info(c.info);
+        }
         if (c.cache_cmd->parsed()) return sdm::tools::run_cache(c.cache);
         if (c.jit_cmd->parsed()) {
             c.jit.self = self_path(argv0);

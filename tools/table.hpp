@@ -34,6 +34,8 @@ private:
 // stdout is not a terminal (a pipe or a file gets whole names, for grep); `forced` (--width N)
 // when nonzero, terminal or not; else the terminal's width (TIOCGWINSZ), else $COLUMNS, else 100.
 size_t listing_width(bool wide, size_t forced);
+// The widest `--width` sdm ls takes: wider is no terminal's (--wide cuts nothing).
+inline constexpr size_t kMaxListingWidth = 10000;
 
 // Columns `text` takes on a terminal: its UTF-8 code points.
 size_t display_width(std::string_view text);

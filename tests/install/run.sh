@@ -52,13 +52,32 @@ if command -v help2man >/dev/null; then
     grep -q "^NAME" <<<"$text" || fail "man $page does not render: $text"  # (not echo | grep -q: under pipefail grep's early exit fails echo)
   done
   grep -q -- "--sign" <<<"$(MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null)" || fail "man sdm-pack lacks the options"
+  # EXAMPLES and ENVIRONMENT (from the README, tools/man_include.py): every page has both.
+  page=$(MANPATH=$root/share/man MANPAGER=cat man sdm 2>/dev/null)
+  for want in EXAMPLES ENVIRONMENT SDM_CUDA_DRIVER SDM_PROGRESS_INTERVAL "sdm import --arch sm_90"; do
+    grep -q -- "$want" <<<"$page" || fail "man sdm lacks '$want'"
+  done
+  page=$(MANPATH=$root/share/man MANPAGER=cat man sdm-ls 2>/dev/null)
+  grep -q "^EXAMPLES" <<<"$page" && grep -q "^ENVIRONMENT" <<<"$page" && grep -q -- "sdm ls kernels.sdma" <<<"$page" || fail "man sdm-ls lacks EXAMPLES or ENVIRONMENT: $page"
   echo "man pages: sdm $(printf 'sdm-%s ' $commands)"
 else
   echo "no help2man: the man pages are not built"
 fi
-export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
+# The fake driver, installed beside libsdm as a development tool where the build installs it
+# (-Dfake_driver, README "Try it without a GPU"): the installed tool runs on it; else the build's.
 export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
 export SDM_CACHE_DIR=$work/cache
+if meson introspect "$build" --installed | grep -q 'libcuda_fake\.so"'; then
+  export SDM_CUDA_DRIVER=$(dirname "$libsdm_file")/sdm/libcuda_fake.so
+  [ -f "$SDM_CUDA_DRIVER" ] || fail "the build installs the fake driver, but $SDM_CUDA_DRIVER is not there"
+  file -L "$SDM_CUDA_DRIVER" | grep -q ", stripped" || fail "the installed fake driver is not stripped"
+  info=$("$root/bin/sdm" info --summary 2>&1) || fail "the installed sdm info on the installed fake driver: $info"
+  grep -q "device 0: NVIDIA H200 (9.0, class modern)" <<<"$info" || fail "the installed sdm info on the installed fake driver: $info"
+  echo "the installed fake driver: $info"
+else
+  echo "this build does not install the fake driver (-Dfake_driver=disabled, or no cuda.h): the hosts run on the build's"
+  export SDM_CUDA_DRIVER=$build/tests/fake_cuda/libcuda_fake.so
+fi
 
 echo "== CMake: find_package(sdm) against the installed tree"
 cmake -S "$src/tests/install" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$root" -DSDM_SOURCE_DIR="$src" -DSDM_RELEASE="$release" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; exit 1; }

@@ -17,7 +17,7 @@ started=$SECONDS
 
 # buildtype plain (no -O): the point is that it builds, and unoptimized it builds fastest.
 meson setup "$work/build" "$work" --buildtype=plain --force-fallback-for=sdm \
-  -Dsdm:tools=disabled -Dsdm:kernels=disabled -Dsdm:tests=disabled -Dsdm:bench=disabled -Dsdm:examples=disabled \
+  -Dsdm:tools=disabled -Dsdm:kernels=disabled -Dsdm:tests=disabled -Dsdm:bench=disabled -Dsdm:examples=disabled -Dsdm:fake_driver=disabled \
   >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
 grep -q "sdm tool (tools).*off (-Dtools=disabled)" "$work/setup.log" || { cat "$work/setup.log"; echo "the summary does not say the tool is off"; exit 1; }
 ninja -C "$work/build" -j 1 >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
@@ -32,6 +32,7 @@ echo "host: $out"
 
 # Nothing of the tool: no tool target, no header of its dependencies in any object, no libfmt.
 [ ! -e "$work/build/subprojects/sdm/tools/sdm" ] || { echo "the sdm tool was built with -Dsdm:tools=disabled"; exit 1; }
+[ -z "$(find "$work/build" -name 'libcuda_fake*')" ] || { echo "the fake driver was built with -Dsdm:fake_driver=disabled -Dsdm:tests=disabled"; exit 1; }
 tool_headers=$(ninja -C "$work/build" -t deps | grep -E '/(CLI|toml\+\+|fmt|nlohmann)/' || true)
 [ -z "$tool_headers" ] || { echo "libsdm's objects include the tool's dependencies:"; echo "$tool_headers" | sort -u | head; exit 1; }
 if readelf -d "$libsdm_dir"/libsdm.so | grep 'NEEDED.*fmt' >/dev/null; then echo "libsdm needs libfmt"; exit 1; fi

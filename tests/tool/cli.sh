@@ -127,6 +127,19 @@ assert all(len(l) <= 60 for l in table), [l for l in table if len(l) > 60]
 assert any(l.startswith("_ZN8sdm_test4fil\u2026  templates  b64,b32    sm_90") for l in table), table
 PY
 "$sdm" ls --width 50 --wide "$work/templates.sdma" >/dev/null 2>&1 && fail "--width with --wide"
+# --width from 16 (the columns a cut name keeps) to 10000; anything else is refused, naming the
+# option and the range, before anything is read.
+for bad in 0 1 15 10001 99999999999999999999999 -5 abc 60x ''; do
+  if out=$("$sdm" ls --width "$bad" "$work/templates.sdma" 2>&1); then fail "ls --width '$bad' was taken: $out"; fi
+  grep -q -- "--width" <<<"$out" || fail "ls --width '$bad': the error does not name --width: $out"
+done
+out=$("$sdm" ls --width 0 "$work/templates.sdma" 2>&1) || true
+grep -qF "not in range 16 to 10000" <<<"$out" || fail "ls --width 0: the error does not give the range: $out"
+for good in 16 10000; do
+  "$sdm" ls --width "$good" "$work/templates.sdma" >"$work/w.ls" || fail "ls --width $good"
+  python3 -c "import sys; t=open(sys.argv[1], encoding='utf-8').read().splitlines(); assert max(map(len, t[t.index('') + 1:])) <= max($good, 80)" "$work/w.ls" ||
+    { cat "$work/w.ls"; fail "ls --width $good: lines too wide"; }
+done
 wide=$("$sdm" ls --wide "$work/templates.sdma")  # captured first: grep -q on a pipe would cut ls off (pipefail)
 grep -qF "_ZN8sdm_test4fillIdLi1024EEEvPT_S1_" <<<"$wide" || fail "ls --wide cut a name"
 grep -qF "no kernel ABI, " "$work/templates.ls" || fail "ls of an archive declaring no kernel ABI"

@@ -45,6 +45,15 @@ s = d['summary']
 assert s['kernels'] == 1 and s['kernel_filter'] == 'sc*' and s['archives'][-1]['kernels'] == 2, s
 assert s['devices'][0] == {'ordinal': 0, 'name': 'NVIDIA H200', 'capability': '9.0', 'class': 'modern', 'served': 1, 'not_served': 0}, s['devices'][0]
 " || fail "sdm info --json's summary"
+# --kernel matches C++ names as sdm ls --kernel does (tools/kernel_filter.hpp): the demangled
+# declaration or the mangled symbol.
+"$sdm" import -q -o "$work/templates.sdma" "$data/templates.sm_90.cubin"
+"$sdm" info --kernel '*fill<double*' -a "$work/templates.sdma" >"$work/info" 2>&1 || { cat "$work/info"; fail "sdm info --kernel over a C++ name"; }
+expect " mounted, 4 devices, 1 kernel matching '*fill<double*'"
+expect "kernel _ZN8sdm_test4fillIdLi1024EEEvPT_S1_: archive $work/templates.sdma"
+! grep -q "_ZN8sdm_test4fillIf" "$work/info" || { cat "$work/info"; fail "sdm info --kernel '*fill<double*' kept fill<float>"; }
+"$sdm" info --kernel '_ZN8sdm_test4fillIf*' -a "$work/templates.sdma" >"$work/info" 2>&1
+expect "1 kernel matching '_ZN8sdm_test4fillIf*'"
 SDM_LOAD_PATH=library "$sdm" info -a "$golden/kernels.sdma" 2>&1 | grep -F "load path: library (SDM_LOAD_PATH=library" >/dev/null ||
   fail "sdm info does not follow SDM_LOAD_PATH"
 "$sdm" info --json -a "$golden/kernels.sdma" | python3 -c "

@@ -1,26 +1,56 @@
 #!/usr/bin/env python3
-"""The README's host examples cannot rot: each fenced block that follows a line
-`<!-- example: PATH -->` must be PATH's text (between its `README begin` and `README end` comment
-lines when it has them, dedented), and PATH is a file the tests compile or run. Usage:
-readme_examples.py SOURCE_ROOT. Exit 1 naming each block that differs, and the first line that does."""
+"""The README's examples cannot rot.
+
+readme_examples.py SOURCE_ROOT: each fenced block that follows a line `<!-- example: PATH -->` must
+be PATH's text (between its `README begin` and `README end` comment lines when it has them,
+dedented), and PATH is a file the tests compile or run; each line `<!-- test: NAME -->` must be
+followed by a fenced block too (the commands tests/hosts/readme_quickstart.sh runs). Exit 1 naming
+each block that differs or is missing, and the first line that differs.
+
+readme_examples.py --commands NAME README: prints the commands of the block marked
+`<!-- test: NAME -->`, exactly as the README has them (exit 1 when there is no such block).
+"""
 import re
 import sys
 import textwrap
 from pathlib import Path
 
+def fenced_block(lines, i):
+    """The lines of the fenced block right after line i (a marker), or None when none follows."""
+    if i + 1 >= len(lines) or not lines[i + 1].startswith("```"):
+        return None
+    end = next((j for j in range(i + 2, len(lines)) if lines[j].startswith("```")), None)
+    return None if end is None else lines[i + 2:end]
+
+
+def markers(lines, kind):
+    """(line index, argument) of each `<!-- KIND: ARGUMENT -->` line."""
+    for i, line in enumerate(lines):
+        m = re.fullmatch(rf"<!-- {kind}: (\S+) -->", line.strip())
+        if m:
+            yield i, m.group(1)
+
+
+if sys.argv[1] == "--commands":
+    name, readme = sys.argv[2], Path(sys.argv[3]).read_text().splitlines()
+    found = [fenced_block(readme, i) for i, marker in markers(readme, "test") if marker == name]
+    if not found or found[0] is None:
+        sys.exit(f"{sys.argv[3]}: no fenced block after a line <!-- test: {name} -->")
+    print("\n".join(found[0]))
+    sys.exit(0)
+
 root = Path(sys.argv[1])
 readme = (root / "README.md").read_text().splitlines()
 failures, checked = [], 0
-for i, line in enumerate(readme):
-    m = re.fullmatch(r"<!-- example: (\S+) -->", line.strip())
-    if not m:
+for i, name in markers(readme, "test"):
+    if fenced_block(readme, i) is None:
+        failures.append(f"README.md:{i + 1}: test {name}: no fenced block right after the marker")
+for i, path in markers(readme, "example"):
+    block = fenced_block(readme, i)
+    if block is None:
+        failures.append(f"README.md:{i + 1}: {path}: no fenced block right after the marker")
         continue
-    if i + 1 >= len(readme) or not readme[i + 1].startswith("```"):
-        failures.append(f"README.md:{i + 1}: {m.group(1)}: no fenced block right after the marker")
-        continue
-    end = next(j for j in range(i + 2, len(readme)) if readme[j].startswith("```"))
-    block = readme[i + 2:end]
-    text = (root / m.group(1)).read_text().splitlines()
+    text = (root / path).read_text().splitlines()
     begin = [k for k, t in enumerate(text) if "README begin" in t]
     stop = [k for k, t in enumerate(text) if "README end" in t]
     if begin:
@@ -28,9 +58,9 @@ for i, line in enumerate(readme):
     checked += 1
     if block != text:
         first = next((k for k, (a, b) in enumerate(zip(block, text)) if a != b), min(len(block), len(text)))
-        failures.append(f"README.md:{i + 3 + first}: the example from {m.group(1)} differs from the file at its line {first + 1}: "
+        failures.append(f"README.md:{i + 3 + first}: the example from {path} differs from the file at its line {first + 1}: "
                         f"README {block[first] if first < len(block) else '(ends)'!r}, file {text[first] if first < len(text) else '(ends)'!r}")
 for f in failures:
     print(f, file=sys.stderr)
-print(f"readme_examples: {checked} examples checked, {len(failures)} differ")
+print(f"readme_examples: {checked} examples checked, {len(failures)} differ or lack their block")
 sys.exit(1 if failures or checked == 0 else 0)
