@@ -111,4 +111,26 @@ struct PlanOptions {
 };
 int run_plan(const PlanOptions& options);
 
+// The registry commands (docs/REGISTRY.md). REF: REGISTRY[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST].
+struct PushOptions {
+    std::string archive;
+    std::string reference;      // with a tag
+    std::string subject;        // sha256:... of a manifest in the same repository this artifact refers to (an overlay's base)
+    bool plain_http{false};
+    std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
+};
+// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored.
+int run_push(const PushOptions& options);
+
+struct PullOptions {
+    std::string reference;
+    std::string output;               // the file to install; empty: INTO/REPOSITORY-NAME.sdma
+    std::string into;                 // a directory (empty: the current one)
+    std::vector<std::string> trust;   // public keys; given, a signature by one of them is required; else $SDM_REQUIRE_SIGNED decides
+    bool plain_http{false};
+    std::string docker_config;
+    bool quiet{false};
+};
+int run_pull(const PullOptions& options);
+
 }  // namespace sdm::tools
