@@ -118,6 +118,7 @@ struct PushOptions {
     std::string subject;        // sha256:... of a manifest in the same repository this artifact refers to (an overlay's base)
     bool plain_http{false};
     std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
+    long stall_timeout_s{30};   // an answer that sends nothing for this long is cut
 };
 // Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored.
 int run_push(const PushOptions& options);
@@ -129,6 +130,7 @@ struct PullOptions {
     std::vector<std::string> trust;   // public keys; given, a signature by one of them is required; else $SDM_REQUIRE_SIGNED decides
     bool plain_http{false};
     std::string docker_config;
+    long stall_timeout_s{30};
     bool quiet{false};
 };
 int run_pull(const PullOptions& options);

@@ -134,6 +134,7 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     const char* ref_help = "REGISTRY[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST] (the distribution spec's grammar; no tag: latest)";
     const char* config_help = "Docker config file with the registry's credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json; "
                               "credential helpers are not run)";
+    const char* stall_help = "Seconds an answer may send nothing before it is cut (connecting: 30 s)";
     c.push_cmd = app.add_subcommand("push", "Push an archive, checked as verify checks it, to an OCI registry as an artifact of type "
                                             "application/vnd.sdm.archive.v1 (annotations: content version, kernel ABI, targets, signers); "
                                             "print REGISTRY/REPOSITORY@DIGEST");
@@ -143,6 +144,7 @@ void add_registry_commands(CLI::App& app, Commands& c) {
                                                         "(an overlay's base): listed among its referrers");
     c.push_cmd->add_flag("--plain-http", c.push.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.push_cmd->add_option("--registry-config", c.push.docker_config, config_help);
+    c.push_cmd->add_option("--stall-timeout", c.push.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
 
     c.pull_cmd = app.add_subcommand("pull", "Pull an archive from an OCI registry: size and digest checked as it arrives, then every checksum and "
                                             "the signature under the host's policy ($SDM_REQUIRE_SIGNED, $SDM_TRUSTED_KEYS, or --trust), "
@@ -155,6 +157,7 @@ void add_registry_commands(CLI::App& app, Commands& c) {
         ->check(CLI::ExistingFile);
     c.pull_cmd->add_flag("--plain-http", c.pull.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.pull_cmd->add_option("--registry-config", c.pull.docker_config, config_help);
+    c.pull_cmd->add_option("--stall-timeout", c.pull.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
     c.pull_cmd->add_flag("-q,--quiet", c.pull.quiet, "Print only failures");
 }
 

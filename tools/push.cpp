@@ -71,7 +71,7 @@ Result<std::string> push(const PushOptions& o, const oci::Reference& ref) {
     SDM_TRY_GET(map, archive::FileMap::open(o.archive));
     SDM_TRY_GET(a, archive::Archive::open_memory((*map)->bytes(), o.archive, *map));
     SDM_TRY(archive::verify_archive(*a));  // a registry never holds what sdm verify refuses
-    SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config}));
+    SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
     const Bytes bytes = (*map)->bytes();
     oci::ArtifactManifest m;
     m.layer = {oci::kLayerMediaType, oci::sha256_digest(bytes), bytes.size(), {{"org.opencontainers.image.title", ref.base_name() + ".sdma"}}};

@@ -47,10 +47,14 @@ Result<ArtifactManifest> parse_artifact_manifest(Bytes bytes, const std::string&
     if (j.is_discarded() || !j.is_object()) return manifest_error(what, "the manifest is not a JSON object");
     if (!j.contains("mediaType") || j["mediaType"] != kManifestMediaType)
         return manifest_error(what, std::string("the manifest's mediaType is not ") + kManifestMediaType);
-    if (!j.contains("artifactType") || j["artifactType"] != kArtifactType)
-        return manifest_error(what, "the manifest's artifactType is " +
-                                        (j.contains("artifactType") && j["artifactType"].is_string() ? "'" + j["artifactType"].get<std::string>().substr(0, 100) + "'"
-                                                                                                     : std::string("absent")));
+    // The image spec: without artifactType, the config's mediaType is the artifact's type (what
+    // clients that cannot set artifactType, such as the oras Python package, write).
+    const bool typed = j.contains("artifactType");
+    const bool has_config = j.contains("config") && j["config"].is_object() && j["config"].contains("mediaType");
+    const auto& type = typed ? j["artifactType"] : has_config ? j["config"]["mediaType"] : j["mediaType"];
+    if (type != kArtifactType)
+        return manifest_error(what, std::string(typed ? "the manifest's artifactType" : "the manifest has no artifactType and its config's mediaType") +
+                                        " is " + (type.is_string() ? "'" + type.get<std::string>().substr(0, 100) + "'" : std::string("not a string")));
     if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].size() != 1)
         return manifest_error(what, "the manifest does not have exactly one layer");
     ArtifactManifest m;

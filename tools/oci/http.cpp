@@ -109,10 +109,12 @@ std::string curl_reason(CURLcode code, const TransportOptions& o) {
     std::string reason = curl_easy_strerror(code);
     if (code == CURLE_TOO_MANY_REDIRECTS) reason += " (more than " + std::to_string(kMaxRedirects) + ": a redirect loop)";
     if (code == CURLE_FILESIZE_EXCEEDED) reason += " (its Content-Length is larger than the size it may have)";
+    if (code == CURLE_PARTIAL_FILE) reason += " (the answer ended before its Content-Length: a dropped connection or a lying registry)";
     if (code == CURLE_OPERATION_TIMEDOUT) reason += " (nothing arrived for " + std::to_string(o.low_speed_time_s) + " s)";
     if ((code == CURLE_SSL_CONNECT_ERROR || code == CURLE_PEER_FAILED_VERIFICATION) && !o.plain_http)
         reason += " (a registry that speaks plain HTTP, on a trusted network only: --plain-http)";
-    if (code == CURLE_UNSUPPORTED_PROTOCOL && !o.plain_http) reason += " (plain http is used only with --plain-http)";
+    if (code == CURLE_UNSUPPORTED_PROTOCOL)
+        reason += o.plain_http ? " (sdm follows only http and https URLs)" : " (sdm follows only https URLs; http only with --plain-http)";
     return reason;
 }
 

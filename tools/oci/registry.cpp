@@ -127,7 +127,7 @@ Result<void> Registry::authenticate(const Response& answer) {
         if (c.params.contains(key)) query += std::string(query.empty() ? "?" : "&") + key + "=" + url_escape(c.params.at(key));
     Request token{"GET", realm + (realm.find('?') == std::string::npos ? query : (query.empty() ? "" : "&" + query.substr(1))), {}, {}, kMaxTokenAnswer, nullptr};
     if (credentials_.credentials) token.headers.push_back("Authorization: " + credentials_.credentials->basic_header());
-    SDM_TRY_GET(r, oci::send(token, {options_.plain_http}));
+    SDM_TRY_GET(r, oci::send(token, transport()));
     if (r->status != 200) return status_error("its token service " + realm.substr(0, 200) + " refused", *r);
     const auto json = nlohmann::json::parse(r->body, nullptr, false);
     std::string value;
@@ -143,7 +143,7 @@ Result<Response> Registry::send(Request request) {
     for (int attempt = 0;; ++attempt) {
         request.headers.resize(plain_headers);
         if (!authorization_.empty()) request.headers.push_back("Authorization: " + authorization_);
-        auto r = oci::send(request, {options_.plain_http});
+        auto r = oci::send(request, transport());
         if (!r) return make_error(r.error().code, "registry " + name_ + ": " + r.error().message);
         if (r->status != 401 || attempt == 1) return r;
         SDM_TRY(authenticate(*r));
@@ -160,7 +160,7 @@ Result<FetchedManifest> Registry::manifest(const std::string& key, const std::st
     m.digest = sha256_digest(m.bytes);
     if (is_sha256_digest(key) && m.digest != key)
         return make_error(ErrorCode::mismatch, "registry " + name_ + ": the manifest asked for as " + key + " hashes to " + m.digest +
-                                                   ": the registry answered other bytes; nothing was written");
+                                                   ": the registry answered other bytes");
     return m;
 }
 
@@ -198,11 +198,11 @@ Result<void> Registry::get_blob(const std::string& digest, uint64_t size, BodySi
     if (r->status != 200) return status_error("blob " + digest, *r);
     if (checking.received() != size)
         return make_error(ErrorCode::mismatch, "registry " + name_ + ": blob " + digest + " ended after " + std::to_string(checking.received()) +
-                                                   " of the " + std::to_string(size) + " bytes its manifest declares; nothing was installed");
+                                                   " of the " + std::to_string(size) + " bytes its manifest declares");
     const std::string got = checking.digest();
     if (got != digest)
         return make_error(ErrorCode::mismatch, "registry " + name_ + ": blob " + digest + " hashes to " + got +
-                                                   ": the registry answered other bytes; nothing was installed");
+                                                   ": the registry answered other bytes");
     return {};
 }
 

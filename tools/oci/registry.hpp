@@ -24,6 +24,7 @@ inline constexpr uint64_t kMaxManifestBytes = 4 << 20;
 struct RegistryOptions {
     bool plain_http{false};     // --plain-http
     std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
+    long stall_timeout_s{30};   // an answer that sends nothing for this long is cut
 };
 
 struct FetchedManifest {
@@ -63,6 +64,7 @@ public:
 private:
     Registry(Reference reference, RegistryOptions options, CredentialLookup credentials);
     std::string url(const std::string& path) const;
+    TransportOptions transport() const noexcept { return {options_.plain_http, 30, options_.stall_timeout_s}; }
     // Sends `request` with the authorization held; on 401 authenticates once and sends it again.
     Result<Response> send(Request request);
     Result<void> authenticate(const Response& challenge);
