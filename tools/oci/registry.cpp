@@ -206,21 +206,4 @@ Result<void> Registry::get_blob(const std::string& digest, uint64_t size, BodySi
     return {};
 }
 
-Result<std::optional<ByteVector>> Registry::referrers(const std::string& digest, const std::string& artifact_type) {
-    const std::string index_type = "application/vnd.oci.image.index.v1+json";
-    SDM_TRY_GET(r, send({"GET", url("/referrers/" + digest + "?artifactType=" + url_escape(artifact_type)), {"Accept: " + index_type}, {},
-                         kMaxManifestBytes, nullptr}));
-    if (r->status == 200) {
-        ByteVector bytes(r->body.size());
-        std::memcpy(bytes.data(), r->body.data(), r->body.size());
-        return std::optional<ByteVector>(std::move(bytes));
-    }
-    if (r->status != 404) return status_error("referrers of " + digest, *r);
-    // No referrers API (distribution 2.8 has none): the fallback tag schema's index, sha256-HEX.
-    auto fallback = manifest("sha256-" + digest.substr(7), index_type);
-    if (!fallback && fallback.error().code == ErrorCode::not_found) return std::optional<ByteVector>();
-    if (!fallback) return fallback.error();
-    return std::optional<ByteVector>(std::move(fallback->bytes));
-}
-
 }  // namespace sdm::tools::oci

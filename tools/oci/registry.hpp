@@ -54,11 +54,6 @@ public:
     // Streams the blob `digest`, which must be `size` bytes, into `sink`: cut at `size`, hashed as
     // it arrives, refused unless its digest and size match.
     Result<void> get_blob(const std::string& digest, uint64_t size, BodySink& sink);
-    // The referrers of `digest` as an image index (GET /v2/NAME/referrers/DIGEST, filtered by
-    // `artifact_type`); without that API, the tag sha256-HEX of the fallback tag schema; nullopt
-    // when neither exists.
-    Result<std::optional<ByteVector>> referrers(const std::string& digest, const std::string& artifact_type);
-
     const std::string& name() const noexcept { return name_; }  // registry/repository, for messages
 
 private:
