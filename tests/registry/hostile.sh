@@ -51,4 +51,21 @@ expect_fail "distribution spec's grammar" "$sdm" pull "$registry/../../etc/passw
 expect_fail "distribution spec's grammar" "$sdm" pull "$registry/good/..:v1" --plain-http --into "$work/target"
 expect_fail "is not [A-Za-z0-9_]" "$sdm" pull "$registry/good:../x" --plain-http --into "$work/target"
 [ "$(ls -A "$work/target")" = good.sdma ] || fail "left in the target: $(ls -A "$work/target")"
+
+# Credentials from the Docker config: none is a 401 that says to log in; the Bearer token flow
+# and Basic with them; a wrong password is said; a token realm that is not http(s) is refused.
+expect_fail "log in first" "$sdm" pull "$registry/bearer:v1" --plain-http -o "$work/bearer.sdma"
+expect_fail "log in first" "$sdm" pull "$registry/basic:v1" --plain-http -o "$work/basic.sdma"
+mkdir -p "$DOCKER_CONFIG"
+printf '{"auths": {"%s": {"auth": "%s"}}}' "$registry" "$(printf 'user:secret' | base64)" >"$DOCKER_CONFIG/config.json"
+"$sdm" pull -q "$registry/bearer:v1" --plain-http -o "$work/bearer.sdma"
+cmp "$work/a.sdma" "$work/bearer.sdma"
+"$sdm" pull -q "$registry/basic:v1" --plain-http -o "$work/basic.sdma"
+cmp "$work/a.sdma" "$work/basic.sdma"
+expect_fail "not an https URL" "$sdm" pull "$registry/bad-realm:v1" --plain-http -o "$work/bad-realm.sdma"
+printf '{"auths": {"http://%s/v1/": {"username": "user", "password": "wrong"}}}' "$registry" >"$work/wrong.json"
+expect_fail "are not accepted" "$sdm" pull "$registry/basic:v1" --plain-http --registry-config "$work/wrong.json" -o "$work/wrong.sdma"
+printf '{"auths": {"%s": {"auth": "not base64!"}}}' "$registry" >"$work/broken.json"
+expect_fail "is not base64" "$sdm" pull "$registry/basic:v1" --plain-http --registry-config "$work/broken.json" -o "$work/wrong.sdma"
+[ ! -e "$work/wrong.sdma" ] && [ ! -e "$work/bad-realm.sdma" ] || fail "a refused pull wrote a file"
 echo "hostile registry: ok"

@@ -12,8 +12,13 @@ the lie: every manifest names the archive given on the command line as its layer
   huge-layer      the manifest's layer declares 2^62 bytes
   other-bytes     a manifest asked for by digest answers other bytes
   slow            the blob sends one byte and then nothing (for at most LIMIT seconds)
+and two honest ones that want credentials (user:secret):
+  bearer          the Bearer token flow: a 401 naming the realm /token, which answers a token for them
+  basic           Basic authentication
+  bad-realm       a Bearer challenge whose realm is a file:// URL
 Usage: hostile_registry.py ARCHIVE PORT_FILE. Writes its port to PORT_FILE and serves until killed.
 """
+import base64
 import hashlib
 import http.server
 import json
@@ -24,6 +29,7 @@ LIMIT = 20  # seconds an endless or stalled answer lasts at most: the test's tim
 
 archive = open(sys.argv[1], "rb").read()
 digest = "sha256:" + hashlib.sha256(archive).hexdigest()
+BASIC = "Basic " + base64.b64encode(b"user:secret").decode()
 
 
 def manifest(size=len(archive)):
@@ -61,11 +67,31 @@ class Handler(http.server.BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def authorized(self, case):
+        port = self.server.server_address[1]
+        given = self.headers.get("Authorization", "")
+        if case == "bearer" and given != "Bearer good-token":
+            challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="test",scope="repository:bearer:pull"'
+        elif case == "bad-realm":
+            challenge = 'Bearer realm="file:///etc/passwd",service="test"'
+        elif case == "basic" and given != BASIC:
+            challenge = 'Basic realm="test"'
+        else:
+            return True
+        self.send(401, b'{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}', [("WWW-Authenticate", challenge)])
+        return False
+
     def do_GET(self):
+        if self.path.startswith("/token?"):
+            if self.headers.get("Authorization", "") != BASIC or "scope=repository%3Abearer%3Apull" not in self.path:
+                return self.send(401)
+            return self.send(200, b'{"token":"good-token"}')
         parts = self.path.split("/")  # ['', 'v2', CASE, 'manifests'|'blobs', KEY]
         if len(parts) != 5 or parts[1] != "v2":
             return self.send(404)
         case, kind, key = parts[2], parts[3], parts[4]
+        if not self.authorized(case):
+            return None
         if kind == "manifests":
             return self.manifest(case, key)
         if kind == "blobs" and key == digest:
