@@ -132,7 +132,19 @@ struct PullOptions {
     std::string docker_config;
     long stall_timeout_s{30};
     bool quiet{false};
+    bool locked{false};      // pull the digest the lock file records for the reference
+    std::string lock_file{"sdm.lock"};
 };
 int run_pull(const PullOptions& options);
+
+struct LockOptions {
+    std::vector<std::string> references;  // each with a tag
+    std::string lock_file{"sdm.lock"};    // updated atomically: other references' entries are kept
+    bool plain_http{false};
+    std::string docker_config;
+    long stall_timeout_s{30};
+    bool quiet{false};
+};
+int run_lock(const LockOptions& options);
 
 }  // namespace sdm::tools

@@ -44,12 +44,13 @@ struct Commands {
     sdm::tools::PlanOptions plan;
     sdm::tools::PushOptions push;
     sdm::tools::PullOptions pull;
+    sdm::tools::LockOptions lock;
     std::string completion_shell;
     std::vector<std::string> help_command;  // never read: main() answers `sdm help` before parsing
 
     CLI::App *pack_cmd = nullptr, *import_cmd = nullptr, *ls_cmd = nullptr, *verify_cmd = nullptr, *keygen_cmd = nullptr, *sign_cmd = nullptr,
              *extract_cmd = nullptr, *diff_cmd = nullptr, *info_cmd = nullptr, *cache_cmd = nullptr, *jit_cmd = nullptr, *plan_cmd = nullptr,
-             *push_cmd = nullptr, *pull_cmd = nullptr, *completion_cmd = nullptr;
+             *push_cmd = nullptr, *pull_cmd = nullptr, *lock_cmd = nullptr, *completion_cmd = nullptr;
 };
 
 // The options of pack and import that decide how the archive is written.
@@ -129,7 +130,7 @@ void add_archive_commands(CLI::App& app, Commands& c) {
     c.diff_cmd->add_flag("--json", c.diff_json, "Machine-readable output");
 }
 
-// The commands over OCI registries (docs/REGISTRY.md): push, pull.
+// The commands over OCI registries (docs/REGISTRY.md): push, pull, lock.
 void add_registry_commands(CLI::App& app, Commands& c) {
     const char* ref_help = "REGISTRY[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST] (the distribution spec's grammar; no tag: latest)";
     const char* config_help = "Docker config file with the registry's credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json; "
@@ -159,6 +160,18 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     c.pull_cmd->add_option("--registry-config", c.pull.docker_config, config_help);
     c.pull_cmd->add_option("--stall-timeout", c.pull.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
     c.pull_cmd->add_flag("-q,--quiet", c.pull.quiet, "Print only failures");
+    c.pull_cmd->add_flag("--locked", c.pull.locked, "Pull the digest the lock file records for REFERENCE (a tag), never what the tag names now");
+    c.pull_cmd->add_option("--lock-file", c.pull.lock_file, "Lock file of --locked")->capture_default_str();
+
+    c.lock_cmd = app.add_subcommand("lock", "Resolve references (with tags) to their manifests' digests and record them, with their content "
+                                            "versions, in the lock file that sdm pull --locked honours");
+    c.lock_cmd->add_option("references", c.lock.references, ref_help)->required();
+    c.lock_cmd->add_option("--lock-file", c.lock.lock_file, "Lock file to update (replaced atomically; other references' entries are kept)")
+        ->capture_default_str();
+    c.lock_cmd->add_flag("--plain-http", c.lock.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
+    c.lock_cmd->add_option("--registry-config", c.lock.docker_config, config_help);
+    c.lock_cmd->add_option("--stall-timeout", c.lock.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
+    c.lock_cmd->add_flag("-q,--quiet", c.lock.quiet, "Print only failures");
 }
 
 // The commands over the runtime and the machine: info, cache, jit, plan; then completion and help.
@@ -298,6 +311,7 @@ int run_command(CLI::App& app, Commands& c, const char* argv0) {
         if (c.plan_cmd->parsed()) return sdm::tools::run_plan(c.plan);
         if (c.push_cmd->parsed()) return sdm::tools::run_push(c.push);
         if (c.pull_cmd->parsed()) return sdm::tools::run_pull(c.pull);
+        if (c.lock_cmd->parsed()) return sdm::tools::run_lock(c.lock);
         if (c.completion_cmd->parsed()) {
             fmt::print("{}", *sdm::tools::completion_script(app, c.completion_shell));
             return 0;

@@ -8,6 +8,7 @@
 #include "archive/file_map.hpp"
 #include "commands.hpp"
 #include "install_check.hpp"
+#include "lock_file.hpp"
 #include "oci/artifact.hpp"
 #include "oci/registry.hpp"
 #include "staged_file.hpp"
@@ -52,10 +53,22 @@ Result<Pulled> pull(const PullOptions& o, const oci::Reference& ref, InstallChec
     return pulled;
 }
 
+// With --locked: the reference's digest from the lock file (the tag names only the entry).
+Result<oci::Reference> locked_reference(const PullOptions& o, oci::Reference ref) {
+    if (!ref.digest.empty()) return make_error(ErrorCode::invalid_argument, "reference '" + o.reference + "': --locked looks up a tag, not a digest");
+    SDM_TRY_GET(lock, read_lock_file(o.lock_file, false));
+    const LockEntry* entry = lock->find(ref.text());
+    if (entry == nullptr)
+        return make_error(ErrorCode::not_found, "lock file " + o.lock_file + " has no entry for " + ref.text() + " (sdm lock " + ref.text() + " adds it)");
+    ref.digest = entry->digest;
+    return ref;
+}
+
 }  // namespace
 
 int run_pull(const PullOptions& o) {
     auto ref = oci::parse_reference(o.reference);
+    if (ref && o.locked) ref = locked_reference(o, *ref);
     if (!ref) {
         fmt::print(stderr, "sdm pull: {}\n", ref.error().message);
         return 2;

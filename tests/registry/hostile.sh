@@ -13,7 +13,7 @@ export DOCKER_CONFIG=$work/docker
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/old.sdma" kernels:sm_90a="$data/kernels.sm_90a.cubin"
 python3 "$(dirname "$0")/hostile_registry.py" "$work/a.sdma" "$work/port" &
 server=$!
-trap 'kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'status=$?; kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; rm -rf "$work"; exit $status' EXIT
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 registry=127.0.0.1:$(cat "$work/port")
 mkdir "$work/target"

@@ -85,6 +85,21 @@ skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels@$overl
 grep -qF "\"subject\":{\"digest\":\"$digest1\"" "$work/overlay-manifest" || fail "no subject: $(cat "$work/overlay-manifest")"
 expect_fail "not sha256" "$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:x" --plain-http --subject v1
 
+# sdm lock records what a tag names; pull --locked gets that digest after the tag moved on.
+"$sdm" lock -q "$registry/fleet/kernels:v1" "$registry/fleet/kernels:v2" --plain-http --lock-file "$work/sdm.lock"
+grep -qF "\"digest\": \"$digest1\"" "$work/sdm.lock" || fail "the lock lacks $digest1: $(cat "$work/sdm.lock")"
+grep -qF '"content_version": "tests.1"' "$work/sdm.lock" || fail "the lock lacks the content version: $(cat "$work/sdm.lock")"
+"$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:v1" --plain-http >/dev/null  # the tag moves
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/sdm.lock" -o "$work/locked.sdma"
+cmp "$work/v1.sdma" "$work/locked.sdma"
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http -o "$work/unlocked.sdma"
+cmp "$work/v2.sdma" "$work/unlocked.sdma"
+expect_fail "sdm lock $registry/fleet/kernels:v9 adds it" "$sdm" pull "$registry/fleet/kernels:v9" --plain-http --locked --lock-file "$work/sdm.lock" -o "$work/x.sdma"
+expect_fail "does not exist" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/none.lock" -o "$work/x.sdma"
+printf '{"lock_version": 1, "archives": [{"reference": "%s/../x:v1", "digest": "%s", "content_version": ""}]}' "$registry" "$digest1" >"$work/bad.lock"
+expect_fail "distribution spec's grammar" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/bad.lock" -o "$work/x.sdma"
+"$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1" --plain-http >/dev/null  # back, for what follows
+
 # skopeo reads what sdm pushed: the manifest by tag, with sdm's artifactType and annotations.
 skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels:v1" >"$work/manifest"
 for want in '"artifactType":"application/vnd.sdm.archive.v1"' '"mediaType":"application/vnd.sdm.archive.layer.v1"' \
