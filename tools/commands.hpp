@@ -112,4 +112,40 @@ struct PlanOptions {
 };
 int run_plan(const PlanOptions& options);
 
+// The registry commands (docs/REGISTRY.md). REF: REGISTRY[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST].
+struct PushOptions {
+    std::string archive;
+    std::string reference;      // with a tag
+    std::string subject;        // sha256:... of a manifest in the same repository this artifact refers to (an overlay's base)
+    bool plain_http{false};
+    std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
+    long stall_timeout_s{30};   // an answer that sends nothing for this long is cut
+};
+// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored.
+int run_push(const PushOptions& options);
+
+struct PullOptions {
+    std::string reference;
+    std::string output;               // the file to install; empty: INTO/REPOSITORY-NAME.sdma
+    std::string into;                 // a directory (empty: the current one)
+    std::vector<std::string> trust;   // public keys; given, a signature by one of them is required; else $SDM_REQUIRE_SIGNED decides
+    bool plain_http{false};
+    std::string docker_config;
+    long stall_timeout_s{30};
+    bool quiet{false};
+    bool locked{false};      // pull the digest the lock file records for the reference
+    std::string lock_file{"sdm.lock"};
+};
+int run_pull(const PullOptions& options);
+
+struct LockOptions {
+    std::vector<std::string> references;  // each with a tag
+    std::string lock_file{"sdm.lock"};    // updated atomically: other references' entries are kept
+    bool plain_http{false};
+    std::string docker_config;
+    long stall_timeout_s{30};
+    bool quiet{false};
+};
+int run_lock(const LockOptions& options);
+
 }  // namespace sdm::tools

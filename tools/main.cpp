@@ -45,12 +45,15 @@ struct Commands {
     sdm::tools::CacheCommand cache;
     sdm::tools::JitOptions jit;
     sdm::tools::PlanOptions plan;
+    sdm::tools::PushOptions push;
+    sdm::tools::PullOptions pull;
+    sdm::tools::LockOptions lock;
     std::string completion_shell;
     std::vector<std::string> help_command;  // never read: main() answers `sdm help` before parsing
 
     CLI::App *pack_cmd = nullptr, *import_cmd = nullptr, *ls_cmd = nullptr, *verify_cmd = nullptr, *keygen_cmd = nullptr, *sign_cmd = nullptr,
              *extract_cmd = nullptr, *diff_cmd = nullptr, *info_cmd = nullptr, *cache_cmd = nullptr, *jit_cmd = nullptr, *plan_cmd = nullptr,
-             *completion_cmd = nullptr;
+             *push_cmd = nullptr, *pull_cmd = nullptr, *lock_cmd = nullptr, *completion_cmd = nullptr;
 };
 
 // The options of pack and import that decide how the archive is written.
@@ -144,6 +147,50 @@ void add_archive_commands(CLI::App& app, Commands& c) {
     c.diff_cmd->add_option("old", c.diff_left, "Archive file")->required();
     c.diff_cmd->add_option("new", c.diff_right, "Archive file")->required();
     c.diff_cmd->add_flag("--json", c.diff_json, "Machine-readable output");
+}
+
+// The commands over OCI registries (docs/REGISTRY.md): push, pull, lock.
+void add_registry_commands(CLI::App& app, Commands& c) {
+    const char* ref_help = "REGISTRY[:PORT]/REPOSITORY[:TAG][@sha256:DIGEST] (the distribution spec's grammar; no tag: latest)";
+    const char* config_help = "Docker config file with the registry's credentials (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json; "
+                              "credential helpers are not run)";
+    const char* stall_help = "Seconds an answer may send nothing before it is cut (connecting: 30 s)";
+    c.push_cmd = app.add_subcommand("push", "Push an archive, checked as verify checks it, to an OCI registry as an artifact of type "
+                                            "application/vnd.sdm.archive.v1 (annotations: content version, kernel ABI, targets, signers); "
+                                            "print REGISTRY/REPOSITORY@DIGEST");
+    c.push_cmd->add_option("archive", c.push.archive, "Archive file")->required()->check(CLI::ExistingFile);
+    c.push_cmd->add_option("reference", c.push.reference, std::string("Where to push: ") + ref_help)->required();
+    c.push_cmd->add_option("--subject", c.push.subject, "Digest (sha256:...) of a manifest in the same repository this artifact refers to "
+                                                        "(an overlay's base): listed among its referrers");
+    c.push_cmd->add_flag("--plain-http", c.push.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
+    c.push_cmd->add_option("--registry-config", c.push.docker_config, config_help);
+    c.push_cmd->add_option("--stall-timeout", c.push.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
+
+    c.pull_cmd = app.add_subcommand("pull", "Pull an archive from an OCI registry: size and digest checked as it arrives, then every checksum and "
+                                            "the signature under the host's policy ($SDM_REQUIRE_SIGNED, $SDM_TRUSTED_KEYS, or --trust), "
+                                            "before it replaces the target by rename; a failed pull writes nothing");
+    c.pull_cmd->add_option("reference", c.pull.reference, std::string("What to pull: ") + ref_help + "; by digest, the manifest's bytes are checked against it")
+        ->required();
+    c.pull_cmd->add_option("-o,--output", c.pull.output, "Archive file to install (replaced atomically)");
+    c.pull_cmd->add_option("--into", c.pull.into, "Directory to install REPOSITORY-NAME.sdma into (one SDM_ARCHIVE_PATH watches)")->excludes("--output");
+    c.pull_cmd->add_option("--trust", c.pull.trust, "Public key files (.pub): the archive must carry a valid signature by one of them")
+        ->check(CLI::ExistingFile);
+    c.pull_cmd->add_flag("--plain-http", c.pull.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
+    c.pull_cmd->add_option("--registry-config", c.pull.docker_config, config_help);
+    c.pull_cmd->add_option("--stall-timeout", c.pull.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
+    c.pull_cmd->add_flag("-q,--quiet", c.pull.quiet, "Print only failures");
+    c.pull_cmd->add_flag("--locked", c.pull.locked, "Pull the digest the lock file records for REFERENCE (a tag), never what the tag names now");
+    c.pull_cmd->add_option("--lock-file", c.pull.lock_file, "Lock file of --locked")->capture_default_str();
+
+    c.lock_cmd = app.add_subcommand("lock", "Resolve references (with tags) to their manifests' digests and record them, with their content "
+                                            "versions, in the lock file that sdm pull --locked honours");
+    c.lock_cmd->add_option("references", c.lock.references, ref_help)->required();
+    c.lock_cmd->add_option("--lock-file", c.lock.lock_file, "Lock file to update (replaced atomically; other references' entries are kept)")
+        ->capture_default_str();
+    c.lock_cmd->add_flag("--plain-http", c.lock.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
+    c.lock_cmd->add_option("--registry-config", c.lock.docker_config, config_help);
+    c.lock_cmd->add_option("--stall-timeout", c.lock.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
+    c.lock_cmd->add_flag("-q,--quiet", c.lock.quiet, "Print only failures");
 }
 
 // The commands over the runtime and the machine: info, cache, jit, plan; then completion and help.
@@ -284,6 +331,9 @@ int run_command(CLI::App& app, Commands& c, const char* argv0) {
             return sdm::tools::run_jit(c.jit);
         }
         if (c.plan_cmd->parsed()) return sdm::tools::run_plan(c.plan);
+        if (c.push_cmd->parsed()) return sdm::tools::run_push(c.push);
+        if (c.pull_cmd->parsed()) return sdm::tools::run_pull(c.pull);
+        if (c.lock_cmd->parsed()) return sdm::tools::run_lock(c.lock);
         if (c.completion_cmd->parsed()) {
             fmt::print("{}", *sdm::tools::completion_script(app, c.completion_shell));
             return 0;
@@ -309,6 +359,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     Commands commands;
     add_archive_commands(app, commands);
+    add_registry_commands(app, commands);
     add_runtime_commands(app, commands);
     // `sdm help --help` is the help command's own help, which CLI11 prints.
     if (argc > 1 && std::string_view(argv[1]) == "help" && !(argc > 2 && (std::string_view(argv[2]) == "--help" || std::string_view(argv[2]) == "-h")))

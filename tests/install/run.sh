@@ -33,6 +33,8 @@ done
 libsdm_file=$(find "$root" -name 'libsdm.so.*.*' | head -1)
 ! nm -D --defined-only "$libsdm_file" | grep -q sdm_testing_ || fail "the installed libsdm exports $(nm -D --defined-only "$libsdm_file" | grep sdm_testing_)"
 [ -z "$(find "$root" -name 'libsdm_testing*')" ] || fail "libsdm_testing is installed"
+needed=$(readelf -d "$libsdm_file")  # (not readelf | grep -q: under pipefail grep's early exit fails readelf)
+! grep -q libcurl <<<"$needed" || fail "the installed libsdm links libcurl (only the tool speaks HTTP: tools/oci)"
 [ -x "$(dirname "$libsdm_file")/sdm/sdm-jit-helper" ] || fail "no sdm-jit-helper in $(dirname "$libsdm_file")/sdm"
 file -L "$(dirname "$libsdm_file")/sdm/sdm-jit-helper" | grep -q ", stripped" || fail "sdm-jit-helper is not stripped"
 [ "$(cat "$root/share/doc/sdm/LICENSE")" = "$(cat "$src/LICENSE")" ] || fail "LICENSE is not installed"

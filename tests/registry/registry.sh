@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# sdm push and sdm pull against a real registry (Debian's docker-registry on loopback): by tag
+# and by digest, byte-identical; --into replacing an older archive by rename; a failed pull
+# leaving the old archive; a referrer pushed with --subject found by the fallback tag schema;
+# a signature required by --trust and by SDM_REQUIRE_SIGNED. Then interop with skopeo (Debian)
+# and the oras Python package (PyPI, in a venv of the test).
+# Usage: registry.sh SDM DATA_DIR
+set -euo pipefail
+sdm=$1 data=$2
+source "$(dirname "$0")/../tool/lib.sh"
+source "$(dirname "$0")/lib.sh"
+start_registry
+unset SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
+export DOCKER_CONFIG=$work/docker  # no credentials of the machine's user
+has() { local want=$1; shift; "$@" >"$work/has" 2>&1 || { cat "$work/has"; fail "failed: $*"; }; grep -q -- "$want" "$work/has" || { cat "$work/has"; fail "'$*' lacks '$want'"; }; }
+
+"$sdm" pack -q -m "$data/manifest.toml" -o "$work/v1.sdma" kernels:sm_80="$data/kernels.sm_80.cubin" kernels:compute_80="$data/kernels.compute_80.ptx"
+"$sdm" pack -q -m "$data/manifest.toml" -o "$work/v2.sdma" kernels:sm_90a="$data/kernels.sm_90a.cubin" kernels:compute_90="$data/kernels.compute_90.ptx"
+
+# Push by tag: one line, REGISTRY/REPOSITORY@DIGEST.
+"$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1" --plain-http >"$work/push1"
+ref1=$(cat "$work/push1")
+case $ref1 in "$registry/fleet/kernels@sha256:"*) ;; *) fail "push printed '$ref1'";; esac
+digest1=${ref1#*@}
+# Pushing the same bytes again is the same digest (canonical manifest, blobs skipped).
+[ "$("$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1" --plain-http)" = "$ref1" ] || fail "a second push gave another digest"
+"$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:v2" --plain-http >/dev/null
+
+# TLS by default: a plain-HTTP registry is refused, and the message says what to do.
+expect_fail "--plain-http" "$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1"
+expect_fail "--plain-http" "$sdm" pull "$registry/fleet/kernels:v1" -o "$work/x.sdma"
+
+# Pull by tag and by digest: byte-identical.
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http -o "$work/by-tag.sdma"
+cmp "$work/v1.sdma" "$work/by-tag.sdma"
+"$sdm" pull -q "$ref1" --plain-http -o "$work/by-digest.sdma"
+cmp "$work/v1.sdma" "$work/by-digest.sdma"
+
+# --into DIR: REPOSITORY-NAME.sdma, replaced by rename (a new inode), nothing else left there.
+mkdir "$work/watched"
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http --into "$work/watched"
+cmp "$work/v1.sdma" "$work/watched/kernels.sdma"
+inode=$(stat -c %i "$work/watched/kernels.sdma")
+"$sdm" pull -q "$registry/fleet/kernels:v2" --plain-http --into "$work/watched"
+cmp "$work/v2.sdma" "$work/watched/kernels.sdma"
+[ "$(stat -c %i "$work/watched/kernels.sdma")" != "$inode" ] || fail "--into wrote in place instead of renaming"
+[ "$(ls -A "$work/watched")" = kernels.sdma ] || fail "--into left: $(ls -A "$work/watched")"
+
+# A failed pull leaves the old archive and nothing else: an unknown tag, a digest the registry lacks.
+expect_fail "MANIFEST_UNKNOWN" "$sdm" pull "$registry/fleet/kernels:v3" --plain-http --into "$work/watched"
+grep -qF "check the reference" "$work/err" || fail "no fix in: $(cat "$work/err")"
+expect_fail "nothing was written" "$sdm" pull "$registry/fleet/kernels@sha256:$(printf '0%.0s' $(seq 64))" --plain-http --into "$work/watched"
+cmp "$work/v2.sdma" "$work/watched/kernels.sdma"
+[ "$(ls -A "$work/watched")" = kernels.sdma ] || fail "a failed pull left: $(ls -A "$work/watched")"
+
+# A name that would be a path never reaches a request.
+expect_fail "distribution spec's grammar" "$sdm" pull "$registry/../etc:v1" --plain-http --into "$work/watched"
+expect_fail "distribution spec's grammar" "$sdm" push "$work/v1.sdma" "$registry/Fleet/kernels:v1" --plain-http
+expect_fail "names no registry" "$sdm" pull "kernels:v1" --into "$work/watched"
+
+# The signature under the host's policy, before the archive appears.
+"$sdm" keygen -q -o "$work/k1"
+"$sdm" keygen -q -o "$work/k2"
+cp "$work/v1.sdma" "$work/signed.sdma"
+"$sdm" sign -q "$work/signed.sdma" --key "$work/k1.key"
+"$sdm" push "$work/signed.sdma" "$registry/fleet/kernels:signed" --plain-http >"$work/push-signed"
+skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels:signed" >"$work/signed-manifest" 2>"$work/skopeo-err" ||
+  { cat "$work/skopeo-err"; fail "skopeo inspect"; }
+id1=$("$sdm" ls --json "$work/signed.sdma" | python3 -c 'import json,sys; print(json.load(sys.stdin)["signers"][0])')
+grep -qF "\"io.sdm.signers\":\"$id1\"" "$work/signed-manifest" || fail "no signer annotation: $(cat "$work/signed-manifest")"
+expect_fail "was not replaced" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --into "$work/watched" --trust "$work/k1.pub"
+"$sdm" pull -q "$registry/fleet/kernels:signed" --plain-http --into "$work/watched" --trust "$work/k1.pub"
+cmp "$work/signed.sdma" "$work/watched/kernels.sdma"
+expect_fail "not mounted" env SDM_REQUIRE_SIGNED=1 SDM_TRUSTED_KEYS="$work/k2.pub" "$sdm" pull "$registry/fleet/kernels:signed" --plain-http --into "$work/watched"
+cmp "$work/signed.sdma" "$work/watched/kernels.sdma"
+SDM_REQUIRE_SIGNED=1 SDM_TRUSTED_KEYS="$work/k1.pub" "$sdm" pull -q "$registry/fleet/kernels:signed" --plain-http -o "$work/env-signed.sdma"
+
+# A referrer: pushed with --subject, listed by the fallback tag schema (distribution 2.8 has no referrers API).
+"$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:v1-overlay" --plain-http --subject "$digest1" >"$work/push-overlay"
+overlay=$(cat "$work/push-overlay"); overlay=${overlay#*@}
+skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels:sha256-${digest1#sha256:}" >"$work/index" 2>"$work/skopeo-err" ||
+  { cat "$work/skopeo-err"; fail "no fallback index tag"; }
+grep -qF "$overlay" "$work/index" || fail "the fallback index lacks the referrer: $(cat "$work/index")"
+skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels@$overlay" >"$work/overlay-manifest"
+grep -qF "\"subject\":{\"digest\":\"$digest1\"" "$work/overlay-manifest" || fail "no subject: $(cat "$work/overlay-manifest")"
+expect_fail "not sha256" "$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:x" --plain-http --subject v1
+
+# sdm lock records what a tag names; pull --locked gets that digest after the tag moved on.
+"$sdm" lock -q "$registry/fleet/kernels:v1" "$registry/fleet/kernels:v2" --plain-http --lock-file "$work/sdm.lock"
+grep -qF "\"digest\": \"$digest1\"" "$work/sdm.lock" || fail "the lock lacks $digest1: $(cat "$work/sdm.lock")"
+grep -qF '"content_version": "tests.1"' "$work/sdm.lock" || fail "the lock lacks the content version: $(cat "$work/sdm.lock")"
+"$sdm" push "$work/v2.sdma" "$registry/fleet/kernels:v1" --plain-http >/dev/null  # the tag moves
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/sdm.lock" -o "$work/locked.sdma"
+cmp "$work/v1.sdma" "$work/locked.sdma"
+"$sdm" pull -q "$registry/fleet/kernels:v1" --plain-http -o "$work/unlocked.sdma"
+cmp "$work/v2.sdma" "$work/unlocked.sdma"
+expect_fail "sdm lock $registry/fleet/kernels:v9 adds it" "$sdm" pull "$registry/fleet/kernels:v9" --plain-http --locked --lock-file "$work/sdm.lock" -o "$work/x.sdma"
+expect_fail "does not exist" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/none.lock" -o "$work/x.sdma"
+printf '{"lock_version": 1, "archives": [{"reference": "%s/../x:v1", "digest": "%s", "content_version": ""}]}' "$registry" "$digest1" >"$work/bad.lock"
+expect_fail "distribution spec's grammar" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/bad.lock" -o "$work/x.sdma"
+"$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1" --plain-http >/dev/null  # back, for what follows
+
+# skopeo reads what sdm pushed: the manifest by tag, with sdm's artifactType and annotations.
+skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/kernels:v1" >"$work/manifest"
+for want in '"artifactType":"application/vnd.sdm.archive.v1"' '"mediaType":"application/vnd.sdm.archive.layer.v1"' \
+            '"org.opencontainers.image.version":"tests.1"' '"io.sdm.targets":"compute_80,sm_80"' '"io.sdm.kernel-abi":'; do
+  grep -qF -- "$want" "$work/manifest" || fail "skopeo's manifest lacks $want: $(cat "$work/manifest")"
+done
+[ "sha256:$(sha256sum <"$work/manifest" | cut -c1-64)" = "$digest1" ] || fail "the manifest skopeo read is not $digest1"
+
+# oras (PyPI) pulls what sdm pushed and pushes what sdm pulls.
+python3 -m venv "$work/venv"
+"$work/venv/bin/pip" install -q oras >"$work/pip.log" 2>&1 || { cat "$work/pip.log"; fail "pip install oras failed: PyPI unreachable? (the interop test needs the oras package)"; }
+cat >"$work/oras_client.py" <<'PY'
+import os, sys
+import oras.client
+action, registry, target = sys.argv[1:4]
+client = oras.client.OrasClient(hostname=registry, insecure=True)
+if action == "pull":
+    print("\n".join(client.pull(target=target, outdir=sys.argv[4])))
+else:
+    # oras-py sets no artifactType: the config's media type is then the artifact type (the image spec's rule).
+    os.chdir(os.path.dirname(sys.argv[4]))
+    with open("config.json", "w") as f:
+        f.write("{}")
+    client.push(target=target, files=[os.path.basename(sys.argv[4]) + ":" + sys.argv[5]],
+                manifest_config="config.json:" + sys.argv[6], manifest_annotations={"org.opencontainers.image.version": "oras.1"},
+                disable_path_validation=True)
+PY
+oras() { "$work/venv/bin/python" "$work/oras_client.py" "$@" >"$work/oras.log" 2>&1 || { cat "$work/oras.log"; fail "oras $*"; }; }
+mkdir "$work/oras-out"
+oras pull "$registry" "$registry/fleet/kernels:v1" "$work/oras-out"
+cmp "$work/v1.sdma" "$work/oras-out/kernels.sdma"
+mkdir "$work/oras-in" && cp "$work/v2.sdma" "$work/oras-in/from-oras.sdma"
+oras push "$registry" "$registry/fleet/oras:v2" "$work/oras-in/from-oras.sdma" application/vnd.sdm.archive.layer.v1 application/vnd.sdm.archive.v1
+"$sdm" pull -q "$registry/fleet/oras:v2" --plain-http -o "$work/from-oras.sdma"
+cmp "$work/v2.sdma" "$work/from-oras.sdma"
+# Another artifact type is refused, naming what sdm wants, and writes nothing.
+oras push "$registry" "$registry/fleet/oras:other" "$work/oras-in/from-oras.sdma" application/vnd.sdm.archive.layer.v1 application/vnd.example.other
+expect_fail "artifactType" "$sdm" pull "$registry/fleet/oras:other" --plain-http -o "$work/other.sdma"
+[ ! -e "$work/other.sdma" ] || fail "a refused pull wrote a file"
+echo "registry: ok"

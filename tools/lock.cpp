@@ -1,0 +1,53 @@
+// sdm lock: each reference resolved to its manifest's digest, checked as sdm's artifact, and
+// recorded in the lock file with its content version, for `sdm pull --locked`.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "lock_file.hpp"
+#include "oci/artifact.hpp"
+#include "oci/registry.hpp"
+
+namespace sdm::tools {
+namespace {
+
+Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
+    SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
+    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kManifestMediaType));
+    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(fetched->bytes, ref.text()));
+    const auto version = artifact->annotations.find("org.opencontainers.image.version");
+    oci::Reference named = ref;
+    named.digest.clear();
+    return LockEntry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second};
+}
+
+}  // namespace
+
+int run_lock(const LockOptions& o) {
+    auto lock = read_lock_file(o.lock_file, true);
+    if (!lock) {
+        fmt::print(stderr, "sdm lock: {}\n", lock.error().message);
+        return 1;
+    }
+    for (const auto& text : o.references) {
+        auto ref = oci::parse_reference(text);
+        if (ref && ref->tag.empty()) ref = make_error(ErrorCode::invalid_argument, "reference '" + text + "': a lock maps a tag to its digest: name the tag");
+        if (!ref) {
+            fmt::print(stderr, "sdm lock: {}\n", ref.error().message);
+            return 2;
+        }
+        auto entry = resolve(o, *ref);
+        if (!entry) {
+            fmt::print(stderr, "sdm lock: {}: {}; {} was not changed\n", text, entry.error().message, o.lock_file);
+            return 1;
+        }
+        if (!o.quiet) fmt::print("{} -> {}{}\n", entry->reference, entry->digest, entry->content_version.empty() ? "" : " (" + entry->content_version + ")");
+        lock->set(std::move(*entry));
+    }
+    if (auto written = write_lock_file(o.lock_file, *lock); !written) {
+        fmt::print(stderr, "sdm lock: {}\n", written.error().message);
+        return 1;
+    }
+    return 0;
+}
+
+}  // namespace sdm::tools

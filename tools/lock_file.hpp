@@ -1,0 +1,35 @@
+// sdm.lock: which manifest digest each reference resolves to, as `sdm lock` wrote it and `sdm pull
+// --locked` honours it (docs/REGISTRY.md, "Lock file"). JSON: {"lock_version": 1, "archives":
+// [{"reference": "reg/repo:tag", "digest": "sha256:...", "content_version": "..."}]}, sorted by
+// reference, written atomically.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.hpp"
+
+namespace sdm::tools {
+
+struct LockEntry {
+    std::string reference;        // registry/repository:tag, as parse_reference writes it back
+    std::string digest;           // the manifest's sha256
+    std::string content_version;  // its org.opencontainers.image.version annotation, or empty
+};
+
+struct LockFile {
+    std::vector<LockEntry> entries;
+
+    // The entry of `reference` (registry/repository:tag), or null.
+    const LockEntry* find(const std::string& reference) const;
+    // Adds `entry`, replacing the one of the same reference.
+    void set(LockEntry entry);
+};
+
+// A missing file is an empty lock when `missing_ok`; anything that does not parse, or holds a
+// reference or digest that does not, is an error naming the file.
+Result<LockFile> read_lock_file(const std::string& path, bool missing_ok);
+Result<void> write_lock_file(const std::string& path, const LockFile& lock);
+
+}  // namespace sdm::tools
