@@ -134,6 +134,8 @@ struct PullOptions {
     long stall_timeout_s{30};
     bool quiet{false};
     bool locked{false};      // pull the digest the lock file records for the reference
+    bool for_devices{false}; // also the overlays (referrers of the archive) holding a cubin for a GPU of this machine
+    std::string driver;      // libcuda for --for-devices' device list; empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     std::string lock_file{"sdm.lock"};
 };
 int run_pull(const PullOptions& options);

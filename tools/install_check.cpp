@@ -28,8 +28,12 @@ Result<void> InstallCheck::check(archive::Archive& archive, const std::string& t
     const auto refused = [&](const Error& e) {
         return make_error(e.code, e.message + "; " + target + " was not replaced");
     };
-    if (auto admitted = provenance_->admit(archive, false); !admitted) return refused(admitted.error());
+    // The signature and the rollback check (docs/SIGNING.md, "Rollback": under require, an archive
+    // older than its key's mark is refused); the mark is raised only once every check passed.
+    auto admitted = provenance_->admit(archive, false);
+    if (!admitted) return refused(admitted.error());
     if (auto verified = archive::verify_archive(archive); !verified) return refused(verified.error());
+    if (auto recorded = provenance_->record(archive, *admitted); !recorded) return refused(recorded.error());
     return {};
 }
 

@@ -175,6 +175,10 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     c.pull_cmd->add_option("--into", c.pull.into, "Directory to install REPOSITORY-NAME.sdma into (one SDM_ARCHIVE_PATH watches)")->excludes("--output");
     c.pull_cmd->add_option("--trust", c.pull.trust, "Public key files (.pub): the archive must carry a valid signature by one of them")
         ->check(CLI::ExistingFile);
+    c.pull_cmd->add_flag("--for-devices", c.pull.for_devices,
+                         "Also pull the overlays pushed as referrers of the archive (sdm push --subject) that hold a cubin for a GPU "
+                         "of this machine, into the same directory as NAME.overlay-DIGEST.sdma: a node of a known GPU then never JITs");
+    c.pull_cmd->add_option("--driver", c.pull.driver, "libcuda to list this machine's GPUs with, for --for-devices (default: $SDM_CUDA_DRIVER, libcuda.so.1)");
     c.pull_cmd->add_flag("--plain-http", c.pull.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.pull_cmd->add_option("--registry-config", c.pull.docker_config, config_help);
     c.pull_cmd->add_option("--stall-timeout", c.pull.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));

@@ -4,9 +4,11 @@
 # leaving the old archive; a referrer pushed with --subject found by the fallback tag schema;
 # a signature required by --trust and by SDM_REQUIRE_SIGNED. Then interop with skopeo (Debian)
 # and the oras Python package (PyPI, in a venv of the test).
-# Usage: registry.sh SDM DATA_DIR
+# Then a fleet's round: an overlay `sdm jit` built, pushed as a referrer of its base, pulled with
+# --for-devices for the GPUs the (fake) driver lists, served above its base; a rollback refused.
+# Usage: registry.sh SDM DATA_DIR [FAKE_LIBCUDA]
 set -euo pipefail
-sdm=$1 data=$2
+sdm=$1 data=$2 fake=${3:-}
 source "$(dirname "$0")/../tool/lib.sh"
 source "$(dirname "$0")/lib.sh"
 start_registry
@@ -139,4 +141,41 @@ cmp "$work/v2.sdma" "$work/from-oras.sdma"
 oras push "$registry" "$registry/fleet/oras:other" "$work/oras-in/from-oras.sdma" application/vnd.sdm.archive.layer.v1 application/vnd.example.other
 expect_fail "artifactType" "$sdm" pull "$registry/fleet/oras:other" --plain-http -o "$work/other.sdma"
 [ ! -e "$work/other.sdma" ] || fail "a refused pull wrote a file"
+# A fleet's round (docs/REGISTRY.md, "Fleets"): build once per GPU type, push, pull on nodes.
+if [ -n "$fake" ]; then
+  export SDM_STATE_DIR=$work/state SDM_CACHE_DIR=$work/cache SDM_CUDA_DRIVER=$fake
+  "$sdm" keygen -q -o "$work/fleet"
+  "$sdm" pack -q -m "$data/manifest.toml" -o "$work/base5.sdma" --archive-version 5 --sign "$work/fleet.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+  "$sdm" pack -q -m "$data/manifest.toml" -o "$work/base4.sdma" --archive-version 4 --sign "$work/fleet.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+  base_ref=$("$sdm" push "$work/base5.sdma" "$registry/fleet/sdmk:v5" --plain-http)
+  "$sdm" push "$work/base4.sdma" "$registry/fleet/sdmk:v4" --plain-http >/dev/null
+  if "$sdm" jit -q "$work/base5.sdma" --arch 90 -o "$work/overlay90.sdma" --trust "$work/fleet.pub" --sign "$work/fleet.key" 2>"$work/jit.err"; then
+    "$sdm" push "$work/overlay90.sdma" "$registry/fleet/sdmk:v5-sm90" --plain-http --subject "${base_ref#*@}" >/dev/null
+    mkdir "$work/node"
+    # A node with an H200: the base and its sm_90 overlay, both checked before they appear.
+    SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" \
+      "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node" --for-devices --trust "$work/fleet.pub" >"$work/pull-node"
+    cat "$work/pull-node"
+    cmp "$work/base5.sdma" "$work/node/sdmk.sdma"
+    overlay_file=$(ls "$work/node" | grep overlay || true)
+    [ -n "$overlay_file" ] || fail "--for-devices pulled no overlay: $(ls -A "$work/node")"
+    cmp "$work/overlay90.sdma" "$work/node/$overlay_file"
+    # A running host's layers: the overlay's cubin serves above its base (no JIT on this node).
+    SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" SDM_ARCHIVE_PATH="$work/node/sdmk.sdma:$work/node/$overlay_file" \
+      "$sdm" info --kernel scale >"$work/info-node"
+    grep -qF "kernel scale: archive $work/node/$overlay_file, module kernels, sm_90" "$work/info-node" || { cat "$work/info-node"; fail "the pulled overlay does not serve"; }
+    # A node of another GPU: no overlay for it, only the base.
+    mkdir "$work/node86"
+    SDM_FAKE_CUDA_DEVICES="NVIDIA RTX A6000,8.6,101376,84,6291456" \
+      "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node86" --for-devices >"$work/pull-86"
+    grep -qF "no overlay holds a cubin for this machine's GPUs (sm_86)" "$work/pull-86" || { cat "$work/pull-86"; fail "an sm_86 node"; }
+    [ "$(ls -A "$work/node86")" = sdmk.sdma ] || fail "an sm_86 node got: $(ls -A "$work/node86")"
+    # Version 4 after version 5 of the same key: a rollback, refused before anything is replaced.
+    expect_fail "has version 4, older than version 5" "$sdm" pull "$registry/fleet/sdmk:v4" --plain-http --into "$work/node" --trust "$work/fleet.pub"
+    cmp "$work/base5.sdma" "$work/node/sdmk.sdma"
+  elif ! grep -q "nvJitLink was not found" "$work/jit.err"; then
+    cat "$work/jit.err"; fail "sdm jit"
+  fi
+  unset SDM_STATE_DIR SDM_CUDA_DRIVER
+fi
 echo "registry: ok"

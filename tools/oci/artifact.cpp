@@ -73,6 +73,29 @@ Result<ArtifactManifest> parse_artifact_manifest(Bytes bytes, const std::string&
     return m;
 }
 
+Result<std::vector<Referrer>> parse_referrers(Bytes bytes, const std::string& label) {
+    const auto j = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()), reinterpret_cast<const char*>(bytes.data()) + bytes.size(),
+                                         nullptr, false);
+    if (j.is_discarded() || !j.is_object() || !j.contains("manifests") || !j["manifests"].is_array())
+        return make_error(ErrorCode::invalid_argument, label + ": the referrers index is not an OCI index (no \"manifests\" array)");
+    std::vector<Referrer> out;
+    for (const auto& m : j["manifests"]) {
+        if (!m.is_object() || !m.contains("digest") || !m["digest"].is_string() || !m.contains("size") || !m["size"].is_number_unsigned())
+            continue;
+        Referrer r;
+        r.manifest.digest = m["digest"].get<std::string>();
+        if (!is_sha256_digest(r.manifest.digest)) continue;
+        r.manifest.size = m["size"].get<uint64_t>();
+        if (m.contains("mediaType") && m["mediaType"].is_string()) r.manifest.media_type = m["mediaType"].get<std::string>();
+        if (m.contains("artifactType") && m["artifactType"].is_string()) r.artifact_type = m["artifactType"].get<std::string>();
+        if (m.contains("annotations") && m["annotations"].is_object())
+            for (const auto& [key, value] : m["annotations"].items())
+                if (value.is_string()) r.manifest.annotations[key] = value.get<std::string>();
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
 std::string index_json(const std::string& existing_index, const Descriptor& added, const std::string& artifact_type,
                        const std::map<std::string, std::string>& annotations) {
     auto j = nlohmann::json::parse(existing_index, nullptr, false);

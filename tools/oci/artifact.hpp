@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/bytes.hpp"
 #include "common/result.hpp"
@@ -44,6 +45,13 @@ std::string artifact_manifest_json(const ArtifactManifest& manifest);
 // size of at most kMaxArchiveBytes.
 Result<ArtifactManifest> parse_artifact_manifest(Bytes bytes, const std::string& what);
 // The image index that lists `referrers` (manifest descriptors with their artifactType), the fallback tag schema's.
+// The referrers an index lists (the referrers API's answer, or the fallback tag's index): each
+// entry's descriptor, artifactType and annotations; entries that are not well formed are skipped.
+struct Referrer {
+    Descriptor manifest;
+    std::string artifact_type;
+};
+Result<std::vector<Referrer>> parse_referrers(Bytes bytes, const std::string& label);
 std::string index_json(const std::string& existing_index, const Descriptor& added, const std::string& artifact_type,
                        const std::map<std::string, std::string>& annotations);
 
