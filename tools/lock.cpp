@@ -2,6 +2,8 @@
 // recorded in the lock file with its content version, for `sdm pull --locked`.
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "commands.hpp"
 #include "lock_file.hpp"
 #include "oci/artifact.hpp"
@@ -17,7 +19,15 @@ Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
     const auto version = artifact->annotations.find("org.opencontainers.image.version");
     oci::Reference named = ref;
     named.digest.clear();
-    return LockEntry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second};
+    LockEntry entry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second, std::nullopt};
+    if (const auto v = artifact->annotations.find("io.sdm.archive-version"); v != artifact->annotations.end()) {
+        uint64_t number = 0;
+        const auto [end, ec] = std::from_chars(v->second.data(), v->second.data() + v->second.size(), number);
+        if (ec != std::errc() || end != v->second.data() + v->second.size())
+            return make_error(ErrorCode::invalid_argument, ref.text() + ": the registry's io.sdm.archive-version '" + v->second + "' is not a whole number");
+        entry.archive_version = number;
+    }
+    return entry;
 }
 
 }  // namespace

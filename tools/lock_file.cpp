@@ -21,7 +21,11 @@ Error lock_error(const std::string& path, const std::string& why) {
 Result<LockEntry> read_entry(const nlohmann::json& j, const std::string& path) {
     for (const char* key : {"reference", "digest", "content_version"})
         if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return lock_error(path, std::string("an entry lacks \"") + key + "\"");
-    LockEntry e{j["reference"].get<std::string>(), j["digest"].get<std::string>(), j["content_version"].get<std::string>()};
+    LockEntry e{j["reference"].get<std::string>(), j["digest"].get<std::string>(), j["content_version"].get<std::string>(), std::nullopt};
+    if (j.contains("archive_version")) {
+        if (!j["archive_version"].is_number_unsigned()) return lock_error(path, "the archive_version of an entry is not a whole number");
+        e.archive_version = j["archive_version"].get<uint64_t>();
+    }
     auto ref = oci::parse_reference(e.reference);
     if (!ref) return lock_error(path, ref.error().message);
     if (!ref->digest.empty() || ref->text() != e.reference) return lock_error(path, "'" + e.reference + "' is not written as REGISTRY/REPOSITORY:TAG");
@@ -66,8 +70,10 @@ Result<LockFile> read_lock_file(const std::string& path, bool missing_ok) {
 
 Result<void> write_lock_file(const std::string& path, const LockFile& lock) {
     nlohmann::json j{{"lock_version", kLockVersion}, {"archives", nlohmann::json::array()}};
-    for (const auto& e : lock.entries)
+    for (const auto& e : lock.entries) {
         j["archives"].push_back({{"reference", e.reference}, {"digest", e.digest}, {"content_version", e.content_version}});
+        if (e.archive_version) j["archives"].back()["archive_version"] = *e.archive_version;
+    }
     const std::string text = j.dump(2) + "\n";
     return archive::write_file_atomic(path, Bytes(reinterpret_cast<const std::byte*>(text.data()), text.size()));
 }

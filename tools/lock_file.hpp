@@ -16,6 +16,7 @@ struct LockEntry {
     std::string reference;        // registry/repository:tag, as parse_reference writes it back
     std::string digest;           // the manifest's sha256
     std::string content_version;  // its org.opencontainers.image.version annotation, or empty
+    std::optional<uint64_t> archive_version;  // its io.sdm.archive-version annotation (format 1.2), when it has one
 };
 
 struct LockFile {

@@ -170,6 +170,9 @@ if [ -n "$fake" ]; then
       "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node86" --for-devices >"$work/pull-86"
     grep -qF "no overlay holds a cubin for this machine's GPUs (sm_86)" "$work/pull-86" || { cat "$work/pull-86"; fail "an sm_86 node"; }
     [ "$(ls -A "$work/node86")" = sdmk.sdma ] || fail "an sm_86 node got: $(ls -A "$work/node86")"
+    # The lock records the archive version the registry shows.
+    "$sdm" lock -q "$registry/fleet/sdmk:v5" --plain-http --lock-file "$work/fleet.lock"
+    grep -qF '"archive_version": 5' "$work/fleet.lock" || { cat "$work/fleet.lock"; fail "the lock lacks the archive version"; }
     # Version 4 after version 5 of the same key: a rollback, refused before anything is replaced.
     expect_fail "has version 4, older than version 5" "$sdm" pull "$registry/fleet/sdmk:v4" --plain-http --into "$work/node" --trust "$work/fleet.pub"
     cmp "$work/base5.sdma" "$work/node/sdmk.sdma"
