@@ -5,7 +5,8 @@
 # a signature required by --trust and by SDM_REQUIRE_SIGNED. Then interop with skopeo (Debian)
 # and the oras Python package (PyPI, in a venv of the test).
 # Then a fleet's round: an overlay `sdm jit` built, pushed as a referrer of its base, pulled with
-# --for-devices for the GPUs the (fake) driver lists, served above its base; a rollback refused.
+# --for-devices for the GPUs the (fake) driver lists, served above its base; a running host
+# (examples/hot_reload) picking up a pull into the file it serves; a rollback refused.
 # Usage: registry.sh SDM DATA_DIR [FAKE_LIBCUDA]
 set -euo pipefail
 sdm=$1 data=$2 fake=${3:-}
@@ -170,6 +171,20 @@ if [ -n "$fake" ]; then
       "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node86" --for-devices >"$work/pull-86"
     grep -qF "no overlay holds a cubin for this machine's GPUs (sm_86)" "$work/pull-86" || { cat "$work/pull-86"; fail "an sm_86 node"; }
     [ "$(ls -A "$work/node86")" = sdmk.sdma ] || fail "an sm_86 node got: $(ls -A "$work/node86")"
+    # A running host picks up a pull into the file it serves (examples/hot_reload polls once a frame).
+    hot=$(dirname "$sdm")/../examples/hot_reload
+    if [ -x "$hot" ]; then
+      mkdir "$work/live"
+      "$sdm" pull -q "$registry/fleet/sdmk:v4" --plain-http --into "$work/live"
+      SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" "$hot" "$work/live/sdmk.sdma" scale 100 20 >"$work/live.log" 2>&1 &
+      host=$!
+      sleep 0.5
+      "$sdm" pull -q "$registry/fleet/sdmk:v5" --plain-http --into "$work/live"
+      wait $host || { cat "$work/live.log"; fail "the host of the live pull"; }
+      cat "$work/live.log"
+      live=$(cat "$work/live.log")
+      [[ $live == *"reloaded 1 archive(s)"* ]] || fail "the running host did not pick up the pulled archive"
+    fi
     # The lock records the archive version the registry shows.
     "$sdm" lock -q "$registry/fleet/sdmk:v5" --plain-http --lock-file "$work/fleet.lock"
     grep -qF '"archive_version": 5' "$work/fleet.lock" || { cat "$work/fleet.lock"; fail "the lock lacks the archive version"; }
