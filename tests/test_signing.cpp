@@ -748,6 +748,10 @@ TEST_CASE("hostile rollback state: damaged marks, a link, a foreign-writable dir
     CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(message, Catch::Contains("symbolic link"));
     REQUIRE(::unlink(marks.c_str()) == 0);
+    REQUIRE(::mkfifo(marks.c_str(), 0600) == 0);  // never opened for reading: a FIFO would block the mount
+    CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(message, Catch::Contains("FIFO"));
+    REQUIRE(::unlink(marks.c_str()) == 0);
     REQUIRE(::chmod(state.c_str(), 0777) == 0);
     CHECK(mount_status(rt.get(), v2, "v2.sdma", &message) == SDM_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(message, Catch::Contains("others may write to it") && Catch::Contains("SDM_STATE_DIR"));
