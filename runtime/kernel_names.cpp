@@ -141,7 +141,7 @@ std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive
     }
     const size_t left_out = died + (mangled.size() - next);
     if (left_out > 0) {
-        std::string why = died_how;
+        std::string why = died > 1 ? std::to_string(died) + " that a run died on, the last: " + died_how : died_how;
         if (next < mangled.size()) why += (why.empty() ? "" : "; ") + std::to_string(mangled.size() - next) + " more: " + rest_why;
         jit.log().warn(std::to_string(left_out) + " kernel name(s) of archive " + label + " were not demangled (they are found by their mangled names only): " + why);
     }
