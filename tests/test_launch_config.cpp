@@ -10,6 +10,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -661,4 +663,23 @@ TEST_CASE("deeply qualified names index a bounded number of spellings each", "[n
     std::string why;
     CHECK(lookup(f.rt.get(), qualified.substr(qualified.find("n100::")) + "f()", why) == SDM_ERROR_NOT_FOUND);
     CHECK_THAT(why, Catch::Contains("is in no mounted archive"));
+}
+
+TEST_CASE("a demangler run that answers every name but ends badly: each name is taken, nothing is read past them", "[names][hostile]") {
+    // A helper that writes more results than it was asked for, then exits 1: run_demangler judges
+    // such a run incomplete, and the caller must not look for a name it died on past the last.
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    const std::string helper = f.dir.path + "/answers-then-fails";
+    {
+        std::ofstream script(helper);
+        script << "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do printf 'x\\000' >&4; done\nexit 1\n";
+    }
+    std::filesystem::permissions(helper, std::filesystem::perms::owner_all);
+    setenv("SDM_JIT_HELPER", helper.c_str(), 1);
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, {"_ZN8sdm_test4fillIfLi256EEEvPT_S1_", "_ZN8sdm_test4fillIiLi256EEEvPT_S1_"}, 1, Matrix::none), "ends.sdma");
+    const auto demangled = demangled_listing(f.rt.get(), 0);
+    unsetenv("SDM_JIT_HELPER");
+    CHECK(demangled == std::vector<std::string>{"x", "x"});  // what the helper answered, for each name asked
+    CHECK(count_containing(f.log, "kernel name(s) of archive ends.sdma in the JIT helper") == 1);
+    CHECK(count_containing(f.log, "were not demangled") == 0);
 }
