@@ -209,7 +209,10 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     std::vector<std::pair<const MountedArchive*, uint32_t>> near;
     std::set<std::string_view> near_names;
     const auto consider = [&](const MountedArchive& m, std::string_view candidate, std::span<const uint32_t> kernels) {
-        const size_t d = edit_distance(base, candidate.substr(0, kCompared));
+        candidate = candidate.substr(0, kCompared);
+        const size_t longer = std::max(base.size(), candidate.size()), shorter = std::min(base.size(), candidate.size());
+        if (longer - shorter > best_distance) return;  // at least that many edits apart
+        const size_t d = edit_distance(base, candidate);
         if (d > best_distance) return;
         if (d < best_distance) {
             best_distance = d;
