@@ -43,9 +43,6 @@ public:
     // the kernels of each, for the closest-kernel hint of a failed lookup.
     const std::unordered_map<std::string_view, std::vector<uint32_t>>& bases() const noexcept { return bases_; }
 
-    // The bytes of demangled and normalised text held (for the tests: the bound on them).
-    size_t text_bytes() const noexcept { return text_.size(); }
-
 private:
     struct Span {
         size_t at{0}, size{0};
