@@ -32,9 +32,9 @@ std::string shown(std::string_view name) {
 constexpr double kDemangleSeconds = 10;
 constexpr size_t kDemangledFloor = size_t{1} << 20, kDemangledPerMangledByte = 16, kDemangledCap = size_t{64} << 20;
 // A helper run's reply may hold up to kMaxDemangledOutput per name: a run asks for no more names
-// than the bytes left (and at most 256, 16 MiB), so the replies stay within the budget too.
-constexpr size_t kNamesPerRun = 256;
-constexpr int kMaxRuns = 64;
+// than the bytes left allow, so the replies stay within the budget too. Each name a run dies on
+// costs a run: at most 64 such.
+constexpr size_t kMaxDeaths = 64;
 
 // The index of `m` if it is built (never builds it, never waits).
 const KernelNameIndex* built_names(const MountedArchive& m) { return m.names->built.load(std::memory_order_acquire); }
@@ -101,13 +101,13 @@ std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive
     // bounded by the names asked for, whatever a run answers.
     size_t next = 0, died = 0;
     std::string died_how, rest_why;
-    for (int runs = 0; next < mangled.size(); ++runs) {
+    while (next < mangled.size()) {
         const double left = seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        if (runs == kMaxRuns) rest_why = "left after " + std::to_string(kMaxRuns) + " helper runs";
+        if (died == kMaxDeaths) rest_why = "left after " + std::to_string(kMaxDeaths) + " helper runs died";
         else if (left < 0.01) rest_why = "the archive's demangling time budget of " + std::to_string(std::lround(seconds * 1000)) + " ms was spent";
         else if (budget - spent <= kMaxDemangledOutput) rest_why = over_budget;
         if (!rest_why.empty()) break;
-        const size_t count = std::min({kNamesPerRun, mangled.size() - next, (budget - spent) / (kMaxDemangledOutput + 1)});
+        const size_t count = std::min(mangled.size() - next, (budget - spent) / (kMaxDemangledOutput + 1));
         std::string names;
         for (size_t k = next; k < next + count; ++k) {
             if (k != next) names += '\0';

@@ -25,8 +25,9 @@ class JitToolchain;
 // grow exponentially with a crafted name (back-references to back-references): the names of any
 // archive but the embedded one are demangled in the JIT helper under its limits (each run at most
 // the JIT time limit and 1 GiB), and under a budget of the whole archive's: every run together at
-// most 10 s (or twice the JIT time limit, when shorter), at most 64 helper runs, and at most
-// demangled_bytes_budget() bytes of demangled names. A run the helper does not finish leaves the
+// most 10 s (or twice the JIT time limit, when shorter), at most 64 runs that die, and at most
+// demangled_bytes_budget() bytes of demangled names (each run asks for no more names than the
+// bytes left allow, so its reply is within the budget too). A run the helper does not finish leaves the
 // name it died on without a demangled name, and the next run starts after it; the names past a
 // budget are left without one too; what was left out, and why, is logged. Without a helper, none
 // is demangled.
