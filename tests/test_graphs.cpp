@@ -143,6 +143,24 @@ TEST_CASE("user objects: none for a launch outside capture, one per capture", "[
     REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
 }
 
+TEST_CASE("a global copy captured into a graph holds its module as a launch does", "[graphs]") {
+    TempDir dir;
+    fake({kH200});
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    mount(rt.get(), launch_archive(), "launch.sdma");
+    HostGraphs g;
+    sdm_kernel* table = kernel_of(rt.get(), "scale_by_table");
+    float coefficients[16] = {};
+    const CUstream stream = stream_at(0x1000);
+    CUgraph graph = g.captured(stream, [&] {
+        REQUIRE(sdm_global_write(table, "coefficients", 0, coefficients, sizeof coefficients, stream, nullptr) == SDM_OK);
+    });
+    CHECK(fake_calls("@user_objects") == 1);
+    REQUIRE(g.destroy(graph) == CUDA_SUCCESS);
+    CHECK(fake_calls("@user_objects") == 0);
+    REQUIRE(sdm_kernel_release(rt.get(), table, nullptr) == SDM_OK);
+}
+
 TEST_CASE("a failing capture query or user object fails the launch, which is not made, and holds nothing", "[graphs][faults]") {
     for (const char* entry : {"cuStreamGetCaptureInfo", "cuUserObjectCreate", "cuGraphRetainUserObject"}) {
         INFO(entry);
@@ -190,6 +208,9 @@ TEST_CASE("a runtime destroyed while a graph holds its module leaves the module 
     RuntimePtr rt = mounted_sm90(dir, &log);
     HostGraphs g;
     sdm_kernel* k = kernel_of(rt.get(), "scale");
+    // The host's own retain of the primary context (as the CUDA runtime holds one): the context,
+    // and the graph in it, outlive sdm's release.
+    REQUIRE(g.cu.make_current(0));
     const CUstream stream = stream_at(0x1000);
     CUgraph graph = g.captured(stream, [&] { REQUIRE(launch_scale(k, stream) == SDM_OK); });
     CUgraphExec exec = g.exec_of(graph);

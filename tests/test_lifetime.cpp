@@ -35,19 +35,21 @@ TEST_CASE_METHOD(FakeRuntime, "a kernel list outlives its runtime: reads and fai
 }
 
 TEST_CASE_METHOD(FakeRuntime, "a kernel list's failure reaches its live runtime's last error", "[lifetime]") {
+    mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
     sdm_kernel_list* list = nullptr;
     REQUIRE(sdm_kernel_list_create(rt.get(), SDM_LIST_SERVED, &list, nullptr) == SDM_OK);
     sdm_kernel_entry entry{};
     entry.struct_size = sizeof entry;
-    CHECK(sdm_kernel_list_get(list, 0, &entry, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK(sdm_kernel_list_get(list, 5, &entry, nullptr) == SDM_ERROR_INVALID_ARGUMENT);
     sdm_error* last = nullptr;
     REQUIRE(sdm_runtime_last_error(rt.get(), &last) == SDM_OK);
-    CHECK_THAT(sdm_error_message(last), Catch::Contains("sdm_kernel_list_get: index 0 past the list's 0 entries"));
+    CHECK_THAT(sdm_error_message(last), Catch::Contains("sdm_kernel_list_get: index 5 past the list's 2 entries"));
     sdm_error_destroy(last);
     sdm_kernel_list_destroy(list);
 }
 
 TEST_CASE_METHOD(FakeRuntime, "errors outlive their runtime", "[lifetime]") {
+    mount(rt.get(), make_archive("kernels", {"sm_90"}), "kernels.sdma");
     sdm_error* e = nullptr;
     sdm_kernel* k = nullptr;
     REQUIRE(sdm_kernel_get(rt.get(), 0, "absent", nullptr, &k, &e) == SDM_ERROR_NOT_FOUND);

@@ -521,7 +521,8 @@ SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elem
 SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, uint64_t* device_ptr, uint64_t* bytes, sdm_error** error);
 /* Copies `bytes` from host memory `data` to the global `name` at `offset`, on `stream` (NULL: the
  * context's default stream), as cuMemcpyHtoDAsync does: `data` must stay valid until the stream
- * has done the copy. A range past the global's size is SDM_ERROR_INVALID_ARGUMENT naming both. */
+ * has done the copy. A range past the global's size is SDM_ERROR_INVALID_ARGUMENT naming both. A
+ * copy captured into a CUDA graph keeps the module loaded while the graph exists, as sdm_launch does. */
 SDM_API sdm_status sdm_global_write(const sdm_kernel* kernel, const char* name, uint64_t offset, const void* data, uint64_t bytes, void* stream,
                                     sdm_error** error);
 /* Copies `bytes` of the global `name` from `offset` to host memory `data` on `stream`, as

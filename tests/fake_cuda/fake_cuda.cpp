@@ -1452,13 +1452,12 @@ CUresult CUDAAPI impl_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus
     return CUDA_SUCCESS;
 }
 
-// The capture's id and graph (Config::capturing alone reports a capture without either).
+// The capture's id and graph (Config::capturing alone reports a capture without either). Asked
+// at every sdm_launch, which the fake takes without a current context, so this does too.
 CUresult CUDAAPI impl_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
                                              const CUgraphNode** dependencies, const CUgraphEdgeData** edges, size_t* count) {
     SDM_FAKE_ENTER(e_cuStreamGetCaptureInfo);
     if (!status) return CUDA_ERROR_INVALID_VALUE;
-    CUctx_st* ctx = nullptr;
-    if (const CUresult r = usable_current(s, ctx); legacy(stream) && r != CUDA_SUCCESS) return r;
     const auto it = s.captures.find(stream);
     *status = live_config(s).capturing || it != s.captures.end() ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     if (id) *id = it != s.captures.end() ? it->second.id : 0;
