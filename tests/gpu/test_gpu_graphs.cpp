@@ -1,6 +1,7 @@
 // GPU test: a launch captured into a CUDA graph outlives a hot reload (exits 77 without a GPU).
 // The test archive, copied to a file of its own and mounted; `scale` (y *= 3) captured with
-// sdm_launch into a graph on a stream, instantiated and replayed; the file replaced and reloaded
+// sdm_launch into a graph on a stream, instantiated and replayed; the file replaced by the same
+// kernels stored uncompressed (golden/kernels-stored.sdma: another archive, so the reload replaces it)
 // and the kernel released, so that its module retires; the graph replayed again, its output
 // checked (y0 * 9: the old module's code still runs); the log says the module waits for the graph;
 // the graph and its executable graph destroyed, the module unloads at a later release (the real
@@ -111,7 +112,7 @@ int main() {
     check(end(stream, &graph) == CUDA_SUCCESS && instantiate(&exec, graph, 0) == CUDA_SUCCESS, "end capture, instantiate");
     check(graph_launch(exec, stream) == CUDA_SUCCESS && stream_sync(stream) == CUDA_SUCCESS, "replay before the reload");
 
-    drop(SDM_TEST_ARCHIVE, file);
+    drop((std::filesystem::path(SDM_TEST_ARCHIVE).parent_path() / "kernels-stored.sdma").string(), file);
     uint32_t reloaded = 0;
     check(sdm_runtime_reload(rt, &reloaded, nullptr) == SDM_OK && reloaded == 1, "the archive reloaded");
     check(sdm_kernel_release(rt, k, nullptr) == SDM_OK, "the old kernel released: its module retires");
