@@ -4,10 +4,15 @@
 // kernel whose module was unloaded: a module a graph captured is not unloaded by a reload's
 // retirement (nor by the runtime's end) while the graph or an executable graph of it lives; one
 // user object per capture; none outside capture; a failing capture query or user object is the
-// launch's error. The H200 replays a graph across a reload in tests/gpu/test_gpu_graphs.cpp.
+// launch's error; threads capturing and replaying while another reloads never replay an unloaded
+// module (in the normal build and under ThreadSanitizer: the user objects' destructors run on the
+// fake's own thread). The H200 replays a graph across a reload in tests/gpu/test_gpu_graphs.cpp.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <cuda.h>
@@ -247,4 +252,58 @@ TEST_CASE("without graph tracking a replay after the reload would hit an unloade
     CHECK(g.launch(exec, stream) == CUDA_ERROR_INVALID_HANDLE);
     REQUIRE(g.destroy_exec(exec) == CUDA_SUCCESS);
     REQUIRE(g.destroy(graph) == CUDA_SUCCESS);
+}
+
+TEST_CASE("threads capturing and replaying while another reloads: no replay finds its module unloaded", "[graphs][concurrency]") {
+    TempDir dir;
+    RuntimePtr rt = mounted_sm90(dir, nullptr);
+    HostGraphs g;
+    const auto v1 = make_archive("kernels", {"sm_90"});
+    const auto v2 = make_archive("kernels", {"sm_90a"});
+    std::atomic<bool> stop{false};
+    std::atomic<int> failed{0}, replays{0};
+    // Each thread: fetch, capture one launch, release the kernel (the graph alone holds its module
+    // now), replay the graph a few times, destroy it. No Catch2 macro runs off the main thread.
+    const auto capture_and_replay = [&](CUstream stream) {
+        while (!stop.load()) {
+            sdm_kernel* k = nullptr;
+            if (sdm_kernel_get(rt.get(), 0, "scale", nullptr, &k, nullptr) != SDM_OK) {
+                ++failed;
+                continue;
+            }
+            sdm_plan plan{};
+            plan.struct_size = sizeof plan;
+            plan.grid = 1, plan.block = 128;
+            void* y = nullptr;
+            void* args[] = {&y};
+            CUgraph graph = nullptr;
+            CUgraphExec exec = nullptr;
+            const bool captured = g.begin(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS &&
+                                  sdm_launch(k, &plan, stream, args, 1, nullptr) == SDM_OK && g.end(stream, &graph) == CUDA_SUCCESS &&
+                                  g.instantiate(&exec, graph, 0) == CUDA_SUCCESS;
+            if (!captured || sdm_kernel_release(rt.get(), k, nullptr) != SDM_OK) ++failed;
+            for (int r = 0; captured && r < 3; ++r, ++replays) {
+                if (g.launch(exec, stream) != CUDA_SUCCESS) ++failed;
+                std::this_thread::yield();
+            }
+            if (exec != nullptr) g.destroy_exec(exec);
+            if (graph != nullptr) g.destroy(graph);
+        }
+    };
+    std::vector<std::thread> threads;
+    for (uintptr_t t = 0; t < 4; ++t) threads.emplace_back(capture_and_replay, stream_at(0x1000 + t));
+    for (int i = 0; i < 40; ++i) {
+        drop(dir.path + "/kernels.sdma", i % 2 == 0 ? v2 : v1);
+        uint32_t reloaded = 0;
+        CHECK(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    stop = true;
+    for (auto& t : threads) t.join();
+    CHECK(failed.load() == 0);
+    CHECK(replays.load() > 0);
+    CHECK(fake_calls("@user_objects") == 0);
+    CHECK(fake_calls("@graphs") == 0);
+    rt.reset();
+    CHECK(fake_calls("@modules") == 0);  // every graph gone: every module unloaded
 }
