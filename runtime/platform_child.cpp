@@ -145,7 +145,13 @@ __attribute__((noinline, no_sanitize("address", "thread", "undefined"))) int spa
         }
     const unsigned long none = 0;
     ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof none);
-    ::syscall(SYS_execveat, plan->program, "", plan->argv, plan->envp, AT_EMPTY_PATH);
+    // The checked program at descriptor 6, open across the exec: an interpreter of a script (a
+    // wrapper named by SDM_JIT_HELPER) reads it through /dev/fd/6. The helper closes it.
+    if (::syscall(SYS_dup3, plan->program, 6, 0) < 0) {
+        plan->exec_errno = errno;
+        ::syscall(SYS_exit_group, 127);
+    }
+    ::syscall(SYS_execveat, 6, "", plan->argv, plan->envp, AT_EMPTY_PATH);
     plan->exec_errno = errno;
     ::syscall(SYS_exit_group, 127);
     return 127;
