@@ -648,7 +648,8 @@ TEST_CASE("deeply qualified names index a bounded number of spellings each", "[n
     };
     std::string qualified;
     for (int i = 0; i < 200; ++i) qualified += "n" + std::to_string(i) + "::";
-    const auto spellings = sdm::archive::cxx_spellings(qualified + "f(int)");
+    const std::string declaration = qualified + "f(int)";  // the spellings view it
+    const auto spellings = sdm::archive::cxx_spellings(declaration);
     CHECK(spellings.signatures.size() == sdm::archive::kMaxQualifications);
     CHECK(spellings.expressions.size() == sdm::archive::kMaxQualifications);
     CHECK(spellings.signatures.front() == qualified + "f(int)");  // the whole name
