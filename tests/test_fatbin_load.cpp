@@ -240,3 +240,24 @@ TEST_CASE("a fatbin's PTX reaches the driver's JIT only as a bare PTX entry woul
         CHECK(fake_image_loads() == 0);
     }
 }
+
+TEST_CASE("the real nvJitLink on a fatbin's slow PTX, under always and auto: stopped at the time limit, the host alive", "[fatbin][isolation][nvjitlink]") {
+    TempDir dir;
+    fake({kH200});
+    EnvGuard limit("SDM_JIT_TIME_LIMIT", "2");
+    const ByteVector archive = fatbin_archive({ptx_entry(text(fma_chain_ptx()))});
+    for (const uint32_t isolation : {uint32_t{SDM_ISOLATION_ALWAYS}, uint32_t{SDM_ISOLATION_AUTO}}) {
+        INFO("isolation " << isolation);
+        RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_PTX_COMPILER, 0, nullptr, 0, isolation);
+        mount(rt.get(), archive, "chain.sdma");
+        std::string message;
+        (void)info_of(rt.get(), 0, "scale", SDM_ERROR_JIT, &message);
+        if (message.find("nvJitLink was not found") != std::string::npos) {
+            WARN("nvJitLink is not available here");
+            return;
+        }
+        CHECK_THAT(message, Catch::Contains("in the JIT helper") && Catch::Contains("ran past its time limit of 2.0 s and was killed"));
+        CHECK(fake_calls("cuModuleLoadDataEx") == 0);
+        CHECK(fake_image_loads() == 0);
+    }
+}
