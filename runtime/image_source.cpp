@@ -290,8 +290,8 @@ private:
     const archive::Archive& archive_;
     const archive::Entry& entry_;
     const std::string image_;
-    JitSource input_;                          // the JIT path's: the entry, or a fatbin's inner PTX
-    std::optional<ByteVector> input_bytes_;   // its bytes, once read and checked
+    JitSource input_;                        // the JIT path's: the entry, or a fatbin's inner PTX
+    std::optional<ByteVector> input_bytes_;  // its bytes, once read and checked
     Cache* cache_{nullptr};  // once cached() ran; null: no usable cache (logged once), images are built every time
     LoadableImage out_;
 };

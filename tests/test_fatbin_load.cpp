@@ -59,12 +59,14 @@ forge::Bytes ptx_with(const std::string& marker) {
 }
 
 // An archive whose module "kernels" is the fatbin of `entries` (forge writes what the writer
-// refuses), and a manifest listing "scale".
-ByteVector fatbin_archive(const std::vector<forge::FatbinEntry>& entries) {
+// refuses), and a manifest listing "scale" and `also` there.
+ByteVector fatbin_archive(const std::vector<forge::FatbinEntry>& entries, const std::vector<std::string>& also = {}) {
     forge::Archive a;
     a.kernel_abi_major = 1;
     a.records.push_back({"kernels", forge::kind::fatbin, forge::codec::stored, 0, 0, 0, forge::kNoRef, forge::fatbin(entries), {}, {}, {}, {}});
-    const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")}));
+    std::vector<forge::Bytes> records{forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")};
+    for (const auto& name : also) records.push_back(forge::kernel(name, "kernels", "ptr"));
+    const auto m = forge::manifest(forge::concat(records));
     a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
     const forge::Bytes b = forge::write(a);
     return ByteVector(reinterpret_cast<const std::byte*>(b.data()), reinterpret_cast<const std::byte*>(b.data()) + b.size());
@@ -101,6 +103,7 @@ TEST_CASE("a fatbin's cubin goes to the driver alone; on a newer device sdm link
         mount(rt.get(), archive, "fatbin.sdma");
         const sdm_kernel_info info = info_of(rt.get(), 0, "scale");
         CHECK(info.source == SDM_IMAGE_SOURCE_FATBIN);
+        CHECK(info.loaded_sm == 90);
         CHECK(loaded_hashes(images) == std::vector<std::string>{xxh3_hex("kernels.sm_90.cubin")});
         CHECK(fake_calls("cuModuleLoadDataEx") == 0);  // no PTX went to the driver's JIT
         CHECK(count_containing(log, "its entry 0 (sm_90, zstd) is chosen (cubin for exactly this capability)") == 1);
@@ -111,6 +114,7 @@ TEST_CASE("a fatbin's cubin goes to the driver alone; on a newer device sdm link
         mount(rt.get(), archive, "fatbin.sdma");
         const sdm_kernel_info info = info_of(rt.get(), 0, "scale");
         CHECK(info.source == SDM_IMAGE_SOURCE_NVJITLINK);
+        CHECK(info.loaded_sm == 100);
         const auto loaded = loaded_hashes(images);
         REQUIRE(loaded.size() == 1);  // an ELF cubin (the log has ELF images only), not the sm_90 one
         CHECK(loaded[0] != xxh3_hex("kernels.sm_90.cubin"));
@@ -131,6 +135,17 @@ TEST_CASE("a fatbin's cubin goes to the driver alone; on a newer device sdm link
         REQUIRE(loaded.size() == 1);
         CHECK(loaded[0] != xxh3_hex("kernels.sm_90.cubin"));
     }
+}
+
+TEST_CASE("a fatbin's cubin is checked against the manifest: a kernel it lacks refuses the module", "[fatbin][modules]") {
+    TempDir dir;
+    fake({kH200});
+    RuntimePtr rt = make_runtime(dir.path + "/cache");
+    mount(rt.get(), fatbin_archive({cubin_entry("kernels.sm_90.cubin", 90)}, {"missing_kernel"}), "lacking.sdma");
+    std::string message;
+    (void)info_of(rt.get(), 0, "scale", SDM_ERROR_NOT_FOUND, &message);
+    CHECK_THAT(message, Catch::Contains("module kernels of archive lacking.sdma") && Catch::Contains("lacks kernel(s) missing_kernel that the manifest lists"));
+    CHECK(fake_calls("@modules") == 0);  // unloaded again
 }
 
 TEST_CASE("a fatbin with no image for the device is SDM_ERROR_NO_IMAGE naming the module, its contents, the device and the fix", "[fatbin][modules]") {
