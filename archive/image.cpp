@@ -77,13 +77,7 @@ Result<ImageInfo> inspect_fatbin(Bytes b) {
                                                                                      : ""));
         auto inner = check_declared_target(*e.image_kind, e.sm, e.variant, *raw, which);
         if (!inner) return make_error(ErrorCode::archive_corrupt, inner.error().message);
-        // nvcc encodes every LTO-IR entry it writes (fatbin_entry_payload refused those above): a raw one
-        // comes from no toolchain, and the IR inside is what sdm cannot check (issue 38: the
-        // driver's JIT, compiling one in the host, killed it with SIGSEGV).
-        if (*e.image_kind == Kind::ltoir && (e.flags & fatbin_flag::encoded) == 0)
-            return make_error(ErrorCode::archive_corrupt, which + ": raw LTO-IR, which nvcc never writes in a fatbin (it encodes every LTO-IR "
-                                                              "entry); it is not handed to the driver. Add the LTO-IR to the archive as an entry of "
-                                                              "its own (sdm pack), which sdm links itself");
+        SDM_TRY(refuse_raw_ltoir(e, which));  // the IR inside is what sdm cannot check
     }
     ImageInfo info;
     info.kind = Kind::fatbin;

@@ -234,7 +234,7 @@ TEST_CASE("raw LTO-IR in a fatbin, which nvcc never writes, is refused naming th
         CHECK(refused.error().code == ErrorCode::archive_corrupt);
         CHECK_THAT(refused.error().message, Catch::Contains("fatbin entry " + std::to_string(entries.size() - 1) + " (lto_90) at offset ") &&
                                                 Catch::Contains("raw LTO-IR, which nvcc never writes in a fatbin") &&
-                                                Catch::Contains("it is not handed to the driver"));
+                                                Catch::Contains("sdm neither loads nor imports it"));
     }
 }
 

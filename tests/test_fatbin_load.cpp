@@ -90,6 +90,16 @@ std::vector<std::string> loaded_hashes(const std::string& image_log) {
 
 std::string xxh3_hex(const std::string& file) { return xxh3_128(data_file(file)).hex(); }
 
+// The sdm tool's output (both streams) with `arguments`; its exit status in `status`.
+std::string tool_output(const std::string& arguments, int* status) {
+    FILE* p = ::popen((std::string(SDM_TEST_TOOL) + " " + arguments + " 2>&1").c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string output;
+    for (char buffer[4096]; std::fgets(buffer, sizeof buffer, p) != nullptr;) output += buffer;
+    *status = ::pclose(p);
+    return output;
+}
+
 }  // namespace
 
 TEST_CASE("a fatbin's cubin goes to the driver alone; on a newer device sdm links its PTX", "[fatbin][modules]") {
@@ -161,7 +171,7 @@ TEST_CASE("a fatbin with no image for the device is SDM_ERROR_NO_IMAGE naming th
     CHECK(fake_image_loads() == 0);
 }
 
-TEST_CASE("raw LTO-IR in a fatbin is refused by the runtime and by sdm verify, and never reaches a compiler", "[fatbin][hostile]") {
+TEST_CASE("raw LTO-IR in a fatbin is refused by the runtime, sdm verify and sdm import, and never reaches a compiler", "[fatbin][hostile]") {
     TempDir dir;
     fake({kH200});
     // With a cubin that fits beside it too: the container is refused whole.
@@ -178,18 +188,18 @@ TEST_CASE("raw LTO-IR in a fatbin is refused by the runtime and by sdm verify, a
                                 Catch::Contains("raw LTO-IR, which nvcc never writes in a fatbin") && Catch::Contains("it is not loaded"));
         CHECK(fake_image_loads() == 0);
         CHECK(fake_calls("cuModuleLoadDataEx") == 0);
-        // sdm verify: the same check, the same words.
-        const std::string file = dir.path + "/lto.sdma";
+        // sdm verify: the same check, the same words; and sdm import of the fatbin as a file.
+        const std::string file = dir.path + "/lto.sdma", fatbin = dir.path + "/lto.fatbin";
         drop(file, archive);
-        const std::string command = std::string(SDM_TEST_TOOL) + " verify " + file + " 2>&1";
-        FILE* p = ::popen(command.c_str(), "r");
-        REQUIRE(p != nullptr);
-        std::string output;
-        for (char buffer[4096]; std::fgets(buffer, sizeof buffer, p) != nullptr;) output += buffer;
-        const int status = ::pclose(p);
-        INFO(output);
-        CHECK(status != 0);
-        CHECK_THAT(output, Catch::Contains(entry) && Catch::Contains("raw LTO-IR, which nvcc never writes in a fatbin"));
+        forge::write_file(fatbin, forge::fatbin(entries));
+        for (const std::string& arguments : {"verify " + file, "import -q -o " + dir.path + "/imported.sdma " + fatbin}) {
+            int status = 0;
+            const std::string output = tool_output(arguments, &status);
+            INFO(arguments << ": " << output);
+            CHECK(status != 0);
+            CHECK_THAT(output, Catch::Contains("entry " + std::to_string(entries.size() - 1) + " (lto_90)") &&
+                                   Catch::Contains("raw LTO-IR, which nvcc never writes in a fatbin"));
+        }
     }
 }
 
