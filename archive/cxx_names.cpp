@@ -36,18 +36,22 @@ size_t name_start(std::string_view text) {
     return start;
 }
 
-// Every qualification of `whole`, which begins with `name` ("a::b::f(int)", "b::f(int)", "f(int)"):
-// cut after each "::" of `name` outside <> and ().
+// The qualifications of `whole`, which begins with `name` ("a::b::f(int)", "b::f(int)", "f(int)"):
+// cut after each "::" of `name` outside <> and (); the whole and the kMaxQualifications - 1
+// shortest, so that a name of n levels adds a bounded number of keys, not n (each as long as the name).
 void qualifications(std::string_view name, std::vector<std::string_view>& out, std::string_view whole) {
     size_t depth = 0;
     const size_t offset = static_cast<size_t>(name.data() - whole.data());
-    out.push_back(whole.substr(offset));
+    std::vector<size_t> cuts;
     for (size_t i = 0; i + 1 < name.size(); ++i) {
         const char c = name[i];
         if (c == '<' || c == '(') ++depth;
         else if ((c == '>' || c == ')') && depth > 0) --depth;
-        else if (c == ':' && name[i + 1] == ':' && depth == 0) out.push_back(whole.substr(offset + i + 2));
+        else if (c == ':' && name[i + 1] == ':' && depth == 0) cuts.push_back(i + 2);
     }
+    out.push_back(whole.substr(offset));
+    const size_t first = cuts.size() > kMaxQualifications - 1 ? cuts.size() - (kMaxQualifications - 1) : 0;
+    for (size_t k = first; k < cuts.size(); ++k) out.push_back(whole.substr(offset + cuts[k]));
 }
 
 // The end of `name` without its trailing template argument list ("ns::fill" of "ns::fill<float,256>").
@@ -137,6 +141,89 @@ std::string_view cxx_base_name(std::string_view text) {
     }
     name = name.substr(start);
     return name.empty() ? text : name;
+}
+
+namespace {
+
+bool digit(char c) { return c >= '0' && c <= '9'; }
+
+// The length prefix of a <source-name> at `at` ("8sdm_test"), its text past `at`: 0 when there is
+// none or it runs past the end.
+size_t source_name_length(std::string_view symbol, size_t& at) {
+    size_t n = 0;
+    while (at < symbol.size() && digit(symbol[at]) && n <= symbol.size()) n = n * 10 + static_cast<size_t>(symbol[at++] - '0');
+    return n <= symbol.size() - at ? n : 0;
+}
+
+// Past a <substitution> or <template-param> at `at` ("S_", "S1_", "St", "T_", "T0_").
+void skip_reference(std::string_view symbol, size_t& at) {
+    ++at;  // 'S' or 'T'
+    if (at < symbol.size() && symbol[at] >= 'a' && symbol[at] <= 'z') {  // St, Sa, Ss, ...
+        ++at;
+        return;
+    }
+    while (at < symbol.size() && (digit(symbol[at]) || (symbol[at] >= 'A' && symbol[at] <= 'Z'))) ++at;
+    if (at < symbol.size() && symbol[at] == '_') ++at;
+}
+
+// Past the template arguments "I...E" at `at` (after its 'I'): every construct an 'E' closes (I, N, L, X, J, F, Z)
+// counted, source names skipped whole (their letters are no grammar). One pass.
+void skip_template_arguments(std::string_view symbol, size_t& at) {
+    size_t depth = 0;
+    while (at < symbol.size()) {
+        const char c = symbol[at];
+        if (digit(c)) {
+            const size_t n = source_name_length(symbol, at);
+            at += n;
+            if (n == 0) return;
+            continue;
+        }
+        ++at;
+        if (c == 'I' || c == 'N' || c == 'L' || c == 'X' || c == 'J' || c == 'F' || c == 'Z') {
+            ++depth;
+        } else if (c == 'E') {
+            if (depth == 0) return;
+            --depth;
+        }
+    }
+}
+
+}  // namespace
+
+std::string_view mangled_base_name(std::string_view symbol) {
+    if (!symbol.starts_with("_Z")) return symbol;
+    size_t at = 2;
+    if (at < symbol.size() && symbol[at] == 'L') ++at;  // internal linkage
+    std::string_view last;
+    const auto source_name = [&] {
+        const size_t n = source_name_length(symbol, at);
+        if (n == 0) return false;
+        last = symbol.substr(at, n);
+        at += n;
+        return true;
+    };
+    if (at < symbol.size() && symbol[at] == 'N') {
+        ++at;
+        while (at < symbol.size() && (symbol[at] == 'r' || symbol[at] == 'V' || symbol[at] == 'K' || symbol[at] == 'R' || symbol[at] == 'O')) ++at;
+        while (at < symbol.size() && symbol[at] != 'E') {
+            const char c = symbol[at];
+            if (digit(c)) {
+                if (!source_name()) break;
+            } else if (c == 'I') {
+                skip_template_arguments(symbol, ++at);
+            } else if (c == 'S' || c == 'T') {
+                skip_reference(symbol, at);
+            } else if ((c == 'C' || c == 'D') && at + 1 < symbol.size() && digit(symbol[at + 1])) {
+                at += 2;  // a constructor or destructor: the class's name is the base
+            } else {
+                break;
+            }
+        }
+    } else {
+        if (symbol.substr(at).starts_with("St")) at += 2;
+        source_name();
+    }
+    return last.empty() ? symbol : last;
 }
 
 }  // namespace sdm::archive

@@ -25,10 +25,17 @@ std::optional<std::string> demangle(std::string_view symbol);
 // ("unsigned int", "int const*"): "fill< float , 256 >" -> "fill<float,256>".
 std::string normalize_cxx(std::string_view text);
 
+// How many qualifications of a name cxx_spellings gives at each level: the whole name and the
+// shortest others ("a::b::c::f", then "c::f", "f" ...). A name of hundreds of levels (crafted, or
+// generated) would otherwise add as many keys to the index, each as long as the name: its size
+// squared. Real kernels are a few levels deep (cutlass::gemm::kernel::...: 4 or 5).
+inline constexpr size_t kMaxQualifications = 8;
+
 // The spellings a demangled (and normalised) declaration answers to, most specific first, each a
 // view into `declaration`:
 //   declaration  "void ns::fill<float,256>(float*,float)" (as printed, return type and all)
 //   signature    "ns::fill<float,256>(float*,float)" and each shorter qualification "fill<float,256>(float*,float)"
+//                (of a name with more than kMaxQualifications levels: the whole and the shortest)
 //   expression   "ns::fill<float,256>" and "fill<float,256>" (a CuPy name expression: no parameter list)
 //   base         "ns::fill" and "fill" (no template arguments)
 struct CxxSpellings {
@@ -45,5 +52,11 @@ Result<void> check_cxx_brackets(std::string_view text);
 // "void ns::fill<float,256>(float*,float)"), for "closest kernels" hints; the whole text when it
 // has no such structure.
 std::string_view cxx_base_name(std::string_view text);
+
+// The base name of a mangled symbol without demangling it: the last <source-name> of its leading
+// (nested) name ("fill" of "_ZN8sdm_test4fillIfLi256EEEvPT_S1_"), found in one pass over the text
+// whatever its back-references; the whole symbol when it has no such name. For the hint of a
+// failed lookup by a mangled name no archive lists (which is never demangled: kernel_names.hpp).
+std::string_view mangled_base_name(std::string_view symbol);
 
 }  // namespace sdm::archive

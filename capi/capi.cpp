@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <new>
@@ -71,6 +72,24 @@ sdm_status fail(sdm::runtime::Runtime* runtime, sdm_error** out, ErrorCode code,
 sdm_status fail(sdm_runtime* runtime, sdm_error** out, Error e) noexcept { return fail(impl(runtime), out, std::move(e)); }
 sdm_status fail(sdm_runtime* runtime, sdm_error** out, ErrorCode code, std::string message) noexcept {
     return fail(impl(runtime), out, code, std::move(message));
+}
+
+// A handle that may outlive its runtime (a kernel list) reports into the runtime's error slot,
+// which it shares (runtime.hpp, LastError).
+sdm_status fail(sdm::runtime::LastError* errors, sdm_error** out, Error e) noexcept {
+    try {
+        if (errors != nullptr) errors->record(e);
+    } catch (...) {  // no memory for the copy: the caller's error still says it
+    }
+    return fail(static_cast<sdm::runtime::Runtime*>(nullptr), out, std::move(e));
+}
+sdm_status fail(sdm::runtime::LastError* errors, sdm_error** out, ErrorCode code, std::string message) noexcept {
+    try {
+        return fail(errors, out, make_error(code, std::move(message)));
+    } catch (...) {
+        if (out != nullptr) *out = nullptr;
+        return status_of(code);
+    }
 }
 
 // Calls that fail before there is a runtime (sdm_runtime_create).
@@ -673,8 +692,10 @@ SDM_API sdm_status sdm_global_read(const sdm_kernel* kernel, const char* name, u
     return global_copy("sdm_global_read", kernel, name, offset, data, bytes, stream, false, error);
 }
 
+// A snapshot: it needs nothing of the runtime but its error slot, which it shares, so it stays
+// usable after sdm_runtime_destroy.
 struct sdm_kernel_list {
-    sdm::runtime::Runtime* runtime;
+    std::shared_ptr<sdm::runtime::LastError> errors;
     std::vector<sdm::runtime::KernelListing> entries;
 };
 
@@ -684,13 +705,13 @@ SDM_API sdm_status sdm_kernel_list_create(sdm_runtime* runtime, uint32_t archive
             return fail(runtime, error, ErrorCode::invalid_argument, "sdm_kernel_list_create: runtime and list must not be NULL");
         auto entries = sdm::runtime::list_kernels(runtime->impl.archive_set(), runtime->impl.jit(), archive_index == SDM_LIST_SERVED ? std::nullopt : std::optional<uint32_t>(archive_index));
         if (!entries) return fail(runtime, error, std::move(entries).error());
-        *list = new sdm_kernel_list{&runtime->impl, std::move(*entries)};
+        *list = new sdm_kernel_list{runtime->impl.last_error_slot(), std::move(*entries)};
         return ok(error);
     });
 }
 
 SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* count, sdm_error** error) {
-    sdm::runtime::Runtime* rt = list != nullptr ? list->runtime : nullptr;
+    sdm::runtime::LastError* rt = list != nullptr ? list->errors.get() : nullptr;
     return guarded(rt, error, [&]() -> sdm_status {
         if (list == nullptr || count == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_count: list and count must not be NULL");
         *count = static_cast<uint32_t>(list->entries.size());
@@ -699,7 +720,7 @@ SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* 
 }
 
 SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t index, sdm_kernel_entry* entry, sdm_error** error) {
-    sdm::runtime::Runtime* rt = list != nullptr ? list->runtime : nullptr;
+    sdm::runtime::LastError* rt = list != nullptr ? list->errors.get() : nullptr;
     return guarded(rt, error, [&]() -> sdm_status {
         constexpr size_t kMinimum = kKernelEntrySize_1_3;
         if (list == nullptr || entry == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_kernel_list_get: list and entry must not be NULL");

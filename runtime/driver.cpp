@@ -16,6 +16,8 @@ std::string version_text(int version) { return std::to_string(version / 1000) + 
 
 const char* entry_point_name(EntryPoint entry) noexcept { return kEntryNames[static_cast<size_t>(entry)]; }
 
+int entry_point_version(EntryPoint entry) noexcept { return entry == EntryPoint::cuStreamGetCaptureInfo ? 12030 : kCudaApiVersion; }
+
 Result<std::shared_ptr<Driver>> Driver::load(const std::string& requested) {
     std::string path = requested;
     if (path.empty()) path = platform::env("SDM_CUDA_DRIVER").value_or(kDefaultDriver);
@@ -53,11 +55,12 @@ Result<void*> Driver::resolve(EntryPoint entry) {
     if (void* fn = slot.load(std::memory_order_acquire)) return fn;
     void* fn = nullptr;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-    const CUresult rc = get_proc_address_(entry_point_name(entry), &fn, kCudaApiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    const int wanted = entry_point_version(entry);
+    const CUresult rc = version_ < wanted ? CUDA_ERROR_NOT_FOUND : get_proc_address_(entry_point_name(entry), &fn, wanted, CU_GET_PROC_ADDRESS_DEFAULT, &status);
     if (rc != CUDA_SUCCESS || fn == nullptr || status != CU_GET_PROC_ADDRESS_SUCCESS) {
         Error e = make_error(ErrorCode::driver_too_old, "the CUDA driver " + path() + " (version " + version_text(version_) +
                                                             ") has no entry point " + entry_point_name(entry) + " for CUDA " +
-                                                            version_text(kCudaApiVersion) + "; update the NVIDIA driver");
+                                                            version_text(wanted) + "; update the NVIDIA driver");
         e.native = static_cast<int32_t>(rc);
         return e;
     }

@@ -30,6 +30,11 @@ enum class EntryPoint : size_t {
 };
 
 const char* entry_point_name(EntryPoint entry) noexcept;
+// The CUDA version `entry` is resolved for: kCudaApiVersion, but where sdm calls a later ABI of
+// it (cuStreamGetCaptureInfo: the 12.3 one, cuStreamGetCaptureInfo_v3, which CUDA 13's cuda.h
+// declares). A driver older than that has no such entry point (resolve() says so without asking:
+// cuGetProcAddress would hand an older driver's older ABI of the name).
+int entry_point_version(EntryPoint entry) noexcept;
 
 class Driver {
 public:

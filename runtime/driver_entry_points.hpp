@@ -31,6 +31,10 @@
     X(cuKernelGetFunction)                    \
     X(cuFuncGetAttribute)                     \
     X(cuStreamIsCapturing)                    \
+    X(cuStreamGetCaptureInfo)                 \
+    X(cuUserObjectCreate)                     \
+    X(cuUserObjectRelease)                    \
+    X(cuGraphRetainUserObject)                \
     X(cuFuncSetAttribute)                     \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
     X(cuOccupancyMaxActiveClusters)           \

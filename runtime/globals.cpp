@@ -61,6 +61,7 @@ Result<void> copy_global(LoadContext& load, const KernelHandle& kernel, std::str
     if (host == nullptr) return make_error(ErrorCode::invalid_argument, "a copy of " + std::to_string(bytes) + " bytes of global " + shown(name) + " with NULL data");
     SDM_TRY_GET(scope, DeviceScope::enter(load, kernel.slot->context));
     kernel.slot->streams.note(stream);  // the module's retirement waits for the copy, as for a launch
+    SDM_TRY(kernel.slot->streams.graphs().note(scope->driver(), stream, kernel.module));  // and for a graph that captured it
     const std::string what = std::string(to_device ? "copying to" : "copying from") + " global " + shown(name) + " of module " + kernel.module;
     if (to_device) return SDM_DRIVER_CALL(scope->driver(), cuMemcpyHtoDAsync, what, g->address + offset, static_cast<const void*>(host), static_cast<size_t>(bytes), stream);
     return SDM_DRIVER_CALL(scope->driver(), cuMemcpyDtoHAsync, what, host, g->address + offset, static_cast<size_t>(bytes), stream);

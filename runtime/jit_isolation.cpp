@@ -8,7 +8,6 @@
 #include <cstring>
 
 #include <csignal>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -157,9 +156,19 @@ std::optional<double> parse_seconds(const std::string& text) {
     return v;
 }
 
-bool executable_file(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+// The error of a helper that left no whole reply: how it ended, with the last of its standard error.
+Error ended_without_reply(const platform::ChildOutcome& outcome, const std::string& what, const JitLimits& limits) {
+    std::string message = what + " " + outcome.how();
+    if (outcome.timed_out) message += " (set a longer limit with SDM_JIT_TIME_LIMIT or the runtime's jit_time_limit_ms)";
+    else if (outcome.signal != 0)
+        message += "; the host is unharmed. A compiler may die so on a hostile or malformed input, or past its memory limit of " +
+                   format_bytes(limits.memory_bytes) + " (SDM_JIT_MEMORY_LIMIT)";
+    else message += outcome.reply.empty() ? " without a reply" : " with its reply cut short (" + std::to_string(outcome.reply.size()) + " bytes)";
+    Error e = make_error(ErrorCode::jit, message);
+    e.log = outcome.standard_error;
+    while (!e.log.empty() && e.log.back() == '\n') e.log.pop_back();
+    if (!e.log.empty()) e.message += "; its standard error:\n" + e.log;
+    return e;
 }
 
 }  // namespace
@@ -208,20 +217,25 @@ Result<std::vector<std::string>> jit_helper_command(const JitIsolationSettings& 
     if (!settings.helper.empty()) return settings.helper;
     std::vector<std::string> tried;
     if (const auto path = platform::env("SDM_JIT_HELPER")) {
-        if (executable_file(*path)) return std::vector<std::string>{*path};
-        return make_error(ErrorCode::jit, "SDM_JIT_HELPER=" + *path + " is not an executable file; point it at sdm-jit-helper or unset it");
+        // An absolute path: a relative one would name another file after the host's next chdir.
+        if (!path->starts_with('/'))
+            return make_error(ErrorCode::jit, "SDM_JIT_HELPER=" + *path + " is not an absolute path; point it at sdm-jit-helper by its absolute path or unset it");
+        SDM_TRY_GET(present, platform::program_present(*path));
+        if (*present) return std::vector<std::string>{*path};
+        return make_error(ErrorCode::jit, "SDM_JIT_HELPER=" + *path + " does not exist; point it at sdm-jit-helper or unset it");
     }
     // Beside the binary that holds this code: libsdm in an install or a build tree, where the
     // helper is installed into its folder (a wheel, a build) or its sdm/ subfolder (a system
-    // library directory, as Debian keeps a package's private programs).
-    Dl_info self{};
-    if (::dladdr(reinterpret_cast<void*>(&jit_helper_command), &self) != 0 && self.dli_fname != nullptr) {
-        std::string dir = self.dli_fname;
-        dir = dir.find('/') == std::string::npos ? "." : dir.substr(0, dir.rfind('/'));
-        for (const std::string& candidate : {dir + "/sdm-jit-helper", dir + "/sdm/sdm-jit-helper"}) {
-            if (executable_file(candidate)) return std::vector<std::string>{candidate};
+    // library directory, as Debian keeps a package's private programs). That folder is absolute,
+    // fixed when libsdm was loaded: never relative to the working directory of the moment.
+    if (const auto& dir = platform::own_binary_folder()) {
+        for (const std::string& candidate : {*dir + "/sdm-jit-helper", *dir + "/sdm/sdm-jit-helper"}) {
+            SDM_TRY_GET(present, platform::program_present(candidate));  // present but unsafe: an error, not the next place
+            if (*present) return std::vector<std::string>{candidate};
             tried.push_back(candidate);
         }
+    } else {
+        tried.push_back("the folder of libsdm, which could not be found");
     }
     std::string places;
     for (const auto& t : tried) places += (places.empty() ? "" : ", ") + t;
@@ -251,7 +265,9 @@ Result<DemangleRun> run_demangler(const std::vector<std::string>& helper, std::s
         at = end + 1;
     }
     if (out.demangled.size() > count) out.demangled.resize(count);
-    out.complete = out.demangled.size() == count && outcome->exit_code == 0 && !outcome->timed_out && outcome->signal == 0;
+    // A reply with every name is complete, however the helper then ended: its exit status is
+    // not needed (and a host that reaps with __WALL may have taken it).
+    out.complete = out.demangled.size() == count;
     if (!out.complete) out.how = "the demangler in the JIT helper (" + helper.front() + ") " + outcome->how() + " (limits " + format_seconds(limits.seconds) + ", " +
                                  format_bytes(limits.memory_bytes) + ")";
     return out;
@@ -274,28 +290,16 @@ Result<JitOutput> run_isolated(const std::vector<std::string>& helper, const Iso
     run.seconds = limits.seconds;
     run.max_reply = archive::limits::max_raw_entry + kReplyOverhead;
     SDM_TRY_GET(outcome, platform::run_child(run, started));
+    // A whole reply is trusted, however the helper ended after writing it; anything less is not
+    // read, and how the helper ended is the error.
     Reader reply(outcome->reply);
     const bool framed = !outcome->reply.empty() && reply.u32() == kReplyMagic && reply.u32() == kProtocol;
-    if (!framed || outcome->timed_out || outcome->signal != 0) {
-        // No reply, or one cut short: how the helper ended is the error.
-        std::string message = what + " " + outcome->how();
-        if (outcome->timed_out) message += " (set a longer limit with SDM_JIT_TIME_LIMIT or the runtime's jit_time_limit_ms)";
-        else if (outcome->signal != 0)
-            message += "; the host is unharmed. A compiler may die so on a hostile or malformed input, or past its memory limit of " +
-                       format_bytes(limits.memory_bytes) + " (SDM_JIT_MEMORY_LIMIT)";
-        else if (!framed) message += " without a reply";
-        Error e = make_error(ErrorCode::jit, message);
-        e.log = outcome->standard_error;
-        while (!e.log.empty() && e.log.back() == '\n') e.log.pop_back();
-        if (!e.log.empty()) e.message += "; its standard error:\n" + e.log;
-        return e;
-    }
     const bool ok = reply.u32() == 1;
     const auto native = static_cast<int32_t>(reply.u32());
     const double milliseconds = reply.f64();
     std::string message = reply.text(), log = reply.text(), info_log = reply.text();
     const Bytes cubin = reply.bytes();
-    if (reply.failed()) return make_error(ErrorCode::jit, what + ": its reply is cut short (" + std::to_string(outcome->reply.size()) + " bytes)");
+    if (!framed || reply.failed()) return ended_without_reply(*outcome, what, limits);
     if (!ok) {
         Error e = make_error(ErrorCode::jit, message);
         e.native = native;
@@ -306,18 +310,12 @@ Result<JitOutput> run_isolated(const std::vector<std::string>& helper, const Iso
     out.cubin.assign(cubin.begin(), cubin.end());
     out.info_log = std::move(info_log);
     out.milliseconds = milliseconds;
-    (void)outcome->seconds;
     return out;
 }
 
-int jit_helper_main() {
-    // Nothing of the host's but descriptors 0-5 (a host may have opened files without
-    // close-on-exec); and no life beyond the parent's.
-#ifdef SYS_close_range
-    if (::syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
-#endif
-        for (int fd = 6; fd < 4096; ++fd) ::close(fd);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+namespace {
+
+int helper_job() {
     if (::getppid() == 1) return 3;
     struct stat st {};
     if (::fstat(3, &st) != 0 || st.st_size <= 0) return 2;
@@ -387,6 +385,21 @@ int jit_helper_main() {
         done += static_cast<size_t>(n);
     }
     return 0;
+}
+
+}  // namespace
+
+int jit_helper_main() {
+    // Nothing of the host's but descriptors 0-5 (a host may have opened files without
+    // close-on-exec); no life beyond the parent's; and how it ends written down (descriptor 5)
+    // for a parent whose host takes its exit status.
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
+#endif
+        for (int fd = 6; fd < 4096; ++fd) ::close(fd);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    platform::child_status_record_start();
+    return platform::child_status_record_exit(helper_job());
 }
 
 }  // namespace sdm::runtime

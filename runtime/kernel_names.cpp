@@ -1,8 +1,11 @@
 #include "kernel_names.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
+#include <span>
 
 #include "archive/cxx_names.hpp"
 #include "common/edit_distance.hpp"
@@ -20,26 +23,67 @@ std::string shown(std::string_view name) {
     return printable(std::string(name.substr(0, 256))) + "... (" + std::to_string(name.size()) + " bytes)";
 }
 
-// A kernel as a message lists it: its C++ declaration (when it has one) and its listed name.
-std::string kernel_text(JitToolchain& jit, const MountedArchive& m, uint32_t k) {
+// The demangling budget of one archive (docs/LOADING.md, "Kernel names"). Time: every helper run
+// of the archive together, at most 10 s, or twice the JIT time limit when that is shorter (so that
+// one name that takes a run's whole limit leaves time for the others). Bytes: what a real name
+// demangles to is a few times its mangled length (sdm_test::fill: 46 bytes of 36; CUTLASS's
+// kernels 2 to 5 times), so 16 times the archive's mangled bytes, 1 MiB at least and 64 MiB at
+// most, leaves every real archive whole and stops a crafted one at a bound of its own size.
+constexpr double kDemangleSeconds = 10;
+constexpr size_t kDemangledFloor = size_t{1} << 20, kDemangledPerMangledByte = 16, kDemangledCap = size_t{64} << 20;
+// A helper run's reply may hold up to kMaxDemangledOutput per name: a run asks for no more names
+// than the bytes left allow, so the replies stay within the budget too. Each name a run dies on
+// costs a run: at most 64 such.
+constexpr size_t kMaxDeaths = 64;
+
+// The index of `m` if it is built (never builds it, never waits).
+const KernelNameIndex* built_names(const MountedArchive& m) { return m.names->built.load(std::memory_order_acquire); }
+
+// A kernel as a message lists it: its C++ declaration (when its archive's index is built and has
+// one) and its listed name.
+std::string kernel_text(const MountedArchive& m, uint32_t k) {
     const std::string_view name = m.manifest->kernels()[k].name;
-    const std::string& d = kernel_names(jit, m).demangled(k);
+    const KernelNameIndex* names = built_names(m);
+    const std::string_view d = names != nullptr ? names->demangled(k) : std::string_view();
     return d.empty() ? shown(name) : shown(d) + " (" + shown(name) + ")";
 }
 
+std::string format_mib(size_t bytes) { return std::to_string((bytes + (size_t{1} << 19)) >> 20) + " MiB"; }
+
 }  // namespace
+
+size_t demangled_bytes_budget(size_t mangled_bytes) noexcept {
+    return std::min(kDemangledCap, kDemangledFloor + kDemangledPerMangledByte * std::min(mangled_bytes, kDemangledCap));
+}
 
 std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive& archive) {
     const auto kernels = archive.manifest->kernels();
     std::vector<std::string> out(kernels.size());
     std::vector<uint32_t> mangled;  // the kernels whose names are C++ symbols
+    size_t mangled_bytes = 0;
     for (uint32_t i = 0; i < kernels.size(); ++i)
-        if (kernels[i].name.starts_with("_Z") && kernels[i].name.size() <= archive::kMaxDemangledSymbol) mangled.push_back(i);
+        if (kernels[i].name.starts_with("_Z") && kernels[i].name.size() <= archive::kMaxDemangledSymbol) {
+            mangled.push_back(i);
+            mangled_bytes += kernels[i].name.size();
+        }
     if (mangled.empty()) return out;
     const std::string label = archive.archive.label();
+    const size_t budget = demangled_bytes_budget(mangled_bytes);
+    const std::string over_budget = "their demangled names would pass the archive's budget of " + format_mib(budget) +
+                                    " (16 times its mangled names' bytes, from 1 to 64 MiB)";
+    size_t spent = 0;
     if (archive.embedded || jit.isolation().policy == JitIsolation::never) {  // the trusted archive, or the host's choice
-        for (const uint32_t i : mangled)
-            if (auto d = archive::demangle(kernels[i].name); d && d->size() <= kMaxDemangledOutput) out[i] = std::move(*d);
+        for (size_t k = 0; k < mangled.size(); ++k) {
+            auto d = archive::demangle(kernels[mangled[k]].name);
+            if (!d || d->size() > kMaxDemangledOutput) continue;
+            if (d->size() > budget - spent) {
+                jit.log().warn(std::to_string(mangled.size() - k) + " kernel name(s) of archive " + label +
+                               " were not demangled (they are found by their mangled names only): " + over_budget);
+                break;
+            }
+            spent += d->size();
+            out[mangled[k]] = std::move(*d);
+        }
         return out;
     }
     auto helper = jit.helper();
@@ -49,53 +93,77 @@ std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive
         return out;
     }
     JitLimits limits = jit.isolation().limits;
-    limits.seconds = std::min(limits.seconds, 10.0);
+    const double seconds = std::min(kDemangleSeconds, 2 * limits.seconds);
     limits.memory_bytes = std::min<uint64_t>(limits.memory_bytes, uint64_t{1} << 30);
+    const auto started = std::chrono::steady_clock::now();
     // The helper writes each result as it goes: a run that dies leaves the names before the one it
-    // died on done; that one is left out and the next run starts after it.
-    size_t next = 0, left_out = 0;
-    std::string why;
-    for (int runs = 0; next < mangled.size(); ++runs) {
-        if (runs == 8) {
-            left_out += mangled.size() - next;
-            why += (why.empty() ? "" : "; ") + std::string("the rest after 8 helper runs");
-            break;
-        }
+    // died on done; that one is left out and the next run starts after it. Every index below is
+    // bounded by the names asked for, whatever a run answers.
+    size_t next = 0, died = 0;
+    std::string died_how, rest_why;
+    while (next < mangled.size()) {
+        const double left = seconds - std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        if (died == kMaxDeaths) rest_why = "left after " + std::to_string(kMaxDeaths) + " helper runs died";
+        else if (left < 0.01) rest_why = "the archive's demangling time budget of " + std::to_string(std::lround(seconds * 1000)) + " ms was spent";
+        else if (budget - spent <= kMaxDemangledOutput) rest_why = over_budget;
+        if (!rest_why.empty()) break;
+        const size_t count = std::min(mangled.size() - next, (budget - spent) / (kMaxDemangledOutput + 1));
         std::string names;
-        for (size_t k = next; k < mangled.size(); ++k) {
+        for (size_t k = next; k < next + count; ++k) {
             if (k != next) names += '\0';
             names += kernels[mangled[k]].name;
         }
-        auto run = run_demangler(*helper, names, mangled.size() - next, limits);
+        limits.seconds = std::min(limits.seconds, left);
+        jit.log().debug("demangling " + std::to_string(count) + " kernel name(s) of archive " + label + " in the JIT helper");
+        auto run = run_demangler(*helper, names, count, limits);
         if (!run) {
-            left_out += mangled.size() - next;
-            why = run.error().message;
+            rest_why = run.error().message;
             break;
         }
-        for (size_t k = 0; k < run->demangled.size(); ++k) out[mangled[next + k]] = std::move(run->demangled[k]);
-        next += run->demangled.size();
-        if (run->complete) break;
-        ++left_out;  // the name it died on
-        why = run->how + " on kernel " + shown(kernels[mangled[next]].name);
+        // The reply is at most count * (kMaxDemangledOutput + 1) bytes (run_demangler refuses a
+        // longer one): within the room left; checked again here all the same.
+        size_t done = std::min(run->demangled.size(), count);
+        for (size_t k = 0; k < done; ++k) {
+            if (run->demangled[k].size() > budget - spent) {
+                done = k;
+                rest_why = over_budget;
+                break;
+            }
+            spent += run->demangled[k].size();
+            out[mangled[next + k]] = std::move(run->demangled[k]);
+        }
+        next += done;
+        if (!rest_why.empty()) break;
+        if (done == count) continue;  // every name asked for came back, whatever the run's end
+        ++died;  // the name it died on
+        died_how = run->how + " on kernel " + shown(kernels[mangled[next]].name);
         ++next;
     }
-    if (left_out > 0)
+    const size_t left_out = died + (mangled.size() - next);
+    if (left_out > 0) {
+        std::string why = died > 1 ? std::to_string(died) + " that a run died on, the last: " + died_how : died_how;
+        if (next < mangled.size()) why += (why.empty() ? "" : "; ") + std::to_string(mangled.size() - next) + " more: " + rest_why;
         jit.log().warn(std::to_string(left_out) + " kernel name(s) of archive " + label + " were not demangled (they are found by their mangled names only): " + why);
+    }
     return out;
 }
 
 const KernelNameIndex& kernel_names(JitToolchain& jit, const MountedArchive& archive) {
     KernelNamesOnce& cell = *archive.names;
-    std::call_once(cell.once, [&] { cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest, demangled_names(jit, archive)); });
+    std::call_once(cell.once, [&] {
+        cell.index = std::make_unique<const KernelNameIndex>(*archive.manifest, demangled_names(jit, archive));
+        cell.built.store(cell.index.get(), std::memory_order_release);
+    });
     return *cell.index;
 }
 
 Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested) {
     const auto archives = set.archives();
+    // A mangled name no archive lists is no kernel: it is never demangled here (a crafted one costs
+    // the demangler minutes and gigabytes), only parsed for its base name, for the hint.
+    const bool mangled = requested.starts_with("_Z");
     std::string key;
-    if (requested.starts_with("_Z")) {  // a mangled name no archive lists: its declaration may match another spelling
-        if (auto d = archive::demangle(requested)) key = archive::normalize_cxx(*d);
-    } else {
+    if (!mangled) {
         if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
             return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
                                                                " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
@@ -125,36 +193,47 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
     if (matches.size() > 1) {
         std::string list;
-        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(jit, *matches[i].first, matches[i].second);
+        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
         if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
         return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) +
                                                     " kernels; ask for one by its template arguments (a name expression such as "
                                                     "\"ns::fill<float, 256>\"), its whole declaration or its mangled name:" + list);
     }
     // The closest kernels: by edit distance between unqualified names without template arguments
-    // (short, so the work is bounded whatever the names' lengths).
+    // (short, so the work is bounded whatever the names' lengths). An archive whose index is not
+    // built (a lookup by a mangled name builds none) gives its kernels' bases from their mangled
+    // names, parsed in one pass: the hint never runs the demangler.
     constexpr size_t kCompared = 96;
-    const std::string_view base = archive::cxx_base_name(key.empty() ? std::string_view(requested) : std::string_view(key)).substr(0, kCompared);
+    const std::string_view base = (mangled ? archive::mangled_base_name(requested) : archive::cxx_base_name(key)).substr(0, kCompared);
     size_t best_distance = std::max<size_t>(2, base.size() / 3) + 1;
     std::vector<std::pair<const MountedArchive*, uint32_t>> near;
     std::set<std::string_view> near_names;
+    const auto consider = [&](const MountedArchive& m, std::string_view candidate, std::span<const uint32_t> kernels) {
+        candidate = candidate.substr(0, kCompared);
+        const size_t longer = std::max(base.size(), candidate.size()), shorter = std::min(base.size(), candidate.size());
+        if (longer - shorter > best_distance) return;  // at least that many edits apart
+        const size_t d = edit_distance(base, candidate);
+        if (d > best_distance) return;
+        if (d < best_distance) {
+            best_distance = d;
+            near.clear();
+            near_names.clear();
+        }
+        for (const uint32_t k : kernels)
+            if (near.size() < 4 && near_names.insert(m.manifest->kernels()[k].name).second) near.emplace_back(&m, k);
+    };
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
         const MountedArchive& m = **it;
         if (!m.manifest) continue;
-        for (const auto& [candidate, kernels] : kernel_names(jit, m).bases()) {
-            const size_t d = edit_distance(base, candidate.substr(0, kCompared));
-            if (d > best_distance) continue;
-            if (d < best_distance) {
-                best_distance = d;
-                near.clear();
-                near_names.clear();
-            }
-            for (const uint32_t k : kernels)
-                if (near.size() < 4 && near_names.insert(m.manifest->kernels()[k].name).second) near.emplace_back(&m, k);
+        if (const KernelNameIndex* index = built_names(m)) {
+            for (const auto& [candidate, kernels] : index->bases()) consider(m, candidate, kernels);
+            continue;
         }
+        const auto kernels = m.manifest->kernels();
+        for (uint32_t k = 0; k < kernels.size(); ++k) consider(m, archive::mangled_base_name(kernels[k].name), std::span<const uint32_t>(&k, 1));
     }
     std::string hint;
-    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(jit, *m, k);
+    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(*m, k);
     return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
@@ -190,7 +269,7 @@ Result<std::vector<KernelListing>> list_kernels(const ArchiveSet& set, JitToolch
                     if (archive::kind_has_arch(entry.kind) || entry.kind == archive::Kind::fatbin) t += (t.empty() ? "" : ",") + entry.target();
                 }
             }
-            out.push_back({a, std::string(kernels[i].name), names.demangled(i), std::string(kernels[i].module), archive::signature_text(spec->signature), t,
+            out.push_back({a, std::string(kernels[i].name), std::string(names.demangled(i)), std::string(kernels[i].module), archive::signature_text(spec->signature), t,
                            archive_index.has_value() && shadowed});
         }
     }

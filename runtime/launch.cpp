@@ -202,13 +202,8 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     if (plan.cooperative) SDM_TRY(check_cooperative(plan));
     if (plan.priority != 0) SDM_TRY(check_priority(plan.priority));
     if (plan.smem > smem_limit_.load(std::memory_order_acquire)) SDM_TRY(ensure_smem(plan.smem));
-    LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
-    if (launch_ex == nullptr) {  // once; racing threads store the same pointer
-        SDM_TRY_GET(d, load_.driver());
-        SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuLaunchKernelEx));
-        launch_ex = reinterpret_cast<LaunchEx>(*fn);
-        launch_ex_.store(launch_ex, std::memory_order_release);
-    }
+    if (launch_ex_.load(std::memory_order_acquire) == nullptr) SDM_TRY(resolve_launch());
+    const LaunchEx launch_ex = launch_ex_.load(std::memory_order_acquire);
     CUlaunchAttribute attrs[4 + kMaxExtraAttributes]{};
     unsigned n = 0;
     if (plan.cluster_blocks() > 1) attrs[n++] = cluster_attribute(plan);  // its size past 8 blocks is the driver's to refuse
@@ -229,12 +224,24 @@ Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* ar
     }
     for (const CUlaunchAttribute& a : extra) attrs[n++] = a;
     const CUlaunchConfig config = launch_config(plan, stream, n > 0 ? attrs : nullptr, n);
-    if (streams_ != nullptr) streams_->note(stream);  // before: a retire racing the launch must see its stream
+    if (streams_ != nullptr) {  // before: a retire racing the launch must see its stream, or its graph
+        streams_->note(stream);
+        SDM_TRY(streams_->graphs().note(*driver_.load(std::memory_order_acquire), stream, module_));
+    }
     const CUresult rc = launch_ex(&config, function_, const_cast<void**>(args), nullptr);
     if (rc != CUDA_SUCCESS) {
         SDM_TRY_GET(d, load_.driver());
         return (*d)->error(rc, EntryPoint::cuLaunchKernelEx, "launching kernel " + kernel_ + " with " + plan_text(plan));
     }
+    return {};
+}
+
+// Once; racing threads store the same pointers.
+Result<void> Launcher::resolve_launch() {
+    SDM_TRY_GET(d, load_.driver());
+    SDM_TRY_GET(fn, (*d)->resolve(EntryPoint::cuLaunchKernelEx));
+    driver_.store(d->get(), std::memory_order_release);
+    launch_ex_.store(reinterpret_cast<LaunchEx>(*fn), std::memory_order_release);
     return {};
 }
 

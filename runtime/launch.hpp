@@ -83,6 +83,8 @@ private:
     LaunchStreams* streams_;
     using LaunchEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
     std::atomic<LaunchEx> launch_ex_{nullptr};  // resolved once: the launch path makes no lookups
+    std::atomic<Driver*> driver_{nullptr};      // the runtime's, which outlives the launcher; read once
+    Result<void> resolve_launch();              // the two above
     using GetCurrent = CUresult (*)(CUcontext*);
     std::atomic<GetCurrent> get_current_{nullptr};  // when fetches follow the thread's context
     Result<void> check_current();

@@ -2,7 +2,9 @@
 // reloaded, its last kernel released) waits for the work queued there before it is unloaded:
 // an event is recorded on each (modules.cpp). A host that took a kernel's CUfunction
 // (sdm_kernel_function) may have launched it anywhere, and so may a module launched on more
-// streams than are remembered: those retire after a context-wide synchronize instead.
+// streams than are remembered: those retire after a context-wide synchronize instead. A launch
+// captured into a CUDA graph is the graph's to replay: the module waits for the graph instead
+// (launch_graphs.hpp).
 #pragma once
 
 #include <atomic>
@@ -10,6 +12,8 @@
 #include <vector>
 
 #include <cuda.h>
+
+#include "launch_graphs.hpp"
 
 namespace sdm::runtime {
 
@@ -40,6 +44,9 @@ public:
         std::lock_guard lock(mutex_);
         return {streams_, overflow_ || raw_.load(std::memory_order_acquire)};
     }
+    // The graphs that captured its launches.
+    GraphHolds& graphs() noexcept { return graphs_; }
+    const GraphHolds& graphs() const noexcept { return graphs_; }
 
 private:
     std::atomic<bool> any_{false};
@@ -48,6 +55,7 @@ private:
     mutable std::mutex mutex_;
     std::vector<CUstream> streams_;
     bool overflow_{false};
+    GraphHolds graphs_;
 };
 
 }  // namespace sdm::runtime

@@ -19,11 +19,31 @@
 
 namespace sdm::runtime {
 
+namespace {
+
+// Libraries of modules that CUDA graphs held when their runtime was destroyed: kept (their bytes
+// with them) for the rest of the process, since unloading one would leave the graphs' kernel
+// nodes on freed code. Reachable from here, so no leak checker reports them.
+void keep_for_process(std::shared_ptr<LoadedLibrary> library) {
+    static auto* const mutex = new std::mutex;
+    static auto* const kept = new std::vector<std::shared_ptr<LoadedLibrary>>;
+    std::lock_guard lock(*mutex);
+    kept->push_back(std::move(library));
+}
+
+}  // namespace
+
 Modules::~Modules() {
     drain_locked(true);  // retired modules' queued work finishes first (no other thread is left)
+    for (Draining& d : draining_) keep_for_graphs(d);  // what did not drain: graphs hold it
     // Nothing loaded: no driver is loaded just to unload nothing.
     for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
         Slot& s = **it;
+        if (s.loaded && s.streams.graphs().count()->live() > 0) {
+            Draining held{s.module, std::move(s.library), s.context, std::get<2>(s.key), {}, s.streams.graphs().count()};
+            keep_for_graphs(held);
+            continue;
+        }
         s.library.reset();  // unloaded with the last slot using it
         if (s.module == nullptr) continue;
         auto scope = DeviceScope::enter(rooms_.load, s.context);
@@ -37,8 +57,30 @@ Modules::~Modules() {
     }
 }
 
+void Modules::keep_for_graphs(Draining& d) {
+    if (auto scope = DeviceScope::enter(rooms_.load, d.context)) {
+        for (CUevent event : d.events)
+            if (auto r = SDM_DRIVER_CALL(scope->driver(), cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) rooms_.log.error(r.error().message);
+    }
+    if (d.library) keep_for_process(std::move(d.library));
+    rooms_.log.warn("module " + d.name + " stays loaded after its runtime is destroyed: " + std::to_string(d.graphs->live()) +
+                    " CUDA graph(s) that captured its launches still exist, and may replay them. It goes with its CUDA context; destroy the "
+                    "graphs (and their executable graphs) before the runtime to have sdm unload it");
+}
+
+bool Modules::held_by_graphs(Draining& d) {
+    const int64_t graphs = d.graphs ? d.graphs->live() : 0;
+    if (graphs <= 0) return false;
+    if (!d.announced)
+        rooms_.log.info("module " + d.name + " of a replaced archive waits for " + std::to_string(graphs) +
+                        " CUDA graph(s) that captured its launches: it is unloaded at the first reload or release after the last of them, "
+                        "and every executable graph instantiated from them, is destroyed");
+    d.announced = true;
+    return true;
+}
+
 Modules::Draining Modules::fence(const Slot& s) {
-    Draining d{s.module, s.library, s.context, std::get<2>(s.key), {}};
+    Draining d{s.module, s.library, s.context, std::get<2>(s.key), {}, s.streams.graphs().count()};
     const LaunchStreams::Seen seen = s.streams.seen();
     if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
     auto scope = DeviceScope::enter(rooms_.load, s.context);
@@ -72,6 +114,7 @@ Modules::Draining Modules::fence(const Slot& s) {
 }
 
 bool Modules::finished(Draining& d, bool wait) {
+    if (held_by_graphs(d)) return false;  // nothing waits for a graph: it goes when they do
     auto scope = DeviceScope::enter(rooms_.load, d.context);
     if (!scope) {
         rooms_.log.error("unloading module " + d.name + ": " + scope.error().message);
@@ -105,16 +148,22 @@ bool Modules::finished(Draining& d, bool wait) {
             rooms_.log.error(r.error().message);
     d.library.reset();  // its library goes with the last slot that used it
     rooms_.log.info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
-                        (d.events.empty() ? std::string() : ", and the work launched with it has finished"));
+                        (d.events.empty() ? std::string() : ", and the work launched with it has finished") +
+                        (d.announced ? ", and no CUDA graph that captured it exists" : ""));
     return true;
 }
 
 void Modules::drain_locked(bool wait) {
     for (auto it = draining_.begin(); it != draining_.end();) it = finished(*it, wait) ? draining_.erase(it) : std::next(it);
-    // A host reloading faster than its GPU finishes: the oldest is waited for, so the list stays bounded.
-    while (draining_.size() > kDrainingMax) {
-        finished(draining_.front(), true);
-        draining_.pop_front();
+    // A host reloading faster than its GPU finishes: the oldest is waited for, so the list stays
+    // bounded. One a graph holds is not waited for (that would be forever): the host's graphs bound those.
+    for (auto it = draining_.begin(); draining_.size() > kDrainingMax && it != draining_.end();) {
+        if (held_by_graphs(*it)) {
+            ++it;
+            continue;
+        }
+        finished(*it, true);
+        it = draining_.erase(it);
     }
 }
 

@@ -123,21 +123,28 @@ private:
     // is reported as dead rather than read from freed memory; older ones are freed.
     static constexpr size_t kUnloadedKept = 64;
     std::deque<std::shared_ptr<Slot>> unloaded_;
-    // Retired modules whose queued work may still run: unloaded once every event has completed
-    // (checked at each retire and release), at most kDrainingMax at once (past that, the oldest is
-    // waited for), and waited for at the runtime's end.
+    // Retired modules whose queued work may still run, or that a CUDA graph captured: unloaded
+    // once every event has completed and every such graph is destroyed (checked at each retire and
+    // release; nothing waits for a graph). At most kDrainingMax wait for their events at once
+    // (past that, the oldest is waited for; the host's own graphs bound the others), and at the
+    // runtime's end the events are waited for; what graphs still hold then stays loaded
+    // (keep_for_graphs).
     struct Draining {
         CUmodule module{nullptr};
         std::shared_ptr<LoadedLibrary> library;  // dropped once the work finished
         CUcontext context{nullptr};
         std::string name;
         std::vector<CUevent> events;
+        std::shared_ptr<const GraphCount> graphs;  // how many graphs that captured its launches exist
+        bool announced{false};                     // the log said it waits for graphs
     };
     static constexpr size_t kDrainingMax = 16;
     std::deque<Draining> draining_;
     Draining fence(const Slot& slot);     // records an event on every stream its kernels were launched on
-    void drain_locked(bool wait);         // with mutex_ held: unloads what finished (wait: everything)
+    void drain_locked(bool wait);         // with mutex_ held: unloads what finished (wait: every event)
     bool finished(Draining& d, bool wait);
+    bool held_by_graphs(Draining& d);     // logs, once, that it waits for graphs
+    void keep_for_graphs(Draining& d);    // at the runtime's end: left loaded for the graphs
 };
 
 }  // namespace sdm::runtime

@@ -3,6 +3,7 @@
 #include "archive/file_map.hpp"
 #include "common/text.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -449,5 +450,43 @@ std::optional<std::string> home_directory() {
     if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_dir != nullptr) return std::string(pw->pw_dir);
     return std::nullopt;
 }
+
+namespace {
+
+// The file mapped at this code's address, as the kernel names it (/proc/self/maps: an absolute
+// path whatever the loader was given), else dladdr's name made absolute now.
+std::optional<std::string> find_own_folder() {
+    const auto address = reinterpret_cast<uintptr_t>(&find_own_folder);
+    std::optional<std::string> file;
+    if (FILE* maps = std::fopen("/proc/self/maps", "re")) {
+        char line[4096 + 256];
+        while (!file && std::fgets(line, sizeof line, maps) != nullptr) {
+            unsigned long long start = 0, end = 0;
+            int path_at = 0;
+            if (std::sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &path_at) < 2 || path_at == 0) continue;
+            if (address < start || address >= end || line[path_at] != '/') continue;
+            std::string path(line + path_at);
+            while (!path.empty() && path.back() == '\n') path.pop_back();
+            file = std::move(path);
+        }
+        std::fclose(maps);
+    }
+    Dl_info self{};
+    if (!file && ::dladdr(reinterpret_cast<void*>(&find_own_folder), &self) != 0 && self.dli_fname != nullptr) {
+        if (char* real = ::realpath(self.dli_fname, nullptr)) {
+            file = real;
+            std::free(real);
+        }
+    }
+    if (!file || file->find('/') == std::string::npos) return std::nullopt;
+    return file->substr(0, file->rfind('/'));
+}
+
+// Fixed when the binary is loaded (static initialization runs then), before a host can chdir.
+const std::optional<std::string> own_folder = find_own_folder();
+
+}  // namespace
+
+const std::optional<std::string>& own_binary_folder() { return own_folder; }
 
 }  // namespace sdm::runtime::platform

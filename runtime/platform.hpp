@@ -156,19 +156,41 @@ struct ChildOutcome {
     bool timed_out{false};
     int exit_code{-1};              // when it exited
     int signal{0};                  // when a signal ended it (SIGKILL after timed_out)
+    bool status_unknown{false};     // it ended, but a host reaping with __WALL took its status first
     double seconds{0};
     ByteVector reply;               // what it wrote to descriptor 4
     std::string standard_error;     // its first max_stderr bytes of standard error
     std::string how() const;        // "exited with status 3", "was killed by signal 11 (SIGSEGV)", ...
 };
-// Starts argv[0] (posix_spawn: safe in a multithreaded host) with the request readable at
-// descriptor 3 and an empty file at descriptor 4 for its reply, its standard input and output on
-// /dev/null and its standard error captured; no other descriptor of this process reaches it
-// (sdm opens everything close-on-exec, and the child closes the rest), the default disposition of
-// every signal and an empty signal mask. Waits for it to end, at most `seconds`, then kills it.
-// `started` (may be empty) is told its pid. An error only when it cannot be started or waited
-// for; how it ended is the outcome's.
+// Starts argv[0] with the request readable at descriptor 3 and an empty file at descriptor 4 for
+// its reply, its standard input and output on /dev/null and its standard error captured; no other
+// descriptor of this process reaches it (sdm opens everything close-on-exec, and the child closes
+// the rest), the default disposition of every signal and an empty signal mask. argv[0] must pass
+// check_program; what runs is the file that was checked (opened once, executed by descriptor).
+// Waits for it to end, at most `seconds`, then kills it. The host's SIGCHLD disposition, its own
+// reaping and its forks in other threads change none of this (platform_child.cpp says how).
+// `started` (may be empty) is told its pid. An error only when it cannot be started; how it ended
+// is the outcome's.
 Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int pid)>& started = {});
+
+// ErrorCode::jit, naming `path` and what is wrong, unless the open file `fd` is a program sdm may
+// run: a regular file, executable, owned by root or this user, not writable by group or others.
+Result<void> check_program(int fd, const std::string& path);
+// The child's side of run_child's status record, which says how it ended when the host took its
+// exit status first (a host that reaps with __WALL, or one that ignores SIGCHLD): start() at the
+// child's start records the fatal signals (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGXCPU,
+// SIGTRAP, SIGSYS: each then takes the action it had before), exit(code) records an exit with
+// `code` and returns it. A child that writes none is said to have ended in an unknown way.
+void child_status_record_start();
+int child_status_record_exit(int code);
+
+// Whether `path` exists (false when it does not), and if it does, check_program's answer.
+Result<bool> program_present(const std::string& path);
+
+// The absolute path of the folder holding the binary this code is linked into (libsdm, or a
+// program), fixed when it was loaded: a library found through a relative LD_LIBRARY_PATH entry is
+// resolved against the working directory of that moment, never a later one. nullopt when unknown.
+const std::optional<std::string>& own_binary_folder();
 
 // mkdir -p with `mode` for the directories it creates.
 Result<void> make_directories(const std::string& path, unsigned mode);

@@ -92,7 +92,14 @@ void Readahead::start(const archive::Archive& archive, ReferenceMemo& references
     // A stored entry is only checked ahead: nothing is held for it.
     const bool stored = archive.entries()[index].codec == archive::Codec::stored;
     if (stored && archive.entries()[index].stored_size < min_checked_) return;
-    const uint64_t size = stored ? 0 : archive.entries()[index].raw_size;
+    // An entry coded against a reference (a prefix base, a dictionary) costs its decode the
+    // reference's raw bytes too (ReferenceMemo decodes it, and keeps it only within its own bound):
+    // both count against the bound, so an entry coded against a reference as large as the bound is
+    // left to its load, which decodes the reference once.
+    const archive::Entry& entry = archive.entries()[index];
+    const bool coded_against = entry.codec == archive::Codec::zstd_dict || entry.codec == archive::Codec::zstd_prefix;
+    const uint64_t reference = coded_against && entry.ref < archive.entries().size() ? archive.entries()[entry.ref].raw_size : 0;
+    const uint64_t size = stored ? 0 : entry.raw_size + reference;
     if (forked()) return;
     std::lock_guard lock(mutex_);
     if (stop_ || jobs_.count(index) || size > max_bytes_) return;

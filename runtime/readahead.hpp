@@ -45,7 +45,8 @@ public:
     // checked, or checks it. `ahead`, when given, says whether a worker had checked it.
     void settle(size_t index, bool* ahead = nullptr);
     // Queues entry `index` for a worker, unless it is queued or decoded already, or the bound
-    // would be passed. Never fails: without a thread to run it, nothing is decoded ahead.
+    // would be passed: an entry counts its raw size and that of the reference it is coded against
+    // (which its decode reads), from its queueing until its read takes it. Never fails: without a thread to run it, nothing is decoded ahead.
     void start(const archive::Archive& archive, ReferenceMemo& references, size_t index);
     // Whether this process is a fork of the one that made it: the workers are the parent's then,
     // and nothing here may be waited for, locked or joined (ReadaheadDeleter leaves it alone).

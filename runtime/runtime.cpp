@@ -51,13 +51,7 @@ ImageRooms Runtime::image_rooms() noexcept { return ImageRooms{log_, load_, jit_
 
 void Runtime::record_error(const Error& error) {
     log_.debug(error.message);
-    std::lock_guard lock(mutex_);
-    last_error_ = error;
-}
-
-std::optional<Error> Runtime::last_error() const {
-    std::lock_guard lock(mutex_);
-    return last_error_;
+    last_error_->record(error);
 }
 
 }  // namespace sdm::runtime

@@ -48,6 +48,25 @@ struct RuntimeOptions {
     std::optional<std::string> embedded_key;
 };
 
+// The last error a call on a runtime returned (sdm_runtime_last_error). Shared with the handles
+// that report into it and may outlive the runtime (a kernel list): recording into it after the
+// runtime is destroyed touches nothing freed, and no one reads it then. Thread-safe.
+class LastError {
+public:
+    void record(const Error& error) {
+        std::lock_guard lock(mutex_);
+        error_ = error;
+    }
+    std::optional<Error> get() const {
+        std::lock_guard lock(mutex_);
+        return error_;
+    }
+
+private:
+    mutable std::mutex mutex_;
+    std::optional<Error> error_;
+};
+
 // The facade the C ABI and the tool hold: it owns the rooms below it and wires them together,
 // and decides nothing itself. Each inner room is given only the rooms it needs (docs/ARCHITECTURE.md,
 // "Inside runtime/"); the accessors here are for the layers above.
@@ -88,7 +107,8 @@ public:
     // Records an error a call on this runtime returned (for sdm_runtime_last_error) and logs it at
     // debug level.
     void record_error(const Error& error);
-    std::optional<Error> last_error() const;
+    std::optional<Error> last_error() const { return last_error_->get(); }
+    std::shared_ptr<LastError> last_error_slot() const noexcept { return last_error_; }
 
 private:
     RuntimeOptions options_;
@@ -102,8 +122,7 @@ private:
     const size_t readahead_modules_;  // how many modules ahead a compressed image's load decodes ($SDM_READAHEAD)
     std::unique_ptr<Modules> modules_;  // unloads its modules before the driver goes
     ArchiveSet archives_;    // destroyed first: the registry pins the archives its modules use
-    mutable std::mutex mutex_;
-    std::optional<Error> last_error_;
+    const std::shared_ptr<LastError> last_error_ = std::make_shared<LastError>();
 };
 
 }  // namespace sdm::runtime

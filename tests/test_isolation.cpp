@@ -217,7 +217,7 @@ TEST_CASE("the JIT helper's settings: a missing helper names the fix; the enviro
         auto h = host(dir.path + "/cache", SDM_ISOLATION_ALWAYS);
         const Fetch f = fetch(h->rt.get(), archive_of(archive::Kind::ptx, 90, ptx_with("x")), "k.sdma");
         CHECK(f.status == SDM_ERROR_JIT);
-        CHECK_THAT(f.message, Catch::Contains("SDM_JIT_HELPER=" + dir.path + "/no-such-helper is not an executable file"));
+        CHECK_THAT(f.message, Catch::Contains("SDM_JIT_HELPER=" + dir.path + "/no-such-helper does not exist; point it at sdm-jit-helper or unset it"));
     }
     {
         EnvGuard policy("SDM_JIT_ISOLATION", "sometimes");

@@ -10,12 +10,16 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include <cuda.h>
 
+#include "archive/cxx_names.hpp"
 #include "fake_runtime.hpp"
+#include "runtime/kernel_names.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
 
@@ -451,7 +455,7 @@ namespace {
 
 // A mangled name of `levels` template instantiations, each with two back-references to the one
 // before: `levels` * ~10 bytes that demangle to 2^levels times as many (a demangler bomb).
-std::string exponential_name(int levels) {
+std::string exponential_name(int levels, const std::string& function = "f") {
     const auto seq = [](size_t i) {
         if (i == 0) return std::string("S_");
         std::string digits;
@@ -461,7 +465,7 @@ std::string exponential_name(int levels) {
         }
         return "S" + digits + "_";
     };
-    std::string s = "_Z1f1a";
+    std::string s = "_Z" + std::to_string(function.size()) + function + "1a";
     size_t current = 0, next = 1;
     for (int k = 0; k < levels; ++k) {
         const std::string name = "t" + std::to_string(k);
@@ -507,4 +511,175 @@ TEST_CASE("a demangler bomb in an archive's kernel names: demangled in the helpe
     sdm_error* e = nullptr;
     CHECK(sdm_kernel_get(f.rt.get(), 0, "fill", nullptr, &k, &e) == SDM_ERROR_AMBIGUOUS);
     sdm_error_destroy(e);
+}
+
+namespace {
+
+// The demangled names of mounted archive `archive`, in the listing's order.
+std::vector<std::string> demangled_listing(sdm_runtime* rt, uint32_t archive) {
+    sdm_kernel_list* list = nullptr;
+    REQUIRE(sdm_kernel_list_create(rt, archive, &list, nullptr) == SDM_OK);
+    uint32_t n = 0;
+    REQUIRE(sdm_kernel_list_count(list, &n, nullptr) == SDM_OK);
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < n; ++i) {
+        sdm_kernel_entry entry{};
+        entry.struct_size = sizeof entry;
+        REQUIRE(sdm_kernel_list_get(list, i, &entry, nullptr) == SDM_OK);
+        out.emplace_back(entry.demangled);
+    }
+    sdm_kernel_list_destroy(list);
+    return out;
+}
+
+// sdm_kernel_get's status for `name`; its message in `message`.
+sdm_status lookup(sdm_runtime* rt, const std::string& name, std::string& message) {
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    const sdm_status s = sdm_kernel_get(rt, 0, name.c_str(), nullptr, &k, &e);
+    message = sdm_error_message(e);
+    sdm_error_destroy(e);
+    return s;
+}
+
+// Whether `name` resolves to a kernel an archive lists: the archives these tests make list kernels
+// their image lacks, so the fetch of one it resolves to is that error, not "in no mounted archive".
+bool resolves(sdm_runtime* rt, const std::string& name) {
+    std::string message;
+    const sdm_status s = lookup(rt, name, message);
+    INFO(message);
+    return s == SDM_OK || message.find("lacks kernel(s)") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("a mangled name no archive lists is not demangled: not found at once, its hint from the mangled names", "[names][hostile]") {
+    // A demangler bomb of about 330 bytes (2^30 times longer demangled: minutes and gigabytes in the
+    // demangler), its base name "fil" near the archive's "fill".
+    const std::string bomb = exponential_name(30, "fil");
+    REQUIRE(bomb.size() > 300);
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    mount(f.rt.get(), launch_archive(), "launch.sdma");
+    std::string why;
+    CHECK(lookup(f.rt.get(), bomb, why) == SDM_ERROR_NOT_FOUND);
+    CHECK_THAT(why, Catch::Contains("is in no mounted archive (mounted: launch.sdma); the closest: _ZN8sdm_test4fillI"));
+    CHECK(count_containing(f.log, "demangling") == 0);  // no index was built for the hint: no helper ran
+    // The base name of a mangled symbol, parsed without the demangler.
+    CHECK(sdm::archive::mangled_base_name("_ZN8sdm_test4fillIfLi256EEEvPT_S1_") == "fill");
+    CHECK(sdm::archive::mangled_base_name("_ZN8sdm_test6reduceIiEEvPKT_PS1_i") == "reduce");
+    CHECK(sdm::archive::mangled_base_name("_ZN2ns1AIN3std6vectorIiEEE3runILi4EEEvv") == "run");
+    CHECK(sdm::archive::mangled_base_name("_Z6kernelPf") == "kernel");
+    CHECK(sdm::archive::mangled_base_name(bomb) == "fil");
+    CHECK(sdm::archive::mangled_base_name("matmul_tiled") == "matmul_tiled");
+    CHECK(sdm::archive::mangled_base_name("_ZN999999999999999999999") == "_ZN999999999999999999999");  // a length past the end: no name
+    // A C++ spelling still builds the index, and the hint then shows the declarations.
+    CHECK(lookup(f.rt.get(), "fil<float, 256>", why) == SDM_ERROR_NOT_FOUND);
+    CHECK_THAT(why, Catch::Contains("the closest: void sdm_test::fill<"));
+    CHECK(lookup(f.rt.get(), bomb, why) == SDM_ERROR_NOT_FOUND);
+    CHECK_THAT(why, Catch::Contains("the closest: void sdm_test::fill<"));
+}
+
+TEST_CASE("names that keep the demangler busy: one archive's demangling has a total time budget, paid once", "[names][hostile]") {
+    if (kSanitized) {  // a sanitizer build sets no address-space limit on the helper: a bomb would take the machine's memory
+        WARN("skipped under a sanitizer");
+        return;
+    }
+    setenv("SDM_JIT_TIME_LIMIT", "1", 1);  // each helper run's limit; the archive's total is twice that
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    unsetenv("SDM_JIT_TIME_LIMIT");
+    std::vector<std::string> names;
+    for (int i = 0; i < 6; ++i) names.push_back(exponential_name(40, "b" + std::to_string(i)));  // each keeps a run busy past its limit
+    names.push_back("_ZN8sdm_test4fillIfLi256EEEvPT_S1_");  // sorts after the bombs
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, names, 1, Matrix::none), "busy.sdma");
+    std::string why;
+    CHECK(lookup(f.rt.get(), "no_such_kernel<int>", why) == SDM_ERROR_NOT_FOUND);
+    // Six names that each take a run's whole limit: the 2 s budget ends after two or three runs,
+    // not six (nor 60 s of a 10 s limit each).
+    const int runs = count_containing(f.log, "kernel name(s) of archive busy.sdma in the JIT helper");
+    CHECK(runs >= 2);
+    CHECK(runs <= 3);
+    CHECK(count_containing(f.log, "7 kernel name(s) of archive busy.sdma were not demangled (they are found by their mangled names only)") == 1);
+    CHECK(count_containing(f.log, "the archive's demangling time budget of 2000 ms was spent") == 1);
+    // The index is built: another lookup (and a listing) runs no helper again.
+    CHECK(lookup(f.rt.get(), "fill<float, 256>", why) == SDM_ERROR_NOT_FOUND);  // fill was left out by the budget...
+    CHECK_THAT(why, Catch::Contains("the closest: _ZN8sdm_test4fillIfLi256EEEvPT_S1_"));  // ...and is still near, by its mangled name
+    CHECK(demangled_listing(f.rt.get(), 0).size() == 7);
+    CHECK(count_containing(f.log, "kernel name(s) of archive busy.sdma in the JIT helper") == runs);
+    CHECK(resolves(f.rt.get(), "_ZN8sdm_test4fillIfLi256EEEvPT_S1_"));  // found by its mangled name
+}
+
+TEST_CASE("names that demangle to much: the archive's demangled bytes stay within a budget of its names' size", "[names][hostile]") {
+    // 40 names of about 128 bytes that each demangle to about 61 KB: 2.4 MB demangled of 5 KB.
+    std::vector<std::string> names;
+    size_t mangled_bytes = 0;
+    for (int i = 0; i < 40; ++i) {
+        names.push_back(exponential_name(12, "g" + std::to_string(100 + i)));
+        mangled_bytes += names.back().size();
+    }
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, names, 1, Matrix::none), "wide.sdma");
+    const auto demangled = demangled_listing(f.rt.get(), 0);
+    REQUIRE(demangled.size() == 40);
+    size_t bytes = 0, kept = 0;
+    for (const auto& d : demangled) {
+        bytes += d.size();
+        kept += d.empty() ? 0 : 1;
+    }
+    const size_t budget = sdm::runtime::demangled_bytes_budget(mangled_bytes);
+    CHECK(budget == (size_t{1} << 20) + 16 * mangled_bytes);
+    CHECK(bytes <= budget);
+    CHECK(kept >= 10);  // the budget is spent on names, not refused at once
+    CHECK(kept < 40);
+    CHECK(demangled[0].starts_with("g100(a, t0<a, a>"));
+    CHECK(count_containing(f.log, "kernel name(s) of archive wide.sdma were not demangled (they are found by their mangled names only): " +
+                                      std::to_string(40 - kept) + " more: their demangled names would pass the archive's budget of") == 1);
+    // The names left out are found by their mangled names.
+    CHECK(resolves(f.rt.get(), names.back()));
+    CHECK(sdm::runtime::demangled_bytes_budget(size_t{1} << 40) == size_t{64} << 20);  // the hard cap
+}
+
+TEST_CASE("deeply qualified names index a bounded number of spellings each", "[names][hostile]") {
+    // 200 levels (the demangler's own guard refuses much longer symbols): every qualification
+    // indexed would be 200 keys of each level per name, each up to the name's length.
+    const auto deep = [](const std::string& leaf) {
+        std::string s = "_ZN";
+        for (int i = 0; i < 200; ++i) s += std::to_string(std::to_string(i).size() + 1) + "n" + std::to_string(i);
+        return s + std::to_string(leaf.size()) + leaf + "Ev";
+    };
+    std::string qualified;
+    for (int i = 0; i < 200; ++i) qualified += "n" + std::to_string(i) + "::";
+    const auto spellings = sdm::archive::cxx_spellings(qualified + "f(int)");
+    CHECK(spellings.signatures.size() == sdm::archive::kMaxQualifications);
+    CHECK(spellings.expressions.size() == sdm::archive::kMaxQualifications);
+    CHECK(spellings.signatures.front() == qualified + "f(int)");  // the whole name
+    CHECK(spellings.signatures.back() == "f(int)");             // and the shortest
+    FakeRuntime f({.jit_isolation = SDM_ISOLATION_AUTO});
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, {deep("f"), deep("g")}, 1, Matrix::none), "deep.sdma");
+    REQUIRE(demangled_listing(f.rt.get(), 0).front() == qualified + "f()");
+    CHECK(resolves(f.rt.get(), qualified + "f()"));  // the whole declaration
+    CHECK(resolves(f.rt.get(), "n198::n199::f()"));  // a short qualification
+    CHECK(resolves(f.rt.get(), "g"));                // the name expression of the shortest qualification
+    CHECK_FALSE(resolves(f.rt.get(), qualified.substr(qualified.find("n100::")) + "f()"));  // 100 levels: not indexed
+    std::string why;
+    CHECK(lookup(f.rt.get(), qualified.substr(qualified.find("n100::")) + "f()", why) == SDM_ERROR_NOT_FOUND);
+    CHECK_THAT(why, Catch::Contains("is in no mounted archive"));
+}
+
+TEST_CASE("a demangler run that answers every name but ends badly: each name is taken, nothing is read past them", "[names][hostile]") {
+    // A helper that writes more results than it was asked for, then exits 1: run_demangler judges
+    // such a run incomplete, and the caller must not look for a name it died on past the last.
+    FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
+    const std::string helper = f.dir.path + "/answers-then-fails";
+    {
+        std::ofstream script(helper);
+        script << "#!/bin/sh\nfor i in 1 2 3 4 5 6 7 8; do printf 'x\\000' >&4; done\nexit 1\n";
+    }
+    std::filesystem::permissions(helper, std::filesystem::perms::owner_all);
+    setenv("SDM_JIT_HELPER", helper.c_str(), 1);
+    mount(f.rt.get(), make_archive("m", {"sm_90"}, {"_ZN8sdm_test4fillIfLi256EEEvPT_S1_", "_ZN8sdm_test4fillIiLi256EEEvPT_S1_"}, 1, Matrix::none), "ends.sdma");
+    const auto demangled = demangled_listing(f.rt.get(), 0);
+    unsetenv("SDM_JIT_HELPER");
+    CHECK(demangled == std::vector<std::string>{"x", "x"});  // what the helper answered, for each name asked
+    CHECK(count_containing(f.log, "kernel name(s) of archive ends.sdma in the JIT helper") == 1);
+    CHECK(count_containing(f.log, "were not demangled") == 0);
 }

@@ -469,6 +469,37 @@ TEST_CASE("decoding ahead: the next modules' same target, taken by their loads, 
     }
 }
 
+TEST_CASE("decoding ahead: an entry coded against a reference counts the reference; one past the bound is left to its load", "[modules][readahead][hostile]") {
+    const auto bytes = test::build_archive();  // sm_80 coded against sm_86, sm_90 against sm_90a, ...
+    const auto a = archive::Archive::open_memory(bytes, "ref.sdma").value();
+    size_t referrer = a.entries().size();
+    for (size_t i = 0; i < a.entries().size() && referrer == a.entries().size(); ++i)
+        if (a.entries()[i].codec == archive::Codec::zstd_prefix && a.entries()[a.entries()[i].ref].codec != archive::Codec::stored) referrer = i;
+    REQUIRE(referrer < a.entries().size());
+    const uint64_t own = a.entries()[referrer].raw_size, reference = a.entries()[a.entries()[referrer].ref].raw_size;
+    runtime::ReferenceMemo memo;
+    {
+        // Room for the entry, not for the entry and its reference: not decoded ahead (a reference
+        // of a GiB would otherwise be decoded by every worker, for every module ahead).
+        runtime::Readahead ahead(own + reference - 1);
+        ahead.start(a, memo, referrer);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a worker, had one started, would have it by now
+        CHECK_FALSE(ahead.ready(referrer));
+        bool decoded_ahead = true;
+        CHECK(ahead.read(a, memo, referrer, &decoded_ahead).value() == a.read(referrer).value());  // the fetch decodes it, reference and all
+        CHECK_FALSE(decoded_ahead);
+        CHECK(ahead.hits() == 0);
+    }
+    {
+        runtime::Readahead ahead(own + reference);  // room for both: decoded ahead
+        ahead.start(a, memo, referrer);
+        for (int waited = 0; waited < 10000 && !ahead.ready(referrer); ++waited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        REQUIRE(ahead.ready(referrer));
+        CHECK(ahead.read(a, memo, referrer).value() == a.read(referrer).value());
+        CHECK(ahead.hits() == 1);
+    }
+}
+
 TEST_CASE("decoding ahead: a damaged entry decoded ahead is its load's error, named; the other loads serve", "[modules][readahead][hostile]") {
     ByteVector bytes = modules_archive(3);
     const auto damaged = [&] {

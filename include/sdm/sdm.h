@@ -233,7 +233,13 @@ enum {
 /* Creates a runtime. Cheap: the driver is loaded on first need, and a machine without one still
  * opens, lists and verifies archives. `params` may be NULL for the defaults. */
 SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runtime** runtime, sdm_error** error);
-/* Accepts NULL. Not thread-safe with other calls on the same runtime. */
+/* Accepts NULL. Not thread-safe with other calls on the same runtime. Waits for the work launched
+ * through sdm_launch on modules it unloads, then unloads them. What outlives it (docs/ABI.md,
+ * "Lifetimes"): errors and kernel lists stay valid (a list needs nothing of its runtime); kernel
+ * handles, and the strings sdm_archive_info_get and sdm_kernel_info_get handed out, are freed
+ * with it and must not be used after. A module that a live CUDA graph captured a launch of (and
+ * its image's bytes) is not unloaded: it stays loaded until its context is destroyed, so the graph
+ * keeps replaying (logged as a warning: destroy the graphs first to have sdm unload it). */
 SDM_API void sdm_runtime_destroy(sdm_runtime* runtime);
 /* A copy of the last error any call on this runtime reported, for hosts that cannot pass an
  * `error` pointer: SDM_OK with *last set to a new error the caller destroys; SDM_ERROR_NOT_FOUND
@@ -340,7 +346,9 @@ typedef struct sdm_kernel sdm_kernel;
  * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
  * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
  * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed, or,
- * after a reload replaced its archive, until sdm_kernel_release drops the reference it holds. */
+ * after a reload replaced its archive, until sdm_kernel_release drops the reference it holds; a
+ * released handle of an unloaded module is reported as such (SDM_ERROR_INVALID_ARGUMENT) for a while,
+ * but a handle used after sdm_runtime_destroy is a use of freed memory. */
 SDM_API sdm_status sdm_kernel_get(sdm_runtime* runtime, int32_t ordinal, const char* name, void* stream, sdm_kernel** kernel,
                                   sdm_error** error);
 /* sdm_kernel_get that also checks the kernel's parameter signature against `signature`, what the
@@ -480,7 +488,13 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
  * and PDL. `arg_count` must equal the kernel's signature's length (args as for cuLaunchKernel).
  * The function's dynamic shared memory limit is raised once per size the plans need. ABI 1.3: in
  * three dimensions, cooperative, with a priority and the attributes of `plan->next`; a dimension
- * out of range is SDM_ERROR_INVALID_ARGUMENT naming it and its limit. */
+ * out of range is SDM_ERROR_INVALID_ARGUMENT naming it and its limit. A launch into a stream that
+ * is capturing a CUDA graph (cuStreamGetCaptureInfo, asked at every launch) ties the module to the
+ * graph: a reload's retirement does not unload it, nor does sdm_runtime_destroy, while the graph,
+ * a graph cloned from it or an executable graph instantiated from it exists (a CUDA user object
+ * the graph holds; docs/LOADING.md, "CUDA graphs"). A capture query or user object that fails is
+ * the launch's error (SDM_ERROR_DRIVER) and the launch is not made; a driver older than CUDA 12.3
+ * refuses a launch into a capture (SDM_ERROR_GRAPH_CAPTURE). */
 SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, void* stream, void* const* args, uint32_t arg_count,
                               sdm_error** error);
 /* Loads a plan-provider plugin (sdm_plugin.h); also $SDM_PLUGIN_PATH at sdm_runtime_create. A
@@ -507,7 +521,8 @@ SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elem
 SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, uint64_t* device_ptr, uint64_t* bytes, sdm_error** error);
 /* Copies `bytes` from host memory `data` to the global `name` at `offset`, on `stream` (NULL: the
  * context's default stream), as cuMemcpyHtoDAsync does: `data` must stay valid until the stream
- * has done the copy. A range past the global's size is SDM_ERROR_INVALID_ARGUMENT naming both. */
+ * has done the copy. A range past the global's size is SDM_ERROR_INVALID_ARGUMENT naming both. A
+ * copy captured into a CUDA graph keeps the module loaded while the graph exists, as sdm_launch does. */
 SDM_API sdm_status sdm_global_write(const sdm_kernel* kernel, const char* name, uint64_t offset, const void* data, uint64_t bytes, void* stream,
                                     sdm_error** error);
 /* Copies `bytes` of the global `name` from `offset` to host memory `data` on `stream`, as
@@ -539,7 +554,9 @@ typedef struct sdm_kernel_entry {
 
 /* A snapshot of the kernels of mounted archive `archive_index` (mount order), or of every kernel
  * the runtime serves (SDM_LIST_SERVED), sorted by name. Later mounts and reloads do not change it.
- * An index past the mounted archives is SDM_ERROR_NOT_FOUND. */
+ * An index past the mounted archives is SDM_ERROR_NOT_FOUND. The list needs nothing of its runtime:
+ * it stays valid, and its calls' errors are reported, after sdm_runtime_destroy (until
+ * sdm_kernel_list_destroy). */
 SDM_API sdm_status sdm_kernel_list_create(sdm_runtime* runtime, uint32_t archive_index, sdm_kernel_list** list, sdm_error** error);
 SDM_API sdm_status sdm_kernel_list_count(const sdm_kernel_list* list, uint32_t* count, sdm_error** error);
 /* Entry `index` (0 .. count-1); its strings are owned by the list and live as long as it does. */

@@ -5,6 +5,10 @@
 // must match the device's SM (a and f variants included), PTX must target an arch the device can
 // JIT for, in an ISA the configured driver version knows. Nothing runs: there is no memory and no
 // stream; cuLaunchKernel only checks that the function's module is still loaded.
+// Graphs: a stream in capture (cuStreamBeginCapture) records its launches into its graph instead
+// of running them; a graph and each executable graph instantiated from it hold the graph's user
+// objects, whose destructors run (on another thread, after the call's lock is let go) when the
+// last reference goes; cuGraphLaunch fails for a kernel whose module was unloaded.
 //
 // Like libcuda, it exports cuGetProcAddress(_v2), cuInit and cuDriverGetVersion; every other
 // entry point is reachable only through cuGetProcAddress, by its base name ("cuCtxPushCurrent",
@@ -27,6 +31,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -84,6 +89,23 @@ struct CUfunc_st {
     std::string name;
     int max_dynamic_smem{49152};  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set
 };
+// A user object: its destructor runs when its last reference (the creator's, a graph's, an
+// executable graph's) goes.
+struct CUuserObject_st {
+    void* ptr{nullptr};
+    CUhostFn destroy{nullptr};
+    unsigned refs{0};
+};
+// A graph: the kernels captured into it, in order, and the references it holds on user objects.
+struct CUgraph_st {
+    std::vector<const CUfunc_st*> kernels;
+    std::map<CUuserObject_st*, unsigned> held;
+};
+// An executable graph: the graph's kernels as instantiated, and one reference on each of its user objects.
+struct CUgraphExec_st {
+    std::vector<const CUfunc_st*> kernels;
+    std::vector<CUuserObject_st*> held;
+};
 
 namespace {
 
@@ -94,7 +116,8 @@ namespace {
 #define SDM_FAKE_EXTRA_ENTRIES(X)                                                                      \
     X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxSetCurrent)                                         \
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
-    X(cuMemsetD32)
+    X(cuMemsetD32) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphDestroy)                     \
+    X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch)
 #define SDM_FAKE_ENTRIES(X) SDM_DRIVER_ENTRY_POINTS(X) SDM_FAKE_EXTRA_ENTRIES(X)
 
 enum Entry : int {
@@ -477,6 +500,16 @@ struct State {
     std::map<const CUlib_st*, std::unique_ptr<CUlib_st>> libraries;
     std::set<const CUkern_st*> kernels;
     sdm_fake_cuda_launch last_launch{};  // the last cuLaunchKernelEx that succeeded
+    // Graphs: the captures in progress by stream, the graphs, executable graphs and user objects.
+    struct Capture {
+        uint64_t id;
+        CUgraph_st* graph;
+    };
+    std::map<CUstream, Capture> captures;
+    uint64_t next_capture_id{0};
+    std::map<const CUgraph_st*, std::unique_ptr<CUgraph_st>> graphs;
+    std::map<const CUgraphExec_st*, std::unique_ptr<CUgraphExec_st>> graph_execs;
+    std::map<const CUuserObject_st*, std::unique_ptr<CUuserObject_st>> user_objects;
 };
 
 // Leaked on purpose: no destructor runs while another thread may still call in at exit.
@@ -1129,6 +1162,10 @@ CUresult CUDAAPI impl_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, uns
     SDM_FAKE_ENTER(e_cuLaunchKernel);
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
     if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+    if (const auto capture = s.captures.find(stream); capture != s.captures.end()) {
+        capture->second.graph->kernels.push_back(f);  // recorded, not run
+        return CUDA_SUCCESS;
+    }
     if (s.config.hold_work) s.queued.push_back({s.next_seq++, stream, f->module});
     return CUDA_SUCCESS;
 }
@@ -1224,6 +1261,10 @@ CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, vo
         if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) l.pdl = a.value.programmaticStreamSerializationAllowed;
     }
     l.stream = c->hStream;
+    if (const auto capture = s.captures.find(c->hStream); capture != s.captures.end()) {
+        capture->second.graph->kernels.push_back(f);  // recorded, not run
+        return CUDA_SUCCESS;
+    }
     if (s.config.hold_work) s.queued.push_back({s.next_seq++, c->hStream, f->module});
     return CUDA_SUCCESS;
 }
@@ -1407,7 +1448,144 @@ CUresult CUDAAPI impl_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus
     const bool default_stream = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
     CUctx_st* ctx = nullptr;
     if (const CUresult r = usable_current(s, ctx); default_stream && r != CUDA_SUCCESS) return r;
-    *status = live_config(s).capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = live_config(s).capturing || s.captures.contains(stream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+
+// The capture's id and graph (Config::capturing alone reports a capture without either). Asked
+// at every sdm_launch, which the fake takes without a current context, so this does too.
+CUresult CUDAAPI impl_cuStreamGetCaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                                             const CUgraphNode** dependencies, const CUgraphEdgeData** edges, size_t* count) {
+    SDM_FAKE_ENTER(e_cuStreamGetCaptureInfo);
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.captures.find(stream);
+    *status = live_config(s).capturing || it != s.captures.end() ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    if (id) *id = it != s.captures.end() ? it->second.id : 0;
+    if (graph) *graph = it != s.captures.end() ? it->second.graph : nullptr;
+    if (dependencies) *dependencies = nullptr;
+    if (edges) *edges = nullptr;
+    if (count) *count = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuStreamBeginCapture(CUstream stream, CUstreamCaptureMode) {
+    SDM_FAKE_ENTER(e_cuStreamBeginCapture);
+    if (legacy(stream) || stream == CU_STREAM_PER_THREAD) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (s.captures.contains(stream)) return CUDA_ERROR_ILLEGAL_STATE;
+    auto g = std::make_unique<CUgraph_st>();
+    s.captures[stream] = {++s.next_capture_id, g.get()};
+    s.graphs.emplace(g.get(), std::move(g));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuStreamEndCapture(CUstream stream, CUgraph* graph) {
+    SDM_FAKE_ENTER(e_cuStreamEndCapture);
+    if (!graph) return CUDA_ERROR_INVALID_VALUE;
+    const auto it = s.captures.find(stream);
+    if (it == s.captures.end()) return CUDA_ERROR_ILLEGAL_STATE;
+    *graph = it->second.graph;
+    s.captures.erase(it);
+    return CUDA_SUCCESS;
+}
+
+// A destructor to run once the call's lock is let go.
+struct Destructor {
+    CUhostFn fn;
+    void* ptr;
+};
+
+void release_object(State& s, CUuserObject_st* object, unsigned count, std::vector<Destructor>& run) {
+    object->refs -= std::min(object->refs, count);
+    if (object->refs > 0) return;
+    run.push_back({object->destroy, object->ptr});
+    s.user_objects.erase(object);
+}
+
+// As the driver: on a thread of its own, with no lock of the driver's held (a destructor with
+// CU_USER_OBJECT_NO_DESTRUCTOR_SYNC may not call CUDA; one that did would deadlock here).
+void run_destructors(Lock& lock, const std::vector<Destructor>& run) {
+    lock.unlock();
+    if (!run.empty()) std::thread([run] {
+            for (const auto& d : run) d.fn(d.ptr);
+        }).join();
+}
+
+CUresult CUDAAPI impl_cuUserObjectCreate(CUuserObject* out, void* ptr, CUhostFn destroy, unsigned initial, unsigned flags) {
+    SDM_FAKE_ENTER(e_cuUserObjectCreate);
+    if (!out || !destroy || initial == 0 || flags != CU_USER_OBJECT_NO_DESTRUCTOR_SYNC) return CUDA_ERROR_INVALID_VALUE;
+    auto o = std::make_unique<CUuserObject_st>();
+    o->ptr = ptr, o->destroy = destroy, o->refs = initial;
+    *out = o.get();
+    s.user_objects.emplace(o.get(), std::move(o));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuUserObjectRelease(CUuserObject object, unsigned count) {
+    SDM_FAKE_ENTER(e_cuUserObjectRelease);
+    if (!s.user_objects.contains(object) || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<Destructor> run;
+    release_object(s, object, count, run);
+    run_destructors(lock, run);
+    return CUDA_SUCCESS;
+}
+
+// CU_GRAPH_USER_OBJECT_MOVE hands the graph the caller's references; otherwise it takes new ones.
+CUresult CUDAAPI impl_cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned count, unsigned flags) {
+    SDM_FAKE_ENTER(e_cuGraphRetainUserObject);
+    if (!s.graphs.contains(graph) || !s.user_objects.contains(object) || count == 0 || (flags & ~unsigned{CU_GRAPH_USER_OBJECT_MOVE}) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CU_GRAPH_USER_OBJECT_MOVE) == 0) object->refs += count;
+    graph->held[object] += count;
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuGraphDestroy(CUgraph graph) {
+    SDM_FAKE_ENTER(e_cuGraphDestroy);
+    const auto it = s.graphs.find(graph);
+    if (it == s.graphs.end()) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<Destructor> run;
+    for (const auto& [object, count] : it->second->held) release_object(s, object, count, run);
+    std::erase_if(s.captures, [&](const auto& c) { return c.second.graph == graph; });
+    s.graphs.erase(it);
+    run_destructors(lock, run);
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+    SDM_FAKE_ENTER(e_cuGraphInstantiate);
+    if (!exec || !s.graphs.contains(graph)) return CUDA_ERROR_INVALID_VALUE;
+    auto e = std::make_unique<CUgraphExec_st>();
+    e->kernels = graph->kernels;
+    for (const auto& [object, count] : graph->held) {
+        ++object->refs;
+        e->held.push_back(object);
+    }
+    *exec = e.get();
+    s.graph_execs.emplace(e.get(), std::move(e));
+    return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI impl_cuGraphExecDestroy(CUgraphExec exec) {
+    SDM_FAKE_ENTER(e_cuGraphExecDestroy);
+    const auto it = s.graph_execs.find(exec);
+    if (it == s.graph_execs.end()) return CUDA_ERROR_INVALID_VALUE;
+    std::vector<Destructor> run;
+    for (CUuserObject_st* object : it->second->held) release_object(s, object, 1, run);
+    s.graph_execs.erase(it);
+    run_destructors(lock, run);
+    return CUDA_SUCCESS;
+}
+
+// Runs the graph's kernels (queued with hold_work). A kernel whose module was unloaded is the bug
+// graph tracking prevents: CUDA_ERROR_INVALID_HANDLE, nothing queued.
+CUresult CUDAAPI impl_cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+    SDM_FAKE_ENTER(e_cuGraphLaunch);
+    const auto it = s.graph_execs.find(exec);
+    if (it == s.graph_execs.end()) return CUDA_ERROR_INVALID_VALUE;
+    for (const CUfunc_st* f : it->second->kernels)
+        if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (s.config.hold_work)
+        for (const CUfunc_st* f : it->second->kernels) s.queued.push_back({s.next_seq++, stream, f->module});
     return CUDA_SUCCESS;
 }
 
@@ -1503,6 +1681,9 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     if (name == "@events") return static_cast<int64_t>(s.events.size());
     if (name == "@libraries") return static_cast<int64_t>(s.libraries.size());
     if (name == "@unloaded_busy") return s.unloaded_busy;
+    if (name == "@graphs") return static_cast<int64_t>(s.graphs.size());
+    if (name == "@graph_execs") return static_cast<int64_t>(s.graph_execs.size());
+    if (name == "@user_objects") return static_cast<int64_t>(s.user_objects.size());
     if (name == "@contexts") {
         int64_t retained = 0;
         for (const auto& c : s.contexts)
@@ -1530,6 +1711,15 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_finish_work(void) {
 SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     State& s = state();
     Lock lock(s.mu);
+    // What a test left of graphs goes, their user objects' destructors run (as at the driver's end).
+    std::vector<Destructor> run;
+    for (const auto& [object, o] : s.user_objects) run.push_back({o->destroy, o->ptr});
+    s.user_objects.clear();
+    s.graph_execs.clear();
+    s.graphs.clear();
+    s.captures.clear();
+    run_destructors(lock, run);
+    lock.lock();
     s.initialized = false;
     s.calls.fill(0);
     s.modules.clear();

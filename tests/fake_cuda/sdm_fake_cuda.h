@@ -91,8 +91,9 @@ int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config);
  * Pseudo-names report live state instead: "@modules" (modules loaded and not unloaded),
  * "@contexts" (the sum of the primary contexts' retain counts), "@queued" (launches not finished,
  * with hold_work), "@events" (events created and not destroyed), "@libraries" (cuLibraryLoadData
- * libraries not unloaded; each context's load of one counts in "@modules") and "@unloaded_busy" (modules
- * unloaded while a launch of theirs was queued: on a GPU, a kernel losing its code). */
+ * libraries not unloaded; each context's load of one counts in "@modules"), "@unloaded_busy" (modules
+ * unloaded while a launch of theirs was queued: on a GPU, a kernel losing its code), and "@graphs",
+ * "@graph_execs", "@user_objects" (CUDA graphs, executable graphs and user objects alive). */
 int64_t sdm_fake_cuda_calls(const char* entry_point);
 /* Back to the state of a freshly loaded library, but for the configuration, which stays:
  * uninitialized (until the next cuInit), every module unloaded, every primary context released,

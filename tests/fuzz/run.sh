@@ -6,14 +6,14 @@
 # (commit them: CI replays the corpus); a crash is written to tests/fuzz/crashes/TARGET/ and fails
 # the run. Prints one line of figures per target and writes them to build-fuzz/fuzz-figures.md.
 # Usage: tests/fuzz/run.sh [SECONDS [TARGET...]]
-#   targets: archive manifest manifest_toml image fatbin kernel_params cache_entry plugin_table isolated_jit
+#   targets: archive manifest manifest_toml image fatbin kernel_params cache_entry plugin_table isolated_jit cxx_names
 #   (isolated_jit starts the JIT helper of build-fuzz and the real nvJitLink for what passes the checks)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(archive manifest manifest_toml image fatbin kernel_params cache_entry plugin_table isolated_jit)
+[ ${#targets[@]} -gt 0 ] || targets=(archive manifest manifest_toml image fatbin kernel_params cache_entry plugin_table isolated_jit cxx_names)
 command -v clang++-14 >/dev/null || { echo "fuzz: needs clang-14 and libFuzzer (apt-get install clang-14)" >&2; exit 1; }
 if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang-14 CXX=clang++-14 meson setup build-fuzz -Dfuzz=enabled -Dtests=enabled -Dkernels=disabled -Dwerror=false \

@@ -28,6 +28,7 @@ run gpu-load-forced-ptx env CUDA_FORCE_PTX_JIT=1 "$build/tests/test_gpu_load" --
 run gpu-contexts "$build/tests/test_gpu_contexts"
 [ -x "$build/tests/test_gpu_signing" ] && run gpu-signing "$build/tests/test_gpu_signing"
 run gpu-launch "$build/tests/test_gpu_launch"
+run gpu-graphs "$build/tests/test_gpu_graphs"
 run gpu-user-kernels "$build/tests/test_gpu_user_kernels"
 run gpu-hostile "$build/tests/test_gpu_hostile"
 # Why sdm checks images first: the same 64-byte header handed to the real driver by hand, in a
