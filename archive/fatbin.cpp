@@ -220,4 +220,11 @@ Result<ByteVector> fatbin_entry_payload(const FatbinEntry& e) {
     return raw;
 }
 
+Result<void> refuse_raw_ltoir(const FatbinEntry& entry, const std::string& which) {
+    if (entry.kind != fatbin_kind::ltoir || (entry.flags & fatbin_flag::encoded) != 0) return {};
+    return make_error(ErrorCode::archive_corrupt, which + ": raw LTO-IR, which nvcc never writes in a fatbin (it encodes every LTO-IR entry); "
+                                                          "sdm neither loads nor imports it. Add the LTO-IR as an entry of its own (sdm pack), "
+                                                          "which sdm links itself");
+}
+
 }  // namespace sdm::archive

@@ -82,6 +82,11 @@ Result<FatbinContainer> parse_fatbin(Bytes bytes, size_t* examined = nullptr);
 // its size costs nothing). ErrorCode::unsupported for encoded LTO-IR (fatbin_flag::encoded).
 Result<ByteVector> fatbin_entry_payload(const FatbinEntry& entry);
 
+// ErrorCode::archive_corrupt for raw LTO-IR (kind 8 without fatbin_flag::encoded), which nvcc
+// never writes: every LTO-IR entry it writes is encoded. No fatbin holding one is loaded, packed
+// or imported (issue 38: the driver's JIT, given one, killed the host). `which` names the entry.
+Result<void> refuse_raw_ltoir(const FatbinEntry& entry, const std::string& which);
+
 // "entry 2 (sm_90a cubin, zstd)", for messages and listings.
 std::string fatbin_entry_label(const FatbinEntry& entry);
 

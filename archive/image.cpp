@@ -58,10 +58,11 @@ Result<ImageInfo> inspect_ltoir(Bytes b) {
 }
 
 Result<ImageInfo> inspect_fatbin(Bytes b) {
-    // The driver walks the entries by their own sizes and offsets (parse_fatbin checks each), and
-    // then reads the image it picks as any bare image: every inner image gets the checks a bare
-    // image of its kind gets, decoded first where it is compressed (its declared size checked
-    // before anything is allocated). An entry sdm cannot check is not handed on.
+    // The runtime picks one inner image as it picks among bare ones and hands on only that (a cubin
+    // to the driver, PTX to its own JIT), so every inner image gets the checks a bare image of its
+    // kind gets, decoded first where it is compressed (its declared size checked before anything
+    // is allocated); parse_fatbin checks each entry's sizes and offsets. An entry sdm cannot check
+    // fails the whole container.
     SDM_TRY_GET(container, parse_fatbin(b));
     for (const FatbinEntry& e : container->entries) {
         const std::string which = "fatbin " + fatbin_entry_label(e) + " at offset " + std::to_string(e.offset);
@@ -76,6 +77,7 @@ Result<ImageInfo> inspect_fatbin(Bytes b) {
                                                                                      : ""));
         auto inner = check_declared_target(*e.image_kind, e.sm, e.variant, *raw, which);
         if (!inner) return make_error(ErrorCode::archive_corrupt, inner.error().message);
+        SDM_TRY(refuse_raw_ltoir(e, which));  // the IR inside is what sdm cannot check
     }
     ImageInfo info;
     info.kind = Kind::fatbin;

@@ -46,7 +46,8 @@ Result<ImageInfo> inspect_ltoir(Bytes bytes);
 // Fatbin: one container (fatbin.hpp's parse_fatbin: every entry's header, payload, name and options
 // inside it; bytes after it are tolerated), and every entry's image, decoded where compressed, put
 // through the checks of its kind and compared with the arch and variant its entry header declares.
-// An entry of a kind sdm does not know, or encoded LTO-IR, fails: it would reach the driver unchecked.
+// An entry of a kind sdm does not know, or LTO-IR (encoded: sdm cannot decode it; raw: nvcc never
+// writes it), fails: it would reach a compiler unchecked.
 // Arch-free in the index.
 Result<ImageInfo> inspect_fatbin(Bytes bytes);
 Result<ImageInfo> inspect_image(Kind kind, Bytes bytes);

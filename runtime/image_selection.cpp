@@ -70,9 +70,9 @@ Result<Selection> select_image(const std::vector<ImageCandidate>& images, const 
                                  }))
             return Selection{*c, SelectionPath::jit, static_cast<uint16_t>(cc.sm()), c->variant == Variant::a ? Variant::a : Variant::base,
                              std::string(k == Kind::ptx ? "PTX" : "LTO-IR") + " linked for this capability"};
-    // 4. a fatbin: the driver looks inside.
+    // 4. a fatbin: sdm chooses inside it by these rules (image_source.cpp).
     if (const auto* c = pick([](const ImageCandidate& i) { return i.kind == Kind::fatbin; }, [](const auto&, const auto&) { return false; }))
-        return Selection{*c, SelectionPath::fatbin, static_cast<uint16_t>(cc.sm()), Variant::base, "fatbin (the driver chooses)"};
+        return Selection{*c, SelectionPath::fatbin, static_cast<uint16_t>(cc.sm()), Variant::base, "fatbin (sdm chooses inside it)"};
 
     std::string held, excluded;
     bool held_cubin = false;

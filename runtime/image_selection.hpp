@@ -6,7 +6,8 @@
 //      minor <= Y, highest first;
 //   3. PTX, then LTO-IR, with the highest virtual arch <= X.Y (same rules for `a` and `f`), to be
 //      linked for sm_XY;
-//   4. a fatbin (the driver chooses inside it);
+//   4. a fatbin, inside which sdm chooses by these same rules (image_source.cpp): the driver only
+//      ever gets one of its cubins;
 //   else ErrorCode::no_image, listing what the module holds and what the device is.
 // On a `modern` device, step 2 and 3 candidates older than the class (below compute_90) are not
 // eligible: their arch guards compile the portable path, which the modern plans do not expect.
@@ -52,8 +53,7 @@ bool runs_on(uint16_t sm, archive::Variant variant, Capability cc);
 
 // The CUDA driver's own switches, which change what it does with an image; sdm honours them the
 // same way (read from the environment at each load, like the driver reads them at cuInit).
-//   CUDA_FORCE_PTX_JIT=1: cubins are not used; the PTX path is taken (a fatbin still goes to the
-//     driver, which applies the switch inside it).
+//   CUDA_FORCE_PTX_JIT=1: cubins are not used; the PTX path is taken (inside a fatbin too).
 //   CUDA_DISABLE_PTX_JIT=1: no PTX goes to the driver's JIT (sdm's own nvJitLink still may link).
 struct DriverSwitches {
     bool force_ptx_jit{false};

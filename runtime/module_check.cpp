@@ -37,6 +37,12 @@ Result<std::unique_ptr<KernelHandle>> resolve_kernel(const CheckRooms& rooms, Dr
     h->image_kind = entry.kind;
     h->image_sm = entry.sm;
     h->loaded_sm = selected.path == SelectionPath::jit ? selected.target_sm : entry.sm;
+    if (selected.path == SelectionPath::fatbin) {  // the image sdm chose inside it (a cubin, or its PTX linked): the driver says which SM
+        int binary_version = 0;
+        SDM_TRY(SDM_DRIVER_CALL(driver, cuFuncGetAttribute, "reading the SM of kernel " + spec.name + "'s image", &binary_version,
+                                CU_FUNC_ATTRIBUTE_BINARY_VERSION, function));
+        h->loaded_sm = static_cast<uint16_t>(binary_version);
+    }
     h->source = source;
     SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
     h->launcher = std::make_unique<Launcher>(rooms.load, rooms.plugins, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);

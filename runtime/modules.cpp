@@ -503,7 +503,7 @@ Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const Served
     SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, slot.context));
     const LoadedCode loaded{slot.module, slot.library ? slot.library->handle() : nullptr, slot.context};
     SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, slot.source, listed));
-    if (!*handle)  // an image whose entry points its checks could not read (a fatbin: the driver chose the image)
+    if (!*handle)  // an image whose entry points its checks did not read (what the driver's JIT loaded)
         return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
                                                     served.device + ") lacks kernel " + name +
                                                     " that the manifest lists. Rebuild the archive so its images define it");

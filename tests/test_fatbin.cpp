@@ -11,6 +11,7 @@
 #include "archive/fatbin.hpp"
 #include "archive/host_binary.hpp"
 #include "archive/image.hpp"
+#include "forge/forge.hpp"
 #include "support.hpp"
 
 using namespace sdm;
@@ -217,6 +218,23 @@ TEST_CASE("fatbin variants, LTO-IR and the fields around the payload", "[fatbin]
                              "kernels.variants.fatbin", "params.fatbin"}) {
         INFO(name);
         CHECK(inspect_fatbin(fixture(name)));
+    }
+}
+
+TEST_CASE("raw LTO-IR in a fatbin, which nvcc never writes, is refused naming the entry", "[fatbin][hostile]") {
+    // The test data's own valid LTO-IR, raw (no 0x10000 flag): what killed the host in the
+    // driver's JIT (issue 38). Beside a good cubin too: the container is refused whole.
+    const ByteVector ltoir = test::data_file("kernels.lto_90.ltoir"), cubin = test::data_file("kernels.sm_90.cubin");
+    const auto bytes = [](const ByteVector& b) { return forge::Bytes(reinterpret_cast<const uint8_t*>(b.data()), reinterpret_cast<const uint8_t*>(b.data()) + b.size()); };
+    const forge::FatbinEntry lto{8, 90, 0x11, bytes(ltoir), 0, 1, 8}, good{2, 90, 0x11, bytes(cubin), 0, 1, 8};
+    for (const auto& entries : {std::vector<forge::FatbinEntry>{lto}, std::vector<forge::FatbinEntry>{good, lto}}) {
+        const forge::Bytes f = forge::fatbin(entries);
+        auto refused = inspect_image(Kind::fatbin, Bytes(reinterpret_cast<const std::byte*>(f.data()), f.size()));
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().code == ErrorCode::archive_corrupt);
+        CHECK_THAT(refused.error().message, Catch::Contains("fatbin entry " + std::to_string(entries.size() - 1) + " (lto_90) at offset ") &&
+                                                Catch::Contains("raw LTO-IR, which nvcc never writes in a fatbin") &&
+                                                Catch::Contains("sdm neither loads nor imports it"));
     }
 }
 

@@ -288,14 +288,7 @@ TEST_CASE("the real nvJitLink on a mutated LTO-IR (it crashes on these) and on P
     (void)linked_once;
     // A chain of 40,000 dependent FMAs over 2,000 live registers: 24 KB of archive that nvJitLink
     // takes minutes and hundreds of MB over. Killed at the limit, a clear error.
-    std::string ptx = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry scale(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n.reg .f32 %f<2000>;\n"
-                      "ld.param.u64 %rd1, [p];\n";
-    for (int i = 0; i < 2000; ++i) ptx += "ld.global.f32 %f" + std::to_string(i) + ", [%rd1+" + std::to_string(4 * i) + "];\n";
-    for (int i = 0; i < 40000; ++i)
-        ptx += "fma.rn.f32 %f" + std::to_string(i % 2000) + ", %f" + std::to_string((i + 1) % 2000) + ", %f" + std::to_string((i + 7) % 2000) + ", %f" +
-               std::to_string(i % 2000) + ";\n";
-    for (int i = 0; i < 2000; ++i) ptx += "st.global.f32 [%rd1+" + std::to_string(4 * i) + "], %f" + std::to_string(i) + ";\n";
-    ptx += "ret;\n}\n";
+    const std::string ptx = fma_chain_ptx();
     const ByteVector chain(reinterpret_cast<const std::byte*>(ptx.data()), reinterpret_cast<const std::byte*>(ptx.data()) + ptx.size());
     const ByteVector archive = archive_of(archive::Kind::ptx, 90, chain);
     CHECK(archive.size() < 64 * 1024);

@@ -172,6 +172,7 @@ private:
                     ++tally_.skipped;
                     continue;
                 }
+                SDM_TRY(archive::refuse_raw_ltoir(entry, label));
                 ++tally_.images;
                 if (!filter_.keeps(*entry.image_kind, entry.sm, entry.variant)) {
                     ++tally_.filtered;

@@ -118,7 +118,7 @@ const (
 	// the driver's own JIT, given PTX
 	ImageSourceDriverJIT uint32 = C.SDM_IMAGE_SOURCE_DRIVER_JIT
 
-	// the archive's fatbinary, handed to the driver
+	// a cubin sdm chose inside the archive's fatbinary
 	ImageSourceFatbin uint32 = C.SDM_IMAGE_SOURCE_FATBIN
 
 	// compiled by nvPTXCompiler (ABI 1.1)

@@ -387,7 +387,7 @@ enum {
     SDM_IMAGE_SOURCE_CACHE = 2u,         /* the kernel cache: what an earlier load built or decoded */
     SDM_IMAGE_SOURCE_NVJITLINK = 3u,     /* linked by nvJitLink */
     SDM_IMAGE_SOURCE_DRIVER_JIT = 4u,    /* the driver's own JIT, given PTX */
-    SDM_IMAGE_SOURCE_FATBIN = 5u,        /* the archive's fatbinary, handed to the driver */
+    SDM_IMAGE_SOURCE_FATBIN = 5u,        /* a cubin sdm chose inside the archive's fatbinary */
     SDM_IMAGE_SOURCE_PTX_COMPILER = 6u   /* compiled by nvPTXCompiler (ABI 1.1) */
 };
 

@@ -1,6 +1,6 @@
 // libFuzzer target: LTO-IR and fatbins through sdm's checks to the real nvJitLink, isolated.
-// The first byte picks what the rest is: an LTO-IR module, or a fatbin whose every LTO-IR and
-// PTX entry is linked in turn. What passes inspect_image goes to run_isolated (the JIT helper
+// The first byte picks what the rest is: an LTO-IR module, or a fatbin whose every PTX entry is
+// linked in turn (inspect_fatbin refuses a fatbin holding LTO-IR: issue 38). What passes inspect_image goes to run_isolated (the JIT helper
 // of $SDM_JIT_HELPER, which loads nvJitLink from the usual places) for sm_90, under a 5 s and
 // 2 GiB limit. The helper's crashes are nvJitLink's, counted and reported at exit, never
 // failures: what must hold is that this process, the host, never crashes, hangs or leaks.
@@ -80,9 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     const auto container = parse_fatbin(bytes);
     for (const FatbinEntry& e : container->entries) {
-        if (e.image_kind != Kind::ltoir && e.image_kind != Kind::ptx) continue;
+        if (e.image_kind != Kind::ptx) continue;
         auto payload = fatbin_entry_payload(e);
-        if (payload) link(*e.image_kind, *payload);
+        if (payload) link(Kind::ptx, *payload);
     }
     return 0;
 }

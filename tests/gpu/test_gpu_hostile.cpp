@@ -9,10 +9,16 @@
 //   test_gpu_hostile --raw-driver-fatbin  the same header inside a fatbin container
 // The same header and every other hostile cubin of tests/forge inside a fatbin, stored or zstd
 // there: SDM_ERROR_ARCHIVE_CORRUPT from sdm_kernel_get with the real driver, the process alive.
+// A fatbin is a side door to the driver's JIT no more (issue 38): one holding the test data's
+// valid LTO-IR raw (the driver's JIT killed the host with SIGSEGV) is refused; one holding slow
+// PTX is linked by sdm under SDM_JIT_ISOLATION=always and auto and stopped at the time limit (it
+// kept sdm_kernel_get busy past 200 s under a limit of 30 s); one holding an sm_90 cubin loads it.
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <cuda.h>
 
@@ -46,6 +52,32 @@ forge::Bytes archive_with(const forge::Bytes& cubin, uint8_t codec) {
     return forge::write(a);
 }
 
+// An archive whose module "kernels" is a fatbin of `entries`, and a manifest listing "scale".
+forge::Bytes fatbin_archive(const std::vector<forge::FatbinEntry>& entries) {
+    forge::Archive a;
+    a.kernel_abi_major = 1;
+    a.records.push_back({"kernels", forge::kind::fatbin, forge::codec::stored, 0, 0, 0, forge::kNoRef, forge::fatbin(entries), {}, {}, {}, {}});
+    const auto m = forge::manifest(forge::concat({forge::kernel_abi(1, 0), forge::kernel("scale", "kernels", "ptr,f32,i32")}));
+    a.records.push_back({"manifest", forge::kind::manifest, forge::codec::stored, 0, 0, 0, forge::kNoRef, m, {}, {}, {}, {}});
+    return forge::write(a);
+}
+
+// A chain of 40,000 dependent FMAs over 2,000 live registers (tests/test_isolation.cpp): minutes
+// of nvJitLink's time. As a fatbin's PTX entry, NUL-terminated.
+forge::FatbinEntry slow_ptx_entry() {
+    std::string ptx = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry scale(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n.reg .f32 %f<2000>;\n"
+                      "ld.param.u64 %rd1, [p];\n";
+    for (int i = 0; i < 2000; ++i) ptx += "ld.global.f32 %f" + std::to_string(i) + ", [%rd1+" + std::to_string(4 * i) + "];\n";
+    for (int i = 0; i < 40000; ++i)
+        ptx += "fma.rn.f32 %f" + std::to_string(i % 2000) + ", %f" + std::to_string((i + 1) % 2000) + ", %f" + std::to_string((i + 7) % 2000) + ", %f" +
+               std::to_string(i % 2000) + ";\n";
+    for (int i = 0; i < 2000; ++i) ptx += "st.global.f32 [%rd1+" + std::to_string(4 * i) + "], %f" + std::to_string(i) + ";\n";
+    ptx += "ret;\n}\n";
+    forge::Bytes payload(ptx.begin(), ptx.end());
+    payload.push_back(0);
+    return {1, 90, 0x11, payload, 0, 9, 0};
+}
+
 sdm_runtime* runtime(const std::string& cache) {
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
@@ -54,6 +86,55 @@ sdm_runtime* runtime(const std::string& cache) {
     sdm_runtime* rt = nullptr;
     if (sdm_runtime_create(&p, &rt, nullptr) != SDM_OK) std::exit(1);
     return rt;
+}
+
+// sdm_kernel_get of "scale" from `archive` in a fresh runtime: its status and message, and the
+// image source when it loaded.
+struct Fetched {
+    sdm_status status;
+    std::string message;
+    uint32_t source;
+    double seconds;
+};
+Fetched fetch(const std::string& cache, const forge::Bytes& archive, const char* label) {
+    sdm_runtime* rt = runtime(cache);
+    sdm_archive_mount_memory(rt, archive.data(), archive.size(), label, nullptr);
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    const auto start = std::chrono::steady_clock::now();
+    Fetched f{sdm_kernel_get(rt, 0, "scale", nullptr, &k, &e), "", 0, 0};
+    f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    f.message = sdm_error_message(e);
+    sdm_kernel_info info{};
+    info.struct_size = sizeof info;
+    if (f.status == SDM_OK && sdm_kernel_info_get(k, &info, nullptr) == SDM_OK) f.source = info.source;
+    sdm_error_destroy(e);
+    sdm_runtime_destroy(rt);
+    return f;
+}
+
+void check_fatbins(const std::string& cache) {
+    const forge::Bytes cubin = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.sm_90.cubin");
+    const forge::Bytes ltoir = forge::read_file(std::string(SDM_TEST_DATA) + "/kernels.lto_90.ltoir");
+    const Fetched lto = fetch(cache + "/lto", fatbin_archive({{8, 90, 0x11, ltoir, 0, 1, 8}}), "raw-ltoir-fatbin.sdma");
+    check(lto.status == SDM_ERROR_ARCHIVE_CORRUPT && lto.message.find("raw LTO-IR, which nvcc never writes") != std::string::npos,
+          std::string("a fatbin holding raw LTO-IR is refused: ") + sdm_status_string(lto.status) + ": " + lto.message);
+    // sdm's backends under the isolation policy, stopped at the limit; never the driver's JIT.
+    ::setenv("SDM_JIT_TIME_LIMIT", "5", 1);
+    for (const char* isolation : {"always", "auto"}) {
+        ::setenv("SDM_JIT_ISOLATION", isolation, 1);
+        const Fetched slow = fetch(cache + "/slow-" + isolation, fatbin_archive({slow_ptx_entry()}), "slow-ptx-fatbin.sdma");
+        std::printf("slow PTX in a fatbin, SDM_JIT_ISOLATION=%s, SDM_JIT_TIME_LIMIT=5: %s after %.1f s\n", isolation, sdm_status_string(slow.status),
+                    slow.seconds);
+        check(slow.status == SDM_ERROR_JIT && slow.message.find("ran past its time limit of 5.0 s") != std::string::npos,
+              std::string("slow PTX in a fatbin (SDM_JIT_ISOLATION=") + isolation + "): " + sdm_status_string(slow.status) + ": " + slow.message);
+    }
+    ::unsetenv("SDM_JIT_ISOLATION");
+    ::unsetenv("SDM_JIT_TIME_LIMIT");
+    const Fetched good = fetch(cache + "/cubin", fatbin_archive({{2, 90, 0x8011, forge::zstd(cubin), cubin.size(), 1, 8}}), "cubin-fatbin.sdma");
+    check(good.status == SDM_OK && good.source == SDM_IMAGE_SOURCE_FATBIN,
+          std::string("a fatbin's sm_90 cubin loads and its kernel resolves: ") + sdm_status_string(good.status) + " " + good.message + ", source " +
+              std::to_string(good.source));
 }
 
 }  // namespace
@@ -145,6 +226,7 @@ int main(int argc, char** argv) {
         sdm_error_destroy(e);
         sdm_runtime_destroy(rt);
     }
+    check_fatbins(cache);
     std::printf("%s: %d failure(s); the process lives\n", failures == 0 ? "ok" : "FAIL", failures);
     return failures == 0 ? 0 : 1;
 }

@@ -196,7 +196,7 @@ const SDM_IMAGE_SOURCE_CACHE = UInt32(2)
 const SDM_IMAGE_SOURCE_NVJITLINK = UInt32(3)
 # the driver's own JIT, given PTX
 const SDM_IMAGE_SOURCE_DRIVER_JIT = UInt32(4)
-# the archive's fatbinary, handed to the driver
+# a cubin sdm chose inside the archive's fatbinary
 const SDM_IMAGE_SOURCE_FATBIN = UInt32(5)
 # compiled by nvPTXCompiler (ABI 1.1)
 const SDM_IMAGE_SOURCE_PTX_COMPILER = UInt32(6)

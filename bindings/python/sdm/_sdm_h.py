@@ -457,7 +457,7 @@ class ImageSource(enum.IntEnum):
     NVJITLINK = SDM_IMAGE_SOURCE_NVJITLINK
     # the driver's own JIT, given PTX
     DRIVER_JIT = SDM_IMAGE_SOURCE_DRIVER_JIT
-    # the archive's fatbinary, handed to the driver
+    # a cubin sdm chose inside the archive's fatbinary
     FATBIN = SDM_IMAGE_SOURCE_FATBIN
     # compiled by nvPTXCompiler (ABI 1.1)
     PTX_COMPILER = SDM_IMAGE_SOURCE_PTX_COMPILER

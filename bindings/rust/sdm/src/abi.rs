@@ -89,7 +89,7 @@ impl ImageSource {
     pub const NVJITLINK: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_NVJITLINK);
     /// The driver's own JIT, given PTX.
     pub const DRIVER_JIT: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_DRIVER_JIT);
-    /// The archive's fatbinary, handed to the driver.
+    /// A cubin sdm chose inside the archive's fatbinary.
     pub const FATBIN: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_FATBIN);
     /// Compiled by nvPTXCompiler (ABI 1.1).
     pub const PTX_COMPILER: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_PTX_COMPILER);
