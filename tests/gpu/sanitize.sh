@@ -3,7 +3,8 @@
 #   tests/gpu/sanitize.sh BUILD_DIR
 # memcheck over every GPU test binary (device memory errors, and leaks of device memory at exit);
 # racecheck and synccheck over the SDM kernels' test (shared-memory races and barrier misuse in
-# kernels/). Logs under $OUT (or ./gpu-out) as sanitize-TOOL-NAME.log; prints a summary table last.
+# kernels/). Each run is cut at SANITIZE_TIMEOUT seconds (150; exit 124). Logs under $OUT (or
+# ./gpu-out) as sanitize-TOOL-NAME.log; prints a summary table last.
 set -uo pipefail
 build=${1:-build-gpu}
 out=${OUT:-gpu-out}
@@ -19,7 +20,7 @@ run() {  # run TOOL NAME BINARY [ARGS...]
   local tool=$1 name=$2; shift 2
   local log="$out/sanitize-$tool-$name.log"
   echo "== $tool $name: $*"
-  "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 ${SANITIZE_EXTRA:-} "$@" >"$log" 2>&1
+  timeout "${SANITIZE_TIMEOUT:-150}" "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 ${SANITIZE_EXTRA:-} "$@" >"$log" 2>&1
   local rc=$?
   tail -n 5 "$log"
   results+=("$tool $name $rc $(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$log" | tail -1 | grep -Eo '[0-9]+' || echo '?')")
