@@ -32,7 +32,7 @@ struct HostGraphs {
         REQUIRE(cu.attach(SDM_FAKE_CUDA_PATH));
         begin = cu.get<decltype(&cuStreamBeginCapture)>("cuStreamBeginCapture");
         end = cu.get<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
-        instantiate = cu.get<decltype(&cuGraphInstantiate)>("cuGraphInstantiate");
+        instantiate = cu.get<decltype(&cuGraphInstantiateWithFlags)>("cuGraphInstantiateWithFlags");
         launch = cu.get<decltype(&cuGraphLaunch)>("cuGraphLaunch");
         destroy = cu.get<decltype(&cuGraphDestroy)>("cuGraphDestroy");
         destroy_exec = cu.get<decltype(&cuGraphExecDestroy)>("cuGraphExecDestroy");
@@ -55,7 +55,7 @@ struct HostGraphs {
     sdm_host::CudaDriver cu;
     decltype(&cuStreamBeginCapture) begin{};
     decltype(&cuStreamEndCapture) end{};
-    decltype(&cuGraphInstantiate) instantiate{};
+    decltype(&cuGraphInstantiateWithFlags) instantiate{};
     decltype(&cuGraphLaunch) launch{};
     decltype(&cuGraphDestroy) destroy{};
     decltype(&cuGraphExecDestroy) destroy_exec{};

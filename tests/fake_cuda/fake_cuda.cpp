@@ -117,7 +117,7 @@ namespace {
     X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxSetCurrent)                                         \
     X(cuLaunchKernel) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH)   \
     X(cuMemsetD32) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphDestroy)                     \
-    X(cuGraphInstantiate) X(cuGraphExecDestroy) X(cuGraphLaunch)
+    X(cuGraphInstantiateWithFlags) X(cuGraphExecDestroy) X(cuGraphLaunch)
 #define SDM_FAKE_ENTRIES(X) SDM_DRIVER_ENTRY_POINTS(X) SDM_FAKE_EXTRA_ENTRIES(X)
 
 enum Entry : int {
@@ -1551,8 +1551,8 @@ CUresult CUDAAPI impl_cuGraphDestroy(CUgraph graph) {
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI impl_cuGraphInstantiate(CUgraphExec* exec, CUgraph graph, unsigned long long) {
-    SDM_FAKE_ENTER(e_cuGraphInstantiate);
+CUresult CUDAAPI impl_cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+    SDM_FAKE_ENTER(e_cuGraphInstantiateWithFlags);
     if (!exec || !s.graphs.contains(graph)) return CUDA_ERROR_INVALID_VALUE;
     auto e = std::make_unique<CUgraphExec_st>();
     e->kernels = graph->kernels;

@@ -63,7 +63,7 @@ int main() {
     const auto stream_sync = cuda.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
     const auto begin = cuda.get<decltype(&cuStreamBeginCapture)>("cuStreamBeginCapture");
     const auto end = cuda.get<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
-    const auto instantiate = cuda.get<decltype(&cuGraphInstantiate)>("cuGraphInstantiate");
+    const auto instantiate = cuda.get<decltype(&cuGraphInstantiateWithFlags)>("cuGraphInstantiateWithFlags");
     const auto graph_launch = cuda.get<decltype(&cuGraphLaunch)>("cuGraphLaunch");
     const auto graph_destroy = cuda.get<decltype(&cuGraphDestroy)>("cuGraphDestroy");
     const auto exec_destroy = cuda.get<decltype(&cuGraphExecDestroy)>("cuGraphExecDestroy");
