@@ -23,7 +23,7 @@ run() {  # run TOOL NAME BINARY [ARGS...]
   timeout "${SANITIZE_TIMEOUT:-150}" "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 ${SANITIZE_EXTRA:-} "$@" >"$log" 2>&1
   local rc=$?
   tail -n 5 "$log"
-  results+=("$tool $name $rc $(grep -Eo 'ERROR SUMMARY: [0-9]+ errors?' "$log" | tail -1 | grep -Eo '[0-9]+' || echo '?')")
+  results+=("$tool $name $rc $(grep -Eo '(ERROR SUMMARY: [0-9]+|RACECHECK SUMMARY: [0-9]+ hazards)' "$log" | tail -1 | grep -Eo '[0-9]+' || echo '?')")
 }
 for t in device context contexts load launch graphs user_kernels hostile kernels; do
   # (--report-api-errors no: the tests ask for what must fail, a missing device, no current
