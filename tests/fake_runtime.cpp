@@ -132,6 +132,22 @@ sdm_status launch_scale(const sdm_kernel* k, CUstream stream, std::string* messa
     return status;
 }
 
+std::vector<std::string> demangled_listing(sdm_runtime* rt, uint32_t archive) {
+    sdm_kernel_list* list = nullptr;
+    REQUIRE(sdm_kernel_list_create(rt, archive, &list, nullptr) == SDM_OK);
+    uint32_t n = 0;
+    REQUIRE(sdm_kernel_list_count(list, &n, nullptr) == SDM_OK);
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < n; ++i) {
+        sdm_kernel_entry entry{};
+        entry.struct_size = sizeof entry;
+        REQUIRE(sdm_kernel_list_get(list, i, &entry, nullptr) == SDM_OK);
+        out.emplace_back(entry.demangled);
+    }
+    sdm_kernel_list_destroy(list);
+    return out;
+}
+
 int count_containing(const std::vector<std::string>& log, const std::string& text) {
     int n = 0;
     for (const auto& line : log) n += line.find(text) != std::string::npos;

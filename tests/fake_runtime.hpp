@@ -59,6 +59,8 @@ sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal = 0);
 sdm_status launch_scale(const sdm_kernel* k, CUstream stream = nullptr, std::string* message = nullptr);
 // How many lines of `log` contain `text`.
 int count_containing(const std::vector<std::string>& log, const std::string& text);
+// The demangled names of mounted archive `archive` (sdm_kernel_list_create), in the listing's order.
+std::vector<std::string> demangled_listing(sdm_runtime* rt, uint32_t archive);
 
 struct FakeRuntimeOptions {
     std::vector<FakeDevice> devices{kH200};  // on a 13.0 driver, nothing else configured

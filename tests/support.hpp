@@ -3,6 +3,7 @@
 // reader's structural checks, not its checksums, are what a test exercises).
 #pragma once
 
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -87,5 +88,14 @@ struct CorruptCase {
     std::string expect;
 };
 std::vector<CorruptCase> corrupt_cases();
+
+// Sets an environment variable for a scope, and unsets it after.
+struct EnvGuard {
+    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
+    ~EnvGuard() { unsetenv(name_); }
+    EnvGuard(const EnvGuard&) = delete;
+    EnvGuard& operator=(const EnvGuard&) = delete;
+    const char* name_;
+};
 
 }  // namespace sdm::test

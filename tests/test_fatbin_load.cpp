@@ -23,12 +23,6 @@ using namespace sdm::test;
 
 namespace {
 
-struct EnvGuard {
-    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 const FakeDevice kB200{"NVIDIA B200", 10, 0, 232448, 148, 132120576};
 
 forge::Bytes fdata(const std::string& name) {

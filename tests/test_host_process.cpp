@@ -39,12 +39,6 @@ using namespace sdm::test;
 
 namespace {
 
-struct EnvGuard {
-    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 // The SIGCHLD disposition of the process, put back when the setup ends.
 struct ChildSignal {
     struct sigaction before {};
@@ -99,29 +93,12 @@ Fetched fetch_scale(sdm_runtime* rt, const ByteVector& bytes, const std::string&
     return f;
 }
 
-std::vector<std::string> demangled_list(sdm_runtime* rt, uint32_t archive_index) {
-    sdm_kernel_list* list = nullptr;
-    sdm_error* e = nullptr;
-    if (sdm_kernel_list_create(rt, archive_index, &list, &e) != SDM_OK) FAIL(sdm_error_message(e));
-    uint32_t count = 0;
-    REQUIRE(sdm_kernel_list_count(list, &count, nullptr) == SDM_OK);
-    std::vector<std::string> out;
-    for (uint32_t i = 0; i < count; ++i) {
-        sdm_kernel_entry entry{};
-        entry.struct_size = sizeof entry;
-        REQUIRE(sdm_kernel_list_get(list, i, &entry, nullptr) == SDM_OK);
-        out.emplace_back(entry.demangled);
-    }
-    sdm_kernel_list_destroy(list);
-    return out;
-}
-
 // The round every setup runs, on a fresh runtime (isolation auto, a 4 s limit on each helper run).
 // `round` names the archives (labels must differ between rounds in one process).
 void helper_round(const std::string& round) {
     FakeRuntime f({.log = true, .jit_isolation = SDM_ISOLATION_AUTO});
     mount(f.rt.get(), make_archive("m", {"sm_90"}, kMangled, 1, Matrix::none), (round + "-names.sdma").c_str());
-    const auto names = demangled_list(f.rt.get(), 0);
+    const auto names = demangled_listing(f.rt.get(), 0);
     REQUIRE(names.size() == kMangled.size());
     for (const auto& n : names) CHECK_FALSE(n.empty());  // every name demangled
     CHECK(count_containing(f.log, "were not demangled") == 0);
@@ -243,7 +220,7 @@ TEST_CASE("a host that forks after mounting: the child lists, looks up and links
     HelperSetup setup;
     FakeRuntime f({.jit_isolation = SDM_ISOLATION_AUTO});
     mount(f.rt.get(), make_archive("m", {"sm_90"}, kMangled, 1, Matrix::none), "before-fork.sdma");
-    REQUIRE(demangled_list(f.rt.get(), 0).size() == kMangled.size());  // the parent's index, built before the fork
+    REQUIRE(demangled_listing(f.rt.get(), 0).size() == kMangled.size());  // the parent's index, built before the fork
     const pid_t pid = fork();
     if (pid == 0) {
         // The child: its own helper runs (the parent's pids mean nothing here), the inherited index.

@@ -37,12 +37,6 @@ using namespace sdm::test;
 
 namespace {
 
-struct EnvGuard {
-    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 forge::Bytes fdata(const std::string& name) {
     const auto b = test::data_file(name);
     return forge::Bytes(reinterpret_cast<const uint8_t*>(b.data()), reinterpret_cast<const uint8_t*>(b.data()) + b.size());

@@ -20,12 +20,6 @@ namespace {
 
 constexpr const char* kFrom80 = "kernels.sm_90-from-compute_80.cubin=sm_90";
 
-struct EnvGuard {
-    explicit EnvGuard(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 }  // namespace
 
 TEST_CASE("the test cubin compiled from compute_80 says so in its .note.nv.cuinfo", "[policy]") {

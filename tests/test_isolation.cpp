@@ -25,12 +25,6 @@ using namespace sdm::test;
 
 namespace {
 
-struct EnvGuard {
-    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 struct Host {
     std::vector<std::string> log;
     RuntimePtr rt;

@@ -515,23 +515,6 @@ TEST_CASE("a demangler bomb in an archive's kernel names: demangled in the helpe
 
 namespace {
 
-// The demangled names of mounted archive `archive`, in the listing's order.
-std::vector<std::string> demangled_listing(sdm_runtime* rt, uint32_t archive) {
-    sdm_kernel_list* list = nullptr;
-    REQUIRE(sdm_kernel_list_create(rt, archive, &list, nullptr) == SDM_OK);
-    uint32_t n = 0;
-    REQUIRE(sdm_kernel_list_count(list, &n, nullptr) == SDM_OK);
-    std::vector<std::string> out;
-    for (uint32_t i = 0; i < n; ++i) {
-        sdm_kernel_entry entry{};
-        entry.struct_size = sizeof entry;
-        REQUIRE(sdm_kernel_list_get(list, i, &entry, nullptr) == SDM_OK);
-        out.emplace_back(entry.demangled);
-    }
-    sdm_kernel_list_destroy(list);
-    return out;
-}
-
 // sdm_kernel_get's status for `name`; its message in `message`.
 sdm_status lookup(sdm_runtime* rt, const std::string& name, std::string& message) {
     sdm_kernel* k = nullptr;

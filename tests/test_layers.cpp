@@ -24,12 +24,6 @@ void write(const std::string& path, const sdm::ByteVector& bytes) {
     std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-struct EnvGuard {
-    EnvGuard(const char* name, const std::string& value) : name_(name) { setenv(name, value.c_str(), 1); }
-    ~EnvGuard() { unsetenv(name_); }
-    const char* name_;
-};
-
 sdm_runtime* create(const sdm_runtime_params& p, sdm_status expect = SDM_OK, std::string* message = nullptr) {
     sdm_runtime* r = nullptr;
     sdm_error* e = nullptr;
