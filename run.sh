@@ -76,8 +76,9 @@ case "${1:-}" in
     tsan_exes=(modules image_policy layers reload graphs launch plugins cache signing host_process)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
     plugins=(current older newer nulls bad refuse raise rendezvous throw)  # tests/plugins/, for the plugins suite
-    # (and what those tests start: the JIT helper that isolated links run in, and the tool)
-    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so capi/sdm-jit-helper tools/sdm "${tsan_exes[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
+    # (and what those tests start or load: the JIT helper that isolated links run in, the tool,
+    # the fake nvJitLink, the host that loads libsdm by a relative path)
+    ninja -C build-tsan tests/fake_cuda/libcuda_fake.so tests/fake_nvjitlink/libnvJitLink_fake.so tests/relative_host capi/sdm-jit-helper tools/sdm "${tsan_exes[@]/#/tests/test_}" $(printf 'tests/libsdm_test_plugin_%s.so ' "${plugins[@]}")
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
     # included; tests/lsan.supp names the one suppression, libnvJitLink's own allocations).

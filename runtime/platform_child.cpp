@@ -19,6 +19,7 @@
 #include <thread>
 #include <utility>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
@@ -157,6 +158,20 @@ __attribute__((noinline, no_sanitize("address", "thread", "undefined"))) int spa
     return 127;
 }
 
+// The C library's own clone(), never one interposed before it: ThreadSanitizer's interceptor takes
+// every clone for a fork and runs its after-fork bookkeeping in the child, which with CLONE_VM is
+// the parent's memory (its state then broke: races reported on locked data). The child here runs
+// no instrumented code and only system calls, as in posix_spawn.
+using CloneFunction = int (*)(int (*)(void*), void*, int, void*, ...);
+CloneFunction c_library_clone() {
+    static const CloneFunction found = [] {
+        if (void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD))
+            if (void* symbol = ::dlsym(libc, "clone")) return reinterpret_cast<CloneFunction>(symbol);
+        return static_cast<CloneFunction>(&::clone);
+    }();
+    return found;
+}
+
 // Starts the child of `plan` and returns its pidfd (and pid). The parent blocks every signal
 // around the clone, so no handler of the host's runs on the child's side before it resets them.
 Result<std::pair<int, pid_t>> spawn(SpawnPlan& plan, const std::string& program) {
@@ -167,8 +182,7 @@ Result<std::pair<int, pid_t>> spawn(SpawnPlan& plan, const std::string& program)
     ::sigfillset(&all);
     ::pthread_sigmask(SIG_SETMASK, &all, &before);
     int pidfd = -1;
-    // No exit signal (the low byte 0): the host's SIGCHLD handling never sees this child.
-    const pid_t pid = ::clone(spawned_child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD, &plan, &pidfd);
+    const pid_t pid = c_library_clone()(spawned_child, static_cast<char*>(stack) + kStack, CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &plan, &pidfd);
     const int err = errno;
     ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
     ::munmap(stack, kStack);
