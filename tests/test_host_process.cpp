@@ -137,7 +137,10 @@ public:
                       }
                       _exit(0);
                   }
-                  if (pid > 0) children_.push_back(pid);
+                  if (pid > 0) {
+                      children_.push_back(pid);
+                      ++forks_;
+                  }
                   std::this_thread::sleep_for(std::chrono::milliseconds(20));
               }
           }) {}
@@ -149,11 +152,12 @@ public:
             waitpid(pid, nullptr, 0);
         }
     }
-    size_t forks() const { return children_.size(); }
+    size_t forks() const { return forks_; }
 
 private:
     std::atomic<bool> stop_{false};
     std::vector<pid_t> children_;  // the thread's own; read after the join
+    std::atomic<size_t> forks_{0};
     std::thread thread_;
 };
 
