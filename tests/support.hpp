@@ -59,10 +59,6 @@ void reseal(ByteVector& archive);
 
 std::string open_error(Bytes bytes);  // "" when it opens
 
-// PTX that nvJitLink takes minutes and hundreds of MB over: one kernel "scale" (.target sm_90), a
-// chain of 40,000 dependent FMAs over 2,000 live registers, 24 KB of text.
-std::string fma_chain_ptx();
-
 // What running `body` in a child process cost: CPU seconds (user + system) and peak resident
 // memory. For tests that assert costs as ratios against a baseline measured the same way in the
 // same test (never as wall-clock limits). `ok` is whether `body` returned true.

@@ -264,7 +264,7 @@ TEST_CASE("the real nvJitLink on a fatbin's slow PTX, under always and auto: sto
     TempDir dir;
     fake({kH200});
     EnvGuard limit("SDM_JIT_TIME_LIMIT", "2");
-    const ByteVector archive = fatbin_archive({ptx_entry(text(fma_chain_ptx()))});
+    const ByteVector archive = fatbin_archive({ptx_entry(text(forge::fma_chain_ptx()))});
     for (const uint32_t isolation : {uint32_t{SDM_ISOLATION_ALWAYS}, uint32_t{SDM_ISOLATION_AUTO}}) {
         INFO("isolation " << isolation);
         RuntimePtr rt = make_runtime(dir.path + "/cache", SDM_JIT_NO_PTX_COMPILER, 0, nullptr, 0, isolation);

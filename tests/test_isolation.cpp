@@ -15,6 +15,7 @@
 
 #include "archive/archive.hpp"
 #include "fake_runtime.hpp"
+#include "forge/forge.hpp"
 #include "sdm/sdm.h"
 #include "archive/signing.hpp"
 #include "support.hpp"
@@ -282,7 +283,7 @@ TEST_CASE("the real nvJitLink on a mutated LTO-IR (it crashes on these) and on P
     (void)linked_once;
     // A chain of 40,000 dependent FMAs over 2,000 live registers: 24 KB of archive that nvJitLink
     // takes minutes and hundreds of MB over. Killed at the limit, a clear error.
-    const std::string ptx = fma_chain_ptx();
+    const std::string ptx = forge::fma_chain_ptx();
     const ByteVector chain(reinterpret_cast<const std::byte*>(ptx.data()), reinterpret_cast<const std::byte*>(ptx.data()) + ptx.size());
     const ByteVector archive = archive_of(archive::Kind::ptx, 90, chain);
     CHECK(archive.size() < 64 * 1024);

@@ -251,4 +251,16 @@ void write_file(const std::string& path, const Bytes& bytes) {
     if (!out) throw std::runtime_error("forge: cannot write " + path);
 }
 
+std::string fma_chain_ptx() {
+    std::string ptx = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry scale(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n.reg .f32 %f<2000>;\n"
+                      "ld.param.u64 %rd1, [p];\n";
+    for (int i = 0; i < 2000; ++i) ptx += "ld.global.f32 %f" + std::to_string(i) + ", [%rd1+" + std::to_string(4 * i) + "];\n";
+    for (int i = 0; i < 40000; ++i)
+        ptx += "fma.rn.f32 %f" + std::to_string(i % 2000) + ", %f" + std::to_string((i + 1) % 2000) + ", %f" + std::to_string((i + 7) % 2000) + ", %f" +
+               std::to_string(i % 2000) + ";\n";
+    for (int i = 0; i < 2000; ++i) ptx += "st.global.f32 [%rd1+" + std::to_string(4 * i) + "], %f" + std::to_string(i) + ";\n";
+    ptx += "ret;\n}\n";
+    return ptx;
+}
+
 }  // namespace forge

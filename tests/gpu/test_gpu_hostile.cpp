@@ -65,14 +65,7 @@ forge::Bytes fatbin_archive(const std::vector<forge::FatbinEntry>& entries) {
 // A chain of 40,000 dependent FMAs over 2,000 live registers (tests/test_isolation.cpp): minutes
 // of nvJitLink's time. As a fatbin's PTX entry, NUL-terminated.
 forge::FatbinEntry slow_ptx_entry() {
-    std::string ptx = ".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry scale(.param .u64 p)\n{\n.reg .b64 %rd<2>;\n.reg .f32 %f<2000>;\n"
-                      "ld.param.u64 %rd1, [p];\n";
-    for (int i = 0; i < 2000; ++i) ptx += "ld.global.f32 %f" + std::to_string(i) + ", [%rd1+" + std::to_string(4 * i) + "];\n";
-    for (int i = 0; i < 40000; ++i)
-        ptx += "fma.rn.f32 %f" + std::to_string(i % 2000) + ", %f" + std::to_string((i + 1) % 2000) + ", %f" + std::to_string((i + 7) % 2000) + ", %f" +
-               std::to_string(i % 2000) + ";\n";
-    for (int i = 0; i < 2000; ++i) ptx += "st.global.f32 [%rd1+" + std::to_string(4 * i) + "], %f" + std::to_string(i) + ";\n";
-    ptx += "ret;\n}\n";
+    const std::string ptx = forge::fma_chain_ptx();
     forge::Bytes payload(ptx.begin(), ptx.end());
     payload.push_back(0);
     return {1, 90, 0x11, payload, 0, 9, 0};
