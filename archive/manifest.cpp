@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <set>
+#include <tuple>
 
 #include "format.hpp"
 #include "common/hardware_matrix.hpp"
@@ -21,7 +22,9 @@ constexpr size_t kMaxRules = 256;
 
 namespace tag {
 // Top level
-constexpr uint16_t kernel_abi = 1, content_version = 2, kernel = 3, hardware_matrix = 4;
+constexpr uint16_t kernel_abi = 1, content_version = 2, kernel = 3, hardware_matrix = 4, scoped_names = 5, name_expression = 6;
+// Name expression (inside tag 6)
+constexpr uint16_t expression = 1, expression_module = 2, expression_symbol = 3;
 // Kernel
 constexpr uint16_t name = 1, module = 2, signature = 3, problem = 4, plan = 5;
 // Plan rule
@@ -60,8 +63,8 @@ public:
         store_u16(b, 0, v);
         raw(t, b);
     }
-    size_t open(uint16_t t) {
-        header(t, 0);
+    size_t open(uint16_t t, bool required = true) {
+        header(t, 0, required);
         return out_.size();
     }
     void close(size_t start) { store_u32(out_, start - 4, static_cast<uint32_t>(out_.size() - start)); }
@@ -228,6 +231,16 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
     return k;
 }
 
+// What is wrong with a recorded name expression's text; "" when nothing: 1 to 4096 printable
+// ASCII bytes (spaces allowed: "fill<float, 256>").
+std::string expression_problem(std::string_view text) {
+    if (text.empty() || text.size() > kMaxNameExpressionBytes)
+        return "a name expression must be 1 to 4096 bytes (this one: " + std::to_string(text.size()) + ")";
+    if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; }))
+        return "name expression '" + printable(std::string(text.substr(0, 256))) + "' holds a byte that is not printable ASCII";
+    return {};
+}
+
 }  // namespace
 
 std::string param_type_name(const ParamType& type) {
@@ -339,9 +352,26 @@ Result<void> check_signature_layout(const std::string& kernel, const Signature& 
     return {};
 }
 
-const KernelSpec* Manifest::find_kernel(std::string_view name) const {
-    const auto it = std::lower_bound(kernels.begin(), kernels.end(), name, [](const KernelSpec& k, std::string_view n) { return k.name < n; });
-    return it != kernels.end() && it->name == name ? &*it : nullptr;
+const KernelSpec* Manifest::find_kernel(std::string_view name, std::string_view module) const {
+    for (auto it = std::lower_bound(kernels.begin(), kernels.end(), name, [](const KernelSpec& k, std::string_view n) { return k.name < n; });
+         it != kernels.end() && it->name == name; ++it)
+        if (module.empty() || it->module == module) return &*it;
+    return nullptr;
+}
+
+QualifiedName split_module(std::string_view requested) noexcept {
+    const size_t bang = requested.find(kModuleSeparator);
+    if (bang == std::string_view::npos || bang + 1 == requested.size()) return {{}, requested};
+    const std::string_view module = requested.substr(0, bang);
+    if (!valid_name(module, limits::max_long_name_length)) return {{}, requested};
+    return {module, requested.substr(bang + 1)};
+}
+
+std::string qualified_name(std::string_view module, std::string_view name) {
+    std::string out;
+    out.reserve(module.size() + 1 + name.size());
+    out.append(module).append(1, kModuleSeparator).append(name);
+    return out;
 }
 
 std::vector<std::string> plan_variables(const KernelSpec& kernel) {
@@ -429,22 +459,39 @@ Result<void> validate_manifest(const Manifest& m) {
     if (!is_printable(m.content_version))
         return invalid("content version '" + printable(m.content_version) + "' holds a byte that is not printable ASCII");
     if (m.kernels.size() > kMaxKernels) return invalid("more than 65536 kernels");
-    std::set<std::string_view> names;
+    std::set<std::pair<std::string_view, std::string_view>> names;
     for (const KernelSpec& k : m.kernels) {
         SDM_TRY(validate_kernel(k, limits::max_long_name_length));
-        if (!names.insert(k.name).second) return invalid("kernel " + k.name + " is listed twice");
+        if (!names.insert({k.name, k.module}).second) return invalid("kernel " + k.name + " is listed twice in module " + k.module);
+    }
+    if (m.expressions.size() > kMaxNameExpressions) return invalid("more than 65536 name expressions");
+    std::set<std::pair<std::string_view, std::string_view>> expressions;
+    for (const NameExpression& x : m.expressions) {
+        if (const std::string problem = expression_problem(x.expression); !problem.empty()) return invalid(problem);
+        if (!names.contains({x.symbol, x.module}))
+            return invalid("name expression '" + x.expression + "' names kernel " + printable(x.symbol.substr(0, 256)) + " of module " + printable(x.module.substr(0, 256)) +
+                           ", which the manifest does not list");
+        if (!expressions.insert({x.expression, x.module}).second) return invalid("name expression '" + x.expression + "' is recorded twice for module " + x.module);
     }
     return {};
 }
 
+bool has_repeated_names(const Manifest& m) {
+    std::set<std::string_view> names;
+    for (const KernelSpec& k : m.kernels)
+        if (!names.insert(k.name).second) return true;
+    return false;
+}
+
 Result<ByteVector> encode_manifest(const Manifest& m) {
     SDM_TRY(validate_manifest(m));
-    const bool v11 = needs_manifest_11(m);
+    const bool v11 = needs_manifest_11(m), repeated = has_repeated_names(m);
+    const bool v12 = repeated || !m.expressions.empty();
     Encoder e;
     e.bytes().insert(e.bytes().end(), reinterpret_cast<const std::byte*>(kManifestMagic), reinterpret_cast<const std::byte*>(kManifestMagic) + 4);
     e.bytes().resize(kPreamble);
     store_u16(e.bytes(), 4, kManifestMajor);
-    store_u16(e.bytes(), 6, v11 ? kManifestMinor11 : kManifestMinor);
+    store_u16(e.bytes(), 6, v12 ? kManifestMinor12 : v11 ? kManifestMinor11 : kManifestMinor);
     std::byte abi[4];
     store_u16(abi, 0, m.kernel_abi_major);
     store_u16(abi, 2, m.kernel_abi_minor);
@@ -453,9 +500,11 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
     // Optional: a reader that does not know the tag applies the matrix to every archive, as
     // sdm 0.2 did.
     if (m.hardware_matrix) e.text(tag::hardware_matrix, kSdmHardwareMatrix, false);
+    // Required: a reader that takes names as unique would serve one module's kernel for both.
+    if (repeated) e.text(tag::scoped_names, "module");
     std::vector<const KernelSpec*> sorted;
     for (const auto& k : m.kernels) sorted.push_back(&k);
-    std::sort(sorted.begin(), sorted.end(), [](auto a, auto b) { return a->name < b->name; });
+    std::sort(sorted.begin(), sorted.end(), [](auto a, auto b) { return std::tie(a->name, a->module) < std::tie(b->name, b->module); });
     for (const KernelSpec* k : sorted) {
         const size_t kernel = e.open(tag::kernel);
         e.text(tag::name, k->name);
@@ -492,6 +541,17 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
         }
         e.close(kernel);
     }
+    // Optional: a reader that does not know them finds the kernels by their symbols only.
+    std::vector<const NameExpression*> expressions;
+    for (const auto& x : m.expressions) expressions.push_back(&x);
+    std::sort(expressions.begin(), expressions.end(), [](auto a, auto b) { return std::tie(a->expression, a->module) < std::tie(b->expression, b->module); });
+    for (const NameExpression* x : expressions) {
+        const size_t item = e.open(tag::name_expression, false);
+        e.text(tag::expression, x->expression);
+        e.text(tag::expression_module, x->module);
+        e.text(tag::expression_symbol, x->symbol);
+        e.close(item);
+    }
     store_u32(e.bytes(), 8, static_cast<uint32_t>(e.bytes().size() - kPreamble));
     return e.take();
 }
@@ -508,6 +568,7 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
         return bad("the body holds " + std::to_string(b.size() - kPreamble) + " bytes, the preamble says " + std::to_string(load_u32(b, 8)) +
                    " (truncated or extended)");
     ManifestIndex m;
+    bool scoped = false;  // tag 5: a name may be listed by several modules
     // A kernel's item takes at least 40 bytes (its header, a name's and a module's); bounded by the
     // input's real size, so a hostile count costs nothing.
     m.kernels_.reserve(std::min<size_t>(kMaxKernels, b.size() / 40));
@@ -515,7 +576,8 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
     m.max_name_ = minor >= kManifestMinor11 ? limits::max_long_name_length : limits::max_name_length;
     bool have_abi = false;
     SDM_TRY(fields(b.subspan(kPreamble), "top level",
-                   {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}, {tag::hardware_matrix, false}},
+                   {{tag::kernel_abi, false}, {tag::content_version, false}, {tag::kernel, true}, {tag::hardware_matrix, false},
+                    {tag::scoped_names, false}, {tag::name_expression, true}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::kernel_abi) {
                            if (item.payload.size() != 4) return bad("kernel ABI must be 4 bytes");
@@ -531,6 +593,11 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
                            SDM_TRY_GET(s, text_of(item, "hardware matrix"));
                            if (*s != kSdmHardwareMatrix) return bad("hardware matrix '" + printable(*s) + "' is not 'sdm', the one this sdm knows");
                            m.hardware_matrix = true;
+                       } else if (item.tag == tag::scoped_names) {
+                           if (as_text(item.payload) != "module") return bad("scoped names '" + printable(std::string(as_text(item.payload).substr(0, 64))) + "' is not 'module'");
+                           scoped = true;
+                       } else if (item.tag == tag::name_expression) {
+                           SDM_TRY(m.add_expression(item.payload));
                        } else {
                            // Only the name and the module now; the rest at the kernel's first use (spec()).
                            if (m.kernels_.size() >= kMaxKernels) return bad("more than 65536 kernels");
@@ -564,11 +631,29 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
                        return {};
                    }));
     if (!have_abi) return bad("no kernel ABI version");
-    // The encoder writes kernels sorted by name: checked in one pass, sorted only when they are not.
-    const auto by_name = [](const Kernel& x, const Kernel& y) { return x.name < y.name; };
+    // The encoder writes kernels sorted by (name, module): checked in one pass, sorted only when they are not.
+    const auto by_name = [](const Kernel& x, const Kernel& y) { return std::tie(x.name, x.module) < std::tie(y.name, y.module); };
     if (!std::is_sorted(m.kernels_.begin(), m.kernels_.end(), by_name)) std::sort(m.kernels_.begin(), m.kernels_.end(), by_name);
-    for (size_t i = 1; i < m.kernels_.size(); ++i)
-        if (m.kernels_[i].name == m.kernels_[i - 1].name) return bad("kernel " + std::string(m.kernels_[i].name) + " is listed twice");
+    for (size_t i = 1; i < m.kernels_.size(); ++i) {
+        const Kernel &a = m.kernels_[i - 1], &k = m.kernels_[i];
+        if (k.name != a.name) continue;
+        if (k.module == a.module) return bad("kernel " + printable(std::string(k.name.substr(0, 256))) + " is listed twice in module " + printable(std::string(k.module.substr(0, 256))));
+        if (!scoped)
+            return bad("kernel " + printable(std::string(k.name.substr(0, 256))) + " is listed by modules " + printable(std::string(a.module.substr(0, 256))) + " and " +
+                       printable(std::string(k.module.substr(0, 256))) + ", but the manifest does not declare module-scoped names (tag 5)");
+    }
+    // Each expression names a listed kernel, once per module.
+    const auto by_expression = [](const Expression& x, const Expression& y) { return std::tie(x.expression, x.module) < std::tie(y.expression, y.module); };
+    if (!std::is_sorted(m.expressions_.begin(), m.expressions_.end(), by_expression)) std::sort(m.expressions_.begin(), m.expressions_.end(), by_expression);
+    for (size_t i = 0; i < m.expressions_.size(); ++i) {
+        const Expression& x = m.expressions_[i];
+        const std::string shown = "name expression '" + printable(std::string(x.expression.substr(0, 256))) + "'";
+        if (i > 0 && x.expression == m.expressions_[i - 1].expression && x.module == m.expressions_[i - 1].module)
+            return bad(shown + " is recorded twice for module " + printable(std::string(x.module.substr(0, 256))));
+        if (m.find(x.symbol, x.module) == nullptr)
+            return bad(shown + " names kernel " + printable(std::string(x.symbol.substr(0, 256))) + " of module " + printable(std::string(x.module.substr(0, 256))) +
+                       ", which the manifest does not list");
+    }
     // By module too, stably (so by name within a module): a module's kernels in one binary search.
     m.by_module_.resize(m.kernels_.size());
     for (size_t i = 0; i < m.kernels_.size(); ++i) m.by_module_[i] = static_cast<uint32_t>(i);
@@ -587,9 +672,52 @@ std::vector<const ManifestIndex::Kernel*> ManifestIndex::of_module(std::string_v
     return out;
 }
 
-const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name) const {
-    const auto it = std::lower_bound(kernels_.begin(), kernels_.end(), name, [](const Kernel& k, std::string_view n) { return k.name < n; });
-    return it != kernels_.end() && it->name == name ? &*it : nullptr;
+std::span<const ManifestIndex::Kernel> ManifestIndex::find_all(std::string_view name) const {
+    const auto first = std::lower_bound(kernels_.begin(), kernels_.end(), name, [](const Kernel& k, std::string_view n) { return k.name < n; });
+    auto last = first;
+    while (last != kernels_.end() && last->name == name) ++last;  // one per module
+    return {first, last};
+}
+
+const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name, std::string_view module) const {
+    const auto all = find_all(name);
+    if (module.empty()) return all.size() == 1 ? &all.front() : nullptr;
+    const auto it = std::lower_bound(all.begin(), all.end(), module, [](const Kernel& k, std::string_view m) { return k.module < m; });
+    return it != all.end() && it->module == module ? &*it : nullptr;
+}
+
+Result<void> ManifestIndex::add_expression(Bytes item) {
+    if (expressions_.size() >= kMaxNameExpressions) return bad("more than 65536 name expressions");
+    const auto where = [&] { return "name expression " + std::to_string(expressions_.size()); };
+    Expression x;
+    bool have[3] = {false, false, false};
+    for (size_t at = 0; at < item.size();) {
+        if (item.size() - at < kItemHeader) return bad(where() + ": truncated item header");
+        const uint32_t length = load_u32(item, at + 4);
+        if (length > item.size() - at - kItemHeader) return bad(where() + ": item of " + std::to_string(length) + " bytes runs past its container");
+        const uint16_t field = load_u16(item, at), flags = load_u16(item, at + 2);
+        const std::string_view text = as_text(item.subspan(at + kItemHeader, length));
+        at += kItemHeader + length;
+        if (field < tag::expression || field > tag::expression_symbol) {
+            if (flags & kRequiredFlag) return make_error(ErrorCode::archive_unsupported, "manifest: " + where() + " has required field " + std::to_string(field) +
+                                                                                             " that this sdm does not know (written by a newer packer); update sdm");
+            continue;
+        }
+        if (have[field - 1]) return bad(where() + ": field " + std::to_string(field) + " appears twice");
+        have[field - 1] = true;
+        if (field == tag::expression) {
+            if (const std::string problem = expression_problem(text); !problem.empty()) return bad(where() + ": " + problem);
+            x.expression = text;
+        } else {
+            if (!valid_name(text, max_name_))
+                return bad(where() + ": " + (field == tag::expression_module ? "module" : "kernel") + " name '" + printable(std::string(text.substr(0, 64))) + "' " +
+                           name_problem(text, max_name_) + " (" + kNameRules + ")");
+            (field == tag::expression_module ? x.module : x.symbol) = text;
+        }
+    }
+    if (!have[0] || !have[1] || !have[2]) return bad(where() + ": a name expression needs its expression, module and symbol");
+    expressions_.push_back(x);
+    return {};
 }
 
 Result<KernelSpec> ManifestIndex::spec(const Kernel& kernel) const {
@@ -609,6 +737,7 @@ Result<Manifest> decode_manifest(Bytes b) {
     m.kernel_abi_minor = index->kernel_abi_minor;
     m.content_version = index->content_version;
     m.hardware_matrix = index->hardware_matrix;
+    for (const auto& x : index->expressions()) m.expressions.push_back({std::string(x.expression), std::string(x.module), std::string(x.symbol)});
     m.kernels.reserve(index->size());
     for (const auto& k : index->kernels()) {
         SDM_TRY_GET(spec, index->spec(k));

@@ -8,6 +8,7 @@
 #include <span>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bytes.hpp"
@@ -20,6 +21,7 @@ namespace sdm::archive {
 inline constexpr uint16_t kManifestMajor = 1;
 inline constexpr uint16_t kManifestMinor = 0;    // what the encoder writes unless a 1.1 field is used
 inline constexpr uint16_t kManifestMinor11 = 1;  // long names, the extended types, capability-range rules
+inline constexpr uint16_t kManifestMinor12 = 2;  // a kernel name listed by several modules; recorded name expressions
 inline constexpr size_t kMaxProblemParameters = 8;
 
 // Parameter types of a kernel signature, as written: "ptr,ptr,i32,f32,opaque:40:4".
@@ -90,6 +92,29 @@ struct KernelSpec {
     std::vector<PlanRule> plans;
 };
 
+// A name expression as its author wrote it ("fill<float, 256>", "enum_param<mylib::Tag::B>"),
+// lowered at build time (by NVRTC or nvcc) to the symbol of a kernel the manifest lists in
+// `module` (manifest 1.2, docs/FORMAT.md). A lookup by the expression finds that kernel.
+struct NameExpression {
+    std::string expression;
+    std::string module;
+    std::string symbol;
+    bool operator==(const NameExpression&) const = default;
+};
+inline constexpr size_t kMaxNameExpressions = 65536;
+inline constexpr size_t kMaxNameExpressionBytes = 4096;
+
+// The module-qualified spelling of a kernel, "MODULE!NAME": '!' never appears in a C++ name (nor
+// in a name expression's head), so the form cannot be mistaken for one. A name whose part before
+// its first '!' is not a valid module name (format.hpp) is not qualified.
+inline constexpr char kModuleSeparator = '!';
+struct QualifiedName {
+    std::string_view module;  // empty: not qualified
+    std::string_view name;
+};
+QualifiedName split_module(std::string_view requested) noexcept;
+std::string qualified_name(std::string_view module, std::string_view name);
+
 // What `hardware_matrix` declares: the archive's kernels follow the SDM hardware matrix
 // (common/hardware_matrix.hpp: devices outside it are refused, images are checked by the image
 // policy, plans are chosen by class). Absent: its kernels are served on every device the driver
@@ -101,9 +126,11 @@ struct Manifest {
     uint16_t kernel_abi_minor{0};
     std::string content_version;
     bool hardware_matrix{false};  // the archive follows the SDM hardware matrix
-    std::vector<KernelSpec> kernels;  // sorted by name (decode and the TOML reader sort them)
+    std::vector<KernelSpec> kernels;  // sorted by (name, module) (decode and the TOML reader sort them)
+    std::vector<NameExpression> expressions;  // manifest 1.2; sorted by (expression, module)
 
-    const KernelSpec* find_kernel(std::string_view name) const;
+    // The kernel `name` of `module`; with an empty module, the first module listing it.
+    const KernelSpec* find_kernel(std::string_view name, std::string_view module = {}) const;
 };
 
 // The names a plan expression may use, in the order evaluate() expects their values: the kernel's
@@ -115,10 +142,13 @@ inline constexpr const char* kOutputVariables[] = {"block", "blocks_per_sm", "sm
 
 // Whether encoding `manifest` needs minor 1 (a name past 256 bytes, a 1.1 type, a range rule).
 bool needs_manifest_11(const Manifest& manifest);
+// Whether a kernel name is listed by more than one module (manifest 1.2, required tag 5).
+bool has_repeated_names(const Manifest& manifest);
 // Checks one kernel's names, signature, problem parameters, classes and that every expression
 // parses against its variables; `max_name` is 256 in manifest 1.0, 65535 in 1.1.
 Result<void> validate_kernel(const KernelSpec& kernel, size_t max_name);
-// validate_kernel for every kernel, names unique, the content version.
+// validate_kernel for every kernel, each (name, module) once, the content version, and every name
+// expression: at most 4096 printable bytes, naming a listed kernel, each (expression, module) once.
 Result<void> validate_manifest(const Manifest& manifest);
 Result<ByteVector> encode_manifest(const Manifest& manifest);
 // Every kernel decoded and validated (the tools, `sdm verify`); a mount builds a ManifestIndex.
@@ -145,17 +175,29 @@ public:
     bool hardware_matrix{false};
 
     size_t size() const noexcept { return kernels_.size(); }
-    std::span<const Kernel> kernels() const noexcept { return kernels_; }  // sorted by name
-    const Kernel* find(std::string_view name) const;                       // binary search
+    std::span<const Kernel> kernels() const noexcept { return kernels_; }  // sorted by (name, module)
+    // The kernels listed as `name`: several only in a manifest of minor 2 that says so (one per
+    // module). Binary search.
+    std::span<const Kernel> find_all(std::string_view name) const;
+    // The kernel `name` of `module` (binary search); with an empty module, find_all's only one, or
+    // nullptr when none or several modules list it.
+    const Kernel* find(std::string_view name, std::string_view module = {}) const;
+    struct Expression {
+        std::string_view expression, module, symbol;
+    };
+    // The recorded name expressions (manifest 1.2), as written, each naming a listed kernel.
+    std::span<const Expression> expressions() const noexcept { return expressions_; }
     // The kernels of module `module`, sorted by name, found by binary search: what a load of the
     // module reads of the manifest, never the other modules' records.
     std::vector<const Kernel*> of_module(std::string_view module) const;
     Result<KernelSpec> spec(const Kernel& kernel) const;                   // `kernel` from kernels()
 
 private:
+    Result<void> add_expression(Bytes item);  // one tag-6 item, checked
     uint16_t minor_{0};
     size_t max_name_{0};
     std::vector<Kernel> kernels_;
+    std::vector<Expression> expressions_;
     std::vector<uint32_t> by_module_;  // indices into kernels_, sorted by (module, name)
 };
 

@@ -252,11 +252,12 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
             if (params->log_level < SDM_LOG_OFF || params->log_level > SDM_LOG_DEBUG)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
                             "sdm_runtime_create: log_level " + std::to_string(params->log_level) + " is not SDM_LOG_OFF..SDM_LOG_DEBUG");
-            if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE | SDM_RUNTIME_CURRENT_CONTEXT}) != 0)
+            if ((params->flags & ~uint32_t{SDM_RUNTIME_NO_EMBEDDED_ARCHIVE | SDM_RUNTIME_CURRENT_CONTEXT | SDM_RUNTIME_RELOAD_ANY_CONTRACT}) != 0)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
                             "sdm_runtime_create: unknown flags " + std::to_string(params->flags) + " (ABI " + std::to_string(SDM_ABI_VERSION_MAJOR) + "." +
-                                std::to_string(SDM_ABI_VERSION_MINOR) + " knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE and SDM_RUNTIME_CURRENT_CONTEXT)");
+                                std::to_string(SDM_ABI_VERSION_MINOR) + " knows SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, SDM_RUNTIME_CURRENT_CONTEXT and SDM_RUNTIME_RELOAD_ANY_CONTRACT)");
             options.mount_embedded = (params->flags & SDM_RUNTIME_NO_EMBEDDED_ARCHIVE) == 0;
+            options.reload_any_contract = (params->flags & SDM_RUNTIME_RELOAD_ANY_CONTRACT) != 0;
             if (params->log_level == SDM_LOG_OFF) options.log_level = sdm::runtime::LogLevel::off;
             else if (params->log_level != SDM_LOG_DEFAULT) options.log_level = static_cast<sdm::runtime::LogLevel>(params->log_level);
             // 1.0 defines no extension: each is skipped (and logged below). The chain is the host's

@@ -91,7 +91,8 @@ std::vector<std::shared_ptr<const MountedArchive>> ArchiveSet::drop_stale_overla
     return dropped;
 }
 
-Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire) {
+Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire,
+                                const std::function<Result<void>(const MountedArchive& old, const MountedArchive& fresh)>& contract) {
     reloaded = 0;
     std::lock_guard serial(reload_mutex_);
     std::optional<Error> first;
@@ -116,6 +117,7 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
             SDM_TRY(archive::verify_archive(*a));
             auto m = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
             SDM_TRY(decode_manifest_of(*m));
+            SDM_TRY(contract(*old, *m));
             if (m->archive.header().base) {  // an overlay: its base must be beneath the place it takes
                 const auto set = archives();
                 const auto at = std::find(set.begin(), set.end(), old);

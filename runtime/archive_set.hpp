@@ -45,7 +45,10 @@ public:
     // serving; the first such error is returned (after every file was tried), and each is logged.
     // `reloaded` counts the archives replaced. With `changed_only` (a poll), a version of a file
     // that was refused before is not tried (nor reported) again until it changes.
-    Result<void> reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire);
+    // `contract` may refuse a new version against the old one (reload_contract.hpp), as a file
+    // that fails to mount is refused.
+    Result<void> reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire,
+                        const std::function<Result<void>(const MountedArchive& old, const MountedArchive& fresh)>& contract);
 
     // Archives of $SDM_ARCHIVE_PATH that could not be mounted, each with why.
     void skipped(std::string why);

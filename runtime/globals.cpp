@@ -29,7 +29,7 @@ Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel
     const std::string what = "looking up global " + shown(name) + " of module " + kernel.module + " (archive " + kernel.archive + ")";
     // A kernel is not a variable: the driver would say "not found"; sdm says what it is.
     if (slot.served && slot.served->archive && slot.served->archive->manifest)
-        if (const auto* listed = slot.served->archive->manifest->find(name); listed != nullptr && listed->module == kernel.module)
+        if (slot.served->archive->manifest->find(name, kernel.module) != nullptr)
             return make_error(ErrorCode::invalid_argument, shown(name) + " is a kernel of module " + kernel.module + ", not a global variable: fetch it with "
                                                            "sdm_kernel_get; sdm_global_get takes a __device__ or __constant__ variable's symbol");
     SDM_TRY_GET(scope, DeviceScope::enter(load, slot.context));

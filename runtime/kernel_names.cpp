@@ -157,7 +157,7 @@ const KernelNameIndex& kernel_names(JitToolchain& jit, const MountedArchive& arc
     return *cell.index;
 }
 
-Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested) {
+Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested, std::string_view module) {
     const auto archives = set.archives();
     // A mangled name no archive lists is no kernel: it is never demangled here (a crafted one costs
     // the demangler minutes and gigabytes), only parsed for its base name, for the hint.
@@ -182,13 +182,15 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
         if (!m.manifest || key.empty()) continue;
         const auto match = kernel_names(jit, m).find(key);
         if (!match || match->level > best) continue;
+        const auto in_module = [&](uint32_t k) { return module.empty() || m.manifest->kernels()[k].module == module; };
+        if (std::none_of(match->kernels->begin(), match->kernels->end(), in_module)) continue;
         if (match->level < best) {
             best = match->level;
             matches.clear();
             names.clear();
         }
         for (const uint32_t k : *match->kernels)
-            if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
+            if (in_module(k) && names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
     }
     if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
     if (matches.size() > 1) {

@@ -47,7 +47,8 @@ const KernelNameIndex& kernel_names(JitToolchain& jit, const MountedArchive& arc
 // them. A mangled name ("_Z...") no archive lists is not_found at once: it is never demangled
 // here, and its hint uses the indexes already built, or the base names parsed from the mangled
 // names (archive::mangled_base_name), never the demangler.
-Result<std::string> resolve_kernel_name(const ArchiveSet& archives, JitToolchain& jit, std::string_view requested);
+// With `module`, only that module's kernels are candidates (a module-qualified request).
+Result<std::string> resolve_kernel_name(const ArchiveSet& archives, JitToolchain& jit, std::string_view requested, std::string_view module = {});
 
 struct KernelListing {
     uint32_t archive_index{0};

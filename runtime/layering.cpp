@@ -2,12 +2,35 @@
 
 #include <optional>
 
+#include "mounted_archive.hpp"
+#include "common/text.hpp"
+
 
 namespace sdm::runtime {
 
 std::string device_text(const DeviceProperties& p, std::optional<DeviceClass> c) {
     return "device " + std::to_string(p.ordinal) + " (" + p.name + ", compute capability " + std::to_string(p.capability.major) + "." +
            std::to_string(p.capability.minor) + ", " + (c ? std::string("class ") + device_class_name(*c) : std::string("unclassified")) + ")";
+}
+
+Result<const archive::ManifestIndex::Kernel*> listed_kernel(const MountedArchive& m, std::string_view requested) {
+    if (!m.manifest) return nullptr;
+    const archive::QualifiedName q = archive::split_module(requested);
+    if (!q.module.empty()) return m.manifest->find(q.name, q.module);
+    const auto all = m.manifest->find_all(requested);
+    if (all.size() <= 1) return all.empty() ? nullptr : &all.front();
+    std::string modules, spellings;
+    for (size_t i = 0; i < all.size(); ++i) {
+        if (i == 8) {
+            modules += " and " + std::to_string(all.size() - 8) + " more";
+            break;
+        }
+        modules += (i == 0 ? "" : ", ") + printable(std::string(all[i].module));
+        if (i < 2) spellings += (i == 0 ? "\"" : " or \"") + printable(archive::qualified_name(all[i].module, all[i].name)) + "\"";
+    }
+    const std::string name = requested.size() <= 256 ? printable(std::string(requested)) : printable(std::string(requested.substr(0, 256))) + "...";
+    return make_error(ErrorCode::ambiguous, "kernel " + name + " is defined by " + std::to_string(all.size()) + " modules of archive " + m.archive.label() + ": " +
+                                                modules + "; fetch it by its module-qualified name, MODULE!NAME (" + spellings + ")");
 }
 
 Result<ServedBy> served_by(const ArchiveSet& set, Devices& devices, int32_t ordinal, const std::string& name) {
@@ -20,9 +43,8 @@ Result<ServedBy> served_by(const ArchiveSet& set, Devices& devices, int32_t ordi
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
         const MountedArchive& m = **it;
         mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
-        if (!m.manifest) continue;
-        const auto* spec = m.manifest->find(name);
-        if (spec == nullptr) continue;
+        SDM_TRY_GET(spec, listed_kernel(m, name));
+        if (*spec == nullptr) continue;
         if (!props) {  // the device is read once a listing archive is found
             SDM_TRY_GET(p, devices.properties(ordinal));
             props = *p;
@@ -37,12 +59,12 @@ Result<ServedBy> served_by(const ArchiveSet& set, Devices& devices, int32_t ordi
         }
         const std::string device = device_text(*props, cls);
         std::vector<ImageCandidate> candidates;
-        const auto [first, last] = m.archive.find_name(spec->module);
+        const auto [first, last] = m.archive.find_name((*spec)->module);
         for (size_t i = first; i < last; ++i) {
             const auto& e = m.archive.entries()[i];
             if (archive::kind_has_arch(e.kind) || e.kind == archive::Kind::fatbin) candidates.push_back({i, e.kind, e.sm, e.variant});
         }
-        const std::string module(spec->module);
+        const std::string module((*spec)->module);
         auto selected = select_image(candidates, {props->capability, cls, device}, module, "archive " + m.archive.label(), switches);
         if (selected) return ServedBy{*it, module, std::move(*selected), device, cls, std::move(passed_over), switches};
         if (selected.error().code != ErrorCode::no_image) return std::move(selected).error();

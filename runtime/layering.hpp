@@ -30,8 +30,14 @@ struct ServedBy {
     DriverSwitches switches;               // as read for the selection
 };
 
-// ErrorCode::not_found when no mounted archive lists the kernel; the newest listing archive's
-// no_image error when none has an image for the device.
+// The record of `requested` in `archive`: a listed name, or a module-qualified one
+// ("MODULE!NAME", archive::split_module). nullptr when the archive does not list it;
+// ErrorCode::ambiguous when it lists an unqualified name in several modules (the message names
+// them and the qualified spellings): never silently one of them.
+Result<const archive::ManifestIndex::Kernel*> listed_kernel(const MountedArchive& archive, std::string_view requested);
+
+// ErrorCode::not_found when no mounted archive lists the kernel (`name` as listed_kernel takes it);
+// the newest listing archive's no_image error when none has an image for the device.
 Result<ServedBy> served_by(const ArchiveSet& archives, Devices& devices, int32_t ordinal, const std::string& name);
 
 // "device 0 (NVIDIA H200, compute capability 9.0, class modern)", "... 7.5, unclassified)"

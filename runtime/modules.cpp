@@ -200,6 +200,21 @@ void Modules::retire(const MountedArchive* old) {
     drain_locked(false);
 }
 
+std::vector<FetchedKernel> Modules::fetched(const MountedArchive* archive) {
+    std::vector<std::shared_ptr<Slot>> slots;
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& s : load_order_)
+            if (std::get<1>(s->key) == archive) slots.push_back(s);
+    }
+    std::vector<FetchedKernel> out;
+    for (const auto& s : slots) {  // each under its own lock (a fetch takes a slot's, then the registry's)
+        std::lock_guard lock(s->mutex);
+        for (const auto& [name, handle] : s->kernels) out.push_back({handle->name, handle->module, handle->signature});
+    }
+    return out;
+}
+
 Result<void> Modules::release(const KernelHandle& kernel) {
     std::lock_guard lock(mutex_);
     Slot* raw = kernel.slot;
@@ -250,12 +265,16 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         }
     }
     for (;;) {
-        Listed found = listed(ordinal, name, context, context_id);
+        SDM_TRY_GET(listing, listed(ordinal, name, context, context_id));
+        Listed found = std::move(*listing);
         if (found.record == nullptr) {  // no archive lists it as it is: a C++ spelling of a listed name?
-            SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, name));
-            if (*listed_name != name) return kernel(ordinal, *listed_name, stream, expected, context);
+            const archive::QualifiedName q = archive::split_module(name);
+            SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, q.name, q.module));
+            const std::string again = q.module.empty() ? *listed_name : archive::qualified_name(q.module, *listed_name);
+            if (again != name) return kernel(ordinal, again, stream, expected, context);
             continue;  // (listed since: a mount came between)
         }
+        const std::string symbol(found.record->name);  // the name the archive lists (`name` may be module-qualified)
         std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
         std::shared_ptr<Slot> s = std::move(found.slot);
         if (!s) {
@@ -263,9 +282,10 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             chosen = std::move(*serve);
             if (chosen->archive != found.archive) {  // an older archive has the image (or a mount came between)
                 found.archive = chosen->archive;
-                found.record = chosen->archive->manifest->find(name);
+                found.record = chosen->archive->manifest->find(symbol, chosen->module);
             }
-            if (found.record == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest of archive " + chosen->archive->archive.label() + " that serves it");
+            if (found.record == nullptr || found.record->module != chosen->module)
+                return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest of archive " + chosen->archive->archive.label() + " that serves it");
             s = slot({ordinal, chosen->archive.get(), chosen->module, context, context_id});
         }
         if (expected) {  // checked against the serving manifest before anything is loaded or referenced
@@ -278,7 +298,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
         if (!s->loaded) {
             if (!chosen) continue;  // (a registered slot is loaded: not reached)
             // Not registered yet, so nothing unloads it meanwhile.
-            SDM_TRY(load(*s, ordinal, *chosen, stream, name));
+            SDM_TRY(load(*s, ordinal, *chosen, stream, symbol));
             handle = s->kernels.begin()->second.get();  // the one load resolved
         } else {
             {  // A registered slot may be retired and unloaded by a reload: pinned by a reference
@@ -290,7 +310,7 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             }
             // What chose the module chose this kernel's image: resolved in it, this kernel only,
             // on its first fetch.
-            auto resolved = resolve(*s, ordinal, *s->served, name, *found.record);
+            auto resolved = resolve(*s, ordinal, *s->served, symbol, *found.record);
             if (!resolved) {
                 std::lock_guard registry(mutex_);
                 if (--s->references == 0 && s->retired && s->registered && !s->unloaded.load(std::memory_order_acquire)) unload_locked(s);
@@ -319,15 +339,14 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     }
 }
 
-Modules::Listed Modules::listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id) {
+Result<Modules::Listed> Modules::listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id) {
     Listed out;
     const auto mounted = rooms_.archives.archives();
     for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // the newest mount first
-        if (!(*it)->manifest) continue;
-        const auto* record = (*it)->manifest->find(name);
-        if (record == nullptr) continue;
+        SDM_TRY_GET(record, listed_kernel(**it, name));
+        if (*record == nullptr) continue;
         out.archive = *it;
-        out.record = record;
+        out.record = *record;
         break;
     }
     if (out.record == nullptr) return out;
@@ -471,7 +490,7 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     }
     trace.mark((std::to_string(listed.size()) + " kernels listed").c_str());
     const LoadedCode loaded{cu_module, code->library ? code->library->handle() : nullptr, scope->context()};
-    const auto* wanted = served.archive->manifest->find(name);
+    const auto* wanted = served.archive->manifest->find(name, module);
     if (wanted == nullptr) return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest that served it");
     SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, driver, loaded, served, slot, ordinal, code->source, *wanted));
     if (!*handle)

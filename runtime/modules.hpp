@@ -27,6 +27,7 @@
 #include "library.hpp"
 #include "load_context.hpp"
 #include "module_check.hpp"
+#include "reload_contract.hpp"
 #include "archive/manifest.hpp"
 #include "common/result.hpp"
 
@@ -64,6 +65,9 @@ public:
     // `old` was replaced by a reload: its modules serve no new fetch, and each is unloaded once
     // no reference to it is left (now, for those without any).
     void retire(const MountedArchive* old);
+    // Every kernel resolved in a loaded module of `archive` (what hosts hold handles of): the
+    // contract a reload of it keeps (reload_contract.hpp).
+    std::vector<FetchedKernel> fetched(const MountedArchive* archive);
 
 private:
     using Slot = ModuleSlot;
@@ -89,7 +93,9 @@ private:
         const archive::ManifestIndex::Kernel* record{nullptr};
         std::shared_ptr<Slot> slot;
     };
-    Listed listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id);
+    // `name` listed or module-qualified; ErrorCode::ambiguous for a name the newest listing archive
+    // has in several modules (layering.hpp, listed_kernel).
+    Result<Listed> listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id);
 
 
     const RegistryRooms rooms_;

@@ -28,7 +28,8 @@ Result<void> preload(Modules& modules, const ArchiveSet& archives, LoadContext& 
     if (wanted.empty())
         for (const auto& a : archives.archives())
             if (a->manifest)
-                for (const auto& k : a->manifest->kernels()) wanted.emplace_back(k.name);
+                for (const auto& k : a->manifest->kernels())  // qualified where several modules list the name
+                    wanted.push_back(a->manifest->find(k.name) != nullptr ? std::string(k.name) : archive::qualified_name(k.module, k.name));
     std::mutex error_mutex;
     std::optional<Error> first_error;
     std::vector<std::string> failed;  // every kernel that did not preload, for the message

@@ -4,6 +4,7 @@
 
 #include "embedded_archive.hpp"
 #include "platform.hpp"
+#include "reload_contract.hpp"
 
 namespace sdm::runtime {
 
@@ -44,7 +45,11 @@ Runtime::Runtime(RuntimeOptions options)
 }
 
 Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
-    return archives_.reload(changed_only, reloaded, [this](const MountedArchive* old) { modules_->retire(old); });
+    const auto contract = [this](const MountedArchive& old, const MountedArchive& fresh) -> Result<void> {
+        if (options_.reload_any_contract) return {};
+        return check_reload_contract(old, fresh, modules_->fetched(&old));
+    };
+    return archives_.reload(changed_only, reloaded, [this](const MountedArchive* old) { modules_->retire(old); }, contract);
 }
 
 ImageRooms Runtime::image_rooms() noexcept { return ImageRooms{log_, load_, jit_, cache_, readahead_modules_}; }

@@ -29,6 +29,7 @@ namespace sdm::runtime {
 
 struct RuntimeOptions {
     bool mount_embedded{true};
+    bool reload_any_contract{false};  // SDM_RUNTIME_RELOAD_ANY_CONTRACT: a reload may change the kernels' contract
     // The embedded archive's bytes when they are not this binary's (sdm info mounts those of the
     // libsdm a host loads); they must outlive the runtime. Unset: embedded_archive().
     std::optional<Bytes> embedded_bytes;

@@ -77,21 +77,31 @@ int run_diff(const std::string& left_path, const std::string& right_path, bool j
                                                    rm->kernel_abi_minor));
         if (lm->content_version != rm->content_version)
             manifest_changes.push_back(fmt::format("content version {} -> {}", lm->content_version, rm->content_version));
+        // A kernel by its name, or by its module-qualified name where several modules list it.
+        const auto count = [](const archive::Manifest& m, const std::string& name) {
+            size_t n = 0;
+            for (const auto* k = m.find_kernel(name); k != nullptr && k < m.kernels.data() + m.kernels.size() && k->name == name; ++k) ++n;
+            return n;
+        };
+        const auto scoped = [&](const archive::KernelSpec& k) { return count(*lm, k.name) > 1 || count(*rm, k.name) > 1; };
+        const auto label = [&](const archive::KernelSpec& k) { return scoped(k) ? archive::qualified_name(k.module, k.name) : k.name; };
+        const auto find = [&](const archive::Manifest& m, const archive::KernelSpec& k) { return m.find_kernel(k.name, scoped(k) ? k.module : std::string()); };
         for (const auto& k : rm->kernels)
-            if (!lm->find_kernel(k.name)) manifest_changes.push_back("kernel added: " + k.name);
+            if (!find(*lm, k)) manifest_changes.push_back("kernel added: " + label(k));
         for (const auto& k : lm->kernels) {
-            const auto* other = rm->find_kernel(k.name);
+            const auto* other = find(*rm, k);
             if (!other) {
-                manifest_changes.push_back("kernel removed: " + k.name);
+                manifest_changes.push_back("kernel removed: " + label(k));
                 continue;
             }
             if (other->module != k.module) manifest_changes.push_back(fmt::format("kernel {}: module {} -> {}", k.name, k.module, other->module));
             if (other->signature != k.signature)
-                manifest_changes.push_back(fmt::format("kernel {}: signature {} -> {}", k.name, archive::signature_text(k.signature),
+                manifest_changes.push_back(fmt::format("kernel {}: signature {} -> {}", label(k), archive::signature_text(k.signature),
                                                        archive::signature_text(other->signature)));
             if (other->problem != k.problem || other->plans != k.plans)
-                manifest_changes.push_back(fmt::format("kernel {}: plan table changed", k.name));
+                manifest_changes.push_back(fmt::format("kernel {}: plan table changed", label(k)));
         }
+        if (lm->expressions != rm->expressions) manifest_changes.push_back("name expressions changed");
     }
     const bool same = added.empty() && removed.empty() && changed.empty() && manifest_changes.empty();
     if (json) {

@@ -243,7 +243,7 @@ Result<Manifest> parse_manifest_source(const std::string& source, const std::str
     }
     auto valid = archive::validate_manifest(m);
     if (!valid) return make_error(ErrorCode::invalid_argument, path + ": " + valid.error().message);
-    std::sort(m.kernels.begin(), m.kernels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(m.kernels.begin(), m.kernels.end(), [](const auto& a, const auto& b) { return std::tie(a.name, a.module) < std::tie(b.name, b.module); });
     return m;
 }
 

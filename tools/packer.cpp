@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <tuple>
 #include <set>
 #include <optional>
 
@@ -142,28 +143,24 @@ Result<void> check_declared(const archive::Manifest& manifest, const ModuleImage
     return {};
 }
 
-// Every other kernel, with its derived signature: from the first module that defines it,
-// PTX's where the module has PTX (it records alignments; a cubin only sizes and offsets).
-// Added to `manifest`, which ends sorted by name; returns how many were derived.
+// Every other kernel, with its derived signature: PTX's where the module has PTX (it records
+// alignments; a cubin only sizes and offsets). A kernel that several modules define is listed once
+// per module (manifest 1.2): each is fetched by its module-qualified name, MODULE!NAME, and its
+// plain name is ambiguous; a warning says so. Added to `manifest`, which ends sorted by (name,
+// module); returns how many were derived.
 Result<size_t> derive_kernels(archive::Manifest& manifest, ModuleImages& modules, Warnings& warnings) {
-    std::map<std::string, std::pair<archive::KernelSpec, bool /* from PTX */>> derived;
-    std::map<std::string, std::string> first_origin;
-    size_t derived_count = 0;
+    using Key = std::pair<std::string, std::string>;  // (name, module)
+    std::map<Key, std::pair<archive::KernelSpec, bool /* from PTX */>> derived;
+    std::map<Key, std::string> first_origin;
+    std::map<std::string, std::vector<std::string>> modules_of;  // name -> the modules defining it, in order
+    for (const auto& k : manifest.kernels) modules_of[k.name].push_back(k.module);
     for (const std::string& module : modules.order) {
-        std::set<std::string> in_module;  // kernels this module defines (one warning each for those another serves)
         for (const auto& image : modules.images[module]) {
             for (const auto& kernel : image.kernels) {
-                if (manifest.find_kernel(kernel.name)) continue;
+                if (manifest.find_kernel(kernel.name, module)) continue;
                 const bool ptx = image.kind == archive::Kind::ptx;
-                auto existing = derived.find(kernel.name);
-                if (existing != derived.end() && existing->second.first.module != module) {
-                    if (!in_module.count(kernel.name))
-                        warnings.add("kernels defined in more than one module",
-                                     "kernel " + kernel.name + " is defined in module " + existing->second.first.module + " and module " + module +
-                                         "; it is served from " + existing->second.first.module);
-                    in_module.insert(kernel.name);
-                    continue;
-                }
+                const Key key{kernel.name, module};
+                auto existing = derived.find(key);
                 if (!kernel.unrepresentable.empty()) {
                     warnings.add("kernels left out", "kernel " + kernel.name + " of " + image.origin + " is left out of the manifest: " +
                                                          kernel.unrepresentable);
@@ -175,13 +172,13 @@ Result<size_t> derive_kernels(archive::Manifest& manifest, ModuleImages& modules
                     continue;
                 }
                 if (existing == derived.end()) {
-                    derived.emplace(kernel.name, std::pair{std::move(spec), ptx});
-                    first_origin.emplace(kernel.name, image.origin);
-                    in_module.insert(kernel.name);
+                    derived.emplace(key, std::pair{std::move(spec), ptx});
+                    first_origin.emplace(key, image.origin);
+                    modules_of[kernel.name].push_back(module);
                     continue;
                 }
                 if (!same_layout(existing->second.first.signature, kernel.signature))
-                    return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " of module " + module + ": " + first_origin[kernel.name] +
+                    return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " of module " + module + ": " + first_origin[key] +
                                                                        " has parameters (" + archive::signature_text(existing->second.first.signature) +
                                                                        "), " + image.origin + " has (" + archive::signature_text(kernel.signature) +
                                                                        "); rebuild the module's images from one source");
@@ -189,11 +186,22 @@ Result<size_t> derive_kernels(archive::Manifest& manifest, ModuleImages& modules
             }
         }
     }
-    for (auto& [name, spec] : derived) {
+    for (const auto& [name, in] : modules_of) {
+        if (in.size() < 2) continue;
+        std::string list, spellings;
+        for (size_t i = 0; i < in.size(); ++i) {
+            list += (i == 0 ? "" : i + 1 == in.size() ? " and " : ", ") + in[i];
+            spellings += (i == 0 ? "" : ", ") + archive::qualified_name(in[i], name);
+        }
+        warnings.add("kernels defined in more than one module", "kernel " + name + " is defined in modules " + list + ": each is kept, fetched by its module-qualified name (" +
+                                                                    spellings + "); the plain name " + name + " is ambiguous (SDM_ERROR_AMBIGUOUS)");
+    }
+    size_t derived_count = 0;
+    for (auto& [key, spec] : derived) {
         manifest.kernels.push_back(std::move(spec.first));
         ++derived_count;
     }
-    std::sort(manifest.kernels.begin(), manifest.kernels.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    std::sort(manifest.kernels.begin(), manifest.kernels.end(), [](const auto& a, const auto& b) { return std::tie(a.name, a.module) < std::tie(b.name, b.module); });
     return derived_count;
 }
 

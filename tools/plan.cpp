@@ -29,7 +29,8 @@ int run_plan(const PlanOptions& o) {
         return 1;
     }
     const archive::Manifest* manifest = &**read;
-    const auto* kernel = manifest->find_kernel(o.kernel);
+    const archive::QualifiedName wanted = archive::split_module(o.kernel);  // NAME or MODULE!NAME
+    const auto* kernel = manifest->find_kernel(wanted.name, wanted.module);
     if (kernel == nullptr) {
         std::string names;
         for (const auto& k : manifest->kernels) names += (names.empty() ? "" : ", ") + k.name;

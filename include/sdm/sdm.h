@@ -138,7 +138,13 @@ enum {
      * fetched in: sdm_launch with another context current is SDM_ERROR_MISMATCH (fetch the kernel
      * again in that context; the image itself is loaded once per process and shared). Excludes
      * cuda_context and device_contexts. */
-    SDM_RUNTIME_CURRENT_CONTEXT = 1u << 1
+    SDM_RUNTIME_CURRENT_CONTEXT = 1u << 1,
+    /* ABI 1.4: a hot reload may change what the host was promised. By default (1.4) a new version
+     * of an archive file replaces the old only when its kernel ABI keeps the old one's major and no
+     * lower minor, and every kernel the host has fetched from the old version keeps its parameter
+     * signature; otherwise the reload of that file fails (SDM_ERROR_MISMATCH naming the kernel and
+     * both signatures, or both versions) and the old version keeps serving. */
+    SDM_RUNTIME_RELOAD_ANY_CONTRACT = 1u << 2
 };
 
 typedef struct sdm_runtime_params {
