@@ -22,6 +22,8 @@
 #include "cuda_driver.hpp"
 #include "archive/archive.hpp"
 #include "archive/identity.hpp"
+#include "archive/manifest.hpp"
+#include "archive/writer.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
@@ -458,4 +460,64 @@ TEST_CASE("an overlay serves only above the archive it was built from; a reload 
     uint32_t count = 0;
     REQUIRE(sdm_archive_count(rt.get(), &count, nullptr) == SDM_OK);
     CHECK(count == 1);
+}
+
+namespace {
+
+// make_archive's module "kernels" of sm_90, scale declared with `signature`, of kernel ABI `abi`.
+sdm::ByteVector contract_archive(const std::vector<sdm::archive::ParamType>& signature, uint16_t abi_major = 1, uint16_t abi_minor = 0) {
+    sdm::archive::ArchiveWriter writer;
+    REQUIRE(writer.add({"kernels", sdm::archive::Kind::cubin, 90, sdm::archive::Variant::base, sdm::test::data_file("kernels.sm_90.cubin")}));
+    sdm::archive::Manifest m;
+    m.kernel_abi_major = abi_major;
+    m.kernel_abi_minor = abi_minor;
+    m.kernels.push_back({"scale", "kernels", signature, {}, {}});
+    m.kernels.push_back({"axpy", "kernels", {sdm::archive::ParamType::ptr}, {}, {}});
+    REQUIRE(writer.add({"manifest", sdm::archive::Kind::manifest, 0, sdm::archive::Variant::base, sdm::archive::encode_manifest(m).value()}));
+    return writer.finish().value();
+}
+
+}  // namespace
+
+TEST_CASE("a reload never changes a fetched kernel's contract silently: its signature and the kernel ABI's semver", "[reload][contract]") {
+    TempDir dir;
+    fake({kH200});
+    const std::string file = dir.path + "/kernels.sdma";
+    using sdm::archive::ParamType;
+    drop(file, contract_archive({ParamType::ptr}, 1, 2));
+    const auto runtime = [&](uint32_t flags) {
+        RuntimePtr rt = make_runtime(dir.path + "/cache", 0, 0, nullptr, flags);
+        REQUIRE(sdm_archive_mount_file(rt.get(), file.c_str(), nullptr) == SDM_OK);
+        return rt;
+    };
+    RuntimePtr rt = runtime(0);
+    sdm_kernel* scale = kernel_of(rt.get(), "scale");
+    uint32_t reloaded = 99;
+    sdm_error* e = nullptr;
+    const auto refused = [&](const sdm::ByteVector& version, const std::string& why) {
+        drop(file, version);
+        CHECK(sdm_runtime_reload(rt.get(), &reloaded, &e) == SDM_ERROR_MISMATCH);
+        CHECK(reloaded == 0);
+        CHECK_THAT(sdm_error_message(e), Catch::Contains("the version mounted before keeps serving") && Catch::Contains(why));
+        sdm_error_destroy(e);
+        e = nullptr;
+        CHECK(kernel_of(rt.get(), "scale") == scale);  // the old version still serves
+    };
+    refused(contract_archive({ParamType::ptr, ParamType::i32}, 1, 2), "kernel scale (module kernels), which this host has fetched, takes (ptr) in the version mounted and (ptr,i32) in the new one");
+    refused(contract_archive({ParamType::ptr}, 2, 0), "declares kernel ABI 2.0, the version it would replace 1.2: another major");
+    refused(contract_archive({ParamType::ptr}, 1, 1), "kernel ABI 1.1, the version it would replace 1.2: a lower minor");
+    // A kernel the host never fetched may change; a higher minor is compatible.
+    sdm::ByteVector fine = contract_archive({ParamType::ptr}, 1, 3);
+    drop(file, fine);
+    REQUIRE(sdm_runtime_reload(rt.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    REQUIRE(sdm_kernel_release(rt.get(), scale, nullptr) == SDM_OK);
+    // SDM_RUNTIME_RELOAD_ANY_CONTRACT: the host takes any change (its next fetch gets the new kernel).
+    RuntimePtr any = runtime(SDM_RUNTIME_RELOAD_ANY_CONTRACT);
+    kernel_of(any.get(), "scale");
+    drop(file, contract_archive({ParamType::ptr, ParamType::i32}, 2, 0));
+    REQUIRE(sdm_runtime_reload(any.get(), &reloaded, nullptr) == SDM_OK);
+    CHECK(reloaded == 1);
+    sdm_kernel_info info = info_of(any.get(), 0, "scale");
+    CHECK(std::string(info.signature) == "ptr,i32");
 }

@@ -113,3 +113,16 @@ expect_fail "/dev/zero is a character device, not a regular file" "$sdm" import 
 mkfifo "$work/fifo"
 expect_fail "is a FIFO (named pipe), not a regular file" timeout 10 "$sdm" import -q -o "$work/bad.sdma" "$work/fifo"
 echo "import: all checks passed"
+
+# Two modules defining the same kernels (as two CuPy RawModules do): both are kept, each listed in
+# its module; the warning says how to fetch each.
+cp "$data/kernels.sm_90.cubin" "$work/one.sm_90.cubin"
+cp "$data/kernels.sm_90.cubin" "$work/two.sm_90.cubin"
+"$sdm" import -o "$work/both.sdma" "$work/one.sm_90.cubin" "$work/two.sm_90.cubin" >"$work/out" 2>&1
+grep -q "kernel scale is defined in modules one and two: each is kept, fetched by its module-qualified name (one!scale, two!scale)" "$work/out" ||
+  { cat "$work/out"; fail "import names both modules and the qualified names"; }
+"$sdm" verify -q "$work/both.sdma"
+"$sdm" ls --json "$work/both.sdma" | python3 -c "
+import json, sys
+k = sorted((x['module'], x['name']) for x in json.load(sys.stdin)['kernels'])
+assert k == [('one', 'axpy'), ('one', 'scale'), ('two', 'axpy'), ('two', 'scale')], k" || fail "both modules' kernels are listed"
