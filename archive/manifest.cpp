@@ -359,6 +359,30 @@ const KernelSpec* Manifest::find_kernel(std::string_view name, std::string_view 
     return nullptr;
 }
 
+std::string expression_key(std::string_view expression) {
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    std::string out;
+    out.reserve(expression.size());
+    bool space = false;
+    for (const char c : expression) {
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            space = true;
+            continue;
+        }
+        if (space && !out.empty() && word(out.back()) && word(c)) out += ' ';
+        space = false;
+        out += c;
+    }
+    return out;
+}
+
+std::span<const ManifestIndex::Expression> ManifestIndex::find_expression(std::string_view key) const {
+    const auto first = std::lower_bound(expressions_.begin(), expressions_.end(), key, [](const Expression& x, std::string_view k) { return x.expression < k; });
+    auto last = first;
+    while (last != expressions_.end() && last->expression == key) ++last;
+    return {first, last};
+}
+
 QualifiedName split_module(std::string_view requested) noexcept {
     const size_t bang = requested.find(kModuleSeparator);
     if (bang == std::string_view::npos || bang + 1 == requested.size()) return {{}, requested};
@@ -465,13 +489,13 @@ Result<void> validate_manifest(const Manifest& m) {
         if (!names.insert({k.name, k.module}).second) return invalid("kernel " + k.name + " is listed twice in module " + k.module);
     }
     if (m.expressions.size() > kMaxNameExpressions) return invalid("more than 65536 name expressions");
-    std::set<std::pair<std::string_view, std::string_view>> expressions;
+    std::set<std::pair<std::string, std::string_view>> expressions;
     for (const NameExpression& x : m.expressions) {
         if (const std::string problem = expression_problem(x.expression); !problem.empty()) return invalid(problem);
         if (!names.contains({x.symbol, x.module}))
             return invalid("name expression '" + x.expression + "' names kernel " + printable(x.symbol.substr(0, 256)) + " of module " + printable(x.module.substr(0, 256)) +
                            ", which the manifest does not list");
-        if (!expressions.insert({x.expression, x.module}).second) return invalid("name expression '" + x.expression + "' is recorded twice for module " + x.module);
+        if (!expressions.insert({expression_key(x.expression), x.module}).second) return invalid("name expression '" + x.expression + "' is recorded twice for module " + x.module);
     }
     return {};
 }
@@ -543,7 +567,10 @@ Result<ByteVector> encode_manifest(const Manifest& m) {
     }
     // Optional: a reader that does not know them finds the kernels by their symbols only.
     std::vector<const NameExpression*> expressions;
-    for (const auto& x : m.expressions) expressions.push_back(&x);
+    std::vector<NameExpression> keyed;  // stored in their key form (expression_key)
+    keyed.reserve(m.expressions.size());
+    for (const auto& x : m.expressions) keyed.push_back({expression_key(x.expression), x.module, x.symbol});
+    for (const auto& x : keyed) expressions.push_back(&x);
     std::sort(expressions.begin(), expressions.end(), [](auto a, auto b) { return std::tie(a->expression, a->module) < std::tie(b->expression, b->module); });
     for (const NameExpression* x : expressions) {
         const size_t item = e.open(tag::name_expression, false);

@@ -102,6 +102,10 @@ struct NameExpression {
     bool operator==(const NameExpression&) const = default;
 };
 inline constexpr size_t kMaxNameExpressions = 65536;
+// The form a name expression is stored and looked up in: its whitespace removed but one space
+// between two identifier characters ("fill< float,256 >" and "fill<float, 256>" are both
+// "fill<float,256>"; "unsigned  long" is "unsigned long").
+std::string expression_key(std::string_view expression);
 inline constexpr size_t kMaxNameExpressionBytes = 4096;
 
 // The module-qualified spelling of a kernel, "MODULE!NAME": '!' never appears in a C++ name (nor
@@ -187,6 +191,8 @@ public:
     };
     // The recorded name expressions (manifest 1.2), as written, each naming a listed kernel.
     std::span<const Expression> expressions() const noexcept { return expressions_; }
+    // The expressions recorded as `key` (expression_key), one per module that records it; binary search.
+    std::span<const Expression> find_expression(std::string_view key) const;
     // The kernels of module `module`, sorted by name, found by binary search: what a load of the
     // module reads of the manifest, never the other modules' records.
     std::vector<const Kernel*> of_module(std::string_view module) const;

@@ -33,6 +33,28 @@ Result<const archive::ManifestIndex::Kernel*> listed_kernel(const MountedArchive
                                                 modules + "; fetch it by its module-qualified name, MODULE!NAME (" + spellings + ")");
 }
 
+Result<std::optional<std::string>> recorded_expression(const ArchiveSet& set, std::string_view requested) {
+    const archive::QualifiedName q = archive::split_module(requested);
+    if (q.name.size() > archive::kMaxNameExpressionBytes * 2) return std::optional<std::string>();  // longer than any recorded key
+    const std::string key = archive::expression_key(q.name);
+    const auto archives = set.archives();
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {  // the newest mount first
+        const MountedArchive& m = **it;
+        if (!m.manifest) continue;
+        std::vector<const archive::ManifestIndex::Expression*> found;
+        for (const auto& x : m.manifest->find_expression(key))
+            if (q.module.empty() || x.module == q.module) found.push_back(&x);
+        if (found.empty()) continue;
+        if (found.size() == 1) return std::optional<std::string>(archive::qualified_name(found[0]->module, found[0]->symbol));
+        std::string modules;
+        for (size_t i = 0; i < found.size() && i < 8; ++i) modules += (i == 0 ? "" : ", ") + printable(std::string(found[i]->module));
+        return make_error(ErrorCode::ambiguous, "name expression '" + printable(key.substr(0, 256)) + "' is recorded for " + std::to_string(found.size()) +
+                                                    " modules of archive " + m.archive.label() + ": " + modules + "; fetch it as MODULE!EXPRESSION (\"" +
+                                                    printable(archive::qualified_name(found[0]->module, key.substr(0, 256))) + "\")");
+    }
+    return std::optional<std::string>();
+}
+
 Result<ServedBy> served_by(const ArchiveSet& set, Devices& devices, int32_t ordinal, const std::string& name) {
     const auto archives = set.archives();
     std::string mounted;

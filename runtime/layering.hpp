@@ -36,6 +36,12 @@ struct ServedBy {
 // them and the qualified spellings): never silently one of them.
 Result<const archive::ManifestIndex::Kernel*> listed_kernel(const MountedArchive& archive, std::string_view requested);
 
+// The kernel a name expression recorded at build time names (manifest 1.2): in the newest mounted
+// archive recording `requested` (a module-qualified one: in that module), as "MODULE!SYMBOL";
+// nullopt when none records it; ErrorCode::ambiguous when that archive records it for several
+// modules, naming them.
+Result<std::optional<std::string>> recorded_expression(const ArchiveSet& archives, std::string_view requested);
+
 // ErrorCode::not_found when no mounted archive lists the kernel (`name` as listed_kernel takes it);
 // the newest listing archive's no_image error when none has an image for the device.
 Result<ServedBy> served_by(const ArchiveSet& archives, Devices& devices, int32_t ordinal, const std::string& name);

@@ -267,7 +267,9 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
     for (;;) {
         SDM_TRY_GET(listing, listed(ordinal, name, context, context_id));
         Listed found = std::move(*listing);
-        if (found.record == nullptr) {  // no archive lists it as it is: a C++ spelling of a listed name?
+        if (found.record == nullptr) {  // no archive lists it as it is: a recorded name expression, or a C++ spelling of a listed name?
+            SDM_TRY_GET(recorded, recorded_expression(rooms_.archives, name));
+            if (*recorded && **recorded != name) return kernel(ordinal, **recorded, stream, expected, context);
             const archive::QualifiedName q = archive::split_module(name);
             SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, q.name, q.module));
             const std::string again = q.module.empty() ? *listed_name : archive::qualified_name(q.module, *listed_name);

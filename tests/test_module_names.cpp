@@ -208,3 +208,60 @@ TEST_CASE("hostile manifests of minor 2 are refused by name, without a crash", "
     }
     CHECK(refusal(forge::concat({base, many})).find("needs its expression") != std::string::npos);
 }
+
+namespace {
+
+// tests/data/user_names.cu as `sdm import --source ... --name-expression ...` makes it: module
+// "first" (user_names.sm_90.cubin) and "second" (-DSECOND), every kernel with its derived
+// signature, and the expressions NVRTC lowered (the symbols nvcc gave).
+ByteVector user_archive() {
+    archive::ArchiveWriter writer;
+    archive::Manifest m;
+    m.kernel_abi_major = 1;
+    for (const char* module : {"first", "second"}) {
+        const ByteVector cubin = data_file(std::string(module) == "first" ? "user_names.sm_90.cubin" : "user_names_second.sm_90.cubin");
+        REQUIRE(writer.add({module, archive::Kind::cubin, 90, archive::Variant::base, cubin}));
+        const auto params = archive::cubin_kernel_params(cubin);
+        REQUIRE(params);
+        for (const auto& k : *params) m.kernels.push_back({k.name, module, k.signature, {}, {}});
+    }
+    m.expressions = {{"ptr_param<size_t>", "first", "_Z9ptr_paramImEvPT_"},
+                     {"ptr_param<unsigned int>", "first", "_Z9ptr_paramIjEvPT_"},
+                     {"non_type_param<float, (int)3>", "first", "_Z14non_type_paramIfLi3EEvPT_"},
+                     {"enum_param<mylib::Tag::B>", "first", "_Z10enum_paramILN5mylib3TagE1EEvPi"},
+                     {"shift<int>", "first", "_Z5shiftIivEvPT_S0_"},
+                     {"shift<int>", "second", "_Z5shiftIivEvPT_S0_"}};
+    REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
+    return writer.finish().value();
+}
+
+}  // namespace
+
+TEST_CASE_METHOD(FakeRuntime, "recorded name expressions: typedefs, literal casts, enumerators, default arguments as their authors wrote them", "[names][expressions]") {
+    mount(rt.get(), user_archive(), "user.sdma");
+    const auto symbol = [&](const char* name) { return std::string(info_of(rt.get(), 0, name).name); };
+    CHECK(symbol("ptr_param<size_t>") == "_Z9ptr_paramImEvPT_");
+    CHECK(symbol("ptr_param< size_t >") == "_Z9ptr_paramImEvPT_");  // whitespace is not part of the key
+    CHECK(symbol("ptr_param<unsigned int>") == "_Z9ptr_paramIjEvPT_");
+    CHECK(symbol("ptr_param<unsigned  int>") == "_Z9ptr_paramIjEvPT_");
+    CHECK(symbol("non_type_param<float,(int)3>") == "_Z14non_type_paramIfLi3EEvPT_");
+    CHECK(symbol("enum_param<mylib::Tag::B>") == "_Z10enum_paramILN5mylib3TagE1EEvPi");
+    CHECK(std::string(info_of(rt.get(), 0, "first!shift<int>").module) == "first");
+    CHECK(std::string(info_of(rt.get(), 0, "second!shift<int>").module) == "second");
+    std::string message;
+    info_of(rt.get(), 0, "shift<int>", SDM_ERROR_AMBIGUOUS, &message);  // recorded for both modules
+    CHECK(message.find("first, second") != std::string::npos);
+    // An enumerator nobody recorded: never a wrong match.
+    info_of(rt.get(), 0, "enum_param<mylib::Tag::A>", SDM_ERROR_NOT_FOUND);
+    // The extern "C" kernel both modules define.
+    info_of(rt.get(), 0, "test_sum", SDM_ERROR_AMBIGUOUS, &message);
+    CHECK(message.find("first, second") != std::string::npos);
+    CHECK(std::string(info_of(rt.get(), 0, "second!test_sum").module) == "second");
+}
+
+TEST_CASE("expression_key: whitespace out, but between two identifier characters", "[names][expressions]") {
+    CHECK(archive::expression_key("fill< float , 256 >") == "fill<float,256>");
+    CHECK(archive::expression_key(" unsigned \t long ") == "unsigned long");
+    CHECK(archive::expression_key("f<a::b< c > >") == "f<a::b<c>>");
+    CHECK(archive::expression_key("f<(int) 3>") == "f<(int)3>");
+}

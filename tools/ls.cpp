@@ -131,6 +131,11 @@ void print_json(const archive::Archive& a, const std::optional<archive::Manifest
                                       {"module", r.module}, {"signature", r.signature}, {"targets", r.targets},
                                       {"problem", manifest->kernels[i].problem}, {"plan_rules", r.plans}});
         }
+        // Manifest 1.2: the name expressions recorded at build time, in their stored (key) form.
+        out["name_expressions"] = nlohmann::json::array();
+        for (const auto& x : manifest->expressions)
+            if (kept.keeps_entry(x.module))
+                out["name_expressions"].push_back({{"expression", printable(x.expression)}, {"module", x.module}, {"symbol", x.symbol}});
     }
     fmt::print("{}\n", out.dump(2));
 }

@@ -71,6 +71,13 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
     cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
     cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
     cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");
+    cmd->add_option("--source", w.names.sources, "MODULE=FILE.cu: the CUDA source module MODULE was compiled from, for --name-expression");
+    cmd->add_option("--name-expression", w.names.expressions,
+                    "MODULE=EXPRESSION: a name a host will fetch the kernel by (\"fill<float, 256>\", \"f<size_t>\"), lowered with NVRTC from "
+                    "the module's --source and recorded in the manifest")
+        ->allow_extra_args(false);
+    cmd->add_option("--nvrtc-option", w.names.nvrtc_options, "An option for NVRTC when it lowers name expressions (-std=c++17, -I DIR)")
+        ->allow_extra_args(false);
     cmd->add_option("--sign", w.sign, "Sign the archive with this secret key (from sdm keygen) before it is written")->check(CLI::ExistingFile);
     cmd->add_option("--archive-version", w.archive_version,
                     "The archive's version, 1 or more: a host that requires signatures refuses a signed archive older than one it "

@@ -267,6 +267,7 @@ int pack_inputs(const char* command, const WriteOptions& o, std::vector<PackInpu
     if (auto checked = check_declared(manifest, *modules); !checked) return fail(checked.error().message);
     const auto derived_count = derive_kernels(manifest, *modules, warnings);
     if (!derived_count) return fail(derived_count.error().message);
+    if (auto lowered = lower_name_expressions(o.names, manifest); !lowered) return fail(lowered.error().message);
 
     Progress progress(command, !o.quiet);
     archive::ArchiveWriter writer(writer_options(o, progress));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "archive/writer.hpp"
+#include "name_expressions.hpp"
 
 namespace sdm::tools {
 
@@ -26,6 +27,7 @@ struct WriteOptions {
     unsigned jobs{0};                 // 0: one per core
     std::string sign;                 // a secret key file: the archive is signed before it is written
     std::optional<uint64_t> archive_version;  // format 1.2: the version a host's rollback check reads (docs/SIGNING.md)
+    NameExpressionOptions names;      // name expressions lowered with NVRTC into the manifest (name_expressions.hpp)
 };
 
 struct PackInput {

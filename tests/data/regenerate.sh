@@ -58,3 +58,7 @@ nvcc -cubin -arch=sm_90 -O3 -o chains.sm_90.cubin chains.cu
 # tiled matmul, a cooperative grid.sync() kernel, a __constant__ table and a __device__ counter,
 # and templates looked up by their C++ names.
 nvcc -cubin -arch=sm_90 -o launch.sm_90.cubin launch.cu
+# Kernels as CuPy users write them (tests/test_module_names.cpp, tests/gpu/test_gpu_user_names.cpp):
+# two modules of one source, the second defining test_sum too.
+nvcc -cubin -arch=sm_90 -o user_names.sm_90.cubin user_names.cu
+nvcc -cubin -arch=sm_90 -DSECOND -o user_names_second.sm_90.cubin user_names.cu

@@ -126,3 +126,31 @@ grep -q "kernel scale is defined in modules one and two: each is kept, fetched b
 import json, sys
 k = sorted((x['module'], x['name']) for x in json.load(sys.stdin)['kernels'])
 assert k == [('one', 'axpy'), ('one', 'scale'), ('two', 'axpy'), ('two', 'scale')], k" || fail "both modules' kernels are listed"
+
+# Name expressions lowered with the toolkit's NVRTC and recorded (manifest 1.2): typedefs, literal
+# casts, enumerators and default arguments, as a CuPy user writes them.
+if "$sdm" import -q -o "$work/expr.sdma" "$data/user_names.sm_90.cubin" --source "user_names=$data/user_names.cu" \
+    --name-expression "user_names=ptr_param<size_t>" --name-expression "user_names=non_type_param<float, (int)3>" \
+    --name-expression "user_names=enum_param<mylib::Tag::B>" --name-expression "user_names=shift<int>" 2>"$work/err"; then
+  "$sdm" verify -q "$work/expr.sdma"
+  "$sdm" ls --json "$work/expr.sdma" | python3 -c "
+import json, sys
+x = {e['expression']: e['symbol'] for e in json.load(sys.stdin)['name_expressions']}
+assert x == {'ptr_param<size_t>': '_Z9ptr_paramImEvPT_', 'non_type_param<float,(int)3>': '_Z14non_type_paramIfLi3EEvPT_',
+             'enum_param<mylib::Tag::B>': '_Z10enum_paramILN5mylib3TagE1EEvPi', 'shift<int>': '_Z5shiftIivEvPT_S0_'}, x" ||
+    fail "the lowered expressions are recorded"
+  # Refused by name: an expression without its module's source, one that names no kernel of the
+  # images, a source that is not a regular file, an expression that does not compile.
+  expect_fail "which no --source names" "$sdm" import -q -o "$work/bad.sdma" "$data/user_names.sm_90.cubin" --name-expression "user_names=shift<int>"
+  expect_fail "which module user_names's images do not define" "$sdm" import -q -o "$work/bad.sdma" "$data/user_names.sm_90.cubin" \
+    --source "user_names=$data/user_names.cu" --name-expression "user_names=ptr_param<unsigned char>"
+  mkfifo "$work/fifo.cu"
+  expect_fail "fifo.cu" timeout 20 "$sdm" import -q -o "$work/bad.sdma" "$data/user_names.sm_90.cubin" --source "user_names=$work/fifo.cu" \
+    --name-expression "user_names=shift<int>"
+  expect_fail "NVRTC" "$sdm" import -q -o "$work/bad.sdma" "$data/user_names.sm_90.cubin" --source "user_names=$data/user_names.cu" \
+    --name-expression "user_names=no_such_kernel<int>"
+  [ ! -e "$work/bad.sdma" ] || fail "a refused import wrote an archive"
+else
+  grep -q "NVRTC, which could not be loaded" "$work/err" || { cat "$work/err"; fail "import with name expressions"; }
+  echo "import.sh: no NVRTC here: the name-expression part is skipped" >&2
+fi

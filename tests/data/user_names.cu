@@ -1,0 +1,39 @@
+// Kernels written the way CuPy and cuda.core users write them (issue 39): templates fetched by
+// name expressions that spell typedefs, literal casts, enumerators and default arguments, a
+// complex scalar by value, and (with -DSECOND) a second module defining the same test_sum. Each
+// kernel writes its own mark to out[0], so a test sees which kernel ran. Compiled by
+// regenerate.sh to user_names.sm_90.cubin and user_names_second.sm_90.cubin.
+#include <cuda/std/complex>
+
+namespace mylib {
+enum class Tag : int { A = 0, B = 1 };
+}
+
+template <typename T>
+__global__ void ptr_param(T* out) { out[0] = static_cast<T>(sizeof(T) == 8 ? 101 : 102); }
+template __global__ void ptr_param<size_t>(size_t*);
+template __global__ void ptr_param<unsigned int>(unsigned int*);
+
+template <typename T, int N>
+__global__ void non_type_param(T* out) { out[0] = static_cast<T>(N); }
+template __global__ void non_type_param<float, 3>(float*);
+
+template <mylib::Tag tag>
+__global__ void enum_param(int* out) { out[0] = 200 + static_cast<int>(tag); }
+template __global__ void enum_param<mylib::Tag::B>(int*);
+
+template <typename T, typename U = void>
+__global__ void shift(T* out, T by) { out[0] += by; }
+template __global__ void shift<int>(int*, int);
+
+// A complex<float> by value: out[0] its real part, out[1] its imaginary part.
+__global__ void complex_scale(cuda::std::complex<float> v, float* out) {
+    out[0] = v.real();
+    out[1] = v.imag();
+}
+
+#ifndef SECOND
+extern "C" __global__ void test_sum(int* out) { out[0] = 10; }
+#else
+extern "C" __global__ void test_sum(int* out) { out[0] = 20; }
+#endif
