@@ -107,6 +107,15 @@ sdm_fake_cuda_launch fake_last_launch() {
     return l;
 }
 
+std::vector<unsigned char> fake_last_params() {
+    const auto last_params = reinterpret_cast<sdm_fake_cuda_last_params_fn>(fake_symbol("sdm_fake_cuda_last_params"));
+    size_t size = 0;
+    REQUIRE(last_params(nullptr, 0, &size) == CUDA_SUCCESS);
+    std::vector<unsigned char> buffer(size);
+    REQUIRE(last_params(buffer.data(), buffer.size(), nullptr) == CUDA_SUCCESS);
+    return buffer;
+}
+
 void fake_finish_work() { reinterpret_cast<sdm_fake_cuda_finish_work_fn>(fake_symbol("sdm_fake_cuda_finish_work"))(); }
 
 namespace {

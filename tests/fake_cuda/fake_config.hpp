@@ -78,6 +78,8 @@ void fake_set_hold_work(bool hold);
 void fake_finish_work();
 // The configuration of the last cuLaunchKernelEx that succeeded (REQUIREs there was one).
 sdm_fake_cuda_launch fake_last_launch();
+// The kernel parameter buffer of that launch, as the fake received it (REQUIREs there was one).
+std::vector<unsigned char> fake_last_params();
 
 // Symbol `name` of the fake driver (its exports: cuGetProcAddress_v2, the sdm_fake_cuda_ helpers).
 void* fake_symbol(const char* name);

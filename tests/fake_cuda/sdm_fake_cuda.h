@@ -120,7 +120,20 @@ typedef struct sdm_fake_cuda_launch {
 } sdm_fake_cuda_launch;
 int32_t sdm_fake_cuda_last_launch(sdm_fake_cuda_launch* launch);
 
+/* The kernel parameter buffer of that launch, the bytes the kernel would read: its size in `*size`
+ * (when `size` is not NULL) and its first min(capacity, size) bytes copied to `buffer` (when not
+ * NULL). sdm launches with kernelParams, an array of one pointer per parameter: the fake, like the
+ * driver, reads through each as many bytes as the loaded image's parameter table gives that
+ * parameter (a cubin's EIATTR_KPARAM_INFO, a PTX .entry's .param list, parsed at load time by
+ * sdm's archive/kernel_params), and lays them out at the C-layout offsets of that signature
+ * (archive::param_offsets), the bytes between parameters zero. A launch through `extra`
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE) records that buffer as given.
+ * CUDA_ERROR_NOT_FOUND (500) when there was no launch, or its kernel's parameters do not derive
+ * from its image (an unrepresentable signature). */
+int32_t sdm_fake_cuda_last_params(void* buffer, size_t capacity, size_t* size);
+
 typedef int32_t (*sdm_fake_cuda_last_launch_fn)(sdm_fake_cuda_launch*);
+typedef int32_t (*sdm_fake_cuda_last_params_fn)(void*, size_t, size_t*);
 typedef int32_t (*sdm_fake_cuda_configure_fn)(const sdm_fake_cuda_config*);
 typedef int64_t (*sdm_fake_cuda_calls_fn)(const char*);
 typedef void (*sdm_fake_cuda_reset_fn)(void);
