@@ -563,8 +563,8 @@ type Kernel struct {
 	released atomic.Bool
 	// launch is the C memory Launch fills, kept for the next call; nil before the first and while
 	// a Launch holds it (a concurrent one mallocs its own). The finalizer frees it.
-	launch atomic.Pointer[C.sdm_go_launch]
-	checked string                 // the signature KernelChecked was given, or ""
+	launch  atomic.Pointer[C.sdm_go_launch]
+	checked string                  // the signature KernelChecked was given, or ""
 	params  atomic.Pointer[[]param] // the signature Launch packs by, once read (values.go)
 }
 
