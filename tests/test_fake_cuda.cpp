@@ -54,7 +54,7 @@ struct Api {
 
 const char* const kVariables[] = {"SDM_FAKE_CUDA_DEVICES",     "SDM_FAKE_CUDA_VERSION",   "SDM_FAKE_CUDA_FAIL",
                                   "SDM_FAKE_CUDA_MISSING",     "SDM_FAKE_CUDA_DISABLE_JIT", "SDM_FAKE_CUDA_CAPTURING",
-                                  "SDM_FAKE_CUDA_OCCUPANCY",   "SDM_FAKE_CUDA_IMAGE_LOG"};
+                                  "SDM_FAKE_CUDA_OCCUPANCY",   "SDM_FAKE_CUDA_IMAGE_LOG", "SDM_FAKE_CUDA_RECORD_PARAMS"};
 
 void* lookup(const Api& api, const char* name, CUresult* result = nullptr, CUdriverProcAddressQueryResult* status = nullptr) {
     void* fn = reinterpret_cast<void*>(&lookup);  // must be overwritten
@@ -749,7 +749,7 @@ TEST_CASE("the parameter buffer of the last launch, laid out by the image's para
     REQUIRE(last_params != nullptr);
     size_t size = 0;
     CHECK(last_params(nullptr, 0, &size) == CUDA_ERROR_NOT_FOUND);  // no launch yet
-    REQUIRE(configure({kH200}) == CUDA_SUCCESS);
+    REQUIRE(configure({kH200}, {.record_params = true}) == CUDA_SUCCESS);
     Current current(0);
     // mixed(char, double, int, long long, Odd (3 bytes), Wide (16, aligned 8), void*), from the cubin's
     // EIATTR_KPARAM_INFO and from the PTX's .param list: the same 64-byte buffer.
@@ -796,6 +796,17 @@ TEST_CASE("the parameter buffer of the last launch, laid out by the image's para
         CHECK(first == std::vector<unsigned char>(buffer.begin(), buffer.begin() + 4));
         REQUIRE(a.cuModuleUnload(m) == CUDA_SUCCESS);
     }
+    // Off (the default): a launch records no parameters, as it reads none.
+    REQUIRE(reconfigure({kH200}) == CUDA_SUCCESS);
+    CUmodule m = nullptr;
+    REQUIRE(load(sdm::test::data_file("params.sm_90.cubin"), &m) == CUDA_SUCCESS);
+    CUfunction none = nullptr;
+    REQUIRE(a.cuModuleGetFunction(&none, m, "no_params") == CUDA_SUCCESS);
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+    REQUIRE(a.cuLaunchKernelEx(&config, none, nullptr, nullptr) == CUDA_SUCCESS);
+    CHECK(last_params(nullptr, 0, &size) == CUDA_ERROR_NOT_FOUND);
+    REQUIRE(a.cuModuleUnload(m) == CUDA_SUCCESS);
 }
 
 TEST_CASE("module loading refuses what the real driver refuses", "[fake_cuda]") {

@@ -44,6 +44,7 @@ func le(values ...interface{}) []byte {
 }
 
 func TestComplexScalarsReachTheKernelByteExact(t *testing.T) {
+	t.Setenv("SDM_FAKE_CUDA_RECORD_PARAMS", "1") // read by the fake at each launch
 	rt := withParams(t)
 	one := sdm.NewPlan([3]uint32{1, 1, 1}, [3]uint32{1, 1, 1})
 	// by_struct(Pair, float*): b64,b64, the slot of a complex<float>: real, then imaginary, two f32.

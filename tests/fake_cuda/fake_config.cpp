@@ -30,6 +30,7 @@ CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configu
     c.occupancy = config.occupancy.value_or(0);
     c.image_log = config.image_log.c_str();
     c.hold_work = config.hold_work ? 1 : 0;
+    c.record_params = config.record_params ? 1 : 0;
     return static_cast<CUresult>(configure(&c));
 }
 
@@ -94,6 +95,11 @@ void fake_set_occupancy(std::optional<int> blocks) {
 
 void fake_set_hold_work(bool hold) {
     applied().hold_work = hold;
+    apply_again();
+}
+
+void fake_set_record_params(bool record) {
+    applied().record_params = record;
     apply_again();
 }
 

@@ -245,6 +245,7 @@ struct Config {
     std::optional<int> occupancy;  // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
     std::string image_log;         // "": none
     bool hold_work{false};         // launches stay queued until finished (sdm_fake_cuda_finish_work, a synchronize)
+    bool record_params{false};     // a launch records its parameter buffer (sdm_fake_cuda_last_params)
 };
 
 // sdm_fake_cuda_configure's argument as a Config; on an invalid one, an empty optional and
@@ -304,6 +305,7 @@ std::optional<Config> from_struct(const sdm_fake_cuda_config& in, std::string& e
     }
     c.image_log = in.image_log ? in.image_log : "";
     c.hold_work = in.hold_work != 0;
+    c.record_params = in.record_params != 0;
     return c;
 }
 
@@ -459,6 +461,7 @@ Config read_environment(std::string& error) {
     }
     c.image_log = env("SDM_FAKE_CUDA_IMAGE_LOG");
     c.hold_work = env_flag("SDM_FAKE_CUDA_HOLD_WORK");
+    c.record_params = env_flag("SDM_FAKE_CUDA_RECORD_PARAMS");
     return c;
 }
 
@@ -1304,7 +1307,10 @@ CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, vo
         if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) l.pdl = a.value.programmaticStreamSerializationAllowed;
     }
     l.stream = c->hStream;
-    s.last_params = parameter_buffer(*f, kernel_params, extra);
+    // Read through kernelParams only when asked: a test that archives a kernel under a shorter
+    // signature than its image's passes fewer pointers than the image has parameters.
+    if (live_config(s).record_params) s.last_params = parameter_buffer(*f, kernel_params, extra);
+    else s.last_params.reset();
     if (const auto capture = s.captures.find(c->hStream); capture != s.captures.end()) {
         capture->second.graph->kernels.push_back(f);  // recorded, not run
         return CUDA_SUCCESS;

@@ -440,8 +440,15 @@ class FakeDriverTest(unittest.TestCase):
         self.assertEqual(fake.sdm_fake_cuda_last_launch(ctypes.byref(launch)), 0, "no launch reached the fake")
         return launch
 
+    def record_params(self):
+        """From now on in this test, the fake driver records each launch's parameter buffer."""
+        environment = mock.patch.dict(os.environ, {"SDM_FAKE_CUDA_RECORD_PARAMS": "1"})
+        environment.start()
+        self.addCleanup(environment.stop)
+
     def last_params(self):
-        """The kernel parameter buffer the fake driver received at the last launch (sdm_fake_cuda_last_params)."""
+        """The kernel parameter buffer the fake driver received at the last launch (sdm_fake_cuda_last_params;
+        record_params first)."""
         fake = ctypes.CDLL(self.driver)
         fake.sdm_fake_cuda_last_params.restype = ctypes.c_int32
         fake.sdm_fake_cuda_last_params.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
@@ -1205,6 +1212,7 @@ class UserKernelsTest(FakeDriverTest):
                          [struct.pack("<H", 0x3E00), struct.pack("<e", 2.0)])
 
     def test_complex_scalars_reach_the_kernel_byte_exact(self):
+        self.record_params()
         rt = self.runtime()
         rt.mount_file(imported_archive(self, "params.sm_90.cubin"))
         # by_struct(Pair, float*): b64,b64, the slot of a complex<float>: real, then imaginary, two f32.

@@ -96,7 +96,8 @@ func LastLaunch(driver string) (Launch, error) {
 
 // LastParams is the kernel parameter buffer of that launch, as the fake driver at path driver
 // received it (sdm_fake_cuda_last_params): each parameter's bytes at its offset in the layout of
-// the signature derived from the loaded image.
+// the signature derived from the loaded image. The fake records it only with
+// SDM_FAKE_CUDA_RECORD_PARAMS=1 set at the launch.
 func LastParams(driver string) ([]byte, error) {
 	fn, err := symbol(driver, "sdm_fake_cuda_last_params")
 	if err != nil {

@@ -27,6 +27,8 @@ fn fake_driver() -> PathBuf {
         std::env::set_var("SDM_FAKE_CUDA_VERSION", "13000");
         std::env::set_var("SDM_FAKE_CUDA_FAIL", "");
         std::env::set_var("SDM_FAKE_CUDA_MISSING", "");
+        // Each launch's parameter buffer (last_params): every launch here passes what the image takes.
+        std::env::set_var("SDM_FAKE_CUDA_RECORD_PARAMS", "1");
     });
     PathBuf::from(
         std::env::var_os("SDM_CUDA_DRIVER")
