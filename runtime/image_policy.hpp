@@ -6,7 +6,8 @@
 // message naming the image, the device and the fix. Nothing retries a refusal with another image.
 // Success is memoized per (device, forced row, image identity, driver switches); refusals never;
 // while plan plugins are loaded their image verdicts are asked at every load, memo or not.
-// On an `rtx` device the first check logs one "untested hardware" warning per (device, forced row).
+// On an `rtx` device the first check logs one "untested hardware" warning per process and device (a
+// forced row reads as another device), whichever runtime loads first: as the seed, not per runtime.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,6 @@ private:
     const Logger& log_;
     mutable std::mutex mutex_;
     std::set<Key> accepted_;
-    std::set<std::tuple<int32_t, std::string, int, int>> warned_;  // (ordinal, name, capability): each device as it reads
 };
 
 }  // namespace sdm::runtime

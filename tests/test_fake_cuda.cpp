@@ -37,7 +37,7 @@ constexpr const char* kA100Row = "NVIDIA A100-SXM4-80GB,8.0,166912,108,41943040"
     X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) X(cuCtxPopCurrent)   \
     X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuModuleLoadData)   \
     X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)             \
-    X(cuStreamIsCapturing)
+    X(cuStreamIsCapturing) X(cuLaunchKernelEx)
 
 // cuda.h's macros map a base name onto its current version (cuDeviceTotalMem -> _v2), so each
 // member has the prototype sdm's runtime gets for the base name.
@@ -54,7 +54,7 @@ struct Api {
 
 const char* const kVariables[] = {"SDM_FAKE_CUDA_DEVICES",     "SDM_FAKE_CUDA_VERSION",   "SDM_FAKE_CUDA_FAIL",
                                   "SDM_FAKE_CUDA_MISSING",     "SDM_FAKE_CUDA_DISABLE_JIT", "SDM_FAKE_CUDA_CAPTURING",
-                                  "SDM_FAKE_CUDA_OCCUPANCY",   "SDM_FAKE_CUDA_IMAGE_LOG"};
+                                  "SDM_FAKE_CUDA_OCCUPANCY",   "SDM_FAKE_CUDA_IMAGE_LOG", "SDM_FAKE_CUDA_RECORD_PARAMS"};
 
 void* lookup(const Api& api, const char* name, CUresult* result = nullptr, CUdriverProcAddressQueryResult* status = nullptr) {
     void* fn = reinterpret_cast<void*>(&lookup);  // must be overwritten
@@ -740,6 +740,73 @@ TEST_CASE("a module's kernels, and its PTX and binary versions", "[fake_cuda]") 
         CHECK(a.cuModuleGetFunction(&again, m, "scale") == CUDA_ERROR_INVALID_HANDLE);
         CHECK(a.cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_NUM_REGS, scale) == CUDA_ERROR_INVALID_HANDLE);
     }
+}
+
+TEST_CASE("the parameter buffer of the last launch, laid out by the image's parameter table", "[fake_cuda]") {
+    const Api& a = api();
+    a.reset();
+    const auto last_params = reinterpret_cast<sdm_fake_cuda_last_params_fn>(dlsym(a.handle, "sdm_fake_cuda_last_params"));
+    REQUIRE(last_params != nullptr);
+    size_t size = 0;
+    CHECK(last_params(nullptr, 0, &size) == CUDA_ERROR_NOT_FOUND);  // no launch yet
+    REQUIRE(configure({kH200}, {.record_params = true}) == CUDA_SUCCESS);
+    Current current(0);
+    // mixed(char, double, int, long long, Odd (3 bytes), Wide (16, aligned 8), void*), from the cubin's
+    // EIATTR_KPARAM_INFO and from the PTX's .param list: the same 64-byte buffer.
+    for (const std::string file : {"params.sm_90.cubin", "params.compute_90.ptx"}) {
+        INFO(file);
+        CUmodule m = nullptr;
+        REQUIRE(load(file.ends_with(".ptx") ? ptx_image(file) : sdm::test::data_file(file), &m) == CUDA_SUCCESS);
+        CUfunction mixed = nullptr;
+        REQUIRE(a.cuModuleGetFunction(&mixed, m, "mixed") == CUDA_SUCCESS);
+        char c = 'c';
+        double d = 2.5;
+        int32_t i = -7;
+        int64_t l = int64_t{1} << 40;
+        const char odd[3] = {'x', 'y', 'z'};
+        unsigned char wide[16];
+        for (int k = 0; k < 16; ++k) wide[k] = static_cast<unsigned char>(0xa0 + k);
+        void* p = reinterpret_cast<void*>(uintptr_t{0x7f0000001000});
+        void* params[] = {&c, &d, &i, &l, const_cast<char*>(odd), wide, &p};
+        CUlaunchConfig config{};
+        config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+        config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+        REQUIRE(a.cuLaunchKernelEx(&config, mixed, params, nullptr) == CUDA_SUCCESS);
+        std::vector<unsigned char> expected(64, 0);
+        std::memcpy(&expected[0], &c, 1);
+        std::memcpy(&expected[8], &d, 8);
+        std::memcpy(&expected[16], &i, 4);
+        std::memcpy(&expected[24], &l, 8);
+        std::memcpy(&expected[32], odd, 3);
+        std::memcpy(&expected[40], wide, 16);
+        std::memcpy(&expected[56], &p, 8);
+        REQUIRE(last_params(nullptr, 0, &size) == CUDA_SUCCESS);
+        CHECK(size == 64);
+        std::vector<unsigned char> got(size);
+        REQUIRE(last_params(got.data(), got.size(), nullptr) == CUDA_SUCCESS);
+        CHECK(got == expected);
+        // The buffer as `extra` gives it (CU_LAUNCH_PARAM_BUFFER_POINTER), taken as it is.
+        std::vector<unsigned char> buffer(expected.rbegin(), expected.rend());
+        size_t buffer_size = buffer.size();
+        void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buffer.data(), CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size, CU_LAUNCH_PARAM_END};
+        REQUIRE(a.cuLaunchKernelEx(&config, mixed, nullptr, extra) == CUDA_SUCCESS);
+        std::vector<unsigned char> first(4);
+        REQUIRE(last_params(first.data(), first.size(), &size) == CUDA_SUCCESS);  // a short buffer gets the first bytes
+        CHECK(size == 64);
+        CHECK(first == std::vector<unsigned char>(buffer.begin(), buffer.begin() + 4));
+        REQUIRE(a.cuModuleUnload(m) == CUDA_SUCCESS);
+    }
+    // Off (the default): a launch records no parameters, as it reads none.
+    REQUIRE(reconfigure({kH200}) == CUDA_SUCCESS);
+    CUmodule m = nullptr;
+    REQUIRE(load(sdm::test::data_file("params.sm_90.cubin"), &m) == CUDA_SUCCESS);
+    CUfunction none = nullptr;
+    REQUIRE(a.cuModuleGetFunction(&none, m, "no_params") == CUDA_SUCCESS);
+    CUlaunchConfig config{};
+    config.gridDimX = config.gridDimY = config.gridDimZ = config.blockDimX = config.blockDimY = config.blockDimZ = 1;
+    REQUIRE(a.cuLaunchKernelEx(&config, none, nullptr, nullptr) == CUDA_SUCCESS);
+    CHECK(last_params(nullptr, 0, &size) == CUDA_ERROR_NOT_FOUND);
+    REQUIRE(a.cuModuleUnload(m) == CUDA_SUCCESS);
 }
 
 TEST_CASE("module loading refuses what the real driver refuses", "[fake_cuda]") {

@@ -117,6 +117,28 @@ TEST_CASE("an RTX device: one untested-hardware warning per device, and the flag
     CHECK(info.untested == 0);
 }
 
+TEST_CASE("the untested-hardware warning is once per process and device, not once per runtime", "[policy][rtx]") {
+    // Devices of their own (the memo is the process's: another test's RTX 4090 must not count here).
+    const FakeDevice rtx3080{"NVIDIA GeForce RTX 3080 (policy memo)", 8, 6, 101376, 68, 5242880};
+    const FakeDevice rtx5080{"NVIDIA GeForce RTX 5080 (policy memo)", 12, 0, 101376, 84, 67108864};
+    FakeRuntime f({.devices = {rtx3080, rtx5080}, .log = true});
+    const auto archive = make_archive("kernels", {"sm_86", "sm_120"}, {"scale"});
+    mount(f.rt.get(), archive, "first.sdma");
+    info_of(f.rt.get(), 0, "scale");
+    RuntimePtr second = f.another();  // a second runtime beside the first, as a host's library might make
+    mount(second.get(), archive, "second.sdma");
+    info_of(second.get(), 0, "scale");
+    f.restart();  // and a third, after the first is gone
+    mount(f.rt.get(), archive, "third.sdma");
+    info_of(f.rt.get(), 0, "scale");
+    CHECK(count_containing(f.log, "has not been tested on RTX-class GPUs: device 0 (NVIDIA GeForce RTX 3080 (policy memo), compute capability 8.6)") == 1);
+    // Another device is warned about for itself, once, from whichever runtime loads on it first.
+    info_of(second.get(), 1, "scale");
+    info_of(f.rt.get(), 1, "scale");
+    CHECK(count_containing(f.log, "has not been tested on RTX-class GPUs: device 1 (NVIDIA GeForce RTX 5080 (policy memo), compute capability 12.0)") == 1);
+    CHECK(count_containing(f.log, "has not been tested on RTX-class GPUs") == 2);
+}
+
 TEST_CASE_METHOD(FakeRuntime, "CUDA_FORCE_PTX_JIT=1: the PTX path, never a cubin", "[policy][switches]") {
     EnvGuard force("CUDA_FORCE_PTX_JIT", "1");
     SECTION("PTX is there: linked, though a cubin fits") {

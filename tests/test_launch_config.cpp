@@ -97,6 +97,22 @@ TEST_CASE("3-D grids and blocks, the cooperative flag and a priority reach cuLau
     CHECK(fake_calls("cuOccupancyMaxActiveBlocksPerMultiprocessor") == 1);  // remembered per shape
 }
 
+TEST_CASE("the fake driver records the parameter buffer a launch hands the kernel, in the image's layout", "[launch][config]") {
+    UserKernels u;
+    fake_set_record_params(true);
+    sdm_kernel* matmul = u.get("matmul_tiled");  // (const float*, const float*, float*, int): b64,b64,b64,b32
+    uint64_t a = 0x7F0000001000, b = 0x7F0000002000, c = 0x7F0000003000;
+    int32_t n = -7;
+    launch(matmul, plan_of(1, 1, 1, 32, 1, 1), {&a, &b, &c, &n});
+    std::vector<unsigned char> expected(28);
+    std::memcpy(expected.data(), &a, 8);
+    std::memcpy(expected.data() + 8, &b, 8);
+    std::memcpy(expected.data() + 16, &c, 8);
+    std::memcpy(expected.data() + 24, &n, 4);
+    CHECK(fake_last_params() == expected);
+    fake_set_record_params(false);
+}
+
 TEST_CASE("a cooperative grid that cannot be co-resident is refused with the figures, not launched", "[launch][config][hostile]") {
     UserKernels u;
     sdm_kernel* grid_sum = u.get("grid_sum");

@@ -37,18 +37,34 @@ func (e *Error) Is(target error) bool {
 	return ok && status == e.Code
 }
 
-// adopt copies and destroys an sdm_error that a call failed with.
+// ImageRefusedError is the error of an image refusal (ErrImageRefused): sdm loaded an image that
+// must not run on the device (compiled for an older arch, on a Hopper / Blackwell GPU), and the
+// message names the image, the device and the fix. It is its own type, not an *Error, so that it
+// escapes a generic handler: the seed makes its refusal a BaseException that no `except Exception`
+// fallback catches, and likewise code that falls back on any *sdm.Error (errors.As(err, &e) with
+// e an *sdm.Error) does not match it. Test for it by name: errors.Is(err, sdm.ErrImageRefused),
+// or errors.As with an *sdm.ImageRefusedError. Its fields are Error's.
+type ImageRefusedError Error
+
+func (e *ImageRefusedError) Error() string { return (*Error)(e).Error() }
+
+// Is reports whether target is ErrImageRefused.
+func (e *ImageRefusedError) Is(target error) bool { return (*Error)(e).Is(target) }
+
+// adopt copies and destroys an sdm_error that a call failed with: an *Error, or an
+// *ImageRefusedError for ErrImageRefused.
 func adopt(status C.sdm_status, cerr *C.sdm_error) error {
-	if cerr == nil { // sdm had no memory for an error object
-		return &Error{Code: Status(status), Message: Status(status).String()}
+	e := Error{Code: Status(status), Message: Status(status).String()}
+	if cerr != nil { // else sdm had no memory for an error object
+		defer C.sdm_error_destroy(cerr)
+		e.Message = C.GoString(C.sdm_error_message(cerr))
+		e.Native = int32(C.sdm_error_native(cerr))
+		e.Log = C.GoString(C.sdm_error_log(cerr))
 	}
-	defer C.sdm_error_destroy(cerr)
-	return &Error{
-		Code:    Status(status),
-		Message: C.GoString(C.sdm_error_message(cerr)),
-		Native:  int32(C.sdm_error_native(cerr)),
-		Log:     C.GoString(C.sdm_error_log(cerr)),
+	if e.Code == ErrImageRefused {
+		return (*ImageRefusedError)(&e)
 	}
+	return &e
 }
 
 // check turns a call's status and error into a Go error (nil on success).

@@ -35,12 +35,28 @@ const (
 // temporary directory.
 func launchArchive(t *testing.T) string {
 	t.Helper()
+	return importedArchive(t, "launch.sm_90.cubin", "")
+}
+
+// importedArchive is tests/data/cubin as `sdm import` archives it, with manifest (TOML text) when
+// it is not "", in the test's temporary directory.
+func importedArchive(t *testing.T, cubin, manifest string) string {
+	t.Helper()
 	tool := os.Getenv("SDM_TOOL")
 	if tool == "" {
 		t.Fatal("set SDM_TOOL to build/tools/sdm (run_tests.sh does)")
 	}
-	archive := filepath.Join(t.TempDir(), "launch.sdma")
-	out, err := exec.Command(tool, "import", filepath.Join(repo, "tests/data/launch.sm_90.cubin"), "-o", archive, "-q").CombinedOutput()
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "imported.sdma")
+	args := []string{"import", filepath.Join(repo, "tests/data", cubin), "-o", archive, "-q"}
+	if manifest != "" {
+		path := filepath.Join(dir, "manifest.toml")
+		if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-m", path)
+	}
+	out, err := exec.Command(tool, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("sdm import: %v: %s", err, out)
 	}

@@ -563,7 +563,9 @@ type Kernel struct {
 	released atomic.Bool
 	// launch is the C memory Launch fills, kept for the next call; nil before the first and while
 	// a Launch holds it (a concurrent one mallocs its own). The finalizer frees it.
-	launch atomic.Pointer[C.sdm_go_launch]
+	launch  atomic.Pointer[C.sdm_go_launch]
+	checked string                  // the signature KernelChecked was given, or ""
+	params  atomic.Pointer[[]param] // the signature Launch packs by, once read (values.go)
 }
 
 // KernelInfo says what a fetched kernel is (sdm_kernel_info).
@@ -616,7 +618,7 @@ func (r *Runtime) KernelOnStream(ordinal int, name, signature string, stream Str
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{rt: r, handle: handle}
+	k := &Kernel{rt: r, handle: handle, checked: signature}
 	runtime.SetFinalizer(k, (*Kernel).finalize)
 	return k, nil
 }
@@ -998,10 +1000,17 @@ type RawArg []byte
 
 // Launch launches the kernel with plan on stream (a CUstream of the kernel's device, or nil for
 // the device's context current on this thread) through cuLaunchKernelEx. args are the argument
-// values in the order of the kernel's signature: DevicePtr for "ptr", float32 for "f32", int32
-// for "i32", and likewise for the other fixed-size integers and floats, bool, uintptr and
-// unsafe.Pointer (a device address); RawArg for anything else. sdm checks their count against
-// the signature; the caller answers for their types and for the device memory the kernel touches.
+// values in the order of the kernel's signature (KernelChecked's, else the kernel's own), each
+// packed by its parameter's layout: DevicePtr, uintptr or unsafe.Pointer (a device address) for
+// "ptr" (or b64, u64, i64); any fixed-size integer for an integer parameter (i32 .. u64, and b8 ..
+// b64, signed or unsigned, of the width) that holds its value; float32 or float64 for f32, f64,
+// b32 (as f32) and b64 (as f64); complex64 for a b64 or opaque:8 parameter (complex<float>),
+// complex128 for an opaque:16 one (complex<double>), byte-exact; bool for b8; RawArg of exactly
+// the parameter's size for anything (a struct by value). A conversion that would lose anything (a
+// float to an integer, a complex to a real, an integer out of range, a float64 past the f32
+// range, a RawArg longer or shorter than its parameter) is ErrInvalidArgument naming the
+// argument's index and both types, before anything reaches the driver. sdm checks the count; the
+// caller answers for the device memory the kernel touches.
 // A successful Launch allocates nothing on the Go heap: the C memory it fills is the Kernel's,
 // kept between calls (a Launch concurrent with another on the same Kernel mallocs its own).
 func (k *Kernel) Launch(plan Plan, stream Stream, args ...interface{}) error {
@@ -1029,13 +1038,15 @@ func (k *Kernel) launchWith(plan Plan, stream Stream, attributes unsafe.Pointer,
 	// them: C memory, as cgo forbids handing C a Go array of Go pointers. Nothing here allocates on
 	// the Go heap, nor lets args escape, so the caller's interface values can stay on its stack.
 	const slot = 16
+	params, err := k.signature()
+	if err != nil {
+		return err
+	}
 	size := 0
 	for i, arg := range args {
-		n := storeArg(nil, arg)
-		if n < 0 {
-			return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf("kernel argument %d: %v is not a kernel argument type "+
-				"(DevicePtr, a fixed-size integer or float, bool, uintptr, unsafe.Pointer or RawArg; int is not fixed-size)",
-				i, typeOf(arg))}
+		n, refused := packArg(nil, arg, paramAt(params, i), i)
+		if refused != nil {
+			return refused
 		}
 		size += (n + slot - 1) / slot * slot
 	}
@@ -1052,7 +1063,8 @@ func (k *Kernel) launchWith(plan Plan, stream Stream, attributes unsafe.Pointer,
 		offset := 0
 		for i, arg := range args {
 			slots[i] = unsafe.Add(data, offset)
-			offset += (storeArg(slots[i], arg) + slot - 1) / slot * slot
+			n, _ := packArg(slots[i], arg, paramAt(params, i), i) // measured above: it fits
+			offset += (n + slot - 1) / slot * slot
 		}
 	}
 	launch.plan = plan.toC()

@@ -666,11 +666,10 @@ func TestConcurrentLaunchesOfOneKernel(t *testing.T) {
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				// Now and then more argument bytes than the kernel's launch memory holds (sdm does not
-				// check sizes; the fake driver runs nothing).
+				// Now and then the f32 as its bytes, which take another path to the launch memory.
 				var factor interface{} = float32(g)
 				if i%10 == g {
-					factor = sdm.RawArg(make([]byte, 1000))
+					factor = sdm.RawArg(make([]byte, 4))
 				}
 				if err := scale.Launch(plan, nil, sdm.DevicePtr(0x7f0000000000), factor, int32(i)); err != nil {
 					errs <- err

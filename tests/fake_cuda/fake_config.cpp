@@ -30,6 +30,7 @@ CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configu
     c.occupancy = config.occupancy.value_or(0);
     c.image_log = config.image_log.c_str();
     c.hold_work = config.hold_work ? 1 : 0;
+    c.record_params = config.record_params ? 1 : 0;
     return static_cast<CUresult>(configure(&c));
 }
 
@@ -97,6 +98,11 @@ void fake_set_hold_work(bool hold) {
     apply_again();
 }
 
+void fake_set_record_params(bool record) {
+    applied().record_params = record;
+    apply_again();
+}
+
 int64_t fake_calls(const char* what) { return reinterpret_cast<sdm_fake_cuda_calls_fn>(fake_symbol("sdm_fake_cuda_calls"))(what); }
 
 int64_t fake_image_loads() { return fake_calls("cuLibraryLoadData") + fake_calls("cuModuleLoadData"); }
@@ -105,6 +111,15 @@ sdm_fake_cuda_launch fake_last_launch() {
     sdm_fake_cuda_launch l{};
     REQUIRE(reinterpret_cast<sdm_fake_cuda_last_launch_fn>(fake_symbol("sdm_fake_cuda_last_launch"))(&l) == CUDA_SUCCESS);
     return l;
+}
+
+std::vector<unsigned char> fake_last_params() {
+    const auto last_params = reinterpret_cast<sdm_fake_cuda_last_params_fn>(fake_symbol("sdm_fake_cuda_last_params"));
+    size_t size = 0;
+    REQUIRE(last_params(nullptr, 0, &size) == CUDA_SUCCESS);
+    std::vector<unsigned char> buffer(size);
+    REQUIRE(last_params(buffer.data(), buffer.size(), nullptr) == CUDA_SUCCESS);
+    return buffer;
 }
 
 void fake_finish_work() { reinterpret_cast<sdm_fake_cuda_finish_work_fn>(fake_symbol("sdm_fake_cuda_finish_work"))(); }

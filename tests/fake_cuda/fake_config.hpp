@@ -51,6 +51,7 @@ struct FakeConfig {
     std::optional<int> occupancy{};    // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
     std::string image_log{};           // a file that gets a line per cubin loaded (XXH3-128, BLAKE2b-256); "": none
     bool hold_work{false};             // launches stay queued until fake_finish_work or a synchronize waits for them
+    bool record_params{false};         // each launch records its parameter buffer (fake_last_params)
 };
 
 // Hands `config` to `configure` (the sdm_fake_cuda_configure of a fake driver the caller loaded);
@@ -74,10 +75,14 @@ void fake_set_disable_jit(bool disable);
 void fake_set_capturing(bool capturing);
 void fake_set_occupancy(std::optional<int> blocks);
 void fake_set_hold_work(bool hold);
+void fake_set_record_params(bool record);
 // With hold_work: every queued launch finishes now.
 void fake_finish_work();
 // The configuration of the last cuLaunchKernelEx that succeeded (REQUIREs there was one).
 sdm_fake_cuda_launch fake_last_launch();
+// The kernel parameter buffer of that launch, as the fake received it (REQUIREs there was one,
+// made with record_params on).
+std::vector<unsigned char> fake_last_params();
 
 // Symbol `name` of the fake driver (its exports: cuGetProcAddress_v2, the sdm_fake_cuda_ helpers).
 void* fake_symbol(const char* name);

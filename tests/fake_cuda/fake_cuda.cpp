@@ -39,6 +39,7 @@
 #include "common/digest.hpp"
 #include "common/hash.hpp"
 #include "archive/image.hpp"
+#include "archive/kernel_params.hpp"
 #include "sdm_fake_cuda.h"
 
 #define SDM_FAKE_EXPORT __attribute__((visibility("default")))
@@ -57,6 +58,9 @@ struct CUmod_st {
     int binary_version{0};  // cubin: its SM; PTX: the device's major*10+minor
     int ptx_version{0};     // cubin: its SM; PTX: its .target arch
     std::map<std::string, std::unique_ptr<CUfunc_st>, std::less<>> functions;
+    // Each kernel's parameters as sdm derives them from the image (archive/kernel_params.hpp), the
+    // sizes a launch's kernelParams point to; a kernel whose parameters do not derive has none.
+    std::map<std::string, sdm::archive::Signature, std::less<>> params;
     // Its variables (cubins: __device__, __constant__), host memory standing in for device memory,
     // zero-initialised (the fake does not read an image's initial values).
     std::map<std::string, std::vector<unsigned char>, std::less<>> globals;
@@ -88,6 +92,7 @@ struct CUfunc_st {
     CUmod_st* module{nullptr};
     std::string name;
     int max_dynamic_smem{49152};  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set
+    std::optional<sdm::archive::Signature> params;  // its module's params entry, if it has one
 };
 // A user object: its destructor runs when its last reference (the creator's, a graph's, an
 // executable graph's) goes.
@@ -240,6 +245,7 @@ struct Config {
     std::optional<int> occupancy;  // what cuOccupancyMaxActiveBlocksPerMultiprocessor reports instead of its model
     std::string image_log;         // "": none
     bool hold_work{false};         // launches stay queued until finished (sdm_fake_cuda_finish_work, a synchronize)
+    bool record_params{false};     // a launch records its parameter buffer (sdm_fake_cuda_last_params)
 };
 
 // sdm_fake_cuda_configure's argument as a Config; on an invalid one, an empty optional and
@@ -299,6 +305,7 @@ std::optional<Config> from_struct(const sdm_fake_cuda_config& in, std::string& e
     }
     c.image_log = in.image_log ? in.image_log : "";
     c.hold_work = in.hold_work != 0;
+    c.record_params = in.record_params != 0;
     return c;
 }
 
@@ -454,6 +461,7 @@ Config read_environment(std::string& error) {
     }
     c.image_log = env("SDM_FAKE_CUDA_IMAGE_LOG");
     c.hold_work = env_flag("SDM_FAKE_CUDA_HOLD_WORK");
+    c.record_params = env_flag("SDM_FAKE_CUDA_RECORD_PARAMS");
     return c;
 }
 
@@ -500,6 +508,7 @@ struct State {
     std::map<const CUlib_st*, std::unique_ptr<CUlib_st>> libraries;
     std::set<const CUkern_st*> kernels;
     sdm_fake_cuda_launch last_launch{};  // the last cuLaunchKernelEx that succeeded
+    std::optional<std::vector<unsigned char>> last_params;  // its parameter buffer (sdm_fake_cuda_last_params)
     // Graphs: the captures in progress by stream, the graphs, executable graphs and user objects.
     struct Capture {
         uint64_t id;
@@ -928,6 +937,15 @@ void log_image(const std::string& path, const unsigned char* p, uint64_t extent)
     }
 }
 
+// The parameters of the module's kernels, as sdm derives them from the image. An image whose
+// parameters do not derive still loads (the driver does not need them): its launches record none.
+void note_params(CUmod_st& module, sdm::archive::Kind kind, sdm::Bytes image) {
+    auto kernels = sdm::archive::image_kernel_params(kind, image);
+    if (!kernels) return;
+    for (auto& k : *kernels)
+        if (k.offsets_exact) module.params.emplace(std::move(k.name), std::move(k.signature));
+}
+
 // Decides what the real driver would do with `image` on device `d`: the module's facts, or the
 // failure. `now`: the configuration as it is at the call (the JIT switch, the image log).
 std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, const Config& now, int ordinal, const Device& d,
@@ -951,6 +969,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
                                "cubin for sm_" + std::to_string(sm) + sdm::archive::variant_suffix(variant) +
                                    " cannot run on " + device_text(ordinal, d)};
         module->kernels = std::move(info->kernels);
+        note_params(*module, sdm::archive::Kind::cubin, sdm::Bytes(reinterpret_cast<const std::byte*>(p), *extent));
         for (const auto& [name, size] : info->globals) module->globals[name].assign(std::min<uint64_t>(size, uint64_t{1} << 26), 0);
         module->binary_version = sm;
         module->ptx_version = info->virtual_sm != 0 ? info->virtual_sm : sm;  // what ptxas compiled from, as the driver reports
@@ -981,6 +1000,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
                            "ptxas fatal   : PTX .target sm_" + std::to_string(target) + sdm::archive::variant_suffix(variant) +
                                " cannot be compiled for " + device_text(ordinal, d)};
     module->kernels = std::move(info->kernels);
+    note_params(*module, sdm::archive::Kind::ptx, sdm::Bytes(reinterpret_cast<const std::byte*>(p), *length));
     module->binary_version = dev_cc;
     module->ptx_version = target;
     return module;
@@ -1217,10 +1237,36 @@ CUresult CUDAAPI impl_cuOccupancyMaxActiveClusters(int* n, CUfunction f, const C
     return CUDA_SUCCESS;
 }
 
+// The parameter buffer a launch hands its kernel (sdm_fake_cuda_last_params): from kernelParams,
+// each parameter's bytes at its offset in the C layout of the signature derived from the image
+// (the driver reads as many bytes through each pointer as the image's parameter table says; the
+// fake takes the sizes from the same table, parsed by sdm's archive/kernel_params), padding zero;
+// or the buffer that `extra` gives (CU_LAUNCH_PARAM_BUFFER_POINTER and _SIZE). None for a kernel
+// whose parameters do not derive, or without either.
+std::optional<std::vector<unsigned char>> parameter_buffer(const CUfunc_st& f, void** kernel_params, void** extra) {
+    if (kernel_params != nullptr) {
+        if (!f.params) return std::nullopt;
+        uint32_t total = 0;
+        const std::vector<uint32_t> offsets = sdm::archive::param_offsets(*f.params, &total);
+        std::vector<unsigned char> buffer(total, 0);
+        for (size_t i = 0; i < offsets.size(); ++i)
+            std::memcpy(buffer.data() + offsets[i], kernel_params[i], sdm::archive::param_type_size((*f.params)[i]));
+        return buffer;
+    }
+    const unsigned char* data = nullptr;
+    size_t size = 0;
+    for (void** e = extra; e != nullptr && *e != CU_LAUNCH_PARAM_END; e += 2) {
+        if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) data = static_cast<const unsigned char*>(e[1]);
+        else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE) size = *static_cast<const size_t*>(e[1]);
+    }
+    if (data == nullptr) return std::nullopt;
+    return std::vector<unsigned char>(data, data + size);
+}
+
 // cuLaunchKernelEx as the driver checks it: a live function, dims within limits, dynamic shared
 // memory within the function's limit, clusters and PDL only on 9.0+, the grid a multiple of the
 // cluster. Nothing runs.
-CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void**, void**) {
+CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** kernel_params, void** extra) {
     SDM_FAKE_ENTER(e_cuLaunchKernelEx);
     if (!c) return CUDA_ERROR_INVALID_VALUE;
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
@@ -1261,6 +1307,10 @@ CUresult CUDAAPI impl_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, vo
         if (a.id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) l.pdl = a.value.programmaticStreamSerializationAllowed;
     }
     l.stream = c->hStream;
+    // Read through kernelParams only when asked: a test that archives a kernel under a shorter
+    // signature than its image's passes fewer pointers than the image has parameters.
+    if (live_config(s).record_params) s.last_params = parameter_buffer(*f, kernel_params, extra);
+    else s.last_params.reset();
     if (const auto capture = s.captures.find(c->hStream); capture != s.captures.end()) {
         capture->second.graph->kernels.push_back(f);  // recorded, not run
         return CUDA_SUCCESS;
@@ -1363,6 +1413,7 @@ CUresult function_of(State& s, CUmod_st& m, const char* name, CUfunction* functi
     auto f = std::make_unique<CUfunc_st>();
     f->module = &m;
     f->name = name;
+    if (const auto params = m.params.find(std::string_view(name)); params != m.params.end()) f->params = params->second;
     *function = f.get();
     s.functions.insert(f.get());
     m.functions.emplace(name, std::move(f));
@@ -1702,6 +1753,15 @@ SDM_FAKE_EXPORT int32_t sdm_fake_cuda_last_launch(sdm_fake_cuda_launch* launch) 
     return CUDA_SUCCESS;
 }
 
+SDM_FAKE_EXPORT int32_t sdm_fake_cuda_last_params(void* buffer, size_t capacity, size_t* size) {
+    State& s = state();
+    Lock lock(s.mu);
+    if (!s.last_params || s.last_launch.block[0] == 0) return CUDA_ERROR_NOT_FOUND;
+    if (size) *size = s.last_params->size();
+    if (buffer) std::memcpy(buffer, s.last_params->data(), std::min(capacity, s.last_params->size()));
+    return CUDA_SUCCESS;
+}
+
 SDM_FAKE_EXPORT void sdm_fake_cuda_finish_work(void) {
     State& s = state();
     Lock lock(s.mu);
@@ -1729,6 +1789,7 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     s.libraries.clear();
     s.kernels.clear();
     s.last_launch = sdm_fake_cuda_launch{};
+    s.last_params.reset();
     s.unloaded_busy = 0;
     for (const auto& c : s.contexts)
         if (c) c->refcount = 0;

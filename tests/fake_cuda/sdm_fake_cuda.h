@@ -11,7 +11,7 @@
  * the call counters; live contexts and modules survive it): the devices, the failure rules, the
  * missing entry points and the version the JIT's PTX ISA follows. What a call needs before or
  * without a cuInit is read as it is at each call: the version and the failure rules of
- * cuDriverGetVersion, disable_jit, capturing, the forced occupancy and the image log.
+ * cuDriverGetVersion, disable_jit, capturing, the forced occupancy, the image log and record_params.
  *
  * The environment:
  *   SDM_FAKE_CUDA_DEVICES  rows "name,major.minor,smem_optin_bytes,sm_count,l2_bytes" joined by
@@ -28,6 +28,7 @@
  *   SDM_FAKE_CUDA_CAPTURING=1    cuStreamIsCapturing reports CU_STREAM_CAPTURE_STATUS_ACTIVE.
  *   SDM_FAKE_CUDA_OCCUPANCY=N    cuOccupancyMaxActiveBlocksPerMultiprocessor reports N blocks.
  *   SDM_FAKE_CUDA_IMAGE_LOG=FILE one line per cubin loaded, the XXH3-128 of the bytes read.
+ *   SDM_FAKE_CUDA_RECORD_PARAMS=1 each launch records its parameter buffer (sdm_fake_cuda_last_params).
  * A malformed variable fails cuInit with CUDA_ERROR_INVALID_VALUE and a line on stderr. */
 #ifndef SDM_FAKE_CUDA_H
 #define SDM_FAKE_CUDA_H
@@ -77,6 +78,7 @@ typedef struct sdm_fake_cuda_config {
     const char* image_log;               /* NULL or "": none; else a file that gets a line per cubin loaded: its XXH3-128 and BLAKE2b-256 in hex */
     int32_t hold_work;                   /* nonzero: a launch stays queued on its stream until sdm_fake_cuda_finish_work,
                                             or a cuEventSynchronize / cuCtxSynchronize that waits for it */
+    int32_t record_params;               /* nonzero: each launch records its parameter buffer (sdm_fake_cuda_last_params) */
 } sdm_fake_cuda_config;
 
 /* Makes `config` the fake's configuration in place of the environment, until the next call; NULL
@@ -120,7 +122,23 @@ typedef struct sdm_fake_cuda_launch {
 } sdm_fake_cuda_launch;
 int32_t sdm_fake_cuda_last_launch(sdm_fake_cuda_launch* launch);
 
+/* With record_params, the kernel parameter buffer of that launch, the bytes the kernel would read: its size in `*size`
+ * (when `size` is not NULL) and its first min(capacity, size) bytes copied to `buffer` (when not
+ * NULL). sdm launches with kernelParams, an array of one pointer per parameter: the fake, like the
+ * driver, reads through each as many bytes as the loaded image's parameter table gives that
+ * parameter (a cubin's EIATTR_KPARAM_INFO, a PTX .entry's .param list, parsed at load time by
+ * sdm's archive/kernel_params), and lays them out at the C-layout offsets of that signature
+ * (archive::param_offsets), the bytes between parameters zero. A launch through `extra`
+ * (CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE) records that buffer as given.
+ * Recording is asked for (record_params) because it reads through every pointer the image's
+ * parameter table implies, as the driver does: a test that archives a kernel under a shorter
+ * signature than its image's, and launches it with that many pointers, would have it read past
+ * the array. CUDA_ERROR_NOT_FOUND (500) when there was no launch, record_params was off at that
+ * launch, or its kernel's parameters do not derive from its image (an unrepresentable signature). */
+int32_t sdm_fake_cuda_last_params(void* buffer, size_t capacity, size_t* size);
+
 typedef int32_t (*sdm_fake_cuda_last_launch_fn)(sdm_fake_cuda_launch*);
+typedef int32_t (*sdm_fake_cuda_last_params_fn)(void*, size_t, size_t*);
 typedef int32_t (*sdm_fake_cuda_configure_fn)(const sdm_fake_cuda_config*);
 typedef int64_t (*sdm_fake_cuda_calls_fn)(const char*);
 typedef void (*sdm_fake_cuda_reset_fn)(void);

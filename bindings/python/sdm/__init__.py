@@ -18,7 +18,8 @@ as bytes or ctypes structures; streams as ints or stream objects (__cuda_stream_
 
 Failures raise SdmError with the status, its name and sdm's message: the subclass of the status
 (error_class), which also derives from the standard exception it fits (NotFoundError: LookupError,
-SdmIOError: OSError). libsdm is found through `library=`, else $SDM_LIBRARY, else the copy a wheel
+SdmIOError: OSError). An image refusal raises ImageRefusedError, which, as in the seed, is a
+BaseException and not an Exception: no generic fallback catches it (SdmBaseError catches all). libsdm is found through `library=`, else $SDM_LIBRARY, else the copy a wheel
 carries (sdm/_lib/libsdm.so.1), else ctypes.util.find_library("sdm"), else libsdm.so.1. `python -m
 sdm info` shows the libsdm found, the driver, the devices and the mounted archives. __version__ is
 the package's: sdm's release.
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import math
 import operator
 import os
 import re
@@ -42,7 +44,7 @@ from ._capi import DeviceClass, ImageKind, ImageSource, Status, error_p, kernel_
 from ._version import __version__
 
 __all__ = [
-    "SdmError", "InvalidArgumentError", "OutOfMemoryError", "NoDriverError", "DriverTooOldError", "DriverError",
+    "SdmBaseError", "SdmError", "InvalidArgumentError", "OutOfMemoryError", "NoDriverError", "DriverTooOldError", "DriverError",
     "NoDeviceError", "UnsupportedDeviceError", "ArchiveCorruptError", "ArchiveUnsupportedError", "SdmIOError",
     "NotFoundError", "UnsupportedError", "NoImageError", "ImageRefusedError", "JitError", "MismatchError",
     "GraphCaptureError", "InternalError", "UntrustedError", "AmbiguousError", "error_class",
@@ -130,17 +132,13 @@ def _text(value: bytes | None) -> str:
 
 # ---- errors ---------------------------------------------------------------------------------------
 
-_ERROR_CLASSES: dict[int, type[SdmError]] = {}  # filled by the subclasses' `status=`
+_ERROR_CLASSES: dict[int, type[SdmBaseError]] = {}  # filled by the subclasses' `status=`
 
 
-class SdmError(Exception):
-    """A failed sdm call. `status` (a Status), `code` (its name, "SDM_ERROR_IO"), `message` (names
-    the thing and the fix), `native` (the CUresult or nvJitLink result, else 0), `log` (a JIT log).
-
-    sdm raises the subclass of the status (error_class), named after it (ERROR_NOT_FOUND:
-    NotFoundError; ERROR_IO: SdmIOError, since IOError would shadow Python's alias of OSError), and
-    each subclass also derives from the standard exception it fits: `except OSError` catches a
-    missing archive file. A status newer than these bindings raises SdmError itself."""
+class SdmBaseError(BaseException):
+    """Every failed sdm call: SdmError, or ImageRefusedError. `status` (a Status), `code` (its name,
+    "SDM_ERROR_IO"), `message` (names the thing and the fix), `native` (the CUresult or nvJitLink
+    result, else 0), `log` (a JIT log). Catch this to catch all of them, an image refusal included."""
 
     def __init__(self, status: int, code: str, message: str, native: int = 0, log: str = "") -> None:
         super().__init__(f"{code}: {message}")
@@ -154,6 +152,15 @@ class SdmError(Exception):
         super().__init_subclass__(**kwargs)
         if status is not None:
             _ERROR_CLASSES[status] = cls
+
+
+class SdmError(SdmBaseError, Exception):
+    """A failed sdm call, but an image refusal (ImageRefusedError, which is not an Exception).
+
+    sdm raises the subclass of the status (error_class), named after it (ERROR_NOT_FOUND:
+    NotFoundError; ERROR_IO: SdmIOError, since IOError would shadow Python's alias of OSError), and
+    each subclass also derives from the standard exception it fits: `except OSError` catches a
+    missing archive file. A status newer than these bindings raises SdmError itself."""
 
 
 class InvalidArgumentError(SdmError, ValueError, status=Status.ERROR_INVALID_ARGUMENT):
@@ -212,8 +219,11 @@ class NoImageError(SdmError, RuntimeError, status=Status.ERROR_NO_IMAGE):
     """No image of a module fits the device."""
 
 
-class ImageRefusedError(SdmError, RuntimeError, status=Status.ERROR_IMAGE_REFUSED):
-    """A loaded image failed validation."""
+class ImageRefusedError(SdmBaseError, status=Status.ERROR_IMAGE_REFUSED):
+    """sdm refused the image it loaded on a modern GPU (compiled for an older arch): the message
+    names the image, the device and the fix. As the seed's ImageRefusal, a BaseException and not an
+    Exception, so that no `except Exception` (nor `except sdm.SdmError`) fallback swallows it and
+    goes on with another route: catch it by name, or as SdmBaseError."""
 
 
 class JitError(SdmError, RuntimeError, status=Status.ERROR_JIT):
@@ -242,13 +252,13 @@ class AmbiguousError(SdmError, LookupError, status=Status.ERROR_AMBIGUOUS):
     mangled name (Runtime.kernels() lists both)."""
 
 
-def error_class(status: int) -> type[SdmError]:
-    """The SdmError subclass sdm raises for `status`; SdmError itself for SDM_OK and for a status
+def error_class(status: int) -> type[SdmBaseError]:
+    """The class sdm raises for `status` (an SdmError subclass, or ImageRefusedError); SdmError itself for SDM_OK and for a status
     these bindings do not know."""
     return _ERROR_CLASSES.get(status, SdmError)
 
 
-def _adopt(lib: ctypes.CDLL, status: int, error: ctypes._Pointer[_capi.sdm_error]) -> SdmError:
+def _adopt(lib: ctypes.CDLL, status: int, error: ctypes._Pointer[_capi.sdm_error]) -> SdmBaseError:
     """The error of `status` and the sdm_error `error` (may be NULL), which it destroys."""
     try:
         code = _text(lib.sdm_status_string(status))
@@ -261,7 +271,7 @@ def _adopt(lib: ctypes.CDLL, status: int, error: ctypes._Pointer[_capi.sdm_error
 
 
 def _call(lib: ctypes.CDLL, function: Callable[..., int], *args: Any) -> None:
-    """Calls `function(*args, &error)`; raises the status's SdmError on a status other than SDM_OK."""
+    """Calls `function(*args, &error)`; raises the status's error (error_class) on a status other than SDM_OK."""
     error = error_p()
     status = function(*args, ctypes.byref(error))
     if status != _capi.SDM_OK:
@@ -689,8 +699,78 @@ _BITS_TYPES: dict[str, tuple[type[ctypes._SimpleCData[Any]], int]] = {
 
 def _is_float(value: object) -> bool:
     """A float rather than an int: a float (numpy.float64 too), or a number with __float__ but no
-    __index__ (numpy.float32, decimal.Decimal)."""
-    return isinstance(value, float) or (not hasattr(value, "__index__") and hasattr(value, "__float__"))
+    __index__ (numpy.float32, decimal.Decimal); not a complex."""
+    return _complex_width(value) is None and (
+        isinstance(value, float) or (not hasattr(value, "__index__") and hasattr(value, "__float__")))
+
+
+def _complex_width(value: object) -> int | None:
+    """The bytes of a complex scalar of a fixed width (NumPy's complex64: 8, complex128: 16, a 0-d
+    array of them too), 0 for a Python complex (no width of its own: it takes the parameter's), None
+    for anything else."""
+    dtype = getattr(value, "dtype", None)
+    if getattr(dtype, "kind", None) == "c" and getattr(value, "ndim", 0) == 0:
+        return int(dtype.itemsize)  # type: ignore[union-attr]  # a NumPy dtype
+    return 0 if isinstance(value, complex) else None
+
+
+def _type_name(value: object) -> str:
+    """`value`'s type as a message names it: "float", "numpy.complex64"."""
+    t = type(value)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__name__}"
+
+
+def _param_size(kind: str) -> int:
+    """The bytes of a parameter of signature type `kind`."""
+    if kind.startswith("opaque:"):
+        return int(kind.split(":")[1])
+    return {"b8": 1, "b16": 2, "f16": 2, "bf16": 2, "b32": 4, "i32": 4, "u32": 4, "f32": 4}.get(kind, 8)
+
+
+def _f32(value: float, what: str) -> float:
+    """`value` as an f32 rounds it (as a C cast does); a finite value past the f32 range, which
+    would arrive as an infinity, is refused."""
+    if math.isfinite(value) and abs(value) > _F32_MAX:
+        raise OverflowError(f"{what}: {value!r} does not fit an f32 (largest finite {_F32_MAX!r})")
+    return value
+
+
+_F32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+
+
+def _complex_argument(kind: str, value: Any, what: str) -> ctypes.Array[ctypes.c_char]:
+    """A complex scalar for a parameter of its size, byte-exact: real part, then imaginary part.
+    NumPy complex64 (8 bytes: complex<float>) goes to a b64 or opaque:8 parameter, complex128 (16:
+    complex<double>) to an opaque:16 one; a Python complex takes the parameter's width, two f32 in 8
+    bytes (each part rounded as a float to an f32 parameter is) or two f64 in 16. Anything else
+    would lose a part, or the imaginary part altogether (a real parameter), and is refused."""
+    width = _complex_width(value)
+    size = _param_size(kind)
+    fits = kind == "b64" or kind.startswith("opaque:")
+    if not fits:
+        raise TypeError(f"{what}: a {_type_name(value)} {value!r} does not convert to a {kind} without losing its imaginary part; "
+                        "a complex goes to a complex parameter (b64 or opaque:8 for complex<float>, opaque:16 for complex<double>)")
+    if width and width != size:
+        wanted = {8: "numpy.complex64", 16: "numpy.complex128"}.get(size)
+        raise TypeError(f"{what}: a {_type_name(value)} is {width} bytes and the {kind} parameter {size}; "
+                        + (f"pass a {wanted} (or a Python complex)" if wanted else "a complex of its size does not exist"))
+    if width:
+        if value.dtype.isnative:
+            return (ctypes.c_char * size).from_buffer_copy(value.tobytes())
+        value = complex(value)  # another byte order: its parts, packed in the host's
+    if size not in (8, 16):
+        raise TypeError(f"{what}: a {_type_name(value)} packs as two f32 (8 bytes) or two f64 (16); the {kind} parameter is {size} bytes")
+    number = complex(value)
+    parts = (_f32(number.real, what), _f32(number.imag, what)) if size == 8 else (number.real, number.imag)
+    return (ctypes.c_char * size).from_buffer_copy(struct.pack("<ff" if size == 8 else "<dd", *parts))
+
+
+def _integer(kind: str, value: Any, what: str) -> int:
+    """`value` as an int for an integer parameter; a float or a complex is refused, not truncated."""
+    if _complex_width(value) is not None or _is_float(value):
+        raise TypeError(f"{what}: a {_type_name(value)} {value!r} does not convert to a {kind} without loss; "
+                        "pass an int (int(x) if truncating is what you mean)")
+    return operator.index(value)
 
 
 def _bytes_argument(value: object, size: int, what: str) -> ctypes.Array[ctypes.c_char]:
@@ -718,38 +798,47 @@ def _bits_argument(kind: str, value: object, what: str) -> ctypes._CData:
     ctype, bits = _BITS_TYPES[kind]
     if _is_float(value):
         if bits == 32:
-            return ctypes.c_float(float(value))  # type: ignore[arg-type]  # _is_float: it has __float__
+            return ctypes.c_float(_f32(float(value), what))  # type: ignore[arg-type]  # _is_float: it has __float__
         if bits == 64:
             return ctypes.c_double(float(value))  # type: ignore[arg-type]
-        raise TypeError(f"{what}: a float is ambiguous for a {kind} parameter ({'f16 or bf16' if bits == 16 else 'one byte'}): "
+        raise TypeError(f"{what}: a {_type_name(value)} is ambiguous for a {kind} parameter ({'f16 or bf16' if bits == 16 else 'one byte'}): "
                         f"pass its bits as an int or {bits // 8} byte(s) (struct.pack('<e', x) for an f16), or a ctypes value")
     if hasattr(value, "__index__"):
         number = operator.index(value)
         if not -(1 << (bits - 1)) <= number < 1 << bits:
-            raise OverflowError(f"{what}: {number} does not fit a {kind} ({bits} bits: "
+            raise OverflowError(f"{what}: the {_type_name(value)} {number} does not fit a {kind} ({bits} bits: "
                                 f"{-(1 << (bits - 1))} .. {(1 << bits) - 1})")
         return ctype(number & ((1 << bits) - 1))
     if isinstance(value, (bytes, bytearray, memoryview, ctypes.Structure, ctypes.Union, ctypes.Array)):
         return _bytes_argument(value, bits // 8, what)
     pointer = " or a device pointer (an array object)" if bits == 64 else ""
     raise TypeError(f"{what}: give an int, a float{pointer}, {bits // 8} byte(s) or a ctypes value, "
-                    f"not a {type(value).__name__}")
+                    f"not a {_type_name(value)}")
 
 
 def _kernel_argument(kind: str | None, value: Any, index: int, stream: int | None = None) -> ctypes._CData:
-    """A ctypes value for kernel parameter `index` of signature type `kind` (a ctypes value is
-    passed as it is):
+    """A ctypes value for kernel parameter `index` of signature type `kind`, packed by the
+    parameter's layout; a conversion that would lose anything is refused, naming the argument's
+    index and both types (TypeError; OverflowError for a number out of range):
     - ptr: an int, None (NULL), or an object of device memory (__cuda_array_interface__, DLPack,
       data_ptr(), a ctypes pointer); DLPack exporters get `stream`;
-    - i32 u32 i64 u64: an int, range-checked; f32 f64 f16 bf16: a number;
+    - i32 u32 i64 u64: an int, range-checked (a float is refused, not truncated); f32 f64 f16
+      bf16: a real number (a float rounds to an f32 as a C cast does; past its range is refused);
     - b8 b16 b32 b64 (derived signatures): an int of that width, signed or unsigned; a float for b32
       (as f32) and b64 (as f64); that many bytes; for b64 what a ptr takes too;
-    - opaque:SIZE:ALIGN: SIZE bytes (bytes, bytearray, memoryview, a ctypes structure, ...)."""
-    if isinstance(value, ctypes._SimpleCData):
-        return value
+    - opaque:SIZE:ALIGN: SIZE bytes (bytes, bytearray, memoryview, a ctypes structure, ...);
+    - a complex (NumPy complex64/complex128, Python complex): byte-exact to a parameter of its
+      size, b64 or opaque:8 (complex<float>), opaque:16 (complex<double>); see _complex_argument;
+    - a ctypes value as it is, when it is the parameter's size."""
     what = f"argument {index} ({kind})"
+    if isinstance(value, ctypes._SimpleCData):
+        if kind is not None and ctypes.sizeof(value) != _param_size(kind):
+            raise TypeError(f"{what}: a {_type_name(value)} is {ctypes.sizeof(value)} byte(s); the {kind} parameter is {_param_size(kind)}")
+        return value
+    if kind is not None and _complex_width(value) is not None:
+        return _complex_argument(kind, value, what)
     if kind is not None and kind.startswith("opaque:"):
-        return _bytes_argument(value, int(kind.split(":")[1]), what)
+        return _bytes_argument(value, _param_size(kind), what)
     if kind in ("ptr", "b64") and not isinstance(value, int):
         if value is None:
             return ctypes.c_void_p(0)
@@ -761,7 +850,7 @@ def _kernel_argument(kind: str | None, value: Any, index: int, stream: int | Non
         if kind == "ptr" and not hasattr(value, "__index__"):
             raise TypeError(f"{what}: give a device pointer as an int, None, or an object of device memory "
                             "(__cuda_array_interface__, __dlpack__, data_ptr(): a CuPy array, a PyTorch tensor), "
-                            f"not a {type(value).__name__}")
+                            f"not a {_type_name(value)}")
     if kind in _BITS_TYPES:
         return _bits_argument(kind, value, what)
     if kind in ("f16", "bf16"):
@@ -771,10 +860,10 @@ def _kernel_argument(kind: str | None, value: Any, index: int, stream: int | Non
                         "pass a ctypes value")
     ctype, bounds = _PARAM_TYPES[kind]
     if bounds is None:
-        return ctype(float(value))
-    number = operator.index(value)
+        return ctype(_f32(float(value), what) if kind == "f32" else float(value))
+    number = _integer(kind, value, what)
     if not bounds[0] <= number <= bounds[1]:
-        raise OverflowError(f"argument {index}: {number} does not fit a {kind}")
+        raise OverflowError(f"{what}: the {_type_name(value)} {number} does not fit a {kind} ({bounds[0]} .. {bounds[1]})")
     return ctype(number)
 
 
@@ -1087,8 +1176,9 @@ class Runtime:
     def _call(self, name: str, *args: Any) -> None:
         _call(self.library, getattr(self.library, name), self._handle, *args)
 
-    def last_error(self) -> SdmError | None:
-        """An SdmError copy of the last error any call on this runtime reported, or None."""
+    def last_error(self) -> SdmBaseError | None:
+        """A copy of the last error any call on this runtime reported (the SdmError subclass or
+        ImageRefusedError sdm would raise for it), or None."""
         last = error_p()
         if self.library.sdm_runtime_last_error(self._handle, ctypes.byref(last)) != _capi.SDM_OK:
             return None

@@ -207,7 +207,11 @@ class ErrorClassTest(unittest.TestCase):
                 self.assertEqual(cls.__name__, "SdmIOError" if status == sdm.Status.ERROR_IO else name)
                 self.assertIs(getattr(sdm, cls.__name__), cls)
                 self.assertIn(cls.__name__, sdm.__all__)
-                self.assertEqual(cls.__bases__, (sdm.SdmError, self.BASES.get(status, RuntimeError)))
+                if status == sdm.Status.ERROR_IMAGE_REFUSED:  # the seed's ImageRefusal: not an Exception
+                    self.assertEqual(cls.__bases__, (sdm.SdmBaseError,))
+                    self.assertFalse(issubclass(cls, Exception))
+                else:
+                    self.assertEqual(cls.__bases__, (sdm.SdmError, self.BASES.get(status, RuntimeError)))
                 error = cls(status, "SDM_" + status.name, "what failed", 7, "a log")
                 self.assertEqual((error.status, error.code, error.message, error.native, error.log, str(error)),
                                  (status, "SDM_" + status.name, "what failed", 7, "a log", f"SDM_{status.name}: what failed"))
@@ -366,23 +370,28 @@ _imported = {}  # cubin name: its archive, built once per run
 _imported_dir = None
 
 
-def imported_archive(test, cubin):
+def imported_archive(test, cubin, matrix=False):
     """tests/data/`cubin` as `sdm import` archives it (signatures derived from the image), built
-    once per run with $SDM_TOOL; fails, naming the variable, without the tool."""
+    once per run with $SDM_TOOL; with `matrix`, under a manifest that declares the SDM hardware
+    matrix (so the image policy applies). Fails, naming the variable, without the tool."""
     global _imported_dir
-    if cubin not in _imported:
+    if (cubin, matrix) not in _imported:
         tool = os.environ.get("SDM_TOOL", "")
         if not (os.path.isfile(tool) and os.access(tool, os.X_OK)):
             test.fail(f"set SDM_TOOL to the sdm tool, build/tools/sdm (it is {tool!r}); run_tests.sh does")
         if _imported_dir is None:
             _imported_dir = Path(tempfile.mkdtemp(prefix="sdm-python-imported-"))
-        path = _imported_dir / (cubin.split(".")[0] + ".sdma")
-        done = subprocess.run([tool, "import", str(ROOT / "tests" / "data" / cubin), "-o", str(path), "-q"],
-                              capture_output=True, text=True, timeout=300)
+        path = _imported_dir / (cubin.removesuffix(".cubin") + ("-matrix" if matrix else "") + ".sdma")
+        command = [tool, "import", str(ROOT / "tests" / "data" / cubin), "-o", str(path), "-q"]
+        if matrix:
+            manifest = _imported_dir / "matrix.toml"
+            manifest.write_text('[archive]\nkernel_abi = "1.0"\nhardware_matrix = "sdm"\n')
+            command += ["-m", str(manifest)]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             test.fail(f"sdm import {cubin} failed ({done.returncode}): {done.stderr}")
-        _imported[cubin] = path
-    return _imported[cubin]
+        _imported[cubin, matrix] = path
+    return _imported[cubin, matrix]
 
 
 def tearDownModule():
@@ -430,6 +439,24 @@ class FakeDriverTest(unittest.TestCase):
         launch = FakeLaunch()
         self.assertEqual(fake.sdm_fake_cuda_last_launch(ctypes.byref(launch)), 0, "no launch reached the fake")
         return launch
+
+    def record_params(self):
+        """From now on in this test, the fake driver records each launch's parameter buffer."""
+        environment = mock.patch.dict(os.environ, {"SDM_FAKE_CUDA_RECORD_PARAMS": "1"})
+        environment.start()
+        self.addCleanup(environment.stop)
+
+    def last_params(self):
+        """The kernel parameter buffer the fake driver received at the last launch (sdm_fake_cuda_last_params;
+        record_params first)."""
+        fake = ctypes.CDLL(self.driver)
+        fake.sdm_fake_cuda_last_params.restype = ctypes.c_int32
+        fake.sdm_fake_cuda_last_params.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+        size = ctypes.c_size_t()
+        self.assertEqual(fake.sdm_fake_cuda_last_params(None, 0, ctypes.byref(size)), 0, "no launch reached the fake")
+        buffer = ctypes.create_string_buffer(size.value)
+        self.assertEqual(fake.sdm_fake_cuda_last_params(buffer, size.value, None), 0)
+        return buffer.raw
 
     def arguments(self, kernel, plan, args, sizes, **options):
         """Launches; the bytes each argument reached sdm_launch with (`sizes`: each one's size)."""
@@ -890,6 +917,42 @@ class TorchLike:
         return self.pointer
 
 
+class _NumpyComplex:
+    """What sdm reads of a NumPy complex scalar (NumPy is not a dependency of the tests): its dtype
+    (kind "c", itemsize, native byte order), ndim 0, tobytes(), and the __float__ that gives the real
+    part alone (with a ComplexWarning), which is how 2+3j once reached a kernel as 2.0."""
+
+    itemsize = 0
+    ndim = 0
+
+    def __init__(self, value):
+        self.value = complex(value)
+        self.dtype = type("dtype", (), {"kind": "c", "itemsize": self.itemsize, "isnative": True})()
+
+    def tobytes(self):
+        return struct.pack("<ff" if self.itemsize == 8 else "<dd", self.value.real, self.value.imag)
+
+    def __complex__(self):
+        return self.value
+
+    def __float__(self):
+        return self.value.real
+
+    def __repr__(self):
+        return repr(self.value)
+
+
+class complex64(_NumpyComplex):  # noqa: N801  # NumPy's names
+    itemsize = 8
+
+
+class complex128(_NumpyComplex):  # noqa: N801
+    itemsize = 16
+
+
+complex64.__module__ = complex128.__module__ = "numpy"
+
+
 class DLTensor(ctypes.Structure):
     """dlpack.h's DLTensor, as an exporter lays it out."""
 
@@ -1147,6 +1210,74 @@ class UserKernelsTest(FakeDriverTest):
             halves.launch((1, 1), [1.5, 0, 0])
         self.assertEqual(self.arguments(halves, (1, 1), [0x3E00, struct.pack("<e", 2.0), 0], [2, 2, 8])[:2],
                          [struct.pack("<H", 0x3E00), struct.pack("<e", 2.0)])
+
+    def test_complex_scalars_reach_the_kernel_byte_exact(self):
+        self.record_params()
+        rt = self.runtime()
+        rt.mount_file(imported_archive(self, "params.sm_90.cubin"))
+        # by_struct(Pair, float*): b64,b64, the slot of a complex<float>: real, then imaginary, two f32.
+        by_struct = rt.kernel(0, "by_struct")
+        for value in (complex64(2 + 3j), 2 + 3j):
+            with self.subTest(value=type(value).__name__):
+                by_struct.launch((1, 1), [value, 0])
+                self.assertEqual(self.last_params(), struct.pack("<ff", 2.0, 3.0) + bytes(8))
+        # mixed(char, double, int, long long, Odd, Wide, void*): opaque:16:8 at offset 40 takes a complex<double>.
+        mixed = rt.kernel(0, "mixed")
+        for value in (complex128(0.1 + 1e300j), 0.1 + 1e300j):
+            with self.subTest(value=type(value).__name__):
+                mixed.launch((1, 1), [1, 2.5, 3, 4, b"xyz", value, 0])
+                self.assertEqual(self.last_params()[40:56], struct.pack("<dd", 0.1, 1e300))
+        self.assertEqual(self.last_params()[:40], b"\x01" + bytes(7) + struct.pack("<d", 2.5) + struct.pack("<i", 3) + bytes(4) +
+                         struct.pack("<q", 4) + b"xyz" + bytes(5))
+
+    def test_lossy_values_are_refused_naming_the_argument_and_both_types(self):
+        rt = self.runtime()
+        rt.mount_file(imported_archive(self, "params.sm_90.cubin"))
+        mixed = rt.kernel(0, "mixed")  # b8,b64,b32,b64,opaque:3:1,opaque:16:8,b64
+        typed = rt.kernel(0, "mixed", signature="b8,f64,i32,i64,opaque:3:1,opaque:16:8,ptr")
+        good = [1, 2.5, 3, 4, b"xyz", bytes(16), 0]
+        launched = self.fake_calls("cuLaunchKernelEx")
+        for kernel, index, value, error, message in (
+                (typed, 1, complex64(2 + 3j), TypeError, "argument 1 (f64): a numpy.complex64 (2+3j) does not convert to a f64 without losing its imaginary part"),
+                (typed, 1, 2 + 3j, TypeError, "argument 1 (f64): a complex (2+3j) does not convert to a f64 without losing its imaginary part"),
+                (mixed, 2, complex64(2 + 3j), TypeError, "argument 2 (b32): a numpy.complex64 (2+3j) does not convert to a b32"),
+                (mixed, 1, complex128(2 + 3j), TypeError, "argument 1 (b64): a numpy.complex128 is 16 bytes and the b64 parameter 8; pass a numpy.complex64"),
+                (mixed, 5, complex64(2 + 3j), TypeError, "argument 5 (opaque:16:8): a numpy.complex64 is 8 bytes and the opaque:16:8 parameter 16; pass a numpy.complex128"),
+                (mixed, 4, 1j, TypeError, "argument 4 (opaque:3:1): a complex packs as two f32 (8 bytes) or two f64 (16); the opaque:3:1 parameter is 3 bytes"),
+                (mixed, 1, complex(1e39, 0), OverflowError, "argument 1 (b64): 1e+39 does not fit an f32"),
+                (typed, 2, 2.5, TypeError, "argument 2 (i32): a float 2.5 does not convert to a i32 without loss"),
+                (typed, 2, 2**31, OverflowError, "argument 2 (i32): the int 2147483648 does not fit a i32 (-2147483648 .. 2147483647)"),
+                (typed, 3, -2**63 - 1, OverflowError, "argument 3 (i64): the int -9223372036854775809 does not fit a i64"),
+                (mixed, 2, 2**32, OverflowError, "argument 2 (b32): the int 4294967296 does not fit a b32"),
+                (mixed, 0, 256, OverflowError, "argument 0 (b8): the int 256 does not fit a b8"),
+                (mixed, 0, 1.5, TypeError, "argument 0 (b8): a float is ambiguous for a b8 parameter"),
+                (mixed, 2, ctypes.c_double(1.5), TypeError, "argument 2 (b32): a ctypes.c_double is 8 byte(s); the b32 parameter is 4"),
+                (typed, 6, 1.5, TypeError, "argument 6 (ptr): give a device pointer")):
+            with self.subTest(index=index, value=repr(value)), self.assertRaises(error) as caught:
+                kernel.launch((1, 1), good[:index] + [value] + good[index + 1:])
+            self.assertIn(message, str(caught.exception))
+        self.assertEqual(self.fake_calls("cuLaunchKernelEx"), launched)  # nothing reached the driver
+
+    def test_an_image_refusal_escapes_a_generic_catch(self):
+        # The seed's ImageRefusal is a BaseException, so that no `except Exception` fallback reroutes it.
+        self.assertFalse(issubclass(sdm.ImageRefusedError, Exception))
+        self.assertTrue(issubclass(sdm.ImageRefusedError, sdm.SdmBaseError))
+        self.assertTrue(issubclass(sdm.SdmError, sdm.SdmBaseError) and issubclass(sdm.SdmError, Exception))
+        rt = self.runtime()
+        # An sm_90 cubin compiled from compute_80, on an H200, in an archive under the hardware matrix.
+        rt.mount_file(imported_archive(self, "kernels.sm_90-from-compute_80.cubin", matrix=True))
+
+        def with_a_fallback():
+            try:
+                return rt.kernel(0, "scale")
+            except Exception:  # what a generic fallback does
+                return None
+
+        with self.assertRaises(sdm.ImageRefusedError) as caught:
+            with_a_fallback()
+        self.assertEqual((caught.exception.status, caught.exception.code), (sdm.Status.ERROR_IMAGE_REFUSED, "SDM_ERROR_IMAGE_REFUSED"))
+        self.assertIn("was compiled for compute_80", caught.exception.message)
+        self.assertIsInstance(rt.last_error(), sdm.ImageRefusedError)
 
     def test_typed_half_parameters_take_floats(self):
         # No archive declares f16 or bf16: the conversion on its own.

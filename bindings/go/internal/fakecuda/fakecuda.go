@@ -1,5 +1,5 @@
 // Package fakecuda reads what the tests' fake CUDA driver (tests/fake_cuda, libcuda_fake.so) saw:
-// its last launch and its call counters, through the test helpers sdm_fake_cuda.h declares. The
+// its last launch, the parameter bytes it received, and its call counters, through the test helpers sdm_fake_cuda.h declares. The
 // library is dlopened by the path libsdm loaded it from ($SDM_CUDA_DRIVER), which gives the same
 // library. cgo is not available in _test.go files, so this is a package of its own, internal to
 // the module and used by its tests only.
@@ -32,6 +32,10 @@ static void* fake_symbol(const char* path, const char* name) {
 
 static int32_t fake_last_launch(void* fn, sdm_fake_cuda_launch* launch) {
     return ((int32_t (*)(sdm_fake_cuda_launch*))fn)(launch);
+}
+
+static int32_t fake_last_params(void* fn, void* buffer, size_t capacity, size_t* size) {
+    return ((int32_t (*)(void*, size_t, size_t*))fn)(buffer, capacity, size);
 }
 
 static int64_t fake_calls(void* fn, const char* entry) {
@@ -88,6 +92,27 @@ func LastLaunch(driver string) (Launch, error) {
 		out.AttributeIDs = append(out.AttributeIDs, int32(l.attribute_ids[i]))
 	}
 	return out, nil
+}
+
+// LastParams is the kernel parameter buffer of that launch, as the fake driver at path driver
+// received it (sdm_fake_cuda_last_params): each parameter's bytes at its offset in the layout of
+// the signature derived from the loaded image. The fake records it only with
+// SDM_FAKE_CUDA_RECORD_PARAMS=1 set at the launch.
+func LastParams(driver string) ([]byte, error) {
+	fn, err := symbol(driver, "sdm_fake_cuda_last_params")
+	if err != nil {
+		return nil, err
+	}
+	var size C.size_t
+	if rc := C.fake_last_params(fn, nil, 0, &size); rc != 0 {
+		return nil, fmt.Errorf("sdm_fake_cuda_last_params: CUresult %d (no launch, or no parameters derived)", int32(rc))
+	}
+	buffer := C.malloc(size + 1)
+	defer C.free(buffer)
+	if rc := C.fake_last_params(fn, buffer, size, nil); rc != 0 {
+		return nil, fmt.Errorf("sdm_fake_cuda_last_params: CUresult %d", int32(rc))
+	}
+	return C.GoBytes(buffer, C.int(size)), nil
 }
 
 // Calls is how many times entry (a base name: "cuLaunchKernelEx") was called since the last

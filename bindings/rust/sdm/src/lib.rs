@@ -28,11 +28,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use sdm_sys as sys;
 
 mod abi;
+mod values;
+
+pub use values::{Complex32, Complex64, Value};
 
 /// `Result<T, sdm::Error>`.
 pub type Result<T> = std::result::Result<T, Error>;
@@ -148,6 +151,14 @@ impl Error {
     /// A backend's log (the JIT's error log), or "".
     pub fn log(&self) -> &str {
         &self.log
+    }
+    /// Whether sdm refused the image it loaded ([`Status::IMAGE_REFUSED`]: compiled for an older
+    /// arch, on a Hopper / Blackwell GPU). The seed makes this a `BaseException` so that no generic
+    /// fallback swallows it: code that retries, or falls back to another route, on an error must
+    /// not do so on this one, but propagate it (`?`). The message names the image, the device and
+    /// the fix.
+    pub fn is_image_refusal(&self) -> bool {
+        self.status == Status::IMAGE_REFUSED
     }
 }
 
@@ -774,7 +785,8 @@ impl Runtime {
         stream: Stream,
     ) -> Result<Kernel<'_>> {
         // SAFETY: the caller's stream.
-        Ok(KernelHandle { raw: unsafe { self.fetch(ordinal, name, signature, stream) }?, runtime: self })
+        let raw = unsafe { self.fetch(ordinal, name, signature, stream) }?;
+        Ok(KernelHandle { raw, runtime: self, checked: signature.map(str::to_owned), params: OnceLock::new() })
     }
 
     /// [`Runtime::kernel`], holding a clone of the `Arc` instead of a borrow: the kernel can be
@@ -802,7 +814,13 @@ impl Runtime {
         stream: Stream,
     ) -> Result<OwnedKernel> {
         // SAFETY: the caller's stream.
-        Ok(KernelHandle { raw: unsafe { self.fetch(ordinal, name, signature, stream) }?, runtime: Arc::clone(self) })
+        let raw = unsafe { self.fetch(ordinal, name, signature, stream) }?;
+        Ok(KernelHandle {
+            raw,
+            runtime: Arc::clone(self),
+            checked: signature.map(str::to_owned),
+            params: OnceLock::new(),
+        })
     }
 
     /// sdm_kernel_get(_checked): a new reference, which the handle made of it releases.
@@ -1244,6 +1262,8 @@ pub struct KernelEntry {
 pub struct KernelHandle<R: Deref<Target = Runtime>> {
     raw: NonNull<sys::sdm_kernel>,
     runtime: R,
+    checked: Option<String>,              // the signature a checked fetch was given
+    params: OnceLock<Vec<values::Param>>, // what launch_values packs by, once read
 }
 
 /// A kernel borrowing its runtime ([`Runtime::kernel`]): the cheapest handle, for code that keeps
@@ -1338,7 +1358,8 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
     /// Launches the kernel with `plan` on `stream` (a CUstream of the kernel's device, or null for
     /// the device's context current on this thread) through cuLaunchKernelEx. `args` are the
     /// addresses of the argument values ([`arg`]), as many as the signature has (sdm checks the
-    /// count).
+    /// count). Nothing checks their types or sizes: [`KernelHandle::launch_values`] packs values
+    /// by the signature and refuses lossy ones.
     ///
     /// # Safety
     /// Each argument must point to a value of the type the kernel's signature declares at that

@@ -27,6 +27,8 @@ fn fake_driver() -> PathBuf {
         std::env::set_var("SDM_FAKE_CUDA_VERSION", "13000");
         std::env::set_var("SDM_FAKE_CUDA_FAIL", "");
         std::env::set_var("SDM_FAKE_CUDA_MISSING", "");
+        // Each launch's parameter buffer (last_params): every launch here passes what the image takes.
+        std::env::set_var("SDM_FAKE_CUDA_RECORD_PARAMS", "1");
     });
     PathBuf::from(
         std::env::var_os("SDM_CUDA_DRIVER")
@@ -468,4 +470,165 @@ fn the_kernel_listing() {
     assert!(rt.kernels(None).unwrap().iter().all(|entry| !entry.shadowed && entry.archive_index != 1));
     assert_error(rt.kernels(Some(3)), Status::NOT_FOUND, &["there is no mounted archive 3 (3 mounted"]);
     assert_error(rt.kernels(Some(u32::MAX)), Status::NOT_FOUND, &["pass None"]);
+}
+
+// ---- values packed by the parameter's layout, refusals, and the image refusal ----
+
+/// tests/data/`cubin` as `sdm import` archives it, under `manifest` (TOML text) when it is not "".
+fn imported(cubin: &str, manifest: &str) -> PathBuf {
+    let tool = std::env::var_os("SDM_TOOL").expect("set SDM_TOOL to build/tools/sdm (run_tests.sh does)");
+    let stem = cubin.trim_end_matches(".cubin");
+    let archive = scratch().join(format!("{stem}{}.sdma", if manifest.is_empty() { "" } else { "-manifest" }));
+    let mut command = Command::new(&tool);
+    command.arg("import").arg(repo().join("tests/data").join(cubin)).arg("-o").arg(&archive).arg("-q");
+    if !manifest.is_empty() {
+        let path = scratch().join(format!("{stem}.toml"));
+        std::fs::write(&path, manifest).unwrap();
+        command.arg("-m").arg(path);
+    }
+    let status = command.status().unwrap();
+    assert!(status.success(), "sdm import {cubin} failed: {status}");
+    archive
+}
+
+/// The kernel parameter buffer the fake driver received at the last launch (sdm_fake_cuda_last_params).
+fn last_params() -> Vec<u8> {
+    let f: extern "C" fn(*mut c_void, usize, *mut usize) -> i32 =
+        // SAFETY: sdm_fake_cuda_last_params's type, as sdm_fake_cuda.h declares it.
+        unsafe { std::mem::transmute(fake_symbol("sdm_fake_cuda_last_params")) };
+    let mut size = 0usize;
+    assert_eq!(f(std::ptr::null_mut(), 0, &mut size), 0, "the fake driver saw no launch");
+    let mut buffer = vec![0u8; size];
+    assert_eq!(f(buffer.as_mut_ptr().cast(), size, std::ptr::null_mut()), 0);
+    buffer
+}
+
+fn params_runtime() -> Runtime {
+    let rt = runtime();
+    rt.mount_file(imported("params.sm_90.cubin", "")).unwrap();
+    rt
+}
+
+#[test]
+fn complex_scalars_reach_the_kernel_byte_exact() {
+    use sdm::{Complex32, Complex64, Value};
+    let _serial = serial();
+    let rt = params_runtime();
+    let one = Plan::new([1, 1, 1], [1, 1, 1]);
+    // by_struct(Pair, float*): b64,b64, the slot of a complex<float>: real, then imaginary, two f32.
+    let by_struct = rt.kernel(0, "by_struct").unwrap();
+    for value in [Value::Complex32(Complex32::new(2.0, 3.0)), Value::from([2.0f32, 3.0])] {
+        // SAFETY: the fake driver runs nothing.
+        unsafe { by_struct.launch_values(&one, std::ptr::null_mut(), &[value, Value::Ptr(0)]) }.unwrap();
+        assert_eq!(last_params(), [&2.0f32.to_le_bytes()[..], &3.0f32.to_le_bytes(), &[0; 8]].concat());
+    }
+    // mixed(char, double, int, long long, Odd, Wide, void*): opaque:16:8 at offset 40 takes a complex<double>.
+    let mixed = rt.kernel(0, "mixed").unwrap();
+    let args = [
+        Value::I8(-3),
+        Value::F64(2.5),
+        Value::I32(7),
+        Value::I64(1 << 40),
+        Value::Bytes(b"xyz"),
+        Value::Complex64(Complex64::new(0.1, 1e300)),
+        Value::Ptr(0x7f00_0000_0000),
+    ];
+    // SAFETY: as above.
+    unsafe { mixed.launch_values(&one, std::ptr::null_mut(), &args) }.unwrap();
+    let want = [
+        &[0xfd][..],
+        &[0; 7],
+        &2.5f64.to_le_bytes(),
+        &7i32.to_le_bytes(),
+        &[0; 4],
+        &(1i64 << 40).to_le_bytes(),
+        b"xyz\0\0\0\0\0",
+        &0.1f64.to_le_bytes(),
+        &1e300f64.to_le_bytes(),
+        &0x7f00_0000_0000u64.to_le_bytes(),
+    ]
+    .concat();
+    assert_eq!(last_params(), want);
+}
+
+#[test]
+fn lossy_values_are_refused_naming_the_argument_and_both_types() {
+    use sdm::{Complex32, Complex64, Value};
+    let _serial = serial();
+    let rt = params_runtime();
+    let one = Plan::new([1, 1, 1], [1, 1, 1]);
+    let mixed = rt.kernel(0, "mixed").unwrap(); // b8,b64,b32,b64,opaque:3:1,opaque:16:8,b64
+    let typed = rt.kernel_checked(0, "mixed", "b8,f64,i32,i64,opaque:3:1,opaque:16:8,ptr").unwrap();
+    let good = [
+        Value::I8(1),
+        Value::F64(2.5),
+        Value::I32(3),
+        Value::I64(4),
+        Value::Bytes(b"xyz"),
+        Value::Complex64(Complex64::default()),
+        Value::Ptr(0),
+    ];
+    let c32 = Value::Complex32(Complex32::new(2.0, 3.0));
+    let launched = fake_calls("cuLaunchKernelEx");
+    for (kernel, index, value, want) in [
+        (
+            &typed,
+            1,
+            c32,
+            "kernel argument 1 (f64): a Complex32 (2+3i) does not convert to a f64 without losing its imaginary part",
+        ),
+        (&mixed, 2, c32, "kernel argument 2 (b32): a Complex32 (2+3i) does not convert to a b32"),
+        (
+            &mixed,
+            1,
+            Value::from([2.0f64, 3.0]),
+            "kernel argument 1 (b64): a Complex64 is 16 bytes and the parameter 8; pass a Complex32",
+        ),
+        (
+            &mixed,
+            5,
+            c32,
+            "kernel argument 5 (opaque:16:8): a Complex32 is 8 bytes and the parameter 16; pass a Complex64",
+        ),
+        (&typed, 2, Value::F64(2.5), "kernel argument 2 (i32): a f64 2.5 does not convert to a i32 without loss"),
+        (
+            &typed,
+            2,
+            Value::I64(1 << 31),
+            "kernel argument 2 (i32): the i64 2147483648 does not fit a i32 (-2147483648 .. 2147483647)",
+        ),
+        (&mixed, 2, Value::U64(1 << 32), "kernel argument 2 (b32): the u64 4294967296 does not fit a b32"),
+        (&mixed, 0, Value::I16(256), "kernel argument 0 (b8): the i16 256 does not fit a b8 (-128 .. 255)"),
+        (&mixed, 2, Value::F64(1e39), "kernel argument 2 (b32): the f64 1e39 does not fit an f32"),
+        (&typed, 1, Value::I32(2), "kernel argument 1 (f64): an i32 does not convert to a f64 parameter"),
+        (&typed, 6, Value::I64(-1), "kernel argument 6 (ptr): the i64 -1 does not fit a ptr"),
+        (&mixed, 4, Value::Bytes(b"abcd"), "kernel argument 4 (opaque:3:1): 4 byte(s) for a parameter of 3"),
+    ] {
+        let mut args = good;
+        args[index] = value;
+        // SAFETY: the fake driver runs nothing (and nothing reaches it).
+        assert_error(
+            unsafe { kernel.launch_values(&one, std::ptr::null_mut(), &args) },
+            Status::INVALID_ARGUMENT,
+            &[want],
+        );
+    }
+    assert_eq!(fake_calls("cuLaunchKernelEx"), launched, "a refused launch reached the driver");
+}
+
+#[test]
+fn an_image_refusal_is_its_own_kind() {
+    let _serial = serial();
+    let rt = runtime();
+    // An sm_90 cubin compiled from compute_80, on an H200, in an archive under the hardware matrix.
+    let manifest = "[archive]\nkernel_abi = \"1.0\"\nhardware_matrix = \"sdm\"\n";
+    rt.mount_file(imported("kernels.sm_90-from-compute_80.cubin", manifest)).unwrap();
+    let error = assert_error(
+        rt.kernel(0, "scale"),
+        Status::IMAGE_REFUSED,
+        &["was compiled for compute_80", "Rebuild the archive"],
+    );
+    assert!(error.is_image_refusal());
+    let other = assert_error(rt.kernel(0, "no_such_kernel"), Status::NOT_FOUND, &[]);
+    assert!(!other.is_image_refusal());
 }
