@@ -763,7 +763,7 @@ SDM_API sdm_status sdm_kernel_attributes_get(const sdm_kernel* kernel, sdm_kerne
         const sdm::runtime::KernelAttributes& a = *read;
         sdm_kernel_attributes out{};
         out.struct_size = attributes->struct_size;
-        out.flags = a.cluster_read ? SDM_KERNEL_ATTRIBUTES_CLUSTER : 0u;
+        out.flags = a.cluster_read ? uint32_t{SDM_KERNEL_ATTRIBUTES_CLUSTER} : 0u;
         out.max_threads_per_block = a.max_threads_per_block;
         out.shared_size_bytes = a.shared_size_bytes;
         out.const_size_bytes = a.const_size_bytes;

@@ -160,7 +160,29 @@ TEST_CASE("settings are recorded per kernel and device: the kernel fetched after
     CHECK(fake_calls("cuCtxSynchronize") == 0);
 }
 
-TEST_CASE("a recorded setting a device cannot take fails that device's fetch naming it; a refused one is not recorded", "[attributes][settings]") {
+TEST_CASE("a recorded setting the driver refuses at the fetch after a reload fails that fetch, naming the setting", "[attributes][settings][reload]") {
+    FakeRuntime f;
+    // The fake reads its failures at cuInit (the runtime's first driver call, at the first fetch):
+    // the second cuFuncSetAttribute since then, the fetch's after the reload, fails.
+    fake_fail("cuFuncSetAttribute", CUDA_ERROR_INVALID_VALUE, 2);
+    const std::string path = f.dir.path + "/launch.sdma";
+    drop(path, launch_archive());
+    REQUIRE(sdm_archive_mount_file(f.rt.get(), path.c_str(), nullptr) == SDM_OK);
+    sdm_kernel* old = kernel_of(f.rt.get(), "scale_by_table");
+    set(old, SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 65536);
+    drop(path, launch_archive("2"));
+    REQUIRE(sdm_runtime_reload(f.rt.get(), nullptr, nullptr) == SDM_OK);
+    sdm_kernel* k = nullptr;
+    sdm_error* e = nullptr;
+    CHECK(sdm_kernel_get(f.rt.get(), 0, "scale_by_table", nullptr, &k, &e) == SDM_ERROR_DRIVER);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("the dynamic shared memory limit recorded for kernel scale_by_table (sdm_kernel_set) cannot be "
+                                                     "given to the kernel just loaded from archive"));
+    sdm_error_destroy(e);
+    const sdm_kernel_attributes a = attributes_of(kernel_of(f.rt.get(), "scale_by_table"));  // the next fetch loads it again
+    CHECK(a.max_dynamic_shared_size_bytes == 65536);
+}
+
+TEST_CASE("settings are per device: the kernel of the name on another device has none, and its own limit", "[attributes][settings]") {
     FakeRuntime f({.devices = {kH200, kA100}});
     mount(f.rt.get(), make_archive("kernels", {"sm_90", "sm_80"}), "kernels.sdma");
     sdm_kernel* k = kernel_of(f.rt.get(), "scale", 0);
@@ -199,9 +221,25 @@ TEST_CASE("occupancy: blocks per SM and the suggested block size are the driver'
     REQUIRE(cu.get<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor")(
                 &direct, static_cast<CUfunction>(function), 1024, 100000) == CUDA_SUCCESS);
     CHECK(direct == 2);
-    // A failing driver call is the caller's error, with its CUresult.
-    fake_fail("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUDA_ERROR_UNKNOWN);
+}
+
+TEST_CASE("a failing occupancy query is the caller's error, with its CUresult; a failing attribute read too", "[attributes][occupancy][faults]") {
+    FakeRuntime f;
+    fake_fail("cuOccupancyMaxActiveBlocksPerMultiprocessor", CUDA_ERROR_UNKNOWN);  // read at the first fetch's cuInit
+    fake_fail("cuFuncGetAttribute", CUDA_ERROR_INVALID_CONTEXT);
+    mount(f.rt.get(), launch_archive(), "launch.sdma");
+    sdm_kernel* k = kernel_of(f.rt.get(), "scale_by_table");
+    int32_t blocks = -1;
+    sdm_error* e = nullptr;
     CHECK(sdm_kernel_max_active_blocks(k, 512, 0, &blocks, &e) == SDM_ERROR_DRIVER);
     CHECK(sdm_error_native(e) == CUDA_ERROR_UNKNOWN);
+    CHECK(blocks == -1);
+    sdm_error_destroy(e);
+    sdm_kernel_attributes a{};
+    a.struct_size = sizeof a;
+    a.num_regs = -7;
+    CHECK(sdm_kernel_attributes_get(k, &a, &e) == SDM_ERROR_DRIVER);
+    CHECK_THAT(sdm_error_message(e), Catch::Contains("reading the most threads per block of kernel scale_by_table"));
+    CHECK(a.num_regs == -7);
     sdm_error_destroy(e);
 }
