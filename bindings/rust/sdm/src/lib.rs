@@ -1478,7 +1478,9 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
     pub fn max_active_blocks(&self, block_threads: u32, smem_bytes: u32) -> Result<i32> {
         let mut blocks = 0i32;
         // SAFETY: valid kernel and out-pointer.
-        call(|error| unsafe { sys::sdm_kernel_max_active_blocks(self.as_raw(), block_threads, smem_bytes, &mut blocks, error) })?;
+        call(|error| unsafe {
+            sys::sdm_kernel_max_active_blocks(self.as_raw(), block_threads, smem_bytes, &mut blocks, error)
+        })?;
         Ok(blocks)
     }
 
@@ -1490,7 +1492,14 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
         let (mut block, mut min_grid) = (0i32, 0i32);
         // SAFETY: valid kernel and out-pointers.
         call(|error| unsafe {
-            sys::sdm_kernel_max_potential_block_size(self.as_raw(), smem_bytes, block_threads_limit, &mut block, &mut min_grid, error)
+            sys::sdm_kernel_max_potential_block_size(
+                self.as_raw(),
+                smem_bytes,
+                block_threads_limit,
+                &mut block,
+                &mut min_grid,
+                error,
+            )
         })?;
         Ok((block, min_grid))
     }

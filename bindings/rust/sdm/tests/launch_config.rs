@@ -336,10 +336,7 @@ fn attributes_are_the_drivers() {
     assert_eq!((a.ptx_version, a.binary_version, a.cache_mode_ca), (90, 90, 1));
     assert_eq!((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (49152, -1));
     assert!(a.has_cluster);
-    assert_eq!(
-        (a.required_cluster_width, a.required_cluster_height, a.required_cluster_depth),
-        (2, 3, 4)
-    );
+    assert_eq!((a.required_cluster_width, a.required_cluster_height, a.required_cluster_depth), (2, 3, 4));
     assert_eq!((a.non_portable_cluster_size_allowed, a.cluster_scheduling_policy_preference), (5, 6));
 }
 
