@@ -554,6 +554,9 @@ TEST_CASE("a user's kernels through the wrapper: 3-D launches, globals, C++ name
     CHECK(table->global_read("coefficients", out, sizeof out));
     CHECK(std::equal(std::begin(in), std::end(in), std::begin(out)));
     CHECK(table->global("nothing").code() == SDM_ERROR_NOT_FOUND);
+    const auto past = table->global_write("coefficients", in, sizeof in, 8);
+    CHECK(past.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(past.error().message(), Contains("a copy of 64 bytes at offset 8 runs past it"));  // the message, not just the status
     const auto plan = table->plan_for_elements(5000);
     REQUIRE(plan);
     CHECK(plan->grid * plan->block >= 5000u);

@@ -468,7 +468,8 @@ public:
     // gets it too (sdm_kernel_set, ABI 1.4).
     Status set(sdm_kernel_setting setting, int32_t value) const {
         sdm_error* error = nullptr;
-        return detail::status_of(sdm_kernel_set(handle_, setting, value, &error), error);
+        const sdm_status status = sdm_kernel_set(handle_, setting, value, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
     }
     // Blocks of `block_threads` threads with `smem_bytes` of dynamic shared memory resident per
     // multiprocessor (sdm_kernel_max_active_blocks, ABI 1.4).
@@ -498,13 +499,15 @@ public:
     // Copies `bytes` of `data` to the global at `offset`, queued on `stream` (sdm_global_write).
     Status global_write(const char* name, const void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
         sdm_error* error = nullptr;
-        return detail::status_of(sdm_global_write(handle_, name, offset, data, bytes, stream, &error), error);
+        const sdm_status status = sdm_global_write(handle_, name, offset, data, bytes, stream, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
     }
     // Copies `bytes` of the global from `offset` to `data`, queued on `stream` (sdm_global_read):
     // synchronize the stream before reading `data`.
     Status global_read(const char* name, void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
         sdm_error* error = nullptr;
-        return detail::status_of(sdm_global_read(handle_, name, offset, data, bytes, stream, &error), error);
+        const sdm_status status = sdm_global_read(handle_, name, offset, data, bytes, stream, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
     }
 
 private:
