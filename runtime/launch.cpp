@@ -348,10 +348,6 @@ Result<SelectedPlan> Launcher::for_elements(uint64_t elements, uint32_t smem) {
     return SelectedPlan{p, *occupancy};
 }
 
-}  // namespace sdm::runtime
-
-namespace sdm::runtime {
-
 Result<std::pair<int32_t, int32_t>> Launcher::potential_block_size(uint32_t smem, uint32_t block_limit) {
     if (block_limit > kMaxBlockThreads)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": a block size limit of " + std::to_string(block_limit) + " threads, over the " +
