@@ -17,6 +17,7 @@
 #include "common/hardware_matrix.hpp"
 #include "runtime/abi_enums.hpp"
 #include "runtime/globals.hpp"
+#include "runtime/kernel_attributes.hpp"
 #include "runtime/kernel_names.hpp"
 #include "runtime/plan_abi.hpp"
 #include "runtime/preload.hpp"
@@ -746,6 +747,88 @@ SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t ind
 }
 
 SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list) { delete list; }
+
+SDM_API sdm_status sdm_kernel_attributes_get(const sdm_kernel* kernel, sdm_kernel_attributes* attributes, sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = kKernelAttributesSize_1_4;
+        if (kernel == nullptr || attributes == nullptr)
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_attributes_get: kernel and attributes must not be NULL");
+        if (!sized(attributes, attributes->struct_size, kMinimum))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument,
+                        "sdm_kernel_attributes_get: sdm_kernel_attributes.struct_size is " + std::to_string(attributes->struct_size) + ", below the " +
+                            std::to_string(kMinimum) + " bytes of ABI 1.4: set it to sizeof(sdm_kernel_attributes)");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_attributes_get"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto read = sdm::runtime::read_attributes(owner(kernel)->load_context(), *k);
+        if (!read) return fail(owner(kernel), error, std::move(read).error());
+        const sdm::runtime::KernelAttributes& a = *read;
+        sdm_kernel_attributes out{};
+        out.struct_size = attributes->struct_size;
+        out.flags = a.cluster_read ? uint32_t{SDM_KERNEL_ATTRIBUTES_CLUSTER} : 0u;
+        out.max_threads_per_block = a.max_threads_per_block;
+        out.shared_size_bytes = a.shared_size_bytes;
+        out.const_size_bytes = a.const_size_bytes;
+        out.local_size_bytes = a.local_size_bytes;
+        out.num_regs = a.num_regs;
+        out.ptx_version = a.ptx_version;
+        out.binary_version = a.binary_version;
+        out.cache_mode_ca = a.cache_mode_ca;
+        out.max_dynamic_shared_size_bytes = a.max_dynamic_shared_size_bytes;
+        out.preferred_shared_memory_carveout = a.preferred_shared_memory_carveout;
+        out.cluster_size_must_be_set = a.cluster_size_must_be_set;
+        out.required_cluster_width = a.required_cluster_width;
+        out.required_cluster_height = a.required_cluster_height;
+        out.required_cluster_depth = a.required_cluster_depth;
+        out.non_portable_cluster_size_allowed = a.non_portable_cluster_size_allowed;
+        out.cluster_scheduling_policy_preference = a.cluster_scheduling_policy_preference;
+        std::memcpy(attributes, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_set(const sdm_kernel* kernel, sdm_kernel_setting setting, int32_t value, sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr) return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_set: kernel must not be NULL");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_set"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto set = owner(kernel)->kernel_settings().set(*k, static_cast<sdm::runtime::KernelSetting>(setting), value);
+        if (!set) return fail(owner(kernel), error, std::move(set).error());
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_max_active_blocks(const sdm_kernel* kernel, uint32_t block_threads, uint32_t smem_bytes, int32_t* blocks_per_sm,
+                                                sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || blocks_per_sm == nullptr)
+            return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_max_active_blocks: kernel and blocks_per_sm must not be NULL");
+        if (block_threads == 0 || block_threads > sdm::runtime::kMaxBlockThreads)
+            return fail(owner(kernel), error, ErrorCode::invalid_argument,
+                        "sdm_kernel_max_active_blocks: a block of " + std::to_string(block_threads) + " threads (1 .. 1024)");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_max_active_blocks"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto blocks = k->launcher->blocks_per_sm(block_threads, smem_bytes);
+        if (!blocks) return fail(owner(kernel), error, std::move(blocks).error());
+        *blocks_per_sm = *blocks;
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_kernel_max_potential_block_size(const sdm_kernel* kernel, uint32_t smem_bytes, uint32_t block_threads_limit,
+                                                       int32_t* block_threads, int32_t* min_grid_blocks, sdm_error** error) {
+    return guarded(owner(kernel), error, [&]() -> sdm_status {
+        if (kernel == nullptr || (block_threads == nullptr && min_grid_blocks == nullptr))
+            return fail(owner(kernel), error, ErrorCode::invalid_argument,
+                        "sdm_kernel_max_potential_block_size: kernel, and block_threads or min_grid_blocks, must not be NULL");
+        const auto* k = handle(kernel);
+        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_max_potential_block_size"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto suggested = k->launcher->potential_block_size(smem_bytes, block_threads_limit);
+        if (!suggested) return fail(owner(kernel), error, std::move(suggested).error());
+        if (block_threads != nullptr) *block_threads = suggested->first;
+        if (min_grid_blocks != nullptr) *min_grid_blocks = suggested->second;
+        return ok(error);
+    });
+}
 
 SDM_API sdm_status sdm_get_api(uint32_t major, uint32_t* minor, const sdm_api** api) {
     static const sdm_api table = {

@@ -26,6 +26,7 @@ inline constexpr size_t kPlanSize_1_1 = 48;
 inline constexpr size_t kPlanSize_1_3 = 80;
 inline constexpr size_t kLaunchAttributesSize_1_3 = 32;
 inline constexpr size_t kKernelEntrySize_1_3 = 56;
+inline constexpr size_t kKernelAttributesSize_1_4 = 72;
 
 static_assert(kChainSize_1_0 == sizeof(sdm_chain), "sdm_chain of ABI 1.0");
 static_assert(kRuntimeParamsSize_1_0 == offsetof(sdm_runtime_params, kernel_abi_major), "sdm_runtime_params of ABI 1.0");
@@ -40,5 +41,6 @@ static_assert(kPlanSize_1_1 == offsetof(sdm_plan, grid_y), "sdm_plan of ABI 1.1"
 static_assert(kPlanSize_1_3 == sizeof(sdm_plan), "sdm_plan of ABI 1.3");
 static_assert(kLaunchAttributesSize_1_3 == sizeof(sdm_launch_attributes), "sdm_launch_attributes of ABI 1.3");
 static_assert(kKernelEntrySize_1_3 == sizeof(sdm_kernel_entry), "sdm_kernel_entry of ABI 1.3");
+static_assert(kKernelAttributesSize_1_4 == sizeof(sdm_kernel_attributes), "sdm_kernel_attributes of ABI 1.4");
 
 }  // namespace sdm::capi

@@ -328,13 +328,8 @@ Result<SelectedPlan> Launcher::for_elements(uint64_t elements, uint32_t smem) {
     if (static_cast<int64_t>(smem) > device->smem_cap)
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": " + std::to_string(smem) + " B of dynamic shared memory per block, over the " +
                                                            std::to_string(device->smem_cap) + " B of " + device->description);
-    int min_grid = 0, block = 0;
-    {
-        SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
-        SDM_TRY(ensure_smem(smem));
-        SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxPotentialBlockSize, "the block size the driver suggests for kernel " + kernel_, &min_grid, &block,
-                                function_, nullptr, static_cast<size_t>(smem), 0));
-    }
+    SDM_TRY_GET(suggested, potential_block_size(smem, 0));
+    const int block = suggested->first;
     if (block < 1 || block > static_cast<int>(kMaxBlockThreads))
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " cannot run with " + std::to_string(smem) + " B of dynamic shared memory on " +
                                                            device->description + ": the driver suggests blocks of " + std::to_string(block) + " threads");
@@ -351,6 +346,59 @@ Result<SelectedPlan> Launcher::for_elements(uint64_t elements, uint32_t smem) {
     SDM_TRY_GET(occupancy, check_occupancy(p, *device));
     p.blocks_per_sm = *occupancy;
     return SelectedPlan{p, *occupancy};
+}
+
+Result<std::pair<int32_t, int32_t>> Launcher::potential_block_size(uint32_t smem, uint32_t block_limit) {
+    if (block_limit > kMaxBlockThreads)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": a block size limit of " + std::to_string(block_limit) + " threads, over the " +
+                                                           std::to_string(kMaxBlockThreads) + " a block may have (0: the kernel's own limit)");
+    SDM_TRY_GET(scope, DeviceScope::enter(load_, context_));
+    SDM_TRY(ensure_smem(smem));
+    int min_grid = 0, block = 0;
+    SDM_TRY(SDM_DRIVER_CALL(scope->driver(), cuOccupancyMaxPotentialBlockSize, "the block size the driver suggests for kernel " + kernel_, &min_grid, &block,
+                            function_, nullptr, static_cast<size_t>(smem), static_cast<int>(block_limit)));
+    return std::pair<int32_t, int32_t>{block, min_grid};
+}
+
+Result<void> Launcher::set_smem_limit(int32_t bytes) {
+    SDM_TRY_GET(d, load_.driver());
+    SDM_TRY_GET(props, load_.devices().properties(ordinal_));
+    int static_bytes = 0;
+    SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncGetAttribute, "reading the static shared memory of kernel " + kernel_, &static_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                            function_));
+    const int64_t limit = int64_t{props->smem_optin_bytes} - static_bytes;
+    if (bytes < 0 || bytes > limit)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": a dynamic shared memory limit of " + std::to_string(bytes) + " B is outside 0 .. " +
+                                                           std::to_string(limit) + " B, what device " + std::to_string(ordinal_) + " (" + props->name +
+                                                           ") allows it: its " + std::to_string(props->smem_optin_bytes) +
+                                                           " B of opt-in shared memory per block less the kernel's " + std::to_string(static_bytes) +
+                                                           " B of static shared memory");
+    std::lock_guard lock(smem_mutex_);
+    SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncSetAttribute, "setting kernel " + kernel_ + "'s dynamic shared memory limit to " + std::to_string(bytes) + " B", function_,
+                            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)));
+    smem_limit_.store(static_cast<uint32_t>(bytes), std::memory_order_release);
+    forget_occupancy();
+    return {};
+}
+
+Result<void> Launcher::set_carveout(int32_t percent) {
+    if (percent < -1 || percent > 100)
+        return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + ": a shared memory carveout of " + std::to_string(percent) +
+                                                           " is outside -1 (no preference) .. 100 (percent of L1 as shared memory)");
+    SDM_TRY_GET(d, load_.driver());
+    SDM_TRY(SDM_DRIVER_CALL(**d, cuFuncSetAttribute, "setting kernel " + kernel_ + "'s shared memory carveout to " + std::to_string(percent), function_,
+                            CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, static_cast<int>(percent)));
+    forget_occupancy();
+    return {};
+}
+
+void Launcher::forget_occupancy() {
+    {
+        std::lock_guard lock(memo_mutex_);
+        memo_.clear();
+    }
+    std::lock_guard lock(facts_mutex_);
+    occupancy_.clear();
 }
 
 }  // namespace sdm::runtime

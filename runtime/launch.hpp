@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <cuda.h>
@@ -49,6 +50,18 @@ public:
     Result<void> launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count, std::span<const CUlaunchAttribute> extra = {});
     // One thread per element in blocks of the driver's suggested size (cuOccupancyMaxPotentialBlockSize).
     Result<SelectedPlan> for_elements(uint64_t elements, uint32_t smem);
+    // The driver's suggestion itself: {block size, the fewest blocks of the best occupancy on the
+    // device}, blocks of at most `block_limit` threads (0: the kernel's own limit).
+    Result<std::pair<int32_t, int32_t>> potential_block_size(uint32_t smem, uint32_t block_limit);
+    // Blocks per SM the driver says fit for `threads` threads and `smem` bytes (memoized), the
+    // dynamic shared memory limit raised to `smem` first, as a launch would.
+    Result<int32_t> blocks_per_sm(uint32_t threads, uint32_t smem);
+    // The function's dynamic shared memory limit (sdm_kernel_set): at most the device's opt-in
+    // shared memory per block less the kernel's static shared memory, else invalid_argument
+    // naming both. A launch needing more still raises it.
+    Result<void> set_smem_limit(int32_t bytes);
+    // The preferred shared memory carveout, -1 (none) or 0..100 percent of L1.
+    Result<void> set_carveout(int32_t percent);
     static constexpr size_t kMaxExtraAttributes = kMaxExtraLaunchAttributes;
 
     size_t memo_size() const;
@@ -67,8 +80,7 @@ private:
     Result<int32_t> check_occupancy(const Plan& plan, const PlanDevice& device);
     Result<void> ensure_smem(uint32_t bytes);
     Result<PlanDevice> plan_device();
-    // Blocks per SM the driver says fit for `threads` threads and `smem` bytes (memoized).
-    Result<int32_t> blocks_per_sm(uint32_t threads, uint32_t smem);
+    void forget_occupancy();  // a setting changed what fits: the memos start again
     Result<void> check_cooperative(const Plan& plan);
     Result<void> check_priority(int32_t priority);
 

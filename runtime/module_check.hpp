@@ -12,6 +12,7 @@
 
 #include "driver.hpp"
 #include "jit_backend.hpp"
+#include "kernel_attributes.hpp"
 #include "image_policy.hpp"
 #include "kernel_handle.hpp"
 #include "layering.hpp"
@@ -28,6 +29,7 @@ struct CheckRooms {
     LoadContext& load;
     ImagePolicy& image_policy;
     Plugins& plugins;
+    const KernelSettings& settings;  // what hosts set on kernels, given to each function resolved
     void* owner{nullptr};
 };
 
@@ -41,7 +43,7 @@ struct LoadedCode {
 
 // The handle of kernel `listed` of `served`'s module, loaded as `code` from an image of `source`,
 // for `slot`; null when the image lacks the kernel. A function the driver fails to make in the
-// context (the library's load into it) is an error.
+// context (the library's load into it), or that refuses a setting recorded for its name, is an error.
 Result<std::unique_ptr<KernelHandle>> resolve_kernel(const CheckRooms& rooms, Driver& driver, const LoadedCode& code, const ServedBy& served, ModuleSlot& slot,
                                                      int32_t ordinal, ImageSource source, const archive::ManifestIndex::Kernel& listed);
 

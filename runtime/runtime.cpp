@@ -17,7 +17,7 @@ Runtime::Runtime(RuntimeOptions options)
       jit_(log_, options_.jit, options_.isolation, options_.nvjitlink),
       readahead_modules_(readahead_modules_from_environment(log_)),
       modules_(std::make_unique<Modules>(RegistryRooms{log_, archives_, load_, jit_, image_rooms(),
-                                                       CheckRooms{load_, image_policy_, plugins_, this}})),
+                                                       CheckRooms{load_, image_policy_, plugins_, kernel_settings_, this}})),
       archives_(log_, provenance_, options_.kernel_abi_major) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
     if (options_.mount_embedded) {

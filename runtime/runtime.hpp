@@ -16,6 +16,7 @@
 #include "image_policy.hpp"
 #include "jit_isolation.hpp"
 #include "jit_toolchain.hpp"
+#include "kernel_attributes.hpp"
 #include "lazy_cache.hpp"
 #include "load_context.hpp"
 #include "log.hpp"
@@ -91,6 +92,7 @@ public:
     Modules& modules() noexcept { return *modules_; }
     ImagePolicy& image_policy() noexcept { return image_policy_; }
     Plugins& plugins() noexcept { return plugins_; }
+    KernelSettings& kernel_settings() noexcept { return kernel_settings_; }
     uint16_t kernel_abi_major() const noexcept { return options_.kernel_abi_major; }
     const Provenance& provenance() const noexcept { return provenance_; }
 
@@ -117,6 +119,7 @@ private:
     Provenance provenance_;
     ImagePolicy image_policy_{log_};
     Plugins plugins_{log_};  // after log_; destroyed after modules_ (declared before it)
+    KernelSettings kernel_settings_;  // read by the registry's loads: declared before it
     LoadContext load_;       // destroyed after modules_: the registry unloads through it
     LazyCache cache_;
     JitToolchain jit_;

@@ -554,6 +554,9 @@ TEST_CASE("a user's kernels through the wrapper: 3-D launches, globals, C++ name
     CHECK(table->global_read("coefficients", out, sizeof out));
     CHECK(std::equal(std::begin(in), std::end(in), std::begin(out)));
     CHECK(table->global("nothing").code() == SDM_ERROR_NOT_FOUND);
+    const auto past = table->global_write("coefficients", in, sizeof in, 8);
+    CHECK(past.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(past.error().message(), Contains("a copy of 64 bytes at offset 8 runs past it"));  // the message, not just the status
     const auto plan = table->plan_for_elements(5000);
     REQUIRE(plan);
     CHECK(plan->grid * plan->block >= 5000u);
@@ -569,6 +572,40 @@ TEST_CASE("a user's kernels through the wrapper: 3-D launches, globals, C++ name
     CHECK(listing->back().name == "scale_by_table");
     CHECK(listing->back().signature == "b64,b64,b32");
     CHECK(rt->kernels(7).code() == SDM_ERROR_NOT_FOUND);
+}
+
+TEST_CASE("kernel attributes, settings and occupancy through the wrapper (ABI 1.4)", "[cpp][kernels][attributes]") {
+    fake({kH200});
+    sdm::RuntimeOptions options;
+    options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    options.log_level = SDM_LOG_OFF;
+    options.cuda_driver = SDM_FAKE_CUDA_PATH;
+    options.cache_flags = SDM_CACHE_DISABLED;
+    auto rt = sdm::Runtime::create(options);
+    REQUIRE(rt);
+    REQUIRE(rt->mount_file(SDM_TEST_USER_ARCHIVE));
+    auto table = rt->kernel(0, "scale_by_table");
+    REQUIRE(table);
+    auto a = table->attributes();
+    REQUIRE(a);
+    CHECK(a->struct_size == sizeof(sdm_kernel_attributes));
+    CHECK((a->num_regs == 32 && a->const_size_bytes == 136 && a->local_size_bytes == 24 && a->binary_version == 90));
+    CHECK(a->flags == SDM_KERNEL_ATTRIBUTES_CLUSTER);
+    CHECK(a->required_cluster_depth == 4);
+    CHECK(table->set(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 80000));
+    CHECK(table->set(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 75));
+    a = table->attributes();
+    REQUIRE(a);
+    CHECK((a->max_dynamic_shared_size_bytes == 80000 && a->preferred_shared_memory_carveout == 75));
+    const auto refused = table->set(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 300000);
+    CHECK(refused.code() == SDM_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(refused.error().message(), Contains("300000 B is outside 0 .. 232448 B"));
+    CHECK(table->max_active_blocks(256).value_or(-1) == 8);
+    CHECK(table->max_active_blocks(0).code() == SDM_ERROR_INVALID_ARGUMENT);
+    const auto suggested = table->max_potential_block_size();
+    REQUIRE(suggested);
+    CHECK((suggested->block_threads == 1024 && suggested->min_grid_blocks == 264));
+    CHECK(table->max_potential_block_size(0, 128)->block_threads == 128);
 }
 
 TEST_CASE("the deterministic write refuses a batch past 2^31 - 1 positions before it launches anything", "[cpp][kernels]") {

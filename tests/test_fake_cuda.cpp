@@ -726,11 +726,14 @@ TEST_CASE("a module's kernels, and its PTX and binary versions", "[fake_cuda]") 
         CHECK(function_attribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, scale) == 1024);
         CHECK(function_attribute(CU_FUNC_ATTRIBUTE_NUM_REGS, scale) == 32);
         CHECK(function_attribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, scale) == 0);
-        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, scale) == 0);
-        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, scale) == 0);
+        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, scale) == 136);
+        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, scale) == 24);
+        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, scale) == 1);
         CHECK(function_attribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, scale) == 49152);
+        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, scale) == -1);
+        CHECK(function_attribute(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH, scale) == 4);
         int value = 0;
-        CHECK(a.cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_CACHE_MODE_CA, scale) == CUDA_ERROR_INVALID_VALUE);
+        CHECK(a.cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX, scale) == CUDA_ERROR_INVALID_VALUE);
         CHECK(a.cuFuncGetAttribute(nullptr, CU_FUNC_ATTRIBUTE_NUM_REGS, scale) == CUDA_ERROR_INVALID_VALUE);
 
         // Unloading invalidates the module and its functions.

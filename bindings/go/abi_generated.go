@@ -125,6 +125,17 @@ const (
 	ImageSourcePTXCompiler uint32 = C.SDM_IMAGE_SOURCE_PTX_COMPILER
 )
 
+// The settings of sdm_kernel_setting, what Kernel.Set sets (ABI 1.4).
+const (
+	// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0 .. the device's opt-in shared memory per
+	// block less the kernel's static shared memory
+	SettingMaxDynamicSharedBytes KernelSetting = C.SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES
+
+	// CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: 0 .. 100 percent of L1 as shared memory, or
+	// -1 for no preference
+	SettingPreferredCarveout KernelSetting = C.SDM_KERNEL_SETTING_PREFERRED_CARVEOUT
+)
+
 // Plan is sdm_plan field for field, but for struct_size, its reserved fields and `next`;
 // sdm.go has its methods.
 type Plan struct {

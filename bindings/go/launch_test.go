@@ -249,6 +249,91 @@ func TestAPlanForElements(t *testing.T) {
 	sdmError(t, err, sdm.ErrInvalidArgument, "300000 B of dynamic shared memory per block, over the 232448 B")
 }
 
+func TestAttributesAreTheDrivers(t *testing.T) {
+	rt := withLaunch(t)
+	k := kernel(t, rt, 0, "scale_by_table")
+	a, err := k.Attributes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake's fixed answers (tests/fake_cuda/fake_cuda.cpp), each distinct.
+	want := sdm.KernelAttributes{MaxThreadsPerBlock: 1024, ConstSizeBytes: 136, LocalSizeBytes: 24, NumRegs: 32, PTXVersion: 90,
+		BinaryVersion: 90, CacheModeCA: 1, MaxDynamicSharedSizeBytes: 49152, PreferredSharedMemoryCarveout: -1, HasCluster: true,
+		RequiredClusterWidth: 2, RequiredClusterHeight: 3, RequiredClusterDepth: 4, NonPortableClusterSizeAllowed: 5,
+		ClusterSchedulingPolicyPreference: 6}
+	if a != want {
+		t.Errorf("attributes %+v, want %+v", a, want)
+	}
+}
+
+func TestSettingsAreRefusedPastTheLimitAndSurviveAReload(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "launch.sdma")
+	importArchive := func(to string, extra ...string) {
+		args := append([]string{"import", filepath.Join(repo, "tests/data/launch.sm_90.cubin"), "-o", to, "-q"}, extra...)
+		if out, err := exec.Command(os.Getenv("SDM_TOOL"), args...).CombinedOutput(); err != nil {
+			t.Fatalf("sdm import: %v: %s", err, out)
+		}
+	}
+	importArchive(path)
+	rt := newRuntime(t, nil)
+	if err := rt.MountFile(path); err != nil {
+		t.Fatal(err)
+	}
+	old := kernel(t, rt, 0, "scale_by_table")
+	sets := func() int64 {
+		n, err := fakecuda.Calls(driver, "cuFuncSetAttribute")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := sets()
+	if err := old.Set(sdm.SettingMaxDynamicSharedBytes, 65536); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Set(sdm.SettingPreferredCarveout, 25); err != nil {
+		t.Fatal(err)
+	}
+	sdmError(t, old.Set(sdm.SettingMaxDynamicSharedBytes, 232449), sdm.ErrInvalidArgument, "232449 B is outside 0 .. 232448 B")
+	sdmError(t, old.Set(sdm.SettingPreferredCarveout, 101), sdm.ErrInvalidArgument, "carveout of 101")
+	if n := sets(); n != before+2 {
+		t.Errorf("%d cuFuncSetAttribute calls, want 2", n-before)
+	}
+	importArchive(filepath.Join(dir, "incoming.sdma"), "--archive-version", "2")
+	if err := os.Rename(filepath.Join(dir, "incoming.sdma"), path); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rt.Reload(); err != nil || n != 1 {
+		t.Fatalf("reloaded %d, %v", n, err)
+	}
+	before = sets()
+	fresh := kernel(t, rt, 0, "scale_by_table")
+	if n := sets(); n != before+2 {
+		t.Errorf("%d cuFuncSetAttribute calls at the fetch after the reload, want 2", n-before)
+	}
+	a, err := fresh.Attributes()
+	if err != nil || a.MaxDynamicSharedSizeBytes != 65536 || a.PreferredSharedMemoryCarveout != 25 {
+		t.Errorf("after the reload: %+v, %v", a, err)
+	}
+}
+
+func TestOccupancyIsTheDrivers(t *testing.T) {
+	rt := withLaunch(t)
+	k := kernel(t, rt, 0, "scale_by_table")
+	if n, err := k.MaxActiveBlocks(256, 0); err != nil || n != 8 {
+		t.Errorf("256 threads: %d blocks, %v", n, err)
+	}
+	if n, err := k.MaxActiveBlocks(1024, 100000); err != nil || n != 2 {
+		t.Errorf("1024 threads, 100000 B: %d blocks, %v", n, err)
+	}
+	if block, grid, err := k.MaxPotentialBlockSize(0, 0); err != nil || block != 1024 || grid != 264 {
+		t.Errorf("suggested %d threads, %d blocks, %v", block, grid, err)
+	}
+	_, err := k.MaxActiveBlocks(0, 0)
+	sdmError(t, err, sdm.ErrInvalidArgument, "a block of 0 threads")
+}
+
 func float32Bytes(values []float32) []byte {
 	out := make([]byte, 4*len(values))
 	for i, v := range values {

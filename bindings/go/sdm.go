@@ -913,6 +913,101 @@ func (k *Kernel) PlanForElements(elements uint64, smemBytes uint32) (Plan, error
 	return out, err
 }
 
+// ---- kernel attributes, settings and occupancy (ABI 1.4) -----------------------------------------
+
+// KernelSetting is an sdm_kernel_setting, what Kernel.Set sets; its constants
+// (SettingMaxDynamicSharedBytes, SettingPreferredCarveout) are generated from sdm.h into
+// abi_generated.go.
+type KernelSetting int32
+
+// KernelAttributes is what the driver says of a fetched kernel's function (sdm_kernel_attributes:
+// the cuFuncGetAttribute set). Sizes in bytes; versions major*10 + minor (90 for 9.0). The cluster
+// fields are read on devices of capability 9.0 and later (HasCluster), else 0.
+type KernelAttributes struct {
+	MaxThreadsPerBlock                int32
+	SharedSizeBytes                   int32 // static shared memory per block
+	ConstSizeBytes                    int32
+	LocalSizeBytes                    int32 // per thread
+	NumRegs                           int32 // per thread
+	PTXVersion                        int32
+	BinaryVersion                     int32
+	CacheModeCA                       int32
+	MaxDynamicSharedSizeBytes         int32 // as set now (48 KiB unless raised)
+	PreferredSharedMemoryCarveout     int32 // percent of L1 as shared memory; -1: no preference
+	HasCluster                        bool
+	ClusterSizeMustBeSet              int32
+	RequiredClusterWidth              int32
+	RequiredClusterHeight             int32
+	RequiredClusterDepth              int32
+	NonPortableClusterSizeAllowed     int32
+	ClusterSchedulingPolicyPreference int32
+}
+
+// Attributes reads the driver's attributes of the kernel's function. Unlike Function, it does
+// not hand the CUfunction out: a reload's retirement of the module still waits only for the
+// streams sdm launched on.
+func (k *Kernel) Attributes() (KernelAttributes, error) {
+	var out KernelAttributes
+	err := k.use(func(h *C.sdm_kernel) error {
+		var a C.sdm_kernel_attributes
+		a.struct_size = C.uint32_t(C.sizeof_sdm_kernel_attributes)
+		var cerr *C.sdm_error
+		if err := check(C.sdm_kernel_attributes_get(h, &a, &cerr), cerr); err != nil {
+			return err
+		}
+		out = KernelAttributes{
+			MaxThreadsPerBlock: int32(a.max_threads_per_block), SharedSizeBytes: int32(a.shared_size_bytes),
+			ConstSizeBytes: int32(a.const_size_bytes), LocalSizeBytes: int32(a.local_size_bytes), NumRegs: int32(a.num_regs),
+			PTXVersion: int32(a.ptx_version), BinaryVersion: int32(a.binary_version), CacheModeCA: int32(a.cache_mode_ca),
+			MaxDynamicSharedSizeBytes:     int32(a.max_dynamic_shared_size_bytes),
+			PreferredSharedMemoryCarveout: int32(a.preferred_shared_memory_carveout),
+			HasCluster:                    a.flags&C.SDM_KERNEL_ATTRIBUTES_CLUSTER != 0,
+			ClusterSizeMustBeSet:          int32(a.cluster_size_must_be_set),
+			RequiredClusterWidth:          int32(a.required_cluster_width), RequiredClusterHeight: int32(a.required_cluster_height),
+			RequiredClusterDepth:              int32(a.required_cluster_depth),
+			NonPortableClusterSizeAllowed:     int32(a.non_portable_cluster_size_allowed),
+			ClusterSchedulingPolicyPreference: int32(a.cluster_scheduling_policy_preference),
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Set sets setting to value on the kernel's function and records it for the kernel's name on its
+// device, so that the kernel fetched again after a reload gets it too: SettingMaxDynamicSharedBytes
+// in bytes, SettingPreferredCarveout 0..100 percent or -1. A value past the device's limit is
+// ErrInvalidArgument naming both, and nothing is recorded.
+func (k *Kernel) Set(setting KernelSetting, value int32) error {
+	return k.use(func(h *C.sdm_kernel) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_kernel_set(h, C.sdm_kernel_setting(setting), C.int32_t(value), &cerr), cerr)
+	})
+}
+
+// MaxActiveBlocks is how many blocks of blockThreads threads with smemBytes of dynamic shared
+// memory fit on one multiprocessor at once (cuOccupancyMaxActiveBlocksPerMultiprocessor); 0 when
+// none does.
+func (k *Kernel) MaxActiveBlocks(blockThreads, smemBytes uint32) (int, error) {
+	var blocks C.int32_t
+	err := k.use(func(h *C.sdm_kernel) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_kernel_max_active_blocks(h, C.uint32_t(blockThreads), C.uint32_t(smemBytes), &blocks, &cerr), cerr)
+	})
+	return int(blocks), err
+}
+
+// MaxPotentialBlockSize is the block size of the highest occupancy for smemBytes of dynamic shared
+// memory per block, with at most blockThreadsLimit threads (0: the kernel's own limit), and the
+// fewest blocks that reach it on the device (cuOccupancyMaxPotentialBlockSize).
+func (k *Kernel) MaxPotentialBlockSize(smemBytes, blockThreadsLimit uint32) (blockThreads, minGridBlocks int, err error) {
+	var block, grid C.int32_t
+	err = k.use(func(h *C.sdm_kernel) error {
+		var cerr *C.sdm_error
+		return check(C.sdm_kernel_max_potential_block_size(h, C.uint32_t(smemBytes), C.uint32_t(blockThreadsLimit), &block, &grid, &cerr), cerr)
+	})
+	return int(block), int(grid), err
+}
+
 // LaunchAttribute is one CUlaunchAttribute of cuda.h (a 4-byte id, 4 bytes of padding, a 64-byte
 // value union, 8-byte aligned), for Kernel.LaunchWithAttributes (ABI 1.3).
 type LaunchAttribute struct {

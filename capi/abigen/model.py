@@ -207,6 +207,8 @@ NAMED_ENUMS = (
     NamedEnum("DeviceClass", "SDM_DEVICE_CLASS_UNSUPPORTED", "SDM_DEVICE_CLASS_", "sdm_device_class", "SDM_DEVICE_CLASS_"),
     NamedEnum("ImageKind", "SDM_IMAGE_KIND_CUBIN", "SDM_IMAGE_KIND_", "sdm_kernel_info.image_kind", "SDM_IMAGE_KIND_"),
     NamedEnum("ImageSource", "SDM_IMAGE_SOURCE_ARCHIVE_CUBIN", "SDM_IMAGE_SOURCE_", "sdm_kernel_info.source", "SDM_IMAGE_SOURCE_"),
+    NamedEnum("KernelSetting", "SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES", "SDM_KERNEL_SETTING_", "sdm_kernel_setting",
+              "SDM_KERNEL_SETTING_"),
 )
 
 

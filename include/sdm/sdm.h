@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define SDM_ABI_VERSION_MAJOR 1
-#define SDM_ABI_VERSION_MINOR 3
+#define SDM_ABI_VERSION_MINOR 4
 
 /* ---- statuses ------------------------------------------------------------------------------ */
 
@@ -570,6 +570,81 @@ SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t ind
 /* Accepts NULL. */
 SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list);
 
+/* ---- kernel attributes and settings (ABI 1.4) ------------------------------------------------- */
+
+/* What the driver says of a kernel's function (cuFuncGetAttribute), all of it in one struct filled
+ * by one call. A struct rather than an attribute enum and a getter: every binding already maps
+ * sdm's structs (ctypes, cgo, Rust, Julia and C++ take them from the generated declarations), one
+ * call reads a consistent set, and a later minor appends fields behind struct_size, where an enum
+ * getter would need a call per attribute and a per-language switch. Sizes are bytes; versions are
+ * major * 10 + minor (90 for 9.0), as the driver gives them. */
+typedef struct sdm_kernel_attributes {
+    uint32_t struct_size;      /* sizeof(sdm_kernel_attributes) */
+    uint32_t flags;            /* SDM_KERNEL_ATTRIBUTES_*: which optional groups were read */
+    int32_t max_threads_per_block; /* the most threads a block of it may have (registers bound it) */
+    int32_t shared_size_bytes; /* static shared memory per block */
+    int32_t const_size_bytes;  /* constant memory it uses */
+    int32_t local_size_bytes;  /* local memory per thread */
+    int32_t num_regs;          /* registers per thread */
+    int32_t ptx_version;       /* the PTX virtual arch it was compiled from (90: compute_90) */
+    int32_t binary_version;    /* the SM its binary is for (90: sm_90) */
+    int32_t cache_mode_ca;     /* 1: compiled with -Xptxas --dlcm=ca (global loads cached in L1) */
+    int32_t max_dynamic_shared_size_bytes; /* the dynamic shared memory a launch may ask for, as set now
+                                  (48 KiB unless sdm_kernel_set or a launch needing more raised it) */
+    int32_t preferred_shared_memory_carveout; /* percent of L1 preferred as shared memory; -1: none */
+    int32_t cluster_size_must_be_set;     /* the cluster fields below: 0 without SDM_KERNEL_ATTRIBUTES_CLUSTER */
+    int32_t required_cluster_width;       /* __cluster_dims__ x, y, z; 0 when it declares none */
+    int32_t required_cluster_height;
+    int32_t required_cluster_depth;
+    int32_t non_portable_cluster_size_allowed; /* 1: clusters of more than 8 blocks may launch */
+    int32_t cluster_scheduling_policy_preference; /* a CUclusterSchedulingPolicy */
+} sdm_kernel_attributes;
+
+/* sdm_kernel_attributes.flags. */
+enum {
+    SDM_KERNEL_ATTRIBUTES_CLUSTER = 1u << 0 /* the cluster fields were read: a device of capability 9.0
+                                               or later, whose driver answers for them */
+};
+
+/* What sdm_kernel_set sets. */
+typedef int32_t sdm_kernel_setting;
+enum {
+    SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES = 1, /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+                                                        0 .. the device's opt-in shared memory per block
+                                                        less the kernel's static shared memory */
+    SDM_KERNEL_SETTING_PREFERRED_CARVEOUT = 2        /* CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+                                                        0 .. 100 percent of L1 as shared memory, or -1
+                                                        for no preference */
+};
+
+/* Fills `attributes` for `kernel`'s function on its device. Unlike sdm_kernel_function, it does
+ * not hand the function out, so a reload's retirement of the module still waits only for the
+ * streams sdm launched on. A struct_size below the 1.4 size (72 bytes) is
+ * SDM_ERROR_INVALID_ARGUMENT; only the 72 bytes this library knows are written. The cluster fields
+ * are read on devices of capability 9.0 and later (flags say so). */
+SDM_API sdm_status sdm_kernel_attributes_get(const sdm_kernel* kernel, sdm_kernel_attributes* attributes, sdm_error** error);
+/* Sets `setting` to `value` on `kernel`'s function (cuFuncSetAttribute) and records it for the
+ * kernel's name on its device: every function of that name sdm resolves on that device afterwards
+ * gets it too (a fetch after sdm_runtime_reload, a fetch in another context), before the fetch
+ * returns. A value past the limit is SDM_ERROR_INVALID_ARGUMENT naming the value and the limit
+ * (the device's opt-in shared memory, the kernel's static shared memory) and records nothing; a
+ * recorded value that a newer image cannot take (more static shared memory) fails that fetch the
+ * same way. sdm_launch still raises the dynamic shared memory limit when a plan needs more than is
+ * set. Handles fetched before in other contexts keep what they had. */
+SDM_API sdm_status sdm_kernel_set(const sdm_kernel* kernel, sdm_kernel_setting setting, int32_t value, sdm_error** error);
+/* How many blocks of `block_threads` threads with `smem_bytes` of dynamic shared memory can be
+ * resident on one multiprocessor (cuOccupancyMaxActiveBlocksPerMultiprocessor), with the kernel's
+ * settings. The dynamic shared memory limit is first raised to smem_bytes when it is lower, as
+ * sdm_launch would; 0 means no such block fits. block_threads 0 is SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_kernel_max_active_blocks(const sdm_kernel* kernel, uint32_t block_threads, uint32_t smem_bytes, int32_t* blocks_per_sm,
+                                                sdm_error** error);
+/* The block size of the highest occupancy for `smem_bytes` of dynamic shared memory per block,
+ * with at most `block_threads_limit` threads (0: the kernel's own limit), and the fewest blocks
+ * that reach it on the whole device (cuOccupancyMaxPotentialBlockSize, as sdm_plan_for_elements
+ * asks it). Either out-parameter may be NULL, not both. */
+SDM_API sdm_status sdm_kernel_max_potential_block_size(const sdm_kernel* kernel, uint32_t smem_bytes, uint32_t block_threads_limit,
+                                                       int32_t* block_threads, int32_t* min_grid_blocks, sdm_error** error);
+
 /* ---- the function table -------------------------------------------------------------------- */
 
 /* For hosts that dlopen libsdm: every function above, in this order, never reordered; later
@@ -619,6 +694,11 @@ typedef struct sdm_api {
     sdm_status (*kernel_list_count)(const sdm_kernel_list*, uint32_t*, sdm_error**);
     sdm_status (*kernel_list_get)(const sdm_kernel_list*, uint32_t, sdm_kernel_entry*, sdm_error**);
     void (*kernel_list_destroy)(sdm_kernel_list*);
+    /* ABI 1.4 */
+    sdm_status (*kernel_attributes_get)(const sdm_kernel*, sdm_kernel_attributes*, sdm_error**);
+    sdm_status (*kernel_set)(const sdm_kernel*, sdm_kernel_setting, int32_t, sdm_error**);
+    sdm_status (*kernel_max_active_blocks)(const sdm_kernel*, uint32_t, uint32_t, int32_t*, sdm_error**);
+    sdm_status (*kernel_max_potential_block_size)(const sdm_kernel*, uint32_t, uint32_t, int32_t*, int32_t*, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

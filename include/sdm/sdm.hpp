@@ -364,6 +364,12 @@ struct KernelEntry {
     bool shadowed = false;  // a newer archive lists the name (listing one archive)
 };
 
+// What the driver's occupancy calculator suggests (ABI 1.4, Kernel::max_potential_block_size).
+struct BlockSizeSuggestion {
+    int32_t block_threads = 0;    // the block size of the highest occupancy
+    int32_t min_grid_blocks = 0;  // the fewest blocks that reach it on the whole device
+};
+
 // A kernel a Runtime fetched (Runtime::kernel): it owns the reference sdm_kernel_get took and
 // drops it (sdm_kernel_release) when destroyed or reset, so a kernel fetched before a reload keeps
 // its module alive exactly as long as the Kernel lives. Move-only. It must be destroyed (or reset)
@@ -447,6 +453,40 @@ public:
         if (status != SDM_OK) return Error::adopt(status, error);
         return out;
     }
+    // The driver's attributes of the kernel's function (sdm_kernel_attributes_get, ABI 1.4): the
+    // cuFuncGetAttribute set in one struct; unlike function(), the CUfunction is not handed out.
+    Result<sdm_kernel_attributes> attributes() const {
+        sdm_kernel_attributes out{};
+        out.struct_size = sizeof out;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_kernel_attributes_get(handle_, &out, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
+    }
+    // Sets SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES or _PREFERRED_CARVEOUT on the kernel's
+    // function and records it for its name on its device: the kernel fetched again after a reload
+    // gets it too (sdm_kernel_set, ABI 1.4).
+    Status set(sdm_kernel_setting setting, int32_t value) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_kernel_set(handle_, setting, value, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
+    }
+    // Blocks of `block_threads` threads with `smem_bytes` of dynamic shared memory resident per
+    // multiprocessor (sdm_kernel_max_active_blocks, ABI 1.4).
+    Result<int32_t> max_active_blocks(uint32_t block_threads, uint32_t smem_bytes = 0) const {
+        return detail::get<int32_t>(
+            [&](int32_t* blocks, sdm_error** error) { return sdm_kernel_max_active_blocks(handle_, block_threads, smem_bytes, blocks, error); });
+    }
+    // The block size of the highest occupancy (sdm_kernel_max_potential_block_size, ABI 1.4);
+    // `block_threads_limit` 0: the kernel's own limit.
+    Result<BlockSizeSuggestion> max_potential_block_size(uint32_t smem_bytes = 0, uint32_t block_threads_limit = 0) const {
+        BlockSizeSuggestion out;
+        sdm_error* error = nullptr;
+        const sdm_status status =
+            sdm_kernel_max_potential_block_size(handle_, smem_bytes, block_threads_limit, &out.block_threads, &out.min_grid_blocks, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
+    }
     // The module global `name` (a __device__ or __constant__ variable's symbol) as loaded for this
     // kernel (sdm_global_get, ABI 1.3).
     Result<Global> global(const char* name) const {
@@ -459,13 +499,15 @@ public:
     // Copies `bytes` of `data` to the global at `offset`, queued on `stream` (sdm_global_write).
     Status global_write(const char* name, const void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
         sdm_error* error = nullptr;
-        return detail::status_of(sdm_global_write(handle_, name, offset, data, bytes, stream, &error), error);
+        const sdm_status status = sdm_global_write(handle_, name, offset, data, bytes, stream, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
     }
     // Copies `bytes` of the global from `offset` to `data`, queued on `stream` (sdm_global_read):
     // synchronize the stream before reading `data`.
     Status global_read(const char* name, void* data, uint64_t bytes, uint64_t offset = 0, void* stream = nullptr) const {
         sdm_error* error = nullptr;
-        return detail::status_of(sdm_global_read(handle_, name, offset, data, bytes, stream, &error), error);
+        const sdm_status status = sdm_global_read(handle_, name, offset, data, bytes, stream, &error);  // before `error` is read: argument order is unspecified
+        return detail::status_of(status, error);
     }
 
 private:

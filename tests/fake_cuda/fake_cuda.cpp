@@ -93,6 +93,7 @@ struct CUfunc_st {
     std::string name;
     int max_dynamic_smem{49152};  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as set
     std::optional<sdm::archive::Signature> params;  // its module's params entry, if it has one
+    int carveout{-1};             // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT as set
 };
 // A user object: its destructor runs when its last reference (the creator's, a graph's, an
 // executable graph's) goes.
@@ -1203,6 +1204,11 @@ const Device* device_of(const State& s, const CUfunc_st* f) { return device(s, f
 CUresult CUDAAPI impl_cuFuncSetAttribute(CUfunction f, CUfunction_attribute attrib, int value) {
     SDM_FAKE_ENTER(e_cuFuncSetAttribute);
     if (!s.functions.contains(f)) return CUDA_ERROR_INVALID_HANDLE;
+    if (attrib == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+        if (value < -1 || value > 100) return CUDA_ERROR_INVALID_VALUE;
+        f->carveout = value;
+        return CUDA_SUCCESS;
+    }
     if (attrib != CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) return CUDA_ERROR_INVALID_VALUE;
     if (value < 0 || value > device_of(s, f)->smem_optin) return CUDA_ERROR_INVALID_VALUE;
     f->max_dynamic_smem = value;
@@ -1480,12 +1486,22 @@ CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, C
     switch (attrib) {
         case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = function->module->ptx_version; break;
         case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = function->module->binary_version; break;
+        // Fixed values, each distinct from the others, so that a test sees every attribute land
+        // in its own field (sdm_kernel_attributes).
         case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = 1024; break;
         case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
         case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = 0; break;
-        case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
-        case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 0; break;
+        case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 136; break;
+        case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 24; break;
+        case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *pi = 1; break;
         case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = function->max_dynamic_smem; break;
+        case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = function->carveout; break;
+        case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *pi = 0; break;
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH: *pi = 2; break;
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT: *pi = 3; break;
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH: *pi = 4; break;
+        case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: *pi = 5; break;
+        case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: *pi = 6; break;
         default: return CUDA_ERROR_INVALID_VALUE;
     }
     return CUDA_SUCCESS;

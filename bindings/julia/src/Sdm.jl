@@ -28,7 +28,7 @@ export SdmError, Runtime, Kernel, abi_version, version, status_string, device_cl
        archives, driver_version, device_count, device_info, devices, device_class, kernel, release,
        kernel_info, kernel_function, preload, cache_stats, plan, launch, load_plugin,
        launch_plan, with_fields, plan_for_elements, LaunchAttribute, kernel_global, global_write, global_read!,
-       global_read, kernels
+       global_read, kernels, kernel_attributes, kernel_set, max_active_blocks, max_potential_block_size
 
 # ---- the library -------------------------------------------------------------------------------
 
@@ -474,6 +474,53 @@ function plan_for_elements(k::Kernel, elements::Integer; smem_bytes::Integer = 0
     result = Ref(sized(sdm_plan))
     check(error -> sdm_plan_for_elements(_handle(k), UInt64(elements), UInt32(smem_bytes), result, error))
     return result[]
+end
+
+"""
+    kernel_attributes(k)
+
+What the driver says of the kernel's function (ABI 1.4: the `cuFuncGetAttribute` set), as a
+NamedTuple; `has_cluster` says the cluster fields were read (a device of 9.0 or later). Unlike
+`kernel_function`, it does not hand the CUfunction out.
+"""
+function kernel_attributes(k::Kernel)
+    attributes = Ref(sized(sdm_kernel_attributes))
+    check(error -> sdm_kernel_attributes_get(_handle(k), attributes, error))
+    c = attributes[]
+    return (max_threads_per_block = Int(c.max_threads_per_block), shared_size_bytes = Int(c.shared_size_bytes),
+            const_size_bytes = Int(c.const_size_bytes), local_size_bytes = Int(c.local_size_bytes),
+            num_regs = Int(c.num_regs), ptx_version = Int(c.ptx_version), binary_version = Int(c.binary_version),
+            cache_mode_ca = Int(c.cache_mode_ca), max_dynamic_shared_size_bytes = Int(c.max_dynamic_shared_size_bytes),
+            preferred_shared_memory_carveout = Int(c.preferred_shared_memory_carveout),
+            has_cluster = (c.flags & SDM_KERNEL_ATTRIBUTES_CLUSTER) != 0,
+            cluster_size_must_be_set = Int(c.cluster_size_must_be_set), required_cluster_width = Int(c.required_cluster_width),
+            required_cluster_height = Int(c.required_cluster_height), required_cluster_depth = Int(c.required_cluster_depth),
+            non_portable_cluster_size_allowed = Int(c.non_portable_cluster_size_allowed),
+            cluster_scheduling_policy_preference = Int(c.cluster_scheduling_policy_preference))
+end
+
+"""
+    kernel_set(k, setting, value)
+
+Sets `setting` (`SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES`, `SDM_KERNEL_SETTING_PREFERRED_CARVEOUT`)
+to `value` on the kernel's function and records it for its name on its device: the kernel fetched
+again after a reload gets it too (ABI 1.4). Past the device's limit: `SDM_ERROR_INVALID_ARGUMENT`.
+"""
+kernel_set(k::Kernel, setting::Integer, value::Integer) =
+    check(error -> sdm_kernel_set(_handle(k), Int32(setting), Int32(value), error))
+
+"Blocks of `block_threads` threads with `smem_bytes` of dynamic shared memory resident per SM (ABI 1.4)."
+function max_active_blocks(k::Kernel, block_threads::Integer; smem_bytes::Integer = 0)
+    blocks = Ref{Int32}(0)
+    check(error -> sdm_kernel_max_active_blocks(_handle(k), UInt32(block_threads), UInt32(smem_bytes), blocks, error))
+    return Int(blocks[])
+end
+
+"(block_threads, min_grid_blocks) of the highest occupancy (`cuOccupancyMaxPotentialBlockSize`; ABI 1.4)."
+function max_potential_block_size(k::Kernel; smem_bytes::Integer = 0, block_threads_limit::Integer = 0)
+    block, grid = Ref{Int32}(0), Ref{Int32}(0)
+    check(error -> sdm_kernel_max_potential_block_size(_handle(k), UInt32(smem_bytes), UInt32(block_threads_limit), block, grid, error))
+    return (block_threads = Int(block[]), min_grid_blocks = Int(grid[]))
 end
 
 # Kernel parameter types of a manifest signature (archive/manifest.cpp kParamTypes): the typed

@@ -6,7 +6,7 @@
 # function of the same name around one `ccall`.
 
 const SDM_ABI_VERSION_MAJOR = 1
-const SDM_ABI_VERSION_MINOR = 3
+const SDM_ABI_VERSION_MINOR = 4
 const SDM_LIST_SERVED = UInt32(4294967295)
 
 # ---- statuses ------------------------------------------------------------------------------------
@@ -87,6 +87,7 @@ end
 
 const SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = UInt32(1)
 const SDM_RUNTIME_CURRENT_CONTEXT = UInt32(2)
+const SDM_RUNTIME_RELOAD_ANY_CONTRACT = UInt32(4)
 
 struct sdm_runtime_params
     struct_size::UInt32
@@ -279,6 +280,37 @@ struct sdm_kernel_entry
     reserved0::UInt32
 end
 
+# ---- kernel attributes and settings (ABI 1.4) ----------------------------------------------------
+
+struct sdm_kernel_attributes
+    struct_size::UInt32
+    flags::UInt32
+    max_threads_per_block::Int32
+    shared_size_bytes::Int32
+    const_size_bytes::Int32
+    local_size_bytes::Int32
+    num_regs::Int32
+    ptx_version::Int32
+    binary_version::Int32
+    cache_mode_ca::Int32
+    max_dynamic_shared_size_bytes::Int32
+    preferred_shared_memory_carveout::Int32
+    cluster_size_must_be_set::Int32
+    required_cluster_width::Int32
+    required_cluster_height::Int32
+    required_cluster_depth::Int32
+    non_portable_cluster_size_allowed::Int32
+    cluster_scheduling_policy_preference::Int32
+end
+
+const SDM_KERNEL_ATTRIBUTES_CLUSTER = UInt32(1)
+const sdm_kernel_setting = Int32
+# CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0 .. the device's opt-in shared memory per block less the kernel's
+# static shared memory
+const SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES = Int32(1)
+# CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: 0 .. 100 percent of L1 as shared memory, or -1 for no preference
+const SDM_KERNEL_SETTING_PREFERRED_CARVEOUT = Int32(2)
+
 # ---- the function table --------------------------------------------------------------------------
 
 struct sdm_api
@@ -324,6 +356,10 @@ struct sdm_api
     kernel_list_count::Ptr{Cvoid}
     kernel_list_get::Ptr{Cvoid}
     kernel_list_destroy::Ptr{Cvoid}
+    kernel_attributes_get::Ptr{Cvoid}
+    kernel_set::Ptr{Cvoid}
+    kernel_max_active_blocks::Ptr{Cvoid}
+    kernel_max_potential_block_size::Ptr{Cvoid}
 end
 
 # ---- functions: one per SDM_API function ---------------------------------------------------------
@@ -445,6 +481,21 @@ sdm_kernel_list_get(list, index, entry, error) =
     ccall((:sdm_kernel_list_get, libsdm), sdm_status,
           (Ptr{sdm_kernel_list}, UInt32, Ptr{sdm_kernel_entry}, Ptr{Ptr{sdm_error}}), list, index, entry, error)
 sdm_kernel_list_destroy(list) = ccall((:sdm_kernel_list_destroy, libsdm), Cvoid, (Ptr{sdm_kernel_list},), list)
+
+sdm_kernel_attributes_get(kernel, attributes, error) =
+    ccall((:sdm_kernel_attributes_get, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, Ptr{sdm_kernel_attributes}, Ptr{Ptr{sdm_error}}), kernel, attributes, error)
+sdm_kernel_set(kernel, setting, value, error) =
+    ccall((:sdm_kernel_set, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, sdm_kernel_setting, Int32, Ptr{Ptr{sdm_error}}), kernel, setting, value, error)
+sdm_kernel_max_active_blocks(kernel, block_threads, smem_bytes, blocks_per_sm, error) =
+    ccall((:sdm_kernel_max_active_blocks, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, UInt32, UInt32, Ptr{Int32}, Ptr{Ptr{sdm_error}}),
+          kernel, block_threads, smem_bytes, blocks_per_sm, error)
+sdm_kernel_max_potential_block_size(kernel, smem_bytes, block_threads_limit, block_threads, min_grid_blocks, error) =
+    ccall((:sdm_kernel_max_potential_block_size, libsdm), sdm_status,
+          (Ptr{sdm_kernel}, UInt32, UInt32, Ptr{Int32}, Ptr{Int32}, Ptr{Ptr{sdm_error}}),
+          kernel, smem_bytes, block_threads_limit, block_threads, min_grid_blocks, error)
 
 sdm_get_api(major, minor, api) =
     ccall((:sdm_get_api, libsdm), sdm_status, (UInt32, Ptr{UInt32}, Ptr{Ptr{sdm_api}}), major, minor, api)

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, SupportsFloat, SupportsIndex, TypeVar, Union
 
 from . import _capi
-from ._capi import DeviceClass, ImageKind, ImageSource, Status, error_p, kernel_p, runtime_p  # generated from sdm.h: _sdm_h.py
+from ._capi import DeviceClass, ImageKind, ImageSource, KernelSetting, Status, error_p, kernel_p, runtime_p  # generated from sdm.h: _sdm_h.py
 from ._version import __version__
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "GraphCaptureError", "InternalError", "UntrustedError", "AmbiguousError", "error_class",
     "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
     "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
-    "KernelEntry",
+    "KernelEntry", "KernelAttributes", "KernelSetting",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
 ]
 
@@ -390,6 +390,39 @@ class KernelInfo:
     def _from_c(cls, c: _capi.sdm_kernel_info) -> KernelInfo:
         return cls(_text(c.name), _text(c.module), _text(c.archive), _text(c.signature), c.ordinal,
                    _known(ImageKind, c.image_kind), c.image_sm, c.loaded_sm, _known(ImageSource, c.source))
+
+
+@dataclass(frozen=True)
+class KernelAttributes:
+    """What the driver says of a fetched kernel's function (sdm_kernel_attributes, ABI 1.4: the
+    cuFuncGetAttribute set). Sizes in bytes; versions major * 10 + minor (90 for 9.0). The cluster
+    fields are read on devices of capability 9.0 and later (has_cluster), else 0."""
+
+    max_threads_per_block: int
+    shared_size_bytes: int        # static shared memory per block
+    const_size_bytes: int
+    local_size_bytes: int         # per thread
+    num_regs: int                 # per thread
+    ptx_version: int
+    binary_version: int
+    cache_mode_ca: int
+    max_dynamic_shared_size_bytes: int      # as set now (48 KiB unless raised)
+    preferred_shared_memory_carveout: int   # percent of L1 as shared memory; -1: no preference
+    has_cluster: bool
+    cluster_size_must_be_set: int
+    required_cluster_width: int
+    required_cluster_height: int
+    required_cluster_depth: int
+    non_portable_cluster_size_allowed: int
+    cluster_scheduling_policy_preference: int
+
+    @classmethod
+    def _from_c(cls, c: _capi.sdm_kernel_attributes) -> KernelAttributes:
+        return cls(c.max_threads_per_block, c.shared_size_bytes, c.const_size_bytes, c.local_size_bytes, c.num_regs,
+                   c.ptx_version, c.binary_version, c.cache_mode_ca, c.max_dynamic_shared_size_bytes,
+                   c.preferred_shared_memory_carveout, bool(c.flags & _capi.SDM_KERNEL_ATTRIBUTES_CLUSTER),
+                   c.cluster_size_must_be_set, c.required_cluster_width, c.required_cluster_height,
+                   c.required_cluster_depth, c.non_portable_cluster_size_allowed, c.cluster_scheduling_policy_preference)
 
 
 @dataclass(frozen=True)
@@ -936,6 +969,41 @@ class Kernel:
         function = ctypes.c_void_p()
         self._call("sdm_kernel_function", ctypes.byref(function))
         return function.value or 0
+
+    # -- attributes, settings and occupancy (ABI 1.4) --
+    def attributes(self) -> KernelAttributes:
+        """The driver's attributes of the kernel's function (registers, static, constant and local
+        memory, versions, the dynamic shared memory limit, the carveout, clusters). Unlike
+        function(), it does not hand the CUfunction out: a reload's retirement of the module still
+        waits only for the streams sdm launched on."""
+        c = _capi.sdm_kernel_attributes()
+        self._call("sdm_kernel_attributes_get", ctypes.byref(c))
+        return KernelAttributes._from_c(c)
+
+    def set(self, setting: KernelSetting | int, value: int) -> None:
+        """Sets `setting` (KernelSetting.MAX_DYNAMIC_SHARED_BYTES: bytes; PREFERRED_CARVEOUT: 0 .. 100
+        percent, -1 for none) on the kernel's function and records it for the kernel's name on its
+        device: the kernel fetched again after a reload gets it too. A value past the device's
+        limit is InvalidArgumentError naming both, and nothing is recorded."""
+        self._call("sdm_kernel_set", int(setting), _int_in(value, -2**31, 2**31 - 1, "value"))
+
+    def max_active_blocks(self, block_threads: int, smem_bytes: int = 0) -> int:
+        """Blocks of `block_threads` threads and `smem_bytes` of dynamic shared memory that fit on
+        one multiprocessor at once (the driver's occupancy calculator); 0 when none does."""
+        blocks = ctypes.c_int32()
+        self._call("sdm_kernel_max_active_blocks", _int_in(block_threads, 0, _UINT32_MAX, "block_threads"),
+                   _int_in(smem_bytes, 0, _UINT32_MAX, "smem_bytes"), ctypes.byref(blocks))
+        return blocks.value
+
+    def max_potential_block_size(self, smem_bytes: int = 0, block_threads_limit: int = 0) -> tuple[int, int]:
+        """(block size of the highest occupancy, the fewest blocks that reach it on the device) for
+        `smem_bytes` of dynamic shared memory per block, blocks of at most `block_threads_limit`
+        threads (0: the kernel's own limit): cuOccupancyMaxPotentialBlockSize."""
+        block, min_grid = ctypes.c_int32(), ctypes.c_int32()
+        self._call("sdm_kernel_max_potential_block_size", _int_in(smem_bytes, 0, _UINT32_MAX, "smem_bytes"),
+                   _int_in(block_threads_limit, 0, _UINT32_MAX, "block_threads_limit"), ctypes.byref(block),
+                   ctypes.byref(min_grid))
+        return block.value, min_grid.value
 
     def plan(self, problem: int | Sequence[int]) -> Plan:
         """The launch plan for `problem`, the kernel's problem parameters in manifest order (an int

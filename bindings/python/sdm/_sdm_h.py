@@ -26,7 +26,7 @@ class Sized(Structure):
 
 
 SDM_ABI_VERSION_MAJOR = 1
-SDM_ABI_VERSION_MINOR = 3
+SDM_ABI_VERSION_MINOR = 4
 SDM_LIST_SERVED = 4294967295
 
 
@@ -101,6 +101,7 @@ sdm_chain._fields_ = [
 
 SDM_RUNTIME_NO_EMBEDDED_ARCHIVE = 1 << 0
 SDM_RUNTIME_CURRENT_CONTEXT = 1 << 1
+SDM_RUNTIME_RELOAD_ANY_CONTRACT = 1 << 2
 
 
 class sdm_runtime_params(Sized):
@@ -317,6 +318,38 @@ class sdm_kernel_entry(Sized):
     ]
 
 
+# ---- kernel attributes and settings (ABI 1.4) ----------------------------------------------------
+
+
+class sdm_kernel_attributes(Sized):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("flags", c_uint32),
+        ("max_threads_per_block", c_int32),
+        ("shared_size_bytes", c_int32),
+        ("const_size_bytes", c_int32),
+        ("local_size_bytes", c_int32),
+        ("num_regs", c_int32),
+        ("ptx_version", c_int32),
+        ("binary_version", c_int32),
+        ("cache_mode_ca", c_int32),
+        ("max_dynamic_shared_size_bytes", c_int32),
+        ("preferred_shared_memory_carveout", c_int32),
+        ("cluster_size_must_be_set", c_int32),
+        ("required_cluster_width", c_int32),
+        ("required_cluster_height", c_int32),
+        ("required_cluster_depth", c_int32),
+        ("non_portable_cluster_size_allowed", c_int32),
+        ("cluster_scheduling_policy_preference", c_int32),
+    ]
+
+
+SDM_KERNEL_ATTRIBUTES_CLUSTER = 1 << 0
+sdm_kernel_setting = c_int32
+SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES = 1
+SDM_KERNEL_SETTING_PREFERRED_CARVEOUT = 2
+
+
 # ---- the function table --------------------------------------------------------------------------
 
 
@@ -367,6 +400,12 @@ class sdm_api(Sized):
         ("kernel_list_count", CFUNCTYPE(sdm_status, kernel_list_p, P(c_uint32), P(error_p))),
         ("kernel_list_get", CFUNCTYPE(sdm_status, kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p))),
         ("kernel_list_destroy", CFUNCTYPE(None, kernel_list_p)),
+        # ABI 1.4
+        ("kernel_attributes_get", CFUNCTYPE(sdm_status, kernel_p, P(sdm_kernel_attributes), P(error_p))),
+        ("kernel_set", CFUNCTYPE(sdm_status, kernel_p, sdm_kernel_setting, c_int32, P(error_p))),
+        ("kernel_max_active_blocks", CFUNCTYPE(sdm_status, kernel_p, c_uint32, c_uint32, P(c_int32), P(error_p))),
+        ("kernel_max_potential_block_size", CFUNCTYPE(sdm_status, kernel_p, c_uint32, c_uint32, P(c_int32), P(c_int32),
+                                                      P(error_p))),
     ]
 
 
@@ -463,6 +502,17 @@ class ImageSource(enum.IntEnum):
     PTX_COMPILER = SDM_IMAGE_SOURCE_PTX_COMPILER
 
 
+class KernelSetting(enum.IntEnum):
+    """sdm_kernel_setting (sdm.h): its constants without the SDM_KERNEL_SETTING_ prefix."""
+
+    # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0 .. the device's opt-in shared memory per block less the
+    # kernel's static shared memory
+    MAX_DYNAMIC_SHARED_BYTES = SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES
+    # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: 0 .. 100 percent of L1 as shared memory, or -1 for no
+    # preference
+    PREFERRED_CARVEOUT = SDM_KERNEL_SETTING_PREFERRED_CARVEOUT
+
+
 # Every SDM_API function: name -> (restype, argtypes), in the header's order.
 FUNCTIONS = {
     "sdm_status_string": (c_char_p, [sdm_status]),
@@ -505,5 +555,10 @@ FUNCTIONS = {
     "sdm_kernel_list_count": (sdm_status, [kernel_list_p, P(c_uint32), P(error_p)]),
     "sdm_kernel_list_get": (sdm_status, [kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p)]),
     "sdm_kernel_list_destroy": (None, [kernel_list_p]),
+    "sdm_kernel_attributes_get": (sdm_status, [kernel_p, P(sdm_kernel_attributes), P(error_p)]),
+    "sdm_kernel_set": (sdm_status, [kernel_p, sdm_kernel_setting, c_int32, P(error_p)]),
+    "sdm_kernel_max_active_blocks": (sdm_status, [kernel_p, c_uint32, c_uint32, P(c_int32), P(error_p)]),
+    "sdm_kernel_max_potential_block_size": (sdm_status, [kernel_p, c_uint32, c_uint32, P(c_int32), P(c_int32),
+                                                         P(error_p)]),
     "sdm_get_api": (sdm_status, [c_uint32, P(c_uint32), P(P(sdm_api))]),
 }

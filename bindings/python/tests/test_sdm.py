@@ -1144,6 +1144,73 @@ class UserKernelsTest(FakeDriverTest):
         with self.assertRaises(ValueError):
             scale.plan_for_elements(-1)
 
+    # -- attributes, settings and occupancy (ABI 1.4) --
+    def test_attributes_are_the_drivers(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        a = scale.attributes()
+        # The fake's fixed answers (tests/fake_cuda/fake_cuda.cpp), each distinct.
+        self.assertEqual((a.max_threads_per_block, a.shared_size_bytes, a.const_size_bytes, a.local_size_bytes, a.num_regs),
+                         (1024, 0, 136, 24, 32))
+        self.assertEqual((a.ptx_version, a.binary_version, a.cache_mode_ca), (90, 90, 1))
+        self.assertEqual((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (49152, -1))
+        self.assertTrue(a.has_cluster)
+        self.assertEqual((a.cluster_size_must_be_set, a.required_cluster_width, a.required_cluster_height,
+                          a.required_cluster_depth, a.non_portable_cluster_size_allowed,
+                          a.cluster_scheduling_policy_preference), (0, 2, 3, 4, 5, 6))
+        self.assertEqual({m.name: int(m) for m in sdm.KernelSetting},
+                         {"MAX_DYNAMIC_SHARED_BYTES": 1, "PREFERRED_CARVEOUT": 2})
+
+    def test_settings_are_set_refused_past_the_limit_and_read_back(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        sets = self.fake_calls("cuFuncSetAttribute")
+        scale.set(sdm.KernelSetting.MAX_DYNAMIC_SHARED_BYTES, 100000)
+        scale.set(sdm.KernelSetting.PREFERRED_CARVEOUT, 50)
+        self.assertEqual(self.fake_calls("cuFuncSetAttribute"), sets + 2)
+        a = scale.attributes()
+        self.assertEqual((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (100000, 50))
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "232449 B is outside 0 .. 232448 B",
+                         "less the kernel's 0 B of static shared memory"):
+            scale.set(sdm.KernelSetting.MAX_DYNAMIC_SHARED_BYTES, 232449)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "carveout of 101"):
+            scale.set(sdm.KernelSetting.PREFERRED_CARVEOUT, 101)
+        with self.assertRaises(ValueError):
+            scale.set(sdm.KernelSetting.PREFERRED_CARVEOUT, 2**31)
+        self.assertEqual(self.fake_calls("cuFuncSetAttribute"), sets + 2)
+
+    def test_settings_survive_a_reload(self):
+        path = self.tmp / "launch.sdma"
+        shutil.copyfile(self.archive, path)
+        rt = self.runtime()
+        rt.mount_file(path)
+        old = rt.kernel(0, "scale_by_table")
+        old.set(sdm.KernelSetting.MAX_DYNAMIC_SHARED_BYTES, 65536)
+        old.set(sdm.KernelSetting.PREFERRED_CARVEOUT, 25)
+        # Another version of the archive: the same cubin, another archive version.
+        done = subprocess.run([os.environ["SDM_TOOL"], "import", str(ROOT / "tests" / "data" / "launch.sm_90.cubin"), "-o",
+                               str(self.tmp / "incoming"), "-q", "--archive-version", "2"], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        os.replace(self.tmp / "incoming", path)
+        self.assertEqual(rt.reload(), 1)
+        sets = self.fake_calls("cuFuncSetAttribute")
+        fresh = rt.kernel(0, "scale_by_table")
+        self.assertEqual(self.fake_calls("cuFuncSetAttribute"), sets + 2)
+        a = fresh.attributes()
+        self.assertEqual((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (65536, 25))
+        self.assertEqual(rt.kernel(0, "grid_sum").attributes().max_dynamic_shared_size_bytes, 49152)
+        old.release()
+        self.assertEqual(self.fake_calls("cuCtxSynchronize"), 0)  # attributes never handed the CUfunction out
+
+    def test_occupancy_is_the_drivers(self):
+        scale = self.rt.kernel(0, "scale_by_table")
+        self.assertEqual(scale.max_active_blocks(256), 8)
+        self.assertEqual(scale.max_active_blocks(1024, smem_bytes=100000), 2)
+        self.assertEqual(scale.max_potential_block_size(), (1024, 264))
+        self.assertEqual(scale.max_potential_block_size(block_threads_limit=256)[0], 256)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "a block of 0 threads"):
+            scale.max_active_blocks(0)
+        with self.raises(sdm.Status.ERROR_INVALID_ARGUMENT, "a block size limit of 2048 threads"):
+            scale.max_potential_block_size(block_threads_limit=2048)
+
     # -- arguments --
     def test_untyped_parameters_take_ints_floats_and_bytes(self):
         scale = self.rt.kernel(0, "scale_by_table")  # b64,b64,b32

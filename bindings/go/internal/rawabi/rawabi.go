@@ -23,6 +23,7 @@ func Layouts() map[string]Layout {
 		"sdm_plan":              {unsafe.Sizeof(C.sdm_plan{}), unsafe.Alignof(C.sdm_plan{})},
 		"sdm_launch_attributes": {unsafe.Sizeof(C.sdm_launch_attributes{}), unsafe.Alignof(C.sdm_launch_attributes{})},
 		"sdm_kernel_entry":      {unsafe.Sizeof(C.sdm_kernel_entry{}), unsafe.Alignof(C.sdm_kernel_entry{})},
+		"sdm_kernel_attributes": {unsafe.Sizeof(C.sdm_kernel_attributes{}), unsafe.Alignof(C.sdm_kernel_attributes{})},
 		"sdm_api":               {unsafe.Sizeof(C.sdm_api{}), unsafe.Alignof(C.sdm_api{})},
 	}
 }
@@ -39,6 +40,7 @@ func Pinned() map[string]Layout {
 		"sdm_plan":              {Size: 80, Align: 8},
 		"sdm_launch_attributes": {Size: 32, Align: 8},
 		"sdm_kernel_entry":      {Size: 56, Align: 8},
-		"sdm_api":               {Size: 328, Align: 8},
+		"sdm_kernel_attributes": {Size: 72, Align: 4},
+		"sdm_api":               {Size: 360, Align: 8},
 	}
 }

@@ -8,7 +8,7 @@
 use core::ffi::{c_char, c_void};
 
 pub const SDM_ABI_VERSION_MAJOR: u32 = 1;
-pub const SDM_ABI_VERSION_MINOR: u32 = 3;
+pub const SDM_ABI_VERSION_MINOR: u32 = 4;
 pub const SDM_LIST_SERVED: u32 = 4294967295;
 
 // ---- statuses -----------------------------------------------------------------------------------
@@ -76,6 +76,7 @@ pub struct sdm_chain {
 
 pub const SDM_RUNTIME_NO_EMBEDDED_ARCHIVE: u32 = 1 << 0;
 pub const SDM_RUNTIME_CURRENT_CONTEXT: u32 = 1 << 1;
+pub const SDM_RUNTIME_RELOAD_ANY_CONTRACT: u32 = 1 << 2;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -283,6 +284,36 @@ pub struct sdm_kernel_entry {
     pub reserved0: u32,
 }
 
+// ---- kernel attributes and settings (ABI 1.4) ---------------------------------------------------
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct sdm_kernel_attributes {
+    pub struct_size: u32,
+    pub flags: u32,
+    pub max_threads_per_block: i32,
+    pub shared_size_bytes: i32,
+    pub const_size_bytes: i32,
+    pub local_size_bytes: i32,
+    pub num_regs: i32,
+    pub ptx_version: i32,
+    pub binary_version: i32,
+    pub cache_mode_ca: i32,
+    pub max_dynamic_shared_size_bytes: i32,
+    pub preferred_shared_memory_carveout: i32,
+    pub cluster_size_must_be_set: i32,
+    pub required_cluster_width: i32,
+    pub required_cluster_height: i32,
+    pub required_cluster_depth: i32,
+    pub non_portable_cluster_size_allowed: i32,
+    pub cluster_scheduling_policy_preference: i32,
+}
+
+pub const SDM_KERNEL_ATTRIBUTES_CLUSTER: u32 = 1 << 0;
+pub type sdm_kernel_setting = i32;
+pub const SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES: sdm_kernel_setting = 1;
+pub const SDM_KERNEL_SETTING_PREFERRED_CARVEOUT: sdm_kernel_setting = 2;
+
 // ---- the function table -------------------------------------------------------------------------
 
 #[repr(C)]
@@ -405,6 +436,16 @@ pub struct sdm_api {
         unsafe extern "C" fn(*const sdm_kernel_list, u32, *mut sdm_kernel_entry, *mut *mut sdm_error) -> sdm_status,
     >,
     pub kernel_list_destroy: Option<unsafe extern "C" fn(*mut sdm_kernel_list)>,
+    // ABI 1.4
+    pub kernel_attributes_get:
+        Option<unsafe extern "C" fn(*const sdm_kernel, *mut sdm_kernel_attributes, *mut *mut sdm_error) -> sdm_status>,
+    pub kernel_set:
+        Option<unsafe extern "C" fn(*const sdm_kernel, sdm_kernel_setting, i32, *mut *mut sdm_error) -> sdm_status>,
+    pub kernel_max_active_blocks:
+        Option<unsafe extern "C" fn(*const sdm_kernel, u32, u32, *mut i32, *mut *mut sdm_error) -> sdm_status>,
+    pub kernel_max_potential_block_size: Option<
+        unsafe extern "C" fn(*const sdm_kernel, u32, u32, *mut i32, *mut i32, *mut *mut sdm_error) -> sdm_status,
+    >,
 }
 
 // ---- defaults: zeros, struct_size set -----------------------------------------------------------
@@ -419,6 +460,7 @@ sized_default!(
     sdm_plan,
     sdm_launch_attributes,
     sdm_kernel_entry,
+    sdm_kernel_attributes,
     sdm_api,
 );
 
@@ -601,6 +643,33 @@ extern "C" {
     ) -> sdm_status;
     pub fn sdm_kernel_list_destroy(list: *mut sdm_kernel_list);
 
+    pub fn sdm_kernel_attributes_get(
+        kernel: *const sdm_kernel,
+        attributes: *mut sdm_kernel_attributes,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_set(
+        kernel: *const sdm_kernel,
+        setting: sdm_kernel_setting,
+        value: i32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_max_active_blocks(
+        kernel: *const sdm_kernel,
+        block_threads: u32,
+        smem_bytes: u32,
+        blocks_per_sm: *mut i32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_kernel_max_potential_block_size(
+        kernel: *const sdm_kernel,
+        smem_bytes: u32,
+        block_threads_limit: u32,
+        block_threads: *mut i32,
+        min_grid_blocks: *mut i32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+
     pub fn sdm_get_api(major: u32, minor: *mut u32, api: *mut *const sdm_api) -> sdm_status;
 }
 
@@ -614,7 +683,7 @@ mod layout {
     #[test]
     fn values() {
         assert_eq!(SDM_ABI_VERSION_MAJOR, 1);
-        assert_eq!(SDM_ABI_VERSION_MINOR, 3);
+        assert_eq!(SDM_ABI_VERSION_MINOR, 4);
         assert_eq!(SDM_LIST_SERVED, 4294967295);
         assert_eq!(SDM_OK, 0);
         assert_eq!(SDM_ERROR_INVALID_ARGUMENT, 1);
@@ -645,6 +714,7 @@ mod layout {
         assert_eq!(SDM_LOG_DEBUG, 4);
         assert_eq!(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
         assert_eq!(SDM_RUNTIME_CURRENT_CONTEXT, 2);
+        assert_eq!(SDM_RUNTIME_RELOAD_ANY_CONTRACT, 4);
         assert_eq!(SDM_ISOLATION_DEFAULT, 0);
         assert_eq!(SDM_ISOLATION_AUTO, 1);
         assert_eq!(SDM_ISOLATION_ALWAYS, 2);
@@ -675,9 +745,13 @@ mod layout {
         assert_eq!(SDM_PLAN_PDL, 1);
         assert_eq!(SDM_PLAN_COOPERATIVE, 2);
         assert_eq!(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
+        assert_eq!(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
+        assert_eq!(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
+        assert_eq!(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
         assert_eq!((size_of::<sdm_status>(), align_of::<sdm_status>()), (4, 4));
         assert_eq!((size_of::<sdm_log_level>(), align_of::<sdm_log_level>()), (4, 4));
         assert_eq!((size_of::<sdm_device_class>(), align_of::<sdm_device_class>()), (4, 4));
+        assert_eq!((size_of::<sdm_kernel_setting>(), align_of::<sdm_kernel_setting>()), (4, 4));
     }
 
     #[test]
@@ -831,6 +905,29 @@ mod layout {
     }
 
     #[test]
+    fn kernel_attributes() {
+        pin_field!(sdm_kernel_attributes, struct_size, 0, 4);
+        pin_field!(sdm_kernel_attributes, flags, 4, 4);
+        pin_field!(sdm_kernel_attributes, max_threads_per_block, 8, 4);
+        pin_field!(sdm_kernel_attributes, shared_size_bytes, 12, 4);
+        pin_field!(sdm_kernel_attributes, const_size_bytes, 16, 4);
+        pin_field!(sdm_kernel_attributes, local_size_bytes, 20, 4);
+        pin_field!(sdm_kernel_attributes, num_regs, 24, 4);
+        pin_field!(sdm_kernel_attributes, ptx_version, 28, 4);
+        pin_field!(sdm_kernel_attributes, binary_version, 32, 4);
+        pin_field!(sdm_kernel_attributes, cache_mode_ca, 36, 4);
+        pin_field!(sdm_kernel_attributes, max_dynamic_shared_size_bytes, 40, 4);
+        pin_field!(sdm_kernel_attributes, preferred_shared_memory_carveout, 44, 4);
+        pin_field!(sdm_kernel_attributes, cluster_size_must_be_set, 48, 4);
+        pin_field!(sdm_kernel_attributes, required_cluster_width, 52, 4);
+        pin_field!(sdm_kernel_attributes, required_cluster_height, 56, 4);
+        pin_field!(sdm_kernel_attributes, required_cluster_depth, 60, 4);
+        pin_field!(sdm_kernel_attributes, non_portable_cluster_size_allowed, 64, 4);
+        pin_field!(sdm_kernel_attributes, cluster_scheduling_policy_preference, 68, 4);
+        pin_size!(sdm_kernel_attributes, 72, 4);
+    }
+
+    #[test]
     fn api() {
         pin_field!(sdm_api, struct_size, 0, 4);
         pin_field!(sdm_api, abi_minor, 4, 4);
@@ -874,6 +971,10 @@ mod layout {
         pin_field!(sdm_api, kernel_list_count, 304, 8);
         pin_field!(sdm_api, kernel_list_get, 312, 8);
         pin_field!(sdm_api, kernel_list_destroy, 320, 8);
-        pin_size!(sdm_api, 328, 8);
+        pin_field!(sdm_api, kernel_attributes_get, 328, 8);
+        pin_field!(sdm_api, kernel_set, 336, 8);
+        pin_field!(sdm_api, kernel_max_active_blocks, 344, 8);
+        pin_field!(sdm_api, kernel_max_potential_block_size, 352, 8);
+        pin_size!(sdm_api, 360, 8);
     }
 }

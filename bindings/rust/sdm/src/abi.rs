@@ -5,7 +5,7 @@
 // of sdm.h field for field.
 
 use crate::sys;
-use crate::{DeviceClass, ImageKind, ImageSource, Status};
+use crate::{DeviceClass, ImageKind, ImageSource, KernelSetting, Status};
 
 /// The values of `sdm_status`.
 impl Status {
@@ -93,6 +93,16 @@ impl ImageSource {
     pub const FATBIN: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_FATBIN);
     /// Compiled by nvPTXCompiler (ABI 1.1).
     pub const PTX_COMPILER: ImageSource = ImageSource(sys::SDM_IMAGE_SOURCE_PTX_COMPILER);
+}
+
+/// The values of `sdm_kernel_setting`.
+impl KernelSetting {
+    /// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: 0 .. the device's opt-in shared memory per
+    /// block less the kernel's static shared memory.
+    pub const MAX_DYNAMIC_SHARED_BYTES: KernelSetting = KernelSetting(sys::SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES);
+    /// CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: 0 .. 100 percent of L1 as shared memory,
+    /// or -1 for no preference.
+    pub const PREFERRED_CARVEOUT: KernelSetting = KernelSetting(sys::SDM_KERNEL_SETTING_PREFERRED_CARVEOUT);
 }
 
 /// `sdm_plan` without its struct_size, reserved fields and extension chain (lib.rs has its methods).

@@ -1047,6 +1047,42 @@ pub struct KernelInfo {
     pub source: ImageSource,
 }
 
+/// What [`KernelHandle::set`] sets (`sdm_kernel_setting`, ABI 1.4). A newtype, as [`ImageKind`]
+/// is; its constants are sdm.h's SDM_KERNEL_SETTING_* (abi.rs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub struct KernelSetting(pub i32);
+
+/// What the driver says of a fetched kernel's function (`sdm_kernel_attributes`, ABI 1.4: the
+/// cuFuncGetAttribute set). Sizes in bytes; versions major * 10 + minor (90 for 9.0). The cluster
+/// fields are read on devices of capability 9.0 and later (`has_cluster`), else 0. Non-exhaustive:
+/// a later minor may add fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KernelAttributes {
+    pub max_threads_per_block: i32,
+    /// Static shared memory per block.
+    pub shared_size_bytes: i32,
+    pub const_size_bytes: i32,
+    /// Local memory per thread.
+    pub local_size_bytes: i32,
+    /// Registers per thread.
+    pub num_regs: i32,
+    pub ptx_version: i32,
+    pub binary_version: i32,
+    pub cache_mode_ca: i32,
+    /// The dynamic shared memory a launch may ask for, as set now (48 KiB unless raised).
+    pub max_dynamic_shared_size_bytes: i32,
+    /// Percent of L1 preferred as shared memory; -1: no preference.
+    pub preferred_shared_memory_carveout: i32,
+    pub has_cluster: bool,
+    pub cluster_size_must_be_set: i32,
+    pub required_cluster_width: i32,
+    pub required_cluster_height: i32,
+    pub required_cluster_depth: i32,
+    pub non_portable_cluster_size_allowed: i32,
+    pub cluster_scheduling_policy_preference: i32,
+}
+
 /// A launch plan (`sdm_plan`): what [`KernelHandle::plan`] or [`KernelHandle::plan_for_elements`]
 /// chose, or one the host makes ([`Plan::new`]) or changes (`Plan { smem_bytes: 4096, ..plan }`).
 ///
@@ -1417,6 +1453,76 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
         // SAFETY: valid kernel; `plan` has its struct_size set.
         call(|error| unsafe { sys::sdm_plan_for_elements(self.as_raw(), elements, smem_bytes, &mut plan, error) })?;
         Ok(Plan::from_raw(&plan))
+    }
+
+    /// The driver's attributes of the kernel's function (ABI 1.4). Unlike [`KernelHandle::function`],
+    /// it does not hand the CUfunction out: a reload's retirement of the module still waits only
+    /// for the streams sdm launched on.
+    pub fn attributes(&self) -> Result<KernelAttributes> {
+        let mut a = sys::sdm_kernel_attributes::default();
+        // SAFETY: valid kernel; `a` has its struct_size set.
+        call(|error| unsafe { sys::sdm_kernel_attributes_get(self.as_raw(), &mut a, error) })?;
+        Ok(KernelAttributes {
+            max_threads_per_block: a.max_threads_per_block,
+            shared_size_bytes: a.shared_size_bytes,
+            const_size_bytes: a.const_size_bytes,
+            local_size_bytes: a.local_size_bytes,
+            num_regs: a.num_regs,
+            ptx_version: a.ptx_version,
+            binary_version: a.binary_version,
+            cache_mode_ca: a.cache_mode_ca,
+            max_dynamic_shared_size_bytes: a.max_dynamic_shared_size_bytes,
+            preferred_shared_memory_carveout: a.preferred_shared_memory_carveout,
+            has_cluster: a.flags & sys::SDM_KERNEL_ATTRIBUTES_CLUSTER != 0,
+            cluster_size_must_be_set: a.cluster_size_must_be_set,
+            required_cluster_width: a.required_cluster_width,
+            required_cluster_height: a.required_cluster_height,
+            required_cluster_depth: a.required_cluster_depth,
+            non_portable_cluster_size_allowed: a.non_portable_cluster_size_allowed,
+            cluster_scheduling_policy_preference: a.cluster_scheduling_policy_preference,
+        })
+    }
+
+    /// Sets `setting` to `value` on the kernel's function and records it for the kernel's name on
+    /// its device, so that the kernel fetched again after a reload gets it too (ABI 1.4):
+    /// [`KernelSetting::MAX_DYNAMIC_SHARED_BYTES`] in bytes, [`KernelSetting::PREFERRED_CARVEOUT`]
+    /// 0..=100 percent or -1. A value past the device's limit is [`Status::INVALID_ARGUMENT`]
+    /// naming both, and nothing is recorded.
+    pub fn set(&self, setting: KernelSetting, value: i32) -> Result<()> {
+        // SAFETY: valid kernel.
+        call(|error| unsafe { sys::sdm_kernel_set(self.as_raw(), setting.0, value, error) })
+    }
+
+    /// Blocks of `block_threads` threads with `smem_bytes` of dynamic shared memory that fit on
+    /// one multiprocessor at once (cuOccupancyMaxActiveBlocksPerMultiprocessor; ABI 1.4); 0 when
+    /// none does.
+    pub fn max_active_blocks(&self, block_threads: u32, smem_bytes: u32) -> Result<i32> {
+        let mut blocks = 0i32;
+        // SAFETY: valid kernel and out-pointer.
+        call(|error| unsafe {
+            sys::sdm_kernel_max_active_blocks(self.as_raw(), block_threads, smem_bytes, &mut blocks, error)
+        })?;
+        Ok(blocks)
+    }
+
+    /// (the block size of the highest occupancy, the fewest blocks that reach it on the device)
+    /// for `smem_bytes` of dynamic shared memory per block and blocks of at most
+    /// `block_threads_limit` threads (0: the kernel's own limit): cuOccupancyMaxPotentialBlockSize
+    /// (ABI 1.4).
+    pub fn max_potential_block_size(&self, smem_bytes: u32, block_threads_limit: u32) -> Result<(i32, i32)> {
+        let (mut block, mut min_grid) = (0i32, 0i32);
+        // SAFETY: valid kernel and out-pointers.
+        call(|error| unsafe {
+            sys::sdm_kernel_max_potential_block_size(
+                self.as_raw(),
+                smem_bytes,
+                block_threads_limit,
+                &mut block,
+                &mut min_grid,
+                error,
+            )
+        })?;
+        Ok((block, min_grid))
     }
 
     /// The `__device__` or `__constant__` variable `name` of the kernel's module, as loaded for

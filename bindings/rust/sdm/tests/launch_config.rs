@@ -7,7 +7,7 @@
 // A process of its own (cargo runs each file of tests/ as one), so that its devices can include
 // one without cooperative launches. The fake's last launch and call counters are process-wide:
 // every test holds SERIAL, so that they read their own.
-use sdm::{LaunchAttribute, LogLevel, Plan, Runtime, Status};
+use sdm::{KernelSetting, LaunchAttribute, LogLevel, Plan, Runtime, Status};
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -320,6 +320,85 @@ fn a_plan_for_elements() {
         &["blocks, over the grid's 2147483647 in x"],
     );
     assert_error(k.plan_for_elements(10, 300_000), Status::INVALID_ARGUMENT, &["300000 B of dynamic shared memory"]);
+}
+
+// ---- attributes, settings and occupancy (ABI 1.4) ----
+
+#[test]
+fn attributes_are_the_drivers() {
+    let _serial = serial();
+    let rt = runtime();
+    let k = rt.kernel(0, "scale_by_table").unwrap();
+    let a = k.attributes().unwrap();
+    // The fake's fixed answers (tests/fake_cuda/fake_cuda.cpp), each distinct.
+    assert_eq!(
+        (a.max_threads_per_block, a.shared_size_bytes, a.const_size_bytes, a.local_size_bytes, a.num_regs),
+        (1024, 0, 136, 24, 32)
+    );
+    assert_eq!((a.ptx_version, a.binary_version, a.cache_mode_ca), (90, 90, 1));
+    assert_eq!((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (49152, -1));
+    assert!(a.has_cluster);
+    assert_eq!((a.required_cluster_width, a.required_cluster_height, a.required_cluster_depth), (2, 3, 4));
+    assert_eq!((a.non_portable_cluster_size_allowed, a.cluster_scheduling_policy_preference), (5, 6));
+}
+
+#[test]
+fn settings_are_set_refused_and_survive_a_reload() {
+    let _serial = serial();
+    let path = scratch().join("reloaded.sdma");
+    std::fs::copy(launch_archive(), &path).unwrap();
+    let rt = Runtime::builder()
+        .cuda_driver(fake_driver())
+        .cache_dir(scratch().join("cache"))
+        .no_embedded_archive()
+        .log_level(LogLevel::OFF)
+        .build()
+        .unwrap();
+    rt.mount_file(&path).unwrap();
+    let old = rt.kernel(0, "scale_by_table").unwrap();
+    let sets = fake_calls("cuFuncSetAttribute");
+    old.set(KernelSetting::MAX_DYNAMIC_SHARED_BYTES, 65536).unwrap();
+    old.set(KernelSetting::PREFERRED_CARVEOUT, 25).unwrap();
+    assert_eq!(fake_calls("cuFuncSetAttribute"), sets + 2);
+    assert_error(
+        old.set(KernelSetting::MAX_DYNAMIC_SHARED_BYTES, 232_449),
+        Status::INVALID_ARGUMENT,
+        &["232449 B is outside 0 .. 232448 B", "static shared memory"],
+    );
+    assert_error(old.set(KernelSetting::PREFERRED_CARVEOUT, 101), Status::INVALID_ARGUMENT, &["carveout of 101"]);
+    assert_eq!(fake_calls("cuFuncSetAttribute"), sets + 2);
+    // Another version of the archive: the same cubin, another archive version.
+    let incoming = scratch().join("incoming.sdma");
+    let status = Command::new(std::env::var_os("SDM_TOOL").unwrap())
+        .arg("import")
+        .arg(repo().join("tests/data/launch.sm_90.cubin"))
+        .arg("-o")
+        .arg(&incoming)
+        .args(["-q", "--archive-version", "2"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::rename(&incoming, &path).unwrap();
+    assert_eq!(rt.reload().unwrap(), 1);
+    let sets = fake_calls("cuFuncSetAttribute");
+    let fresh = rt.kernel(0, "scale_by_table").unwrap();
+    assert_eq!(fake_calls("cuFuncSetAttribute"), sets + 2, "the recorded settings, given at the fetch");
+    let a = fresh.attributes().unwrap();
+    assert_eq!((a.max_dynamic_shared_size_bytes, a.preferred_shared_memory_carveout), (65536, 25));
+    let other = rt.kernel(0, "grid_sum").unwrap().attributes().unwrap();
+    assert_eq!(other.max_dynamic_shared_size_bytes, 49152);
+}
+
+#[test]
+fn occupancy_is_the_drivers() {
+    let _serial = serial();
+    let rt = runtime();
+    let k = rt.kernel(0, "scale_by_table").unwrap();
+    assert_eq!(k.max_active_blocks(256, 0).unwrap(), 8);
+    assert_eq!(k.max_active_blocks(1024, 100_000).unwrap(), 2);
+    assert_eq!(k.max_potential_block_size(0, 0).unwrap(), (1024, 264));
+    assert_eq!(k.max_potential_block_size(0, 256).unwrap().0, 256);
+    assert_error(k.max_active_blocks(0, 0), Status::INVALID_ARGUMENT, &["a block of 0 threads"]);
 }
 
 // ---- globals ----
