@@ -588,6 +588,10 @@ type KernelInfo struct {
 // name expression as CuPy takes it ("ns::reduce<int>", "fill<float, 256>", or "reduce" when one
 // instantiation has that name). A name matching several kernels is ErrAmbiguous, its message
 // listing them; Runtime.Kernels lists the names.
+//
+// Since ABI 1.4, name may be module-qualified, "MODULE!NAME" (QualifiedName): two modules defining
+// one name (as two CuPy RawModules do) make the plain name ErrAmbiguous, naming the modules, never
+// one module's kernel for the other's.
 func (r *Runtime) Kernel(ordinal int, name string) (*Kernel, error) {
 	return r.KernelOnStream(ordinal, name, "", nil)
 }
@@ -1260,3 +1264,7 @@ func store[T any](dst unsafe.Pointer, value T) int {
 	}
 	return int(unsafe.Sizeof(value))
 }
+
+// QualifiedName is the module-qualified spelling of kernel name of module, "MODULE!NAME" (ABI 1.4),
+// for Runtime.Kernel: the kernel of that module, where several modules define the name.
+func QualifiedName(module, name string) string { return module + "!" + name }

@@ -4,6 +4,7 @@
 // kernel writes its own mark to out[0], so a test sees which kernel ran. Compiled by
 // regenerate.sh to user_names.sm_90.cubin and user_names_second.sm_90.cubin.
 #include <cuda/std/complex>
+#include <thrust/complex.h>
 
 namespace mylib {
 enum class Tag : int { A = 0, B = 1 };
@@ -31,6 +32,15 @@ __global__ void complex_scale(cuda::std::complex<float> v, float* out) {
     out[0] = v.real();
     out[1] = v.imag();
 }
+
+// A thrust::complex<float> as a template argument and by value (its symbol names thrust's
+// versioned inline namespace, THRUST_300001_SM_900_NS).
+template <typename C>
+__global__ void cplx_param(C v, float* out) {
+    out[0] = v.real() * 10.0f;
+    out[1] = v.imag() * 10.0f;
+}
+template __global__ void cplx_param<thrust::complex<float>>(thrust::complex<float>, float*);
 
 #ifndef SECOND
 extern "C" __global__ void test_sum(int* out) { out[0] = 10; }

@@ -31,6 +31,7 @@ run gpu-launch "$build/tests/test_gpu_launch"
 run gpu-graphs "$build/tests/test_gpu_graphs"
 run gpu-user-kernels "$build/tests/test_gpu_user_kernels"
 run gpu-attributes "$build/tests/test_gpu_attributes"
+[ -x "$build/tests/test_gpu_user_names" ] && run gpu-user-names "$build/tests/test_gpu_user_names"
 run gpu-hostile "$build/tests/test_gpu_hostile"
 # Why sdm checks images first: the same 64-byte header handed to the real driver by hand, in a
 # process of its own. Its exit is recorded, not judged (a signal here is the driver's crash).

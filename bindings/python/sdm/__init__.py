@@ -51,7 +51,7 @@ __all__ = [
     "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
     "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
     "KernelEntry", "KernelAttributes", "KernelSetting",
-    "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api",
+    "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api", "qualified_name",
 ]
 
 
@@ -71,6 +71,7 @@ class RuntimeFlag(enum.IntFlag):
 
     NO_EMBEDDED_ARCHIVE = _capi.SDM_RUNTIME_NO_EMBEDDED_ARCHIVE
     CURRENT_CONTEXT = _capi.SDM_RUNTIME_CURRENT_CONTEXT  # ABI 1.2: the calling thread's current CUDA context
+    RELOAD_ANY_CONTRACT = _capi.SDM_RUNTIME_RELOAD_ANY_CONTRACT  # ABI 1.4: a reload may change fetched kernels' signatures
 
 
 class CacheFlag(enum.IntFlag):
@@ -279,6 +280,13 @@ def _call(lib: ctypes.CDLL, function: Callable[..., int], *args: Any) -> None:
 
 
 # ---- library-wide functions -----------------------------------------------------------------------
+
+def qualified_name(module: str, name: str) -> str:
+    """The module-qualified spelling of kernel `name` of `module`: "MODULE!NAME" (ABI 1.4)."""
+    if not module or "!" in module or "/" in module or ":" in module:
+        raise ValueError(f"module {module!r} is not a module name sdm can qualify by (non-empty, without '!', '/' or ':')")
+    return f"{module}!{name}"
+
 
 def load_library(library: str | None = None) -> ctypes.CDLL:
     """The ctypes CDLL of libsdm (sdm._capi.load), `library` or else found in the order the
@@ -1320,7 +1328,7 @@ class Runtime:
         return _known(DeviceClass, value.value)
 
     # -- kernels --
-    def kernel(self, ordinal: int, name: str, stream: object = None, signature: str | None = None) -> Kernel:
+    def kernel(self, ordinal: int, name: str, stream: object = None, signature: str | None = None, *, module: str | None = None) -> Kernel:
         """Kernel `name` on device `ordinal`, loading its module on first use. `name` is what an
         archive lists (a C++ kernel's mangled symbol) or, ABI 1.3, a C++ spelling of it: the
         declaration as c++filt prints it, or a name expression as CuPy takes it
@@ -1329,7 +1337,13 @@ class Runtime:
         kernel declaring another raises MismatchError; a signature derived from the image
         ("b64,b32", from `sdm import`) agrees with every typed one of its layout (b32: i32, u32 or
         f32; b64: ptr, i64, u64 or f64), and the Kernel's launch arguments convert by it. `stream`
-        (an int or a stream object, as launch takes) is checked for graph capture before any JIT."""
+        (an int or a stream object, as launch takes) is checked for graph capture before any JIT.
+        ABI 1.4: `module` names the kernel within that module (CuPy's RawModule.get_function), as
+        the name "MODULE!NAME" does; a name several modules define raises AmbiguousError naming
+        them, never one module's kernel for another's. A name expression recorded at build time
+        (`sdm import --source --name-expression`) is found as its author wrote it."""
+        if module is not None:
+            name = qualified_name(module, name)
         handle = kernel_p()
         stream_handle = _stream_handle(stream)
         if signature is None:

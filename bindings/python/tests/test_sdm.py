@@ -1485,6 +1485,30 @@ class UserKernelsTest(FakeDriverTest):
                          "the closest: void sdm_test::fill<"):
             self.rt.kernel(0, "fil<float, 256>")
 
+    def test_two_modules_defining_one_name(self):
+        # As two CuPy RawModules: the plain name is ambiguous, naming both; each module's own by module=.
+        tool = os.environ.get("SDM_TOOL", "")
+        if not os.path.isfile(tool):
+            self.fail("set SDM_TOOL to the sdm tool, build/tools/sdm; run_tests.sh does")
+        work = Path(tempfile.mkdtemp(prefix="sdm-python-modules-"))
+        try:
+            for module in ("one", "two"):
+                shutil.copy(ROOT / "tests" / "data" / "kernels.sm_90.cubin", work / f"{module}.sm_90.cubin")
+            archive = work / "both.sdma"
+            subprocess.run([tool, "import", "-q", "-o", str(archive), str(work / "one.sm_90.cubin"), str(work / "two.sm_90.cubin")],
+                           check=True, capture_output=True, timeout=300)
+            self.rt.mount_file(archive)
+            with self.raises(sdm.Status.ERROR_AMBIGUOUS, "is defined by 2 modules of archive", "one, two", '"one!scale" or "two!scale"') as caught:
+                self.rt.kernel(0, "scale")
+            self.assertIsInstance(caught.exception, sdm.AmbiguousError)
+            self.assertEqual(self.rt.kernel(0, "scale", module="one").info().module, "one")
+            self.assertEqual(self.rt.kernel(0, "scale", module="two").info().module, "two")
+            self.assertEqual(self.rt.kernel(0, "two!scale").info().module, "two")
+            with self.assertRaises(ValueError):
+                sdm.qualified_name("a!b", "scale")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
     def test_derived_signatures_agree_with_typed_ones_of_their_layout(self):
         for signature in ("ptr,ptr,i32", "u64, ptr, f32", "b64,b64,b32"):
             with self.subTest(signature=signature):

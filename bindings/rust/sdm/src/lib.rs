@@ -581,6 +581,12 @@ pub struct CacheStats {
     pub build_milliseconds: f64,
 }
 
+/// The module-qualified spelling of kernel `name` of `module`, `"MODULE!NAME"` (ABI 1.4), for
+/// [`Runtime::kernel`]: the kernel of that module, where several modules define the name.
+pub fn qualified_name(module: &str, name: &str) -> String {
+    format!("{module}!{name}")
+}
+
 impl Runtime {
     /// A runtime with sdm's defaults (`$SDM_CUDA_DRIVER`, `$SDM_CACHE_DIR`, `$SDM_LOG`, ...).
     pub fn new() -> Result<Runtime> {
@@ -756,6 +762,10 @@ impl Runtime {
     /// int)"`), or a name expression as CuPy takes it (`"ns::reduce<int>"`, `"fill<float, 256>"`,
     /// or `"reduce"` when one instantiation has that name). One matching several kernels is
     /// [`Status::AMBIGUOUS`], its message listing them; [`Runtime::kernels`] lists the names.
+    ///
+    /// Since ABI 1.4, `name` may be module-qualified, `"MODULE!NAME"` ([`qualified_name`]): two
+    /// modules defining one name (as two CuPy RawModules do) make the plain name
+    /// [`Status::AMBIGUOUS`], naming the modules, never one module's kernel for the other's.
     pub fn kernel(&self, ordinal: i32, name: &str) -> Result<Kernel<'_>> {
         // SAFETY: a null stream.
         unsafe { self.kernel_with(ordinal, name, None, ptr::null_mut()) }
