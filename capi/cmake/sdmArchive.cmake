@@ -10,7 +10,11 @@
 #     [SIGN <secret key file>]     # optional: sign the archive with this key (from sdm keygen;
 #                                  # sdm pack --sign); a host trusts its .pub
 #     [OUTPUT <file>]              # default: ${CMAKE_CURRENT_BINARY_DIR}/<target>.sdma
-#     [NVCC_FLAGS -O3 ...])        # passed to every nvcc call
+#     [NVCC_FLAGS -O3 ...]         # passed to every nvcc call
+#     [NAME_EXPRESSIONS "a=fill<float, 256>" ...]  # MODULE=EXPRESSION: names hosts fetch kernels by,
+#                                  # lowered with NVRTC from that module's source into the manifest
+#                                  # (sdm pack --name-expression; docs/LOADING.md, "Kernel names")
+#     [NVRTC_OPTIONS -std=c++17 ...])  # for NVRTC when it lowers them (-I, -D, -std as nvcc had)
 #
 # Builds <target> (part of ALL); its property SDM_ARCHIVE_FILE is the archive's path, for a host to
 # install or to pass to sdm_archive_mount_file. Without a manifest every __global__ entry of every
@@ -45,7 +49,7 @@ macro(_sdm_image_deps image source)
 endmacro()
 
 function(sdm_add_archive target)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MANIFEST;OUTPUT;SIGN" "SOURCES;ARCHS;PTX;NVCC_FLAGS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "MANIFEST;OUTPUT;SIGN" "SOURCES;ARCHS;PTX;NVCC_FLAGS;NAME_EXPRESSIONS;NVRTC_OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "sdm_add_archive(${target}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -83,9 +87,15 @@ function(sdm_add_archive target)
   endif()
   set(images)
   set(image_args)
+  set(name_args)
+  set(sources)
   foreach(source IN LISTS arg_SOURCES)
     get_filename_component(path "${source}" ABSOLUTE)
     get_filename_component(module "${source}" NAME_WE)
+    list(APPEND sources "${path}")
+    if(arg_NAME_EXPRESSIONS)
+      list(APPEND name_args --source "${module}=${path}")
+    endif()
     foreach(arch IN LISTS arg_ARCHS)
       set(image "${work}/${module}.sm_${arch}.cubin")
       _sdm_image_deps("${image}" "${path}")
@@ -114,6 +124,12 @@ function(sdm_add_archive target)
     set(manifest_args -m "${manifest}")
     set(manifest_dep "${manifest}")
   endif()
+  foreach(expression IN LISTS arg_NAME_EXPRESSIONS)
+    list(APPEND name_args --name-expression "${expression}")
+  endforeach()
+  foreach(option IN LISTS arg_NVRTC_OPTIONS)
+    list(APPEND name_args "--nvrtc-option=${option}")
+  endforeach()
   set(sign_args)
   set(sign_dep)
   if(arg_SIGN)
@@ -122,8 +138,8 @@ function(sdm_add_archive target)
     set(sign_dep "${key}")
   endif()
   add_custom_command(OUTPUT "${output}"
-    COMMAND "${sdm_TOOL}" pack -q ${manifest_args} ${sign_args} -o "${output}" ${image_args}
-    DEPENDS ${images} ${manifest_dep} ${sign_dep} "${sdm_TOOL}" COMMENT "sdm pack ${target}" VERBATIM)
+    COMMAND "${sdm_TOOL}" pack -q ${manifest_args} ${sign_args} ${name_args} -o "${output}" ${image_args}
+    DEPENDS ${images} ${manifest_dep} ${sign_dep} ${sources} "${sdm_TOOL}" COMMENT "sdm pack ${target}" VERBATIM)
   add_custom_target(${target} ALL DEPENDS "${output}")
   set_target_properties(${target} PROPERTIES SDM_ARCHIVE_FILE "${output}")
 endfunction()

@@ -126,6 +126,10 @@ if nvcc=$(command -v nvcc || ls "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" 2>/dev/
   "$work/kernels/kernel_host" | tee "$work/kernel_host.out"
   grep -q "kernel scale of module scale (b64,b32,b32), image sm_90" "$work/kernel_host.out" || { echo "the kernel project's kernel"; exit 1; }
   "$root/bin/sdm" verify --trust "$work/release.pub" "$work/kernels/user_kernels.sdma" || fail "sdm_add_archive(SIGN): the archive's signature"
+  "$root/bin/sdm" ls --json "$work/kernels/user_kernels.sdma" | python3 -c "
+import json, sys
+x = [(e['expression'], e['module'], e['symbol']) for e in json.load(sys.stdin)['name_expressions']]
+assert x == [('fill<float>', 'scale', '_Z4fillIfEvPT_S0_i')], x" || fail "sdm_add_archive(NAME_EXPRESSIONS): the lowered expression is recorded"
   header_rebuild "CMake (sdm_add_archive)" "$work/kernels-src" "$work/kernels/user_kernels.sdma" cmake --build "$work/kernels" --target user_kernels
   "$root/bin/sdm" verify -q --trust "$work/release.pub" "$work/kernels/user_kernels.sdma" || fail "sdm_add_archive(SIGN): the rebuilt archive's signature"
 
