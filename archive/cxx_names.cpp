@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cxxabi.h>
+#include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 
 namespace sdm::archive {
@@ -529,39 +531,52 @@ std::optional<std::string> literal_value(const Token& t) {
 
 std::string canonical_cxx(std::string_view text) {
     const std::vector<Token> tokens = builtin_types(without_aliases(tokenize(text)));
-    std::string out;
-    out.reserve(text.size());
-    const auto emit = [&](std::string_view piece) {
-        if (!out.empty() && !piece.empty() && word_char(out.back()) && word_char(piece.front())) out += ' ';
-        out += piece;
+    // Pass 3: literals as their values, and a cast of a value to an integral type folded into it
+    // ("(unsigned long)3" -> "3", "(short)-5" -> "-5", a cast of a cast too), as each value comes.
+    std::deque<std::string> values;  // the texts of the value tokens
+    std::vector<Token> out;
+    out.reserve(tokens.size());
+    const auto is = [&](size_t from_end, std::string_view punctuation) {
+        const Token& t = out[out.size() - from_end];
+        return t.kind == TokenKind::punctuation && t.text == punctuation;
     };
-    const auto is = [&](size_t k, std::string_view punctuation) {
-        return k < tokens.size() && tokens[k].kind == TokenKind::punctuation && tokens[k].text == punctuation;
-    };
-    for (size_t i = 0; i < tokens.size(); ++i) {
-        const Token& t = tokens[i];
-        // A literal cast to an integral type: its value ("(unsigned long)3" -> "3", "(short)-5" -> "-5").
-        if (is(i, "(") && i + 2 < tokens.size() && tokens[i + 1].kind == TokenKind::word && is(i + 2, ")")) {
-            const std::string_view type = tokens[i + 1].text;
-            const bool negative = is(i + 3, "-");
-            const size_t at = i + 3 + (negative ? 1 : 0);
-            const std::optional<std::string> value = at < tokens.size() ? literal_value(tokens[at]) : std::nullopt;
-            if (value && integral_type(type)) {
-                if (negative) emit("-");
-                emit(*value);
-                i = at;
-                continue;
-            }
-            if (value && type == "bool" && !negative && (*value == "0" || *value == "1")) {
-                emit(*value == "1" ? "true" : "false");
-                i = at;
-                continue;
-            }
+    for (const Token& t : tokens) {
+        const std::optional<std::string> value = literal_value(t);
+        if (!value) {
+            out.push_back(t);
+            continue;
         }
-        if (const auto value = literal_value(t)) emit(*value);
-        else emit(t.text);
+        out.push_back({TokenKind::number, values.emplace_back(*value)});
+        for (;;) {
+            const bool negative = out.size() >= 5 && is(2, "-");
+            const size_t cast = negative ? 5 : 4;  // tokens "(" type ")" ["-"] value
+            if (out.size() < cast || !is(cast, "(") || out[out.size() - cast + 1].kind != TokenKind::word || !is(cast - 2, ")")) break;
+            const std::string_view type = out[out.size() - cast + 1].text, number = out.back().text;
+            if (integral_type(type)) {
+                out.erase(out.end() - static_cast<std::ptrdiff_t>(cast), out.end() - (negative ? 2 : 1));
+                continue;
+            }
+            if (type == "bool" && !negative && (number == "0" || number == "1")) {
+                out.erase(out.end() - static_cast<std::ptrdiff_t>(cast), out.end());
+                out.push_back({TokenKind::word, number == "1" ? "true" : "false"});
+            }
+            break;
+        }
     }
-    return out;
+    std::string joined;
+    joined.reserve(text.size());
+    const Token* previous = nullptr;
+    for (const Token& t : out) {
+        // A space where the two would read as one token: words and numbers, ": :", "u8 'ab'", "1. u".
+        const char last = joined.empty() ? ' ' : joined.back(), first = t.text.empty() ? ' ' : t.text.front();
+        const bool number = previous != nullptr && previous->kind == TokenKind::number;
+        if ((word_char(last) && (word_char(first) || first == '\'')) || (last == ':' && first == ':') ||
+            (number && (word_char(first) || first == '.' || first == '\'')))
+            joined += ' ';
+        joined += t.text;
+        previous = &t;
+    }
+    return joined;
 }
 
 std::string_view cxx_template_arguments(std::string_view name) { return name.substr(without_template(name)); }
