@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <unordered_map>
 
 namespace sdm::archive {
 
@@ -114,11 +115,34 @@ CxxSpellings cxx_spellings(std::string_view declaration) {
     return s;
 }
 
+namespace {
+
+// Whether the quote at `at` opens a character literal: not a digit separator ("1'000"), so after
+// no identifier or number but a literal's prefix (L, u, U, u8).
+bool character_literal_at(std::string_view text, size_t at) {
+    size_t start = at;
+    while (start > 0 && word_char(text[start - 1])) --start;
+    const std::string_view before = text.substr(start, at - start);
+    return before.empty() || before == "L" || before == "u" || before == "U" || before == "u8";
+}
+
+}  // namespace
+
 Result<void> check_cxx_brackets(std::string_view text) {
     std::string open;  // the brackets open, innermost last
+    bool literals = true;
     constexpr std::string_view kOpen = "<([", kClose = ">)]";
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
+        if (c == '\'' && literals && character_literal_at(text, i)) {  // '<' is no bracket
+            size_t k = i + 1;
+            while (k < text.size() && text[k] != '\'') k += text[k] == '\\' ? 2 : 1;
+            if (k < text.size()) {
+                i = k;
+                continue;
+            }
+            literals = false;  // none closes past here: no quote after it opens one (one pass)
+        }
         if (kOpen.find(c) != std::string_view::npos) {
             if (open.size() >= 256) return make_error(ErrorCode::invalid_argument, "more than 256 brackets nested");
             open += c;
@@ -248,6 +272,7 @@ std::vector<Token> tokenize(std::string_view text) {
     std::vector<Token> out;
     const size_t n = text.size();
     size_t i = 0;
+    bool literals = true;  // false past a quote that nothing closes: no quote after it opens a literal (one pass)
     while (i < n) {
         const char c = text[i];
         size_t j = i + 1;
@@ -264,12 +289,12 @@ std::vector<Token> tokenize(std::string_view text) {
                 else break;
             }
             out.push_back({TokenKind::number, text.substr(i, j - i)});
-        } else if (word_char(c) || c == '\'') {
+        } else if (word_char(c) || (c == '\'' && literals)) {
             if (c != '\'') {
                 while (j < n && word_char(text[j])) ++j;
                 const std::string_view word = text.substr(i, j - i);
                 const bool prefix = word == "L" || word == "u" || word == "U" || word == "u8";
-                if (!(prefix && j < n && text[j] == '\'')) {
+                if (!(prefix && literals && j < n && text[j] == '\'')) {
                     out.push_back({TokenKind::word, word});
                     i = j;
                     continue;
@@ -286,6 +311,7 @@ std::vector<Token> tokenize(std::string_view text) {
                 if (j > i) out.push_back({TokenKind::word, text.substr(i, j - i)});
                 out.push_back({TokenKind::punctuation, text.substr(j, 1)});
                 ++j;
+                literals = false;
             }
         } else if (c == ':' && j < n && text[j] == ':') {
             out.push_back({TokenKind::punctuation, text.substr(i, 2)});
@@ -355,6 +381,16 @@ constexpr std::array kAliases{
     Alias{"nv_bfloat162", "__nv_bfloat162", Scope::global},   Alias{"dynamic_extent", "18446744073709551615", Scope::std_only},
 };
 
+const Alias* find_alias(std::string_view word) {
+    static const std::unordered_map<std::string_view, const Alias*> by_name = [] {
+        std::unordered_map<std::string_view, const Alias*> m;
+        for (const Alias& a : kAliases) m.emplace(a.name, &a);
+        return m;
+    }();
+    const auto it = by_name.find(word);
+    return it == by_name.end() ? nullptr : it->second;
+}
+
 bool scope_allows(Scope scope, std::string_view qualifier) {
     if (qualifier.empty() || qualifier == "::") return scope != Scope::std_only;
     return scope != Scope::global && (qualifier == "std::" || qualifier == "::std::" || qualifier == "cuda::std::" || qualifier == "::cuda::std::");
@@ -371,8 +407,8 @@ std::vector<Token> without_aliases(const std::vector<Token>& tokens) {
             ++i;  // and its "::"
             continue;
         }
-        const auto alias = std::find_if(kAliases.begin(), kAliases.end(), [&](const Alias& a) { return a.name == t.text; });
-        if (t.kind == TokenKind::word && !qualifies && alias != kAliases.end()) {
+        const Alias* alias = t.kind == TokenKind::word && !qualifies ? find_alias(t.text) : nullptr;
+        if (alias != nullptr) {
             // The qualifier written before it: words and "::" back to a leading "::" or a word.
             size_t q = out.size();
             bool plain = true;
@@ -461,9 +497,13 @@ bool integral_type(std::string_view type) {
 // for anything else (a floating literal, a user-defined one, a value past 64 bits written other than
 // in decimal: a decimal literal of any length is its own digits).
 std::optional<std::string> integer_value(std::string_view literal) {
-    std::string text;
-    for (size_t i = 0; i < literal.size(); ++i)
-        if (literal[i] != '\'' || i == 0 || !word_char(literal[i - 1])) text += literal[i];
+    std::string separated;  // without its digit separators, where it has any
+    if (literal.find('\'') != std::string_view::npos) {
+        for (size_t i = 0; i < literal.size(); ++i)
+            if (literal[i] != '\'' || i == 0 || !word_char(literal[i - 1])) separated += literal[i];
+        literal = separated;
+    }
+    const std::string_view text = literal;
     size_t end = text.size();  // without the suffix: u, l, ll, z in any order and case, each once
     bool u = false, l = false, z = false;
     while (end > 0) {
@@ -478,7 +518,7 @@ std::optional<std::string> integer_value(std::string_view literal) {
         }
         --end;
     }
-    std::string_view body = std::string_view(text).substr(0, end);
+    std::string_view body = text.substr(0, end);
     unsigned base = 10;
     if (body.size() > 2 && body[0] == '0' && (body[1] | 0x20) == 'x') base = 16, body.remove_prefix(2);
     else if (body.size() > 2 && body[0] == '0' && (body[1] | 0x20) == 'b') base = 2, body.remove_prefix(2);

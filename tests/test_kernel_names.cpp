@@ -222,6 +222,7 @@ TEST_CASE("AMBIGUOUS where several kernels answer, NOT_FOUND where none is the o
         "non_type_param<float, 3u, 1>",               // more arguments than any symbol
         "unsigned_param<4>",                          //
         "char_param<'B'>",                            //
+        "char_param<'<'>", "char_param<'>'>",         // a quoted bracket is no bracket
         "bool_param<false>", "bool_param<1>",         // an int is no bool
         "pack<int>",                                  // a pack is no default: pack<int> is another kernel
         "twice<double>",                              //
@@ -265,6 +266,9 @@ TEST_CASE("crafted requests and archive names cost their size", "[names][hostile
     CHECK(f.status_of(request, &why) == SDM_ERROR_NOT_FOUND);
     CHECK(why.size() < 4096);
     CHECK(f.status_of("shift<" + std::string(65536, '\'') + ">", &why) != SDM_OK);
+    std::string escaped = "shift<";  // a quote nothing closes, then 32 Ki more: one pass, not one per quote
+    for (int i = 0; i < 32768; ++i) escaped += "'\\";
+    CHECK(f.status_of(escaped + ">", &why) == SDM_ERROR_NOT_FOUND);
     // An archive of 1,000 kernels of one template whose argument lists are prefixes of each other
     // (f<int>, f<int, int>, ...): a lookup by defaults compares each once, and lists 10.
     std::vector<std::string> names;
