@@ -187,62 +187,9 @@ bool enumerator_literal(std::string_view text) {
     return false;
 }
 
-}  // namespace
-
-Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested) {
-    const auto archives = set.archives();
-    // A mangled name no archive lists is no kernel: it is never demangled here (a crafted one costs
-    // the demangler minutes and gigabytes), only parsed for its base name, for the hint.
-    const bool mangled = requested.starts_with("_Z");
-    std::string key, spelling;  // canonical, and as written (whitespace normalised)
-    if (!mangled) {
-        if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
-            return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
-                                                               " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
-                                                               "expression such as \"ns::fill<float, 256>\")");
-        key = archive::canonical_cxx(requested);
-        spelling = archive::normalize_cxx(requested);
-    }
-    // The matches at the most specific level, across archives (the newest first); one listed name
-    // may come from several archives (an overlay), which is one kernel.
-    int best = 4;
-    std::vector<Candidate> matches;
-    std::set<std::string_view> names;
-    std::string mounted;
-    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
-        const MountedArchive& m = **it;
-        mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
-        if (!m.manifest || key.empty()) continue;
-        const auto match = kernel_names(jit, m).find(key);
-        if (!match || match->level > best) continue;
-        if (match->level < best) {
-            best = match->level;
-            matches.clear();
-            names.clear();
-        }
-        for (const uint32_t k : *match->kernels)
-            if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
-    }
-    // Kernels that one canonical form names (f<3> over int, f<3u> over unsigned): those spelled as asked.
-    if (matches.size() > 1) {
-        std::vector<Candidate> spelled;
-        for (const auto& [m, k] : matches)
-            if (built_names(*m)->spelled(k, best, spelling)) spelled.emplace_back(m, k);
-        if (!spelled.empty()) matches = std::move(spelled);
-    }
-    // A name expression with trailing template arguments left to their defaults ("shift<int>" of
-    // "shift<int, void>"): only a compiler knows the defaults, so only a kernel alone in answering is taken.
-    const bool defaults = matches.empty() && !key.empty();
-    if (defaults)
-        for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
-            const MountedArchive& m = **it;
-            if (!m.manifest) continue;
-            for (const uint32_t k : kernel_names(jit, m).find_with_defaults(key))
-                if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
-        }
-    if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
-    if (matches.size() > 1)
-        return ambiguity(requested, matches, defaults ? " whose first template arguments are these (the others left to defaults, which only a compiler knows)" : "");
+// The closest kernels to `requested` (canonical: `key`; "" for a mangled name), for the hint of a
+// failed lookup, as a message lists them.
+std::string closest_kernels(std::span<const std::shared_ptr<const MountedArchive>> archives, std::string_view requested, std::string_view key) {
     // The closest kernels: by edit distance between unqualified names without template arguments,
     // then, among the nearest, between their template arguments (canonical). Both compared on short
     // prefixes, so the work is bounded whatever the names' lengths: each base name and each kernel of
@@ -251,6 +198,7 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     // parsed in one pass: the hint never runs the demangler.
     constexpr size_t kCompared = 96;
     constexpr size_t kShown = 4;
+    const bool mangled = key.empty();
     const std::string_view base = (mangled ? archive::mangled_base_name(requested) : archive::cxx_base_name(key)).substr(0, kCompared);
     const std::string_view arguments = mangled ? std::string_view() : archive::cxx_template_arguments(key).substr(0, kCompared);
     const auto distance_within = [](std::string_view a, std::string_view b, size_t bound) {
@@ -316,6 +264,66 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     if (enumerator && arguments.find("::") != std::string_view::npos)
         hint += " (a symbol spells an enumerator given as a template argument as its value cast to its type, \"(mylib::Tag)1\": ask for it so, "
                 "or by a name expression the archive records)";
+    return hint;
+}
+
+}  // namespace
+
+Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested) {
+    const auto archives = set.archives();
+    // A mangled name no archive lists is no kernel: it is never demangled here (a crafted one costs
+    // the demangler minutes and gigabytes), only parsed for its base name, for the hint.
+    const bool mangled = requested.starts_with("_Z");
+    std::string key, spelling;  // canonical, and as written (whitespace normalised)
+    if (!mangled) {
+        if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
+            return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
+                                                               " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
+                                                               "expression such as \"ns::fill<float, 256>\")");
+        key = archive::canonical_cxx(requested);
+        spelling = archive::normalize_cxx(requested);
+    }
+    // The matches at the most specific level, across archives (the newest first); one listed name
+    // may come from several archives (an overlay), which is one kernel.
+    int best = 4;
+    std::vector<Candidate> matches;
+    std::set<std::string_view> names;
+    std::string mounted;
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+        const MountedArchive& m = **it;
+        mounted += (mounted.empty() ? "" : ", ") + m.archive.label();
+        if (!m.manifest || key.empty()) continue;
+        const auto match = kernel_names(jit, m).find(key);
+        if (!match || match->level > best) continue;
+        if (match->level < best) {
+            best = match->level;
+            matches.clear();
+            names.clear();
+        }
+        for (const uint32_t k : *match->kernels)
+            if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
+    }
+    // Kernels that one canonical form names (f<3> over int, f<3u> over unsigned): those spelled as asked.
+    if (matches.size() > 1) {
+        std::vector<Candidate> spelled;
+        for (const auto& [m, k] : matches)
+            if (built_names(*m)->spelled(k, best, spelling)) spelled.emplace_back(m, k);
+        if (!spelled.empty()) matches = std::move(spelled);
+    }
+    // A name expression with trailing template arguments left to their defaults ("shift<int>" of
+    // "shift<int, void>"): only a compiler knows the defaults, so only a kernel alone in answering is taken.
+    const bool defaults = matches.empty() && !key.empty();
+    if (defaults)
+        for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+            const MountedArchive& m = **it;
+            if (!m.manifest) continue;
+            for (const uint32_t k : kernel_names(jit, m).find_with_defaults(key))
+                if (names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
+        }
+    if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
+    if (matches.size() > 1)
+        return ambiguity(requested, matches, defaults ? " whose first template arguments are these (the others left to defaults, which only a compiler knows)" : "");
+    const std::string hint = closest_kernels(archives, requested, key);
     return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
