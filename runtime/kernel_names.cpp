@@ -200,7 +200,10 @@ std::string closest_kernels(std::span<const std::shared_ptr<const MountedArchive
     constexpr size_t kShown = 4;
     const bool mangled = key.empty();
     const std::string_view base = (mangled ? archive::mangled_base_name(requested) : archive::cxx_base_name(key)).substr(0, kCompared);
-    const std::string_view arguments = mangled ? std::string_view() : archive::cxx_template_arguments(key).substr(0, kCompared);
+    // The template arguments of the name, whether a parameter list follows it or not.
+    const archive::CxxSpellings spellings = archive::cxx_spellings(key);
+    const std::string_view arguments =
+        mangled || spellings.expressions.empty() ? std::string_view() : archive::cxx_template_arguments(spellings.expressions.front()).substr(0, kCompared);
     const auto distance_within = [](std::string_view a, std::string_view b, size_t bound) {
         const size_t longer = std::max(a.size(), b.size()), shorter = std::min(a.size(), b.size());
         if (longer - shorter > bound) return bound + 1;  // at least that many edits apart

@@ -250,6 +250,8 @@ TEST_CASE("the not-found hint ranks the nearest base names by their template arg
     CHECK(f.status_of("fill_2d<thrust::complex<double>>", &why) == SDM_ERROR_NOT_FOUND);
     // The complex<float> kernel first, not the __half one found before it.
     CHECK_THAT(why, Catch::Contains("the closest: void names::fill_2d<thrust::THRUST_300001_SM_900_NS::complex<float> >"));
+    CHECK(f.status_of("names::fill_2d<thrust::complex<double>>(int)", &why) == SDM_ERROR_NOT_FOUND);  // a signature: its name's arguments
+    CHECK_THAT(why, Catch::Contains("the closest: void names::fill_2d<thrust::THRUST_300001_SM_900_NS::complex<float> >"));
     CHECK(f.status_of("ptr_param<unsigned short>", &why) == SDM_ERROR_NOT_FOUND);
     CHECK_THAT(why, Catch::Contains("the closest: void names::ptr_param<unsigned"));
     CHECK(f.status_of("scal<float>", &why) == SDM_ERROR_NOT_FOUND);
