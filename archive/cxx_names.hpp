@@ -25,6 +25,42 @@ std::optional<std::string> demangle(std::string_view symbol);
 // ("unsigned int", "int const*"): "fill< float , 256 >" -> "fill<float,256>".
 std::string normalize_cxx(std::string_view text);
 
+// The canonical spelling of a C++ name, in the words the demangler uses for what it means in the
+// target ABI (LP64 Linux, which CUDA device code shares with its host), so that a user's spelling
+// and a symbol's demangled name meet (docs/LOADING.md, "Kernel names"). normalize_cxx's whitespace,
+// and, what needs no compiler:
+//   - the toolkit's inline namespaces left out: libcu++'s ABI namespace ("cuda::std::__4::",
+//     libc++'s "std::__1::"), "__cxx11"/"__cxx17"/"__cxx20", "__cpo", thrust's and CUB's versioned
+//     ones ("thrust::THRUST_300001_SM_900_NS::", "cub::CUB_300001_SM_900::");
+//   - the standard integer typedefs as the types they are (size_t -> unsigned long, int64_t ->
+//     long, int8_t -> signed char, ...: unqualified, "::", "std::" or "cuda::std::"), CUDA's
+//     half and bfloat16 typedefs (half -> __half), std::nullptr_t, cuda::std::dynamic_extent;
+//   - builtin integer types in the demangler's words ("unsigned" -> "unsigned int", "long int" ->
+//     "long", "long unsigned int" -> "unsigned long");
+//   - integer literals as their decimal value, without suffix or cast to an integral type:
+//     "3u", "3ul", "(int)3", "(unsigned long)3", "0x3" -> "3"; "'A'" and "(char)65" -> "65";
+//     "(bool)1" -> "true". A cast to another type ("(mylib::Tag)1", an enumerator) is kept.
+// Dropping a literal's type can make two symbols one spelling (f<3> and f<3u> of two templates):
+// the caller tells them apart by their normalize_cxx spelling. One pass per rule; the result is
+// at most 3 times the text's length (plus 16 bytes), and canonical_cxx of it is itself.
+std::string canonical_cxx(std::string_view text);
+
+// The template argument list that ends `name` ("<float,256>" of "ns::fill<float,256>"), "" when
+// it has none.
+std::string_view cxx_template_arguments(std::string_view name);
+
+// Whether the template argument list `requested` ("<int>", canonical) names `symbol`'s ("<int,void>")
+// with its trailing arguments left to their defaults: `requested`'s arguments are the first of
+// `symbol`'s, whole ("<>": any). Whether the arguments left out are defaults a compiler would
+// give, only a compiler knows: the caller accepts one such symbol only. One pass over `requested`.
+bool template_arguments_prefix(std::string_view requested, std::string_view symbol);
+
+// Whether the function template arguments of mangled `symbol` may hold an argument pack ("J...E"
+// in them: "pack<int, float>" demangles as if it had two arguments, so it cannot be taken for a
+// template with a default). False only where its name has template arguments, all of kinds it
+// reads (types, names, literals), none a pack: anything it does not read counts as one. One pass.
+bool mangled_template_pack(std::string_view symbol);
+
 // How many qualifications of a name cxx_spellings gives at each level: the whole name and the
 // shortest others ("a::b::c::f", then "c::f", "f" ...). A name of hundreds of levels (crafted, or
 // generated) would otherwise add as many keys to the index, each as long as the name: its size

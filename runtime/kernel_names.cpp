@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -157,23 +158,138 @@ const KernelNameIndex& kernel_names(JitToolchain& jit, const MountedArchive& arc
     return *cell.index;
 }
 
+namespace {
+
+using Candidate = std::pair<const MountedArchive*, uint32_t>;
+
+Error ambiguity(std::string_view requested, const std::vector<Candidate>& matches, std::string_view how) {
+    std::string list;
+    for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
+    if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
+    return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) + " kernels" + std::string(how) +
+                                           "; ask for one by its template arguments (a name expression such as \"ns::fill<float, 256>\"), its whole "
+                                           "declaration or its mangled name:" + list);
+}
+
+// Whether `text` holds a literal cast to a qualified type ("(mylib::Tag)1"): how a symbol spells
+// an enumerator given as a template argument. One pass.
+bool enumerator_literal(std::string_view text) {
+    const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == ':'; };
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '(') continue;
+        size_t j = i + 1;
+        while (j < text.size() && word(text[j])) ++j;
+        if (j + 1 < text.size() && text[j] == ')' && text.substr(i, j - i).find("::") != std::string_view::npos &&
+            (std::isdigit(static_cast<unsigned char>(text[j + 1])) != 0 || text[j + 1] == '-'))
+            return true;
+        i = j - 1;
+    }
+    return false;
+}
+
+// The closest kernels to `requested` (canonical: `key`; "" for a mangled name), for the hint of a
+// failed lookup, as a message lists them.
+std::string closest_kernels(std::span<const std::shared_ptr<const MountedArchive>> archives, std::string_view requested, std::string_view key) {
+    // The closest kernels: by edit distance between unqualified names without template arguments,
+    // then, among the nearest, between their template arguments (canonical). Both compared on short
+    // prefixes, so the work is bounded whatever the names' lengths: each base name and each kernel of
+    // the nearest bases costs at most kCompared squared. An archive whose index is not built (a
+    // lookup by a mangled name builds none) gives its kernels' bases from their mangled names,
+    // parsed in one pass: the hint never runs the demangler.
+    constexpr size_t kCompared = 96;
+    constexpr size_t kShown = 4;
+    const bool mangled = key.empty();
+    const std::string_view base = (mangled ? archive::mangled_base_name(requested) : archive::cxx_base_name(key)).substr(0, kCompared);
+    // The template arguments of the name, whether a parameter list follows it or not.
+    const archive::CxxSpellings spellings = archive::cxx_spellings(key);
+    const std::string_view arguments =
+        mangled || spellings.expressions.empty() ? std::string_view() : archive::cxx_template_arguments(spellings.expressions.front()).substr(0, kCompared);
+    const auto distance_within = [](std::string_view a, std::string_view b, size_t bound) {
+        const size_t longer = std::max(a.size(), b.size()), shorter = std::min(a.size(), b.size());
+        if (longer - shorter > bound) return bound + 1;  // at least that many edits apart
+        return edit_distance(a, b);
+    };
+    size_t best_distance = std::max<size_t>(2, base.size() / 3) + 1;
+    struct Near {
+        const MountedArchive* archive;
+        std::span<const uint32_t> kernels;
+        const KernelNameIndex* index;  // null: bases parsed from mangled names
+    };
+    std::vector<Near> nearest;  // the bases at the best distance
+    std::vector<uint32_t> single;  // the kernel of each base parsed from a mangled name, stable for `nearest`
+    const auto consider = [&](const Near& n, std::string_view candidate) {
+        const size_t d = distance_within(base, candidate.substr(0, kCompared), best_distance);
+        if (d > best_distance) return;
+        if (d < best_distance) {
+            best_distance = d;
+            nearest.clear();
+        }
+        nearest.push_back(n);
+    };
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+        const MountedArchive& m = **it;
+        if (m.manifest && built_names(m) == nullptr) single.resize(single.size() + m.manifest->kernels().size());
+    }
+    size_t next_single = 0;
+    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+        const MountedArchive& m = **it;
+        if (!m.manifest) continue;
+        if (const KernelNameIndex* index = built_names(m)) {
+            for (const auto& [candidate, kernels] : index->bases()) consider({&m, kernels, index}, candidate);
+            continue;
+        }
+        const auto kernels = m.manifest->kernels();
+        for (uint32_t k = 0; k < kernels.size(); ++k) {
+            single[next_single] = k;
+            consider({&m, std::span<const uint32_t>(&single[next_single++], 1), nullptr}, archive::mangled_base_name(kernels[k].name));
+        }
+    }
+    // Among the nearest bases, the kernels nearest by template arguments (in order found on a tie).
+    std::vector<std::pair<size_t, Candidate>> near;
+    std::set<std::string_view> near_names;
+    for (const Near& n : nearest)
+        for (const uint32_t k : n.kernels) {
+            if (!near_names.insert(n.archive->manifest->kernels()[k].name).second) continue;
+            const size_t worst = near.size() < kShown ? kCompared : near.back().first;
+            const std::string_view theirs = n.index != nullptr ? n.index->template_arguments(k).substr(0, kCompared) : std::string_view();
+            const size_t d = arguments.empty() ? 0 : distance_within(arguments, theirs, worst);
+            if (near.size() == kShown && d >= worst) continue;
+            const auto at = std::upper_bound(near.begin(), near.end(), d, [](size_t v, const auto& e) { return v < e.first; });
+            near.insert(at, {d, {n.archive, k}});
+            if (near.size() > kShown) near.pop_back();
+        }
+    std::string hint;
+    bool enumerator = false;
+    for (const auto& [d, c] : near) {
+        hint += (hint.empty() ? "" : "; ") + kernel_text(*c.first, c.second);
+        if (const KernelNameIndex* index = built_names(*c.first)) enumerator = enumerator || enumerator_literal(index->template_arguments(c.second));
+    }
+    if (enumerator && arguments.find("::") != std::string_view::npos)
+        hint += " (a symbol spells an enumerator given as a template argument as its value cast to its type, \"(mylib::Tag)1\": ask for it so, "
+                "or by a name expression the archive records)";
+    return hint;
+}
+
+}  // namespace
+
 Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit, std::string_view requested, std::string_view module) {
     const auto archives = set.archives();
     // A mangled name no archive lists is no kernel: it is never demangled here (a crafted one costs
     // the demangler minutes and gigabytes), only parsed for its base name, for the hint.
     const bool mangled = requested.starts_with("_Z");
-    std::string key;
+    std::string key, spelling;  // canonical, and as written (whitespace normalised)
     if (!mangled) {
         if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
             return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
                                                                " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
                                                                "expression such as \"ns::fill<float, 256>\")");
-        key = archive::normalize_cxx(requested);
+        key = archive::canonical_cxx(requested);
+        spelling = archive::normalize_cxx(requested);
     }
     // The matches at the most specific level, across archives (the newest first); one listed name
     // may come from several archives (an overlay), which is one kernel.
     int best = 4;
-    std::vector<std::pair<const MountedArchive*, uint32_t>> matches;
+    std::vector<Candidate> matches;
     std::set<std::string_view> names;
     std::string mounted;
     for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
@@ -192,50 +308,28 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
         for (const uint32_t k : *match->kernels)
             if (in_module(k) && names.insert(m.manifest->kernels()[k].name).second) matches.emplace_back(&m, k);
     }
-    if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
+    // Kernels that one canonical form names (f<3> over int, f<3u> over unsigned): those spelled as asked.
     if (matches.size() > 1) {
-        std::string list;
-        for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
-        if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
-        return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) +
-                                                    " kernels; ask for one by its template arguments (a name expression such as "
-                                                    "\"ns::fill<float, 256>\"), its whole declaration or its mangled name:" + list);
+        std::vector<Candidate> spelled;
+        for (const auto& [m, k] : matches)
+            if (built_names(*m)->spelled(k, best, spelling)) spelled.emplace_back(m, k);
+        if (!spelled.empty()) matches = std::move(spelled);
     }
-    // The closest kernels: by edit distance between unqualified names without template arguments
-    // (short, so the work is bounded whatever the names' lengths). An archive whose index is not
-    // built (a lookup by a mangled name builds none) gives its kernels' bases from their mangled
-    // names, parsed in one pass: the hint never runs the demangler.
-    constexpr size_t kCompared = 96;
-    const std::string_view base = (mangled ? archive::mangled_base_name(requested) : archive::cxx_base_name(key)).substr(0, kCompared);
-    size_t best_distance = std::max<size_t>(2, base.size() / 3) + 1;
-    std::vector<std::pair<const MountedArchive*, uint32_t>> near;
-    std::set<std::string_view> near_names;
-    const auto consider = [&](const MountedArchive& m, std::string_view candidate, std::span<const uint32_t> kernels) {
-        candidate = candidate.substr(0, kCompared);
-        const size_t longer = std::max(base.size(), candidate.size()), shorter = std::min(base.size(), candidate.size());
-        if (longer - shorter > best_distance) return;  // at least that many edits apart
-        const size_t d = edit_distance(base, candidate);
-        if (d > best_distance) return;
-        if (d < best_distance) {
-            best_distance = d;
-            near.clear();
-            near_names.clear();
+    // A name expression with trailing template arguments left to their defaults ("shift<int>" of
+    // "shift<int, void>"): only a compiler knows the defaults, so only a kernel alone in answering is taken.
+    const bool defaults = matches.empty() && !key.empty();
+    if (defaults)
+        for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
+            const MountedArchive& m = **it;
+            if (!m.manifest) continue;
+            for (const uint32_t k : kernel_names(jit, m).find_with_defaults(key))
+                if ((module.empty() || m.manifest->kernels()[k].module == module) && names.insert(m.manifest->kernels()[k].name).second)
+                    matches.emplace_back(&m, k);
         }
-        for (const uint32_t k : kernels)
-            if (near.size() < 4 && near_names.insert(m.manifest->kernels()[k].name).second) near.emplace_back(&m, k);
-    };
-    for (auto it = archives.rbegin(); it != archives.rend(); ++it) {
-        const MountedArchive& m = **it;
-        if (!m.manifest) continue;
-        if (const KernelNameIndex* index = built_names(m)) {
-            for (const auto& [candidate, kernels] : index->bases()) consider(m, candidate, kernels);
-            continue;
-        }
-        const auto kernels = m.manifest->kernels();
-        for (uint32_t k = 0; k < kernels.size(); ++k) consider(m, archive::mangled_base_name(kernels[k].name), std::span<const uint32_t>(&k, 1));
-    }
-    std::string hint;
-    for (const auto& [m, k] : near) hint += (hint.empty() ? "" : "; ") + kernel_text(*m, k);
+    if (matches.size() == 1) return std::string(matches[0].first->manifest->kernels()[matches[0].second].name);
+    if (matches.size() > 1)
+        return ambiguity(requested, matches, defaults ? " whose first template arguments are these (the others left to defaults, which only a compiler knows)" : "");
+    const std::string hint = closest_kernels(archives, requested, key);
     return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");

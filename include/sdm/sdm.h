@@ -343,8 +343,10 @@ typedef struct sdm_kernel sdm_kernel;
 /* The kernel `name` on device `ordinal`, loading its module on first use (once per device and
  * module, however many threads ask at once): the newest mounted archive listing the kernel serves
  * it. ABI 1.3: `name` is the name an archive lists (a C++ kernel's mangled symbol), or, when no
- * archive lists it, a C++ spelling of it, matched on every mounted archive's demangled names with
- * whitespace normalised: the whole declaration as c++filt prints it
+ * archive lists it, a C++ spelling of it, matched on every mounted archive's demangled names in a
+ * canonical form (whitespace; the toolkit's inline namespaces, the LP64 integer typedefs, literal
+ * casts and suffixes; trailing template arguments left to defaults where one kernel answers):
+ * the whole declaration as c++filt prints it
  * ("ns::reduce<int>(int const*, int*, int)"), or a name expression as CuPy takes it, without the
  * parameter list ("ns::reduce<int>", "fill<float, 256>", or "fill" when one instantiation has that
  * name). Several kernels matching is SDM_ERROR_AMBIGUOUS listing them; none, SDM_ERROR_NOT_FOUND

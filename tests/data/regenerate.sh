@@ -52,6 +52,9 @@ ar rcs fatbin/libparams.a "$tmp/params.o"
 rm -r "$tmp"
 # A C++ kernel template's instantiations: mangled names (sdm ls --demangle).
 nvcc -cubin -arch=sm_90 -o templates.sm_90.cubin templates.cu
+# Kernels named the way CuPy users write them (tests/test_kernel_names.cpp): typedefs, literals,
+# an enumerator, default arguments, a pack, thrust's complex and libcu++'s mdspan.
+nvcc -cubin -arch=sm_90 -o names.sm_90.cubin names.cu
 # A module of about 310 KiB (tests/test_modules.cpp: compressed images from 64 KiB on are cached decoded).
 nvcc -cubin -arch=sm_90 -O3 -o chains.sm_90.cubin chains.cu
 # Kernels launched the way their authors wrote them (tests/test_launch_config.cpp, tests/gpu): a 2-D
