@@ -212,8 +212,8 @@ TEST_CASE("hostile manifests of minor 2 are refused by name, without a crash", "
 namespace {
 
 // tests/data/user_names.cu as `sdm import --source ... --name-expression ...` makes it: module
-// "first" (user_names.sm_90.cubin) and "second" (-DSECOND), every kernel with its derived
-// signature, and the expressions NVRTC lowered (the symbols nvcc gave).
+// "first" (user_names.sm_90.cubin) and "second" (-DSECOND: test_sum alone), every kernel with its
+// derived signature, and the expressions NVRTC lowered (the symbols nvcc gave).
 ByteVector user_archive() {
     archive::ArchiveWriter writer;
     archive::Manifest m;
@@ -230,7 +230,8 @@ ByteVector user_archive() {
                      {"non_type_param<float, (int)3>", "first", "_Z14non_type_paramIfLi3EEvPT_"},
                      {"enum_param<mylib::Tag::B>", "first", "_Z10enum_paramILN5mylib3TagE1EEvPi"},
                      {"shift<int>", "first", "_Z5shiftIivEvPT_S0_"},
-                     {"shift<int>", "second", "_Z5shiftIivEvPT_S0_"}};
+                     {"sum_kernel", "first", "test_sum"},
+                     {"sum_kernel", "second", "test_sum"}};
     REQUIRE(writer.add({"manifest", archive::Kind::manifest, 0, archive::Variant::base, archive::encode_manifest(m).value()}));
     return writer.finish().value();
 }
@@ -246,10 +247,12 @@ TEST_CASE_METHOD(FakeRuntime, "recorded name expressions: typedefs, literal cast
     CHECK(symbol("ptr_param<unsigned  int>") == "_Z9ptr_paramIjEvPT_");
     CHECK(symbol("non_type_param<float,(int)3>") == "_Z14non_type_paramIfLi3EEvPT_");
     CHECK(symbol("enum_param<mylib::Tag::B>") == "_Z10enum_paramILN5mylib3TagE1EEvPi");
+    CHECK(symbol("shift<int>") == "_Z5shiftIivEvPT_S0_");
     CHECK(std::string(info_of(rt.get(), 0, "first!shift<int>").module) == "first");
-    CHECK(std::string(info_of(rt.get(), 0, "second!shift<int>").module) == "second");
+    info_of(rt.get(), 0, "second!shift<int>", SDM_ERROR_NOT_FOUND);  // module second has no shift
+    CHECK(std::string(info_of(rt.get(), 0, "second!sum_kernel").module) == "second");
     std::string message;
-    info_of(rt.get(), 0, "shift<int>", SDM_ERROR_AMBIGUOUS, &message);  // recorded for both modules
+    info_of(rt.get(), 0, "sum_kernel", SDM_ERROR_AMBIGUOUS, &message);  // recorded for both modules
     CHECK(message.find("first, second") != std::string::npos);
     // An enumerator nobody recorded: never a wrong match.
     info_of(rt.get(), 0, "enum_param<mylib::Tag::A>", SDM_ERROR_NOT_FOUND);

@@ -1,11 +1,14 @@
 // Kernels written the way CuPy and cuda.core users write them (issue 39): templates fetched by
 // name expressions that spell typedefs, literal casts, enumerators and default arguments, a
-// complex scalar by value, and (with -DSECOND) a second module defining the same test_sum. Each
+// complex scalar by value, and (with -DSECOND) a second module defining test_sum alone. Each
 // kernel writes its own mark to out[0], so a test sees which kernel ran. Compiled by
 // regenerate.sh to user_names.sm_90.cubin and user_names_second.sm_90.cubin.
 #include <cuda/std/complex>
+#if !defined(__CUDACC_RTC__)  // thrust/complex.h needs <cmath>, which NVRTC lacks
 #include <thrust/complex.h>
+#endif
 
+#ifndef SECOND
 namespace mylib {
 enum class Tag : int { A = 0, B = 1 };
 }
@@ -34,15 +37,17 @@ __global__ void complex_scale(cuda::std::complex<float> v, float* out) {
 }
 
 // A thrust::complex<float> as a template argument and by value (its symbol names thrust's
-// versioned inline namespace, THRUST_300001_SM_900_NS).
+// versioned inline namespace, THRUST_300001_SM_900_NS). Not for NVRTC (see the include): found at
+// run time, by the inline-namespace rule, not by a recorded expression.
+#if !defined(__CUDACC_RTC__)
 template <typename C>
 __global__ void cplx_param(C v, float* out) {
     out[0] = v.real() * 10.0f;
     out[1] = v.imag() * 10.0f;
 }
 template __global__ void cplx_param<thrust::complex<float>>(thrust::complex<float>, float*);
+#endif
 
-#ifndef SECOND
 extern "C" __global__ void test_sum(int* out) { out[0] = 10; }
 #else
 extern "C" __global__ void test_sum(int* out) { out[0] = 20; }
