@@ -49,7 +49,11 @@ for crate in sdm-sys sdm; do
 done
 version=$(sed -n 's/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
 rm -f "$CARGO_TARGET_DIR"/package/sdm-*.crate
-cargo package --workspace --offline --allow-dirty -j1
+# A package of the same version left by an earlier run would be verified in place of this tree's:
+# cargo keeps the sources it extracted from its temporary registry in CARGO_HOME, so the packaging
+# gets a CARGO_HOME of its own.
+rm -rf "$CARGO_TARGET_DIR/package"
+CARGO_HOME=$cache/cargo-home cargo package --workspace --offline --allow-dirty -j1
 for crate in sdm-sys sdm; do
     [[ -f $CARGO_TARGET_DIR/package/$crate-$version.crate ]] || { echo "run_tests.sh: cargo package wrote no $crate-$version.crate" >&2; exit 1; }
 done

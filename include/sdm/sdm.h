@@ -350,7 +350,12 @@ typedef struct sdm_kernel sdm_kernel;
  * ("ns::reduce<int>(int const*, int*, int)"), or a name expression as CuPy takes it, without the
  * parameter list ("ns::reduce<int>", "fill<float, 256>", or "fill" when one instantiation has that
  * name). Several kernels matching is SDM_ERROR_AMBIGUOUS listing them; none, SDM_ERROR_NOT_FOUND
- * naming the closest kernels and sdm_kernel_list_create (docs/LOADING.md, "Kernel names"); the image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
+ * naming the closest kernels and sdm_kernel_list_create (docs/LOADING.md, "Kernel names"). ABI
+ * 1.4: a name expression recorded when the archive was built (`sdm import --name-expression`) is
+ * found before the C++ spellings; any of these names may be qualified by its module as
+ * "MODULE!NAME" ('!' is never part of a C++ name), and a name that several modules of the serving
+ * archive define is SDM_ERROR_AMBIGUOUS naming the modules unless qualified: never one module's
+ * kernel for another's. The image is chosen for the device (a cubin, else PTX linked with nvJitLink and cached,
  * else the driver's JIT); every kernel the manifest lists for the module must resolve. `stream`
  * (a CUstream, may be NULL) is checked before any JIT: a load that would JIT while it captures a
  * CUDA graph is SDM_ERROR_GRAPH_CAPTURE. The handle stays valid until the runtime is destroyed, or,
