@@ -141,6 +141,10 @@ assert x == [('fill<float>', 'scale', '_Z4fillIfEvPT_S0_i')], x" || fail "sdm_ad
     ninja -C "$work/meson" >"$work/meson-build.log" 2>&1 || { cat "$work/meson-build.log"; exit 1; }
     "$root/bin/sdm" ls "$work/meson/my_kernels.sdma" | tee "$work/meson-ls.out"
     grep -Eq '^scale +scale +b64,b32,b32 +sm_90,compute_90' "$work/meson-ls.out" || fail "the Meson project's archive lacks the kernel scale for sm_90 and compute_90"
+    "$root/bin/sdm" ls --json "$work/meson/my_kernels.sdma" | python3 -c "
+import json, sys
+x = [(e['expression'], e['symbol']) for e in json.load(sys.stdin)['name_expressions']]
+assert x == [('fill<float>', '_Z4fillIfEvPT_S0_i')], x" || fail "the Meson project's name expression is recorded"
     header_rebuild "Meson (custom_target depfile)" "$work/meson-src" "$work/meson/my_kernels.sdma" ninja -C "$work/meson"
   else
     echo "no meson or ninja on PATH: the Meson kernel project is not built"
