@@ -4,6 +4,7 @@
 #include <charconv>
 #include <set>
 #include <tuple>
+#include <type_traits>
 
 #include "format.hpp"
 #include "common/hardware_matrix.hpp"
@@ -231,15 +232,6 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
     return k;
 }
 
-// What is wrong with a recorded name expression's text; "" when nothing: 1 to 4096 printable
-// ASCII bytes (spaces allowed: "fill<float, 256>").
-std::string expression_problem(std::string_view text) {
-    if (text.empty() || text.size() > kMaxNameExpressionBytes)
-        return "a name expression must be 1 to 4096 bytes (this one: " + std::to_string(text.size()) + ")";
-    if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; }))
-        return "name expression '" + printable(std::string(text.substr(0, 256))) + "' holds a byte that is not printable ASCII";
-    return {};
-}
 
 }  // namespace
 
@@ -352,10 +344,17 @@ Result<void> check_signature_layout(const std::string& kernel, const Signature& 
     return {};
 }
 
+std::span<const KernelSpec> Manifest::kernels_named(std::string_view name) const {
+    const auto [first, last] = std::equal_range(kernels.begin(), kernels.end(), name, [](const auto& x, const auto& y) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(x)>, KernelSpec>) return x.name < y;
+        else return x < y.name;
+    });
+    return {first, last};
+}
+
 const KernelSpec* Manifest::find_kernel(std::string_view name, std::string_view module) const {
-    for (auto it = std::lower_bound(kernels.begin(), kernels.end(), name, [](const KernelSpec& k, std::string_view n) { return k.name < n; });
-         it != kernels.end() && it->name == name; ++it)
-        if (module.empty() || it->module == module) return &*it;
+    for (const KernelSpec& k : kernels_named(name))
+        if (module.empty() || k.module == module) return &k;
     return nullptr;
 }
 
@@ -374,6 +373,14 @@ std::string expression_key(std::string_view expression) {
         out += c;
     }
     return out;
+}
+
+std::string expression_problem(std::string_view text) {
+    if (text.empty() || text.size() > kMaxNameExpressionBytes)
+        return "a name expression must be 1 to 4096 bytes (this one: " + std::to_string(text.size()) + ")";
+    if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; }))
+        return "name expression '" + printable(std::string(text.substr(0, 256))) + "' holds a byte that is not printable ASCII";
+    return {};
 }
 
 std::span<const ManifestIndex::Expression> ManifestIndex::find_expression(std::string_view key) const {

@@ -106,6 +106,9 @@ inline constexpr size_t kMaxNameExpressions = 65536;
 // between two identifier characters ("fill< float,256 >" and "fill<float, 256>" are both
 // "fill<float,256>"; "unsigned  long" is "unsigned long").
 std::string expression_key(std::string_view expression);
+// What is wrong with a name expression's text; "" when nothing: 1 to 4096 printable ASCII bytes
+// (spaces allowed: "fill<float, 256>").
+std::string expression_problem(std::string_view text);
 inline constexpr size_t kMaxNameExpressionBytes = 4096;
 
 // The module-qualified spelling of a kernel, "MODULE!NAME": '!' never appears in a C++ name (nor
@@ -133,6 +136,8 @@ struct Manifest {
     std::vector<KernelSpec> kernels;  // sorted by (name, module) (decode and the TOML reader sort them)
     std::vector<NameExpression> expressions;  // manifest 1.2; sorted by (expression, module)
 
+    // The kernels listed as `name`, one per module (binary search).
+    std::span<const KernelSpec> kernels_named(std::string_view name) const;
     // The kernel `name` of `module`; with an empty module, the first module listing it.
     const KernelSpec* find_kernel(std::string_view name, std::string_view module = {}) const;
 };

@@ -78,12 +78,7 @@ int run_diff(const std::string& left_path, const std::string& right_path, bool j
         if (lm->content_version != rm->content_version)
             manifest_changes.push_back(fmt::format("content version {} -> {}", lm->content_version, rm->content_version));
         // A kernel by its name, or by its module-qualified name where several modules list it.
-        const auto count = [](const archive::Manifest& m, const std::string& name) {
-            size_t n = 0;
-            for (const auto* k = m.find_kernel(name); k != nullptr && k < m.kernels.data() + m.kernels.size() && k->name == name; ++k) ++n;
-            return n;
-        };
-        const auto scoped = [&](const archive::KernelSpec& k) { return count(*lm, k.name) > 1 || count(*rm, k.name) > 1; };
+        const auto scoped = [&](const archive::KernelSpec& k) { return lm->kernels_named(k.name).size() > 1 || rm->kernels_named(k.name).size() > 1; };
         const auto label = [&](const archive::KernelSpec& k) { return scoped(k) ? archive::qualified_name(k.module, k.name) : k.name; };
         const auto find = [&](const archive::Manifest& m, const archive::KernelSpec& k) { return m.find_kernel(k.name, scoped(k) ? k.module : std::string()); };
         for (const auto& k : rm->kernels)

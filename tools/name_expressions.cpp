@@ -35,13 +35,15 @@ struct Nvrtc {
     const char* (*error)(nvrtcResult){nullptr};
 };
 
+// The toolkit nvcc belongs to: $CUDA_HOME when absolute, else /usr/local/cuda.
+std::string toolkit_root() {
+    const char* home = std::getenv("CUDA_HOME");
+    return home != nullptr && *home == '/' ? home : "/usr/local/cuda";
+}
+
 Result<Nvrtc> open_nvrtc() {
     std::vector<std::string> tried;
-    const char* home = std::getenv("CUDA_HOME");
-    std::vector<std::string> candidates;
-    if (home != nullptr && *home == '/') candidates.push_back(std::string(home) + "/lib64/libnvrtc.so.13");
-    candidates.push_back("/usr/local/cuda/lib64/libnvrtc.so.13");
-    candidates.push_back("libnvrtc.so.13");
+    std::vector<std::string> candidates{toolkit_root() + "/lib64/libnvrtc.so.13", "libnvrtc.so.13"};
     candidates.push_back("libnvrtc.so");
     Nvrtc n;
     for (const auto& c : candidates) {
@@ -66,11 +68,9 @@ Result<Nvrtc> open_nvrtc() {
     return n;
 }
 
-// The toolkit's include folders nvcc passes on its own: $CUDA_HOME/include and include/cccl (else
-// /usr/local/cuda's), those that exist.
+// The toolkit's include folders nvcc passes on its own: include and include/cccl, those that exist.
 std::vector<std::string> toolkit_includes() {
-    const char* home = std::getenv("CUDA_HOME");
-    const std::string root = home != nullptr && *home == '/' ? home : "/usr/local/cuda";
+    const std::string root = toolkit_root();
     std::vector<std::string> out;
     for (const char* sub : {"/include", "/include/cccl"}) {
         struct stat st {};
@@ -164,9 +164,8 @@ Result<void> lower_name_expressions(const NameExpressionOptions& options, archiv
     for (const auto& e : options.expressions) {
         SDM_TRY_GET(pair, split_option(e, "--name-expression"));
         std::string expression = trimmed(pair->second);
-        if (expression.empty() || expression.size() > archive::kMaxNameExpressionBytes ||
-            expression.find_first_not_of(" !\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~") != std::string::npos)
-            return make_error(ErrorCode::invalid_argument, "--name-expression '" + printable(e.substr(0, 256)) + "': an expression is 1 to 4096 printable ASCII bytes");
+        if (const std::string problem = archive::expression_problem(expression); !problem.empty())
+            return make_error(ErrorCode::invalid_argument, "--name-expression " + printable(e.substr(0, 256)) + ": " + problem);
         if (!sources.count(pair->first))
             return make_error(ErrorCode::invalid_argument, "--name-expression " + printable(e.substr(0, 256)) + " is of module " + pair->first +
                                                                ", which no --source names (give --source " + pair->first + "=FILE.cu)");

@@ -298,14 +298,21 @@ impl<R: Deref<Target = Runtime>> KernelHandle<R> {
     /// live CUstream: the kernel runs on the GPU with whatever it is given.
     pub unsafe fn launch_values(&self, plan: &Plan, stream: Stream, args: &[Value<'_>]) -> Result<()> {
         let params = self.params()?;
+        if args.len() != params.len() {
+            return Err(Error::new(
+                Status::INVALID_ARGUMENT,
+                format!("{} kernel argument(s) for a kernel of {} parameter(s); pass one value per parameter", args.len(), params.len()),
+            ));
+        }
         let mut packed = Vec::with_capacity(args.len());
-        for (index, value) in args.iter().enumerate() {
-            packed.push(match params.get(index) {
-                Some(param) if param.size > 0 => pack(value, param, index)?,
-                // Past the signature (sdm refuses the count before it reads any) or a type these
-                // bindings do not know: a placeholder of the largest scalar.
-                _ => vec![0; 16],
-            });
+        for (index, (value, param)) in args.iter().zip(params).enumerate() {
+            if param.size == 0 {
+                return Err(Error::new(
+                    Status::INVALID_ARGUMENT,
+                    format!("kernel argument {index}: parameter type {} has no size these bindings can read", param.name),
+                ));
+            }
+            packed.push(pack(value, param, index)?);
         }
         let pointers: Vec<*mut c_void> = packed.iter_mut().map(|bytes| bytes.as_mut_ptr().cast()).collect();
         // SAFETY: each pointer holds its parameter's bytes through the call; the rest is the caller's.

@@ -692,6 +692,13 @@ fn lossy_values_are_refused_naming_the_argument_and_both_types() {
             &[want],
         );
     }
+    // One value short: refused by count, never padded.
+    // SAFETY: as above.
+    assert_error(
+        unsafe { mixed.launch_values(&one, std::ptr::null_mut(), &good[..good.len() - 1]) },
+        Status::INVALID_ARGUMENT,
+        &["kernel argument(s) for a kernel of", "pass one value per parameter"],
+    );
     assert_eq!(fake_calls("cuLaunchKernelEx"), launched, "a refused launch reached the driver");
 }
 
