@@ -210,13 +210,35 @@ Result<void> Archive::read_header_extension() {
     const bool extended = h.format_minor >= kFormatMinor12 && h.header_size >= kHeaderSize12;
     if (used == 0 && !extended) return {};
     if (!extended)
-        return corrupt("optional features 0x" + hex(used) + " (archive version, overlay base) need a format 1.2 header of at least " +
+        return corrupt("optional features 0x" + hex(used) + " (archive version, overlay base, release line) need a format 1.2 header of at least " +
                        std::to_string(kHeaderSize12) + " bytes; this one is format 1." + std::to_string(h.format_minor) + " of " +
                        std::to_string(h.header_size) + " bytes");
     if ((used & kFeatureArchiveVersion) != 0) h.archive_version = load_u64(b, header::archive_version);
     else if (load_u64(b, header::archive_version) != 0) return corrupt("an archive version is stored but the feature bit 0x2 is not set");
     if ((used & kFeatureBase) != 0) h.base = load_hash128(b, header::base_identity);
     else if (load_hash128(b, header::base_identity) != Hash128{}) return corrupt("an overlay base is stored but the feature bit 0x4 is not set");
+    return read_release_line();
+}
+
+// The release line (kFeatureReleaseLine), in a header long enough to hold it.
+Result<void> Archive::read_release_line() {
+    const Bytes b = bytes_;
+    HeaderInfo& h = header_;
+    const bool room = h.header_size >= kHeaderSizeLine;
+    if ((h.optional_features & kFeatureReleaseLine) == 0) {
+        if (room)
+            for (size_t i = 0; i < header::release_line_size; ++i)
+                if (load_u8(b, header::release_line + i) != 0) return corrupt("a release line is stored but the feature bit 0x8 is not set");
+        return {};
+    }
+    if (!room)
+        return corrupt("optional feature 0x8 (release line) needs a header of at least " + std::to_string(kHeaderSizeLine) + " bytes; this one has " +
+                       std::to_string(h.header_size));
+    const auto text = as_text(b.subspan(header::release_line, header::release_line_size));
+    const std::string_view name = text.substr(0, text.find('\0'));
+    if (text.find_first_not_of('\0', name.size()) != std::string_view::npos) return corrupt("the release line has bytes after its NUL padding");
+    if (const auto why = release_line_problem(name); !why.empty()) return corrupt("the release line " + why);
+    h.release_line = std::string(name);
     return {};
 }
 

@@ -49,6 +49,7 @@ struct HeaderInfo {
     std::string created_by;
     std::optional<uint64_t> archive_version;  // format 1.2, kFeatureArchiveVersion; absent: unversioned (read as 0 by the rollback check)
     std::optional<Hash128> base;              // format 1.2, kFeatureBase: the identity of the archive this overlay was built from
+    std::optional<std::string> release_line;  // format 1.2, kFeatureReleaseLine: the line its version belongs to (release_line_problem's grammar)
 };
 
 class Archive {
@@ -121,6 +122,7 @@ private:
     struct IndexLayout;
     Result<void> validate_header();
     Result<void> read_header_extension();
+    Result<void> read_release_line();
     Result<IndexLayout> validate_index();
     Result<uint64_t> validate_records(const IndexLayout& index);  // where the last payload ends
     Result<void> validate_record(uint32_t index, Bytes record, const Entry& e) const;

@@ -115,6 +115,17 @@ bool valid_name(std::string_view name, size_t max_length) noexcept {
     return ok;
 }
 
+std::string release_line_problem(std::string_view name) {
+    if (name.empty()) return "is empty";
+    if (name.size() > header::release_line_size)
+        return "is " + std::to_string(name.size()) + " bytes long, more than " + std::to_string(header::release_line_size);
+    const auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+    if (!alnum(name.front())) return "does not start with a lower-case letter or a digit";
+    for (const char c : name)
+        if (!alnum(c) && c != '.' && c != '_' && c != '-' && c != '/') return "holds a byte other than [a-z0-9._/-]";
+    return {};
+}
+
 std::string name_problem(std::string_view name, size_t max_length) {
     if (name.empty()) return "is empty";
     if (name.size() > max_length) {

@@ -56,8 +56,13 @@ inline constexpr size_t header_hash = 120;       // u64 XXH3-64 of header bytes 
 inline constexpr size_t archive_version = 128;   // u64, kFeatureArchiveVersion: the monotonic version rollbacks are judged by
 inline constexpr size_t base_identity = 136;     // 16 bytes, kFeatureBase: the identity (identity.hpp) of the archive this overlay was built from
 inline constexpr size_t extension_end = 152;
+// Then, in a header of at least kHeaderSizeLine bytes (still format 1.2):
+inline constexpr size_t release_line = 152;      // 32 bytes, kFeatureReleaseLine: the release line's name, NUL-padded ASCII
+inline constexpr size_t release_line_size = 32;
+inline constexpr size_t release_line_end = 184;
 }  // namespace header
 inline constexpr uint32_t kHeaderSize12 = static_cast<uint32_t>(header::extension_end);  // what the writer writes with the extension
+inline constexpr uint32_t kHeaderSizeLine = static_cast<uint32_t>(header::release_line_end);  // ... and with a release line
 
 // Index record field offsets (bytes from the record start).
 namespace record {
@@ -138,7 +143,10 @@ inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11;
 // and header::base_identity names the archive it was built from.
 inline constexpr uint64_t kFeatureArchiveVersion = 2;
 inline constexpr uint64_t kFeatureBase = 4;
-inline constexpr uint64_t kHeaderExtensionFeatures = kFeatureArchiveVersion | kFeatureBase;
+// kFeatureReleaseLine: header::release_line names the line of releases whose versions compare
+// (docs/SIGNING.md, "Rollback"): the rollback mark is kept per line, whichever trusted key signed.
+inline constexpr uint64_t kFeatureReleaseLine = 8;
+inline constexpr uint64_t kHeaderExtensionFeatures = kFeatureArchiveVersion | kFeatureBase | kFeatureReleaseLine;
 // The release that first reads each bit, for the message that refuses an archive.
 inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"}};
 
@@ -176,6 +184,9 @@ inline constexpr std::string_view kNameForbidden = "/\\:*?\"<>|";
 bool valid_name(std::string_view name, size_t max_length = limits::max_name_length) noexcept;
 // Why `name` breaks the rules ("contains '/'"), or empty when it is valid.
 std::string name_problem(std::string_view name, size_t max_length = limits::max_name_length);
+// A release line's name (header::release_line): 1 to 32 bytes of [a-z0-9], '.', '_', '-' and '/',
+// starting with a letter or digit ("example.com/fleet-kernels"). Empty when `name` is one; else why not.
+std::string release_line_problem(std::string_view name);
 // The rules in one sentence, for messages that refuse a name.
 inline constexpr const char* kNameRules =
     "names are printable ASCII characters without spaces (1-256 of them in format 1.0, up to 65535 in 1.1), none of / \\ : * ? \" < > |, "

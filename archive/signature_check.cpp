@@ -26,7 +26,7 @@ std::string SignatureCheck::why(const std::vector<KeyId>& trusted) const {
     case Outcome::unknown_key: return "is signed by " + list(signers) + ", which this host does not trust (" + trusts + ")";
     case Outcome::bad_signature:
         return "carries a signature by trusted key " + list(bad) + " that does not verify: the archive was changed after it was signed";
-    case Outcome::verified: return "is signed by trusted key " + key_id_text(*verified_by);
+    case Outcome::verified: return "is signed by trusted key " + list(verified);
     }
     return {};
 }
@@ -44,14 +44,16 @@ Result<SignatureCheck> check_signatures(const Archive& a, std::span<const crypto
         SDM_TRY_GET(id, key_id(key));
         const auto s = std::find_if(block->signatures.begin(), block->signatures.end(), [&](const SignatureRecord& r) { return r.key_id == *id; });
         if (s == block->signatures.end()) continue;
-        if (intact && crypto::verify(key, std::as_bytes(std::span(*digest)), s->signature)) {
-            check.outcome = SignatureCheck::Outcome::verified;
-            check.verified_by = *id;
-            return check;
+        // A key named by two records: both must verify (a spoiled copy beside a good one is a change too).
+        for (auto r = s; r != block->signatures.end(); r = std::find_if(r + 1, block->signatures.end(), [&](const SignatureRecord& x) { return x.key_id == *id; })) {
+            const bool holds = intact && crypto::verify(key, std::as_bytes(std::span(*digest)), r->signature);
+            auto& into = holds ? check.verified : check.bad;
+            if (std::find(into.begin(), into.end(), *id) == into.end()) into.push_back(*id);
         }
-        check.bad.push_back(*id);
     }
-    check.outcome = check.bad.empty() ? SignatureCheck::Outcome::unknown_key : SignatureCheck::Outcome::bad_signature;
+    check.outcome = !check.bad.empty()       ? SignatureCheck::Outcome::bad_signature
+                    : check.verified.empty() ? SignatureCheck::Outcome::unknown_key
+                                             : SignatureCheck::Outcome::verified;
     return check;
 }
 

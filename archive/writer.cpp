@@ -528,6 +528,7 @@ Result<Layout> lay_out(const Coding& c) {
         if (in[i].kind == Kind::manifest && in[i].bytes.size() >= 8) l.format11 = l.format11 || load_u16(in[i].bytes, 6) >= 1;
     }
     if (c.options.archive_version || c.options.base) l.header_size = kHeaderSize12;
+    if (c.options.release_line) l.header_size = kHeaderSizeLine;
     l.index_offset = l.header_size;
     l.strings_offset = l.index_offset + uint64_t{count} * kRecordSize;
     l.payload_offset = align_up(l.strings_offset + l.strings.size(), kZstdAlignment);
@@ -552,7 +553,9 @@ void write_header(std::span<std::byte> o, const Layout& l, size_t count, const W
     store_u32(o, header::header_size, l.header_size);
     if (options.archive_version) store_u64(o, header::archive_version, *options.archive_version);
     if (options.base) store_hash128(o, header::base_identity, *options.base);
-    store_u64(o, header::optional_features, (options.archive_version ? kFeatureArchiveVersion : 0) | (options.base ? kFeatureBase : 0));
+    if (options.release_line) std::memcpy(o.data() + header::release_line, options.release_line->data(), options.release_line->size());
+    store_u64(o, header::optional_features, (options.archive_version ? kFeatureArchiveVersion : 0) | (options.base ? kFeatureBase : 0) |
+                                                (options.release_line ? kFeatureReleaseLine : 0));
     store_u64(o, header::archive_size, l.archive_size);
     store_u64(o, header::index_offset, l.index_offset);
     store_u32(o, header::index_count, gsl::narrow_cast<uint32_t>(count));  // add() keeps it <= max_entries
@@ -677,6 +680,12 @@ Result<void> ArchiveWriter::add(WriterInput input) {
 // The phases run in order, each on what the ones before it chose; their progress and errors
 // go through the Coding they share.
 Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
+    if (options_.release_line) {
+        if (const auto why = release_line_problem(*options_.release_line); !why.empty())
+            return make_error(ErrorCode::invalid_argument, "release line '" + *options_.release_line + "' " + why);
+        if (!options_.archive_version)
+            return make_error(ErrorCode::invalid_argument, "a release line names the line an archive version belongs to: give --archive-version too");
+    }
     std::vector<WriterInput> in = std::move(inputs_);
     inputs_.clear();
     keys_.clear();

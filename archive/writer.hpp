@@ -34,6 +34,7 @@ struct WriterOptions {
     // rollback check's: docs/SIGNING.md) and, for an overlay, the identity of its base (identity.hpp).
     std::optional<uint64_t> archive_version;
     std::optional<Hash128> base;
+    std::optional<std::string> release_line;  // with a version: the line it belongs to (format::release_line_problem's grammar)
     unsigned threads{0};        // 0: one per hardware thread
     // What the threads' encoders and decode buffers may hold at once: a payload whose coding needs
     // more waits for others to finish (one that needs more than all of it runs alone). The output

@@ -110,7 +110,7 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
             SDM_TRY_GET(a, archive::Archive::open_file(map->path()));
             // Admitted first, as a mount is: the policy and the kernel ABI read only the metadata,
             // and an archive they refuse (an unsigned one under require) costs no decoding.
-            SDM_TRY_GET(mark_key, provenance_.admit(*a, false));
+            SDM_TRY_GET(signers, provenance_.admit(*a, false));
             SDM_TRY(check_compatible(*a));
             // A new version replaces one that works only when all of it is sound: every checksum,
             // every image against its declared target, the manifest.
@@ -123,7 +123,7 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
                 const auto at = std::find(set.begin(), set.end(), old);
                 SDM_TRY(check_base(*m, std::span(set.begin(), at)));
             }
-            SDM_TRY(provenance_.record(m->archive, *mark_key));
+            SDM_TRY(provenance_.record(m->archive, *signers));
             return m;
         }();
         if (!fresh) {
@@ -158,11 +158,11 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
 }
 
 Result<void> ArchiveSet::mount(std::shared_ptr<MountedArchive> mounted) {
-    SDM_TRY_GET(mark_key, provenance_.admit(mounted->archive, mounted->embedded));
+    SDM_TRY_GET(signers, provenance_.admit(mounted->archive, mounted->embedded));
     SDM_TRY(check_compatible(mounted->archive));
     SDM_TRY(decode_manifest_of(*mounted));
     if (mounted->archive.header().base) SDM_TRY(check_base(*mounted, archives()));
-    SDM_TRY(provenance_.record(mounted->archive, *mark_key));  // last: a refused archive raises no mark
+    SDM_TRY(provenance_.record(mounted->archive, *signers));  // last: a refused archive raises no mark
     log_.info("mounted archive " + mounted->archive.label() + " (" + std::to_string(mounted->archive.entries().size()) + " entries)");
     std::lock_guard lock(mutex_);
     archives_.push_back(std::move(mounted));

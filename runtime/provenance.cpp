@@ -67,13 +67,13 @@ Provenance::Provenance(const SignatureOptions& options, std::optional<std::strin
     }
 }
 
-Result<void> Provenance::record(const archive::Archive& a, const std::optional<archive::KeyId>& key) {
-    if (!key) return {};
-    return floor_.admit(a, *key, true);
+Result<void> Provenance::record(const archive::Archive& a, const std::vector<archive::KeyId>& signers) {
+    if (signers.empty()) return {};
+    return floor_.admit(a, signers, true);
 }
 
-Result<std::optional<archive::KeyId>> Provenance::admit(archive::Archive& a, bool embedded) {
-    using Admitted = std::optional<archive::KeyId>;
+Result<std::vector<archive::KeyId>> Provenance::admit(archive::Archive& a, bool embedded) {
+    using Admitted = std::vector<archive::KeyId>;
     if (!embedded) SDM_TRY(floor_.check_minimum(a));
     if (policy_ == SignaturePolicy::off) return Admitted{};
     if (!crypto::available())
@@ -88,9 +88,9 @@ Result<std::optional<archive::KeyId>> Provenance::admit(archive::Archive& a, boo
     if (check->outcome == archive::SignatureCheck::Outcome::verified) {
         SDM_TRY(a.enforce_digests());
         log_.debug("archive " + a.label() + " " + check->why(ids));
-        if (policy_ != SignaturePolicy::require || embedded || !check->verified_by) return Admitted{};
-        SDM_TRY(floor_.admit(a, *check->verified_by, false));
-        return Admitted{check->verified_by};
+        if (policy_ != SignaturePolicy::require || embedded) return Admitted{};
+        SDM_TRY(floor_.admit(a, check->verified, false));
+        return check->verified;
     }
     const std::string why = "archive " + a.label() + " " + check->why(ids);
     if (policy_ == SignaturePolicy::require)

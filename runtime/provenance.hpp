@@ -48,12 +48,13 @@ public:
     // Admits `archive` under the policy (and turns on its digest checks when its signature holds),
     // or refuses it naming the archive, the key ids it carries and the ones trusted. Then the
     // rollback check (version_floor.hpp): the host's minimum for every archive but the embedded
-    // one; under require, the signing key's mark (raised by record(), once the mount is sure).
-    // The key whose mark the archive raises once the mount succeeds (record()), when there is one.
-    Result<std::optional<archive::KeyId>> admit(archive::Archive& archive, bool embedded);
-    // After every other check passed: raises `key`'s mark to the archive's version (checked again
-    // under the state file's lock: another process may have raised it since admit()).
-    Result<void> record(const archive::Archive& archive, const std::optional<archive::KeyId>& key);
+    // one; under require, its release line's mark, else its signers' (raised by record(), once the
+    // mount is sure). Returns the trusted keys whose signatures hold, for record() (empty: no
+    // marks to raise).
+    Result<std::vector<archive::KeyId>> admit(archive::Archive& archive, bool embedded);
+    // After every other check passed: raises the marks of the archive's line and of `signers` to
+    // its version (checked again under the state file's lock: another process may have raised them).
+    Result<void> record(const archive::Archive& archive, const std::vector<archive::KeyId>& signers);
 
 private:
     const Logger& log_;

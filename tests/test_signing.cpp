@@ -621,10 +621,28 @@ TEST_CASE("key files: written by the tool's format, read back; hostile ones refu
 
 // ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/version_floor.hpp) ----
 
-[[maybe_unused]] ByteVector versioned(uint64_t version, const std::vector<std::string>& kernels = {"scale"}) {
+[[maybe_unused]] ByteVector versioned(uint64_t version, const std::vector<std::string>& kernels = {"scale"}, std::optional<std::string> line = {}) {
     archive::WriterOptions o;
     if (version > 0) o.archive_version = version;
+    o.release_line = std::move(line);
     return make_archive("m", {"sm_90"}, kernels, 1, Matrix::none, o);
+}
+
+// `bytes` with one byte of `key`'s signature record flipped: the records lie outside the digest
+// they sign, so this needs no key.
+[[maybe_unused]] ByteVector spoil_record(ByteVector bytes, const Key& key) {
+    const auto a = archive::Archive::open_memory(bytes, "spoiled.sdma");
+    REQUIRE(a);
+    const auto& block = *a->signature_block();
+    const auto id = archive::key_id(key.pub).value();
+    for (size_t i = 0; i < block.signatures.size(); ++i)
+        if (block.signatures[i].key_id == id) {
+            const size_t record = block.offset + archive::signature_block::header_size + block.digests.size() + i * archive::signature_block::record_size;
+            bytes[record + archive::signature_block::record_signature + 5] ^= std::byte{0x40};
+            return bytes;
+        }
+    FAIL("the archive carries no record of that key");
+    return bytes;
 }
 
 [[maybe_unused]] std::string read_text(const std::string& path) {
@@ -642,7 +660,7 @@ TEST_CASE("require: a signed archive older than one admitted before from its key
     {
         auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {a.pub, b.pub}, nullptr);
         CHECK(mount_status(rt.get(), signed_by(versioned(3), a), "v3.sdma", &message) == SDM_OK);
-        CHECK(read_text(marks) == "sdm versions 1\n" + a_id + " 3\n");
+        CHECK(read_text(marks) == "sdm versions 2\nkey " + a_id + " 3\n");
         CHECK(mount_status(rt.get(), signed_by(versioned(2), a), "v2.sdma", &message) == SDM_ERROR_UNTRUSTED);
         CHECK_THAT(message, Catch::Contains("v2.sdma") && Catch::Contains("version 2") && Catch::Contains("older than version 3") &&
                                 Catch::Contains(a_id) && Catch::Contains("rollback is refused") && Catch::Contains(marks));
@@ -667,10 +685,70 @@ TEST_CASE("require: a signed archive older than one admitted before from its key
     // Each key has its own mark: b's version 1 is not judged by a's 7.
     CHECK(mount_status(rt.get(), signed_by(versioned(1), b), "b1.sdma", &message) == SDM_OK);
     const std::string text = read_text(marks);
-    CHECK_THAT(text, Catch::Contains(a_id + " 7\n") && Catch::Contains(b_id + " 1\n"));
+    CHECK_THAT(text, Catch::Contains("key " + a_id + " 7\n") && Catch::Contains("key " + b_id + " 1\n"));
     // Off and warn do not look at the marks (a rollback is what require refuses).
     auto off = policy_runtime(dir.path + "/cache", SDM_SIGNATURES_OFF, {}, nullptr);
     CHECK(mount_status(off.get(), signed_by(versioned(2), a), "v2.sdma") == SDM_OK);
+}
+
+TEST_CASE("two trusted keys: a release both signed raises both marks; an older one by either key, or with a spoiled record, is refused",
+          "[signing][rollback][hostile]") {
+    fake({kH200});
+    TempDir dir;
+    const Key k1 = new_key(), k2 = new_key();
+    const std::string cache = dir.path + "/cache";
+    const std::string k1_id = archive::key_id_text(archive::key_id(k1.pub).value()), k2_id = archive::key_id_text(archive::key_id(k2.pub).value());
+    auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {k1.pub, k2.pub}, nullptr);
+    std::string message;
+    CHECK(mount_status(rt.get(), signed_by(signed_by(versioned(10), k1), k2), "v10.sdma", &message) == SDM_OK);
+    CHECK_THAT(read_text(cache + ".state/versions"), Catch::Contains("key " + k1_id + " 10\n") && Catch::Contains("key " + k2_id + " 10\n"));
+    // v5 signed by the second key alone: judged by that key's mark, which v10 raised too.
+    CHECK(mount_status(rt.get(), signed_by(versioned(5), k2), "v5-k2.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("older than version 10") && Catch::Contains(k2_id) && Catch::Contains("rollback is refused"));
+    // v5 signed by both, one byte of k1's record flipped (no key needed): the spoiled record refuses it.
+    const ByteVector both5 = signed_by(signed_by(versioned(5), k1), k2);
+    CHECK(outcome(spoil_record(both5, k1), {k1.pub, k2.pub}) == SignatureCheck::Outcome::bad_signature);
+    CHECK(mount_status(rt.get(), spoil_record(both5, k1), "v5-spoiled.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("signature by trusted key " + k1_id) && Catch::Contains("does not verify"));
+    CHECK(mount_status(rt.get(), both5, "v5-both.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("older than version 10"));
+    // The newer release, and one later by either key, mount.
+    CHECK(mount_status(rt.get(), signed_by(versioned(11), k2), "v11-k2.sdma", &message) == SDM_OK);
+    CHECK(mount_status(rt.get(), signed_by(versioned(10), k1), "v10-k1.sdma", &message) == SDM_OK);  // k1's own mark is 10
+}
+
+TEST_CASE("a release line keeps one mark whichever trusted key signs: a key rotation cannot bring an older release back",
+          "[signing][rollback]") {
+    fake({kH200});
+    TempDir dir;
+    const Key old_key = new_key(), new_key_ = new_key(), other = new_key();
+    const std::string cache = dir.path + "/cache", marks = cache + ".state/versions";
+    auto rt = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {old_key.pub, new_key_.pub, other.pub}, nullptr);
+    std::string message;
+    CHECK(mount_status(rt.get(), signed_by(versioned(10, {"scale"}, "example.com/fleet"), old_key), "v10.sdma", &message) == SDM_OK);
+    // The rotation: v11 signed by the new key alone.
+    CHECK(mount_status(rt.get(), signed_by(versioned(11, {"scale"}, "example.com/fleet"), new_key_), "v11.sdma", &message) == SDM_OK);
+    CHECK_THAT(read_text(marks), Catch::Contains("line example.com/fleet 11\n"));
+    // The old key's v10, replayed after the rotation: the line's mark refuses it.
+    CHECK(mount_status(rt.get(), signed_by(versioned(10, {"scale"}, "example.com/fleet"), old_key), "v10-again.sdma", &message) ==
+          SDM_ERROR_UNTRUSTED);
+    CHECK_THAT(message, Catch::Contains("of release line example.com/fleet has version 10, older than version 11") &&
+                            Catch::Contains("release line example.com/fleet (signed by any trusted key)"));
+    // Another key's release of the line is judged by the same mark.
+    CHECK(mount_status(rt.get(), signed_by(versioned(3, {"scale"}, "example.com/fleet"), other), "other3.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    // Another line has a mark of its own, and so does an archive of no line (by its keys' marks).
+    CHECK(mount_status(rt.get(), signed_by(versioned(2, {"scale"}, "example.com/tools"), other), "tools2.sdma", &message) == SDM_OK);
+    CHECK(mount_status(rt.get(), signed_by(versioned(1), other), "unnamed1.sdma", &message) == SDM_ERROR_UNTRUSTED);  // other's mark: 2
+    CHECK(mount_status(rt.get(), signed_by(versioned(4), other), "unnamed4.sdma", &message) == SDM_OK);
+    // The old key's own mark rose with the line: an unnamed archive by it cannot go below 10.
+    CHECK(mount_status(rt.get(), signed_by(versioned(9), old_key), "unnamed9.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    // The marks survive into the next runtime; a state file an older sdm wrote (version 1) is read too.
+    auto next = policy_runtime(cache, SDM_SIGNATURES_REQUIRE, {old_key.pub, new_key_.pub}, nullptr);
+    CHECK(mount_status(next.get(), signed_by(versioned(10, {"scale"}, "example.com/fleet"), new_key_), "v10-next.sdma") == SDM_ERROR_UNTRUSTED);
+    write_file(marks, "sdm versions 1\n" + archive::key_id_text(archive::key_id(old_key.pub).value()) + " 7\n", 0600);
+    CHECK(mount_status(next.get(), signed_by(versioned(6), old_key), "v6.sdma", &message) == SDM_ERROR_UNTRUSTED);
+    CHECK(mount_status(next.get(), signed_by(versioned(8), old_key), "v8.sdma", &message) == SDM_OK);
+    CHECK(read_text(marks).starts_with("sdm versions 2\n"));
 }
 
 TEST_CASE("rollback: a replayed old version is refused by a reload too, and the newer one keeps serving", "[signing][rollback][reload]") {
@@ -742,6 +820,12 @@ TEST_CASE("hostile rollback state: damaged marks, a link, a foreign-writable dir
     refused("sdm versions 1\nZZ11223344556677 1\n", "16 hex digits");
     refused("sdm versions 1\n0011223344556677 1", "no newline");
     refused("", "empty");
+    refused("sdm versions 2\nkey 0011223344556677 1\nline a/b 2\nline a/b 3\n", "listed twice");
+    refused("sdm versions 2\nline ../etc 1\n", "release line's name");
+    refused("sdm versions 2\nline Fleet 1\n", "release line's name");
+    refused("sdm versions 2\nkin 0011223344556677 1\n", "not \"key KEYID VERSION\"");
+    refused("sdm versions 2\nkey 0011223344556677\n", "no version");
+    refused("sdm versions 2\nline x \n", "not a decimal");
     refused(std::string(100 * 1024, 'a'), "v2.sdma is not mounted");  // past 64 KiB: never read whole
     REQUIRE(::unlink(marks.c_str()) == 0);
     REQUIRE(::symlink("/etc/passwd", marks.c_str()) == 0);
@@ -761,6 +845,51 @@ TEST_CASE("hostile rollback state: damaged marks, a link, a foreign-writable dir
 }
 
 #endif  // SDM_TEST_SIGNING
+
+TEST_CASE("a release line in the header: written, read back, and every malformed one refused as corrupt", "[rollback][hostile]") {
+    using namespace archive;
+    WriterOptions o;
+    o.archive_version = 3;
+    o.release_line = "example.com/fleet-kernels";
+    const ByteVector good = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none, o);
+    const auto a = Archive::open_memory(good, "line.sdma");
+    REQUIRE(a);
+    CHECK(a->header().header_size == kHeaderSizeLine);
+    CHECK(a->header().release_line == std::optional<std::string>("example.com/fleet-kernels"));
+    // No line: the 1.2 header as before, byte for byte.
+    o.release_line.reset();
+    CHECK(load_u32(make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none, o), header::header_size) == kHeaderSize12);
+    const auto with_line = [&](const std::string& name) {
+        ByteVector b = good;
+        for (size_t i = 0; i < header::release_line_size; ++i) b[header::release_line + i] = std::byte{0};
+        std::memcpy(b.data() + header::release_line, name.data(), std::min(name.size(), header::release_line_size));
+        reseal(b);
+        return b;
+    };
+    CHECK_THAT(open_error(with_line("Fleet")), Catch::Contains("the release line does not start with a lower-case letter"));
+    CHECK_THAT(open_error(with_line("a b")), Catch::Contains("holds a byte other than"));
+    CHECK_THAT(open_error(with_line("")), Catch::Contains("the release line is empty"));
+    CHECK_THAT(open_error(with_line(std::string("ab\0cd", 5))), Catch::Contains("bytes after its NUL padding"));
+    CHECK(open_error(with_line(std::string(32, 'a'))).empty());  // 32 bytes, no NUL: the longest name
+    ByteVector unflagged = good;  // stored without its bit
+    store_u64(unflagged, header::optional_features, load_u64(unflagged, header::optional_features) & ~kFeatureReleaseLine);
+    reseal(unflagged);
+    CHECK_THAT(open_error(unflagged), Catch::Contains("a release line is stored but the feature bit 0x8 is not set"));
+    o.release_line.reset();
+    ByteVector short_header = make_archive("m", {"sm_90"}, {"scale"}, 1, Matrix::none, o);  // 152 bytes, bit set
+    store_u64(short_header, header::optional_features, load_u64(short_header, header::optional_features) | kFeatureReleaseLine);
+    reseal(short_header);
+    CHECK_THAT(open_error(short_header), Catch::Contains("needs a header of at least 184 bytes"));
+    // The writer refuses what the reader would.
+    o.release_line = "../etc";
+    ArchiveWriter bad(o);
+    CHECK_THAT(bad.finish().error().message, Catch::Contains("release line '../etc'"));
+    o.archive_version.reset();
+    o.release_line = "fleet";
+    ArchiveWriter unversioned(o);
+    CHECK_THAT(unversioned.finish().error().message, Catch::Contains("give --archive-version too"));
+}
+
 
 TEST_CASE("built without signing every signing path answers SDM_ERROR_UNSUPPORTED", "[signing][absent]") {
     if (crypto::available()) {

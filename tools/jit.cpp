@@ -239,6 +239,7 @@ int run_jit(const JitOptions& o) {
     // The output carries the input's version (a host's rollback check reads it); an overlay also
     // names its base, so a host serves it only above that archive (docs/FORMAT.md, section 20).
     writing.archive_version = input->header().archive_version;
+    writing.release_line = input->header().release_line;
     if (!o.full) writing.base = archive::identity(*input);
     archive::ArchiveWriter writer(writing);
     const std::string built_by = fmt::format("nvJitLink {}", jit->version());

@@ -105,6 +105,7 @@ void print_json(const archive::Archive& a, const std::optional<archive::Manifest
     if (manifest) out["content_version"] = manifest->content_version;
     out["archive_identity"] = archive::identity_text(archive::identity(a));
     if (h.archive_version) out["archive_version"] = *h.archive_version;
+    if (h.release_line) out["release_line"] = *h.release_line;
     if (h.base) out["base"] = archive::identity_text(*h.base);
     out["entries"] = nlohmann::json::array();
     for (size_t i = 0; i < a.entries().size(); ++i) {
@@ -149,7 +150,9 @@ void print_text(const archive::Archive& a, const std::optional<archive::Manifest
                manifest && !manifest->content_version.empty() ? ", content " + manifest->content_version : std::string(),
                created_by.empty() ? "" : ", written by " + created_by);
     if (h.archive_version || h.base)
-        fmt::print("{}{}{}\n", h.archive_version ? fmt::format("archive version {}", *h.archive_version) : std::string(),
+        fmt::print("{}{}{}\n", h.archive_version ? fmt::format("archive version {}{}", *h.archive_version,
+                                                                h.release_line ? " of release line " + *h.release_line : std::string())
+                                                  : std::string(),
                    h.archive_version && h.base ? "; " : "",
                    h.base ? fmt::format("an overlay of the archive {} (it serves only above that archive)", archive::identity_text(*h.base))
                           : std::string());

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "archive/format.hpp"
 #include "commands.hpp"
 #include "common/edit_distance.hpp"
 #include "completion.hpp"
@@ -93,6 +94,16 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
             },
             "VERSION"))
         ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
+    cmd->add_option("--release-line", w.release_line,
+                    "The line of releases that version belongs to (\"example.com/fleet-kernels\": 1-32 of [a-z0-9._/-]): a host keeps "
+                    "its rollback mark per line, whichever trusted key signed, so a key rotation or a second key cannot bring an "
+                    "older release back (docs/SIGNING.md)")
+        ->check(CLI::Validator(
+            [](const std::string& text) -> std::string {
+                const auto why = sdm::archive::release_line_problem(text);
+                return why.empty() ? std::string() : "--release-line '" + text + "' " + why;
+            },
+            "LINE"));
 }
 
 // The commands over archives on disk: pack, import, ls, verify, keygen, sign, extract, diff (in

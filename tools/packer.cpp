@@ -216,6 +216,7 @@ archive::WriterOptions writer_options(const WriteOptions& o, Progress& progress)
     wo.compress = !o.store;
     wo.threads = o.jobs;
     wo.archive_version = o.archive_version;
+    wo.release_line = o.release_line;
     wo.progress = [&progress](const char* phase, size_t done, size_t total) { progress.update(phase, done, total); };
     return wo;
 }

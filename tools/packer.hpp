@@ -27,6 +27,7 @@ struct WriteOptions {
     unsigned jobs{0};                 // 0: one per core
     std::string sign;                 // a secret key file: the archive is signed before it is written
     std::optional<uint64_t> archive_version;  // format 1.2: the version a host's rollback check reads (docs/SIGNING.md)
+    std::optional<std::string> release_line;  // the line that version belongs to: its rollback mark, whichever key signs
     NameExpressionOptions names;      // name expressions lowered with NVRTC into the manifest (name_expressions.hpp)
 };
 

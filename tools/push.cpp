@@ -25,6 +25,7 @@ std::map<std::string, std::string> archive_annotations(const archive::Archive& a
     const auto& h = a.header();
     out["io.sdm.kernel-abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
     if (h.archive_version) out["io.sdm.archive-version"] = std::to_string(*h.archive_version);  // format 1.2 (docs/FORMAT.md, section 20)
+    if (h.release_line) out["io.sdm.release-line"] = *h.release_line;
     if (h.base) out["io.sdm.base"] = archive::identity_text(*h.base);
     if (auto manifest = a.read_manifest(); manifest && *manifest && !(*manifest)->content_version.empty())
         out["org.opencontainers.image.version"] = (*manifest)->content_version;

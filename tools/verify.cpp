@@ -21,7 +21,7 @@ Result<std::pair<size_t, std::string>> verify_one(const std::string& path, const
         SDM_TRY_GET(check, archive::check_signatures(*a, trusted));
         if (check->outcome != archive::SignatureCheck::Outcome::verified)
             return make_error(ErrorCode::untrusted, "archive " + path + " " + check->why(ids));
-        signer = ", signed by trusted key " + archive::key_id_text(*check->verified_by);
+        for (const auto& id : check->verified) signer += (signer.empty() ? ", signed by trusted key " : ", ") + archive::key_id_text(id);
         SDM_TRY(a->enforce_digests());  // every payload against its signed digest, as verify reads it
     }
     SDM_TRY(archive::verify_archive(*a));
