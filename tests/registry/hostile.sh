@@ -11,7 +11,7 @@ source "$(dirname "$0")/../tool/lib.sh"
 export DOCKER_CONFIG=$work/docker
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/a.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/old.sdma" kernels:sm_90a="$data/kernels.sm_90a.cubin"
-python3 "$(dirname "$0")/hostile_registry.py" "$work/a.sdma" "$work/port" &
+python3 "$(dirname "$0")/hostile_registry.py" "$work/a.sdma" "$work/port" "$work/stolen" &
 server=$!
 trap 'status=$?; kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true; rm -rf "$work"; exit $status' EXIT
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
@@ -63,6 +63,14 @@ cmp "$work/a.sdma" "$work/bearer.sdma"
 "$sdm" pull -q "$registry/basic:v1" --plain-http -o "$work/basic.sdma"
 cmp "$work/a.sdma" "$work/basic.sdma"
 expect_fail "not an https URL" "$sdm" pull "$registry/bad-realm:v1" --plain-http -o "$work/bad-realm.sdma"
+# A realm on another host that the registry itself named gets the credentials (Docker Hub's way).
+"$sdm" pull -q "$registry/bearer-other-host:v1" --plain-http -o "$work/other-host.sdma"
+cmp "$work/a.sdma" "$work/other-host.sdma"
+# A blob redirected to another origin that answers 401 with a realm on itself gets nothing: the
+# pull fails naming the origin, and the thief's realm was never asked.
+hostile redirect-401 "which answered 401 asking for credentials"
+grep -qF "http://localhost:" "$work/err" || fail "the error does not name the other origin: $(cat "$work/err")"
+[ ! -e "$work/stolen" ] || fail "credentials were sent where a redirect led: $(cat "$work/stolen")"
 printf '{"auths": {"http://%s/v1/": {"username": "user", "password": "wrong"}}}' "$registry" >"$work/wrong.json"
 expect_fail "are not accepted" "$sdm" pull "$registry/basic:v1" --plain-http --registry-config "$work/wrong.json" -o "$work/wrong.sdma"
 printf '{"auths": {"%s": {"auth": "not base64!"}}}' "$registry" >"$work/broken.json"

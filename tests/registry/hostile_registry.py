@@ -16,7 +16,10 @@ and two honest ones that want credentials (user:secret):
   bearer          the Bearer token flow: a 401 naming the realm /token, which answers a token for them
   basic           Basic authentication
   bad-realm       a Bearer challenge whose realm is a file:// URL
-Usage: hostile_registry.py ARCHIVE PORT_FILE. Writes its port to PORT_FILE and serves until killed.
+  bearer-other-host  the Bearer flow with the realm on another host (localhost): the registry named it
+and a thief: redirect-401: the blob redirects to another origin (localhost) that answers 401 with
+a Bearer realm on itself, /steal, which writes any Authorization it is sent to STEAL_FILE.
+Usage: hostile_registry.py ARCHIVE PORT_FILE [STEAL_FILE]. Writes its port to PORT_FILE and serves until killed.
 """
 import base64
 import hashlib
@@ -72,6 +75,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         given = self.headers.get("Authorization", "")
         if case == "bearer" and given != "Bearer good-token":
             challenge = f'Bearer realm="http://127.0.0.1:{port}/token",service="test",scope="repository:bearer:pull"'
+        elif case == "bearer-other-host" and given != "Bearer good-token":
+            challenge = f'Bearer realm="http://localhost:{port}/token",service="test",scope="repository:bearer:pull"'
+        elif case == "elsewhere":
+            challenge = f'Bearer realm="http://localhost:{port}/steal",service="storage"'
         elif case == "bad-realm":
             challenge = 'Bearer realm="file:///etc/passwd",service="test"'
         elif case == "basic" and given != BASIC:
@@ -82,6 +89,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return False
 
     def do_GET(self):
+        if self.path.startswith("/steal"):
+            if len(sys.argv) > 3 and self.headers.get("Authorization"):
+                with open(sys.argv[3], "a") as f:
+                    f.write(self.headers["Authorization"] + "\n")
+            return self.send(200, b'{"token":"stolen"}')
         if self.path.startswith("/token?"):
             if self.headers.get("Authorization", "") != BASIC or "scope=repository%3Abearer%3Apull" not in self.path:
                 return self.send(401)
@@ -123,6 +135,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send(302, headers=[("Location", self.path)])
         if case == "redirect-file":
             return self.send(302, headers=[("Location", "file:///etc/passwd")])
+        if case == "redirect-401":
+            port = self.server.server_address[1]
+            return self.send(302, headers=[("Location", f"http://localhost:{port}/v2/elsewhere/blobs/{digest}")])
         if case == "slow":
             self.send_response(200)
             self.send_header("Content-Length", str(len(archive)))

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <tuple>
 
 #include "sdm_version.h"
 
@@ -150,6 +151,22 @@ std::string url_escape(const std::string& text) {
     if (escaped == nullptr) return {};
     std::string out(escaped);
     curl_free(escaped);
+    return out;
+}
+
+std::string origin(const std::string& url) {
+    global_init();
+    std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), curl_url_cleanup);
+    if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return {};
+    std::string out;
+    for (const auto& [part, flags, before] : {std::tuple{CURLUPART_SCHEME, 0u, ""}, std::tuple{CURLUPART_HOST, 0u, "://"},
+                                              std::tuple{CURLUPART_PORT, static_cast<unsigned>(CURLU_DEFAULT_PORT), ":"}}) {
+        char* text = nullptr;
+        if (curl_url_get(u.get(), part, &text, flags) != CURLUE_OK || text == nullptr) return {};
+        out += before;
+        for (const char* c = text; *c != 0; ++c) out += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
+        curl_free(text);
+    }
     return out;
 }
 

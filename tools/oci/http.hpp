@@ -50,6 +50,10 @@ struct TransportOptions {
 // status is a Response, for the caller to word.
 Result<Response> send(const Request& request, const TransportOptions& options);
 
+// A URL's origin, "scheme://host:port" in lower case with the scheme's default port written out
+// ("https://reg.example:443"); empty for a URL that does not parse.
+std::string origin(const std::string& url);
+
 // `text` escaped for a URL's query.
 std::string url_escape(const std::string& text);
 

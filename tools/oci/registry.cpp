@@ -146,6 +146,15 @@ Result<Response> Registry::send(Request request) {
         auto r = oci::send(request, transport());
         if (!r) return make_error(r.error().code, "registry " + name_ + ": " + r.error().message);
         if (r->status != 401 || attempt == 1) return r;
+        // The credentials go to the registry's origin alone: a challenge from wherever a redirect
+        // led (a blob's storage) is not the registry asking (docs/REGISTRY.md, "Authentication").
+        const std::string registry_origin = origin(url("/")), answered_by = origin(r->url);
+        if (answered_by != registry_origin)
+            return make_error(ErrorCode::untrusted, "registry " + name_ + ": " + request.method + " " + request.url.substr(0, 200) +
+                                                        " was redirected to " + (answered_by.empty() ? r->url.substr(0, 200) : answered_by) +
+                                                        ", which answered 401 asking for credentials; sdm sends the registry's credentials to " +
+                                                        registry_origin + " and the token realm it names, never to where a redirect led. "
+                                                        "Ask the registry's operator why its storage wants them");
         SDM_TRY(authenticate(*r));
     }
 }
