@@ -134,7 +134,8 @@ struct PullOptions {
     long stall_timeout_s{30};
     bool quiet{false};
     bool locked{false};      // pull the digest the lock file records for the reference
-    bool for_devices{false}; // also the overlays (referrers of the archive) holding a cubin for a GPU of this machine
+    bool for_devices{false}; // also the overlays (referrers of the archive) holding a cubin for a GPU of this machine: pinned or signed ones only
+    std::vector<std::string> overlays;  // --overlay: manifest digests of overlays pinned for --for-devices
     std::string driver;      // libcuda for --for-devices' device list; empty: $SDM_CUDA_DRIVER, else libcuda.so.1
     std::string lock_file{"sdm.lock"};
 };
@@ -143,6 +144,7 @@ int run_pull(const PullOptions& options);
 struct LockOptions {
     std::vector<std::string> references;  // each with a tag
     std::string lock_file{"sdm.lock"};    // updated atomically: other references' entries are kept
+    bool overlays{false};                 // also pin the overlays each one's referrers index lists now
     bool plain_http{false};
     std::string docker_config;
     long stall_timeout_s{30};

@@ -24,6 +24,10 @@ public:
 
     // Admits `archive` (staged, not yet installed) or says why it may not replace `target`.
     Result<void> check(archive::Archive& archive, const std::string& target);
+    // Whether an archive must carry a valid signature by a trusted key (--trust, or the
+    // environment's require), and those keys' ids.
+    bool requires_signature() const noexcept { return provenance_->policy() == runtime::SignaturePolicy::require; }
+    const std::vector<archive::KeyId>& trusted_ids() const noexcept { return provenance_->trusted_ids(); }
 
 private:
     InstallCheck(std::unique_ptr<runtime::Logger> log, std::unique_ptr<runtime::Provenance> provenance)

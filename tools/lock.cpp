@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "lock_file.hpp"
+#include "overlays.hpp"
 #include "oci/artifact.hpp"
 #include "oci/registry.hpp"
 
@@ -19,13 +20,17 @@ Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
     const auto version = artifact->annotations.find("org.opencontainers.image.version");
     oci::Reference named = ref;
     named.digest.clear();
-    LockEntry entry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second, std::nullopt};
+    LockEntry entry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second, std::nullopt, {}};
     if (const auto v = artifact->annotations.find("io.sdm.archive-version"); v != artifact->annotations.end()) {
         uint64_t number = 0;
         const auto [end, ec] = std::from_chars(v->second.data(), v->second.data() + v->second.size(), number);
         if (ec != std::errc() || end != v->second.data() + v->second.size())
             return make_error(ErrorCode::invalid_argument, ref.text() + ": the registry's io.sdm.archive-version '" + v->second + "' is not a whole number");
         entry.archive_version = number;
+    }
+    if (o.overlays) {
+        SDM_TRY_GET(overlays, listed_overlays(*registry, fetched->digest, ref.text()));
+        entry.overlays = std::move(*overlays);
     }
     return entry;
 }
@@ -51,6 +56,8 @@ int run_lock(const LockOptions& o) {
             return 1;
         }
         if (!o.quiet) fmt::print("{} -> {}{}\n", entry->reference, entry->digest, entry->content_version.empty() ? "" : " (" + entry->content_version + ")");
+        if (!o.quiet)
+            for (const auto& overlay : entry->overlays) fmt::print("  overlay {} ({})\n", overlay.digest, overlay.targets);
         lock->set(std::move(*entry));
     }
     if (auto written = write_lock_file(o.lock_file, *lock); !written) {

@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kLockVersion = 1;
 constexpr off_t kMaxLockBytes = 16 << 20;
+constexpr size_t kMaxLockedOverlays = 64;  // one per GPU target: far more than a fleet has
 
 Error lock_error(const std::string& path, const std::string& why) {
     return make_error(ErrorCode::invalid_argument, "lock file " + path + ": " + why + " (sdm lock writes it; docs/REGISTRY.md)");
@@ -21,10 +22,20 @@ Error lock_error(const std::string& path, const std::string& why) {
 Result<LockEntry> read_entry(const nlohmann::json& j, const std::string& path) {
     for (const char* key : {"reference", "digest", "content_version"})
         if (!j.is_object() || !j.contains(key) || !j[key].is_string()) return lock_error(path, std::string("an entry lacks \"") + key + "\"");
-    LockEntry e{j["reference"].get<std::string>(), j["digest"].get<std::string>(), j["content_version"].get<std::string>(), std::nullopt};
+    LockEntry e{j["reference"].get<std::string>(), j["digest"].get<std::string>(), j["content_version"].get<std::string>(), std::nullopt, {}};
     if (j.contains("archive_version")) {
         if (!j["archive_version"].is_number_unsigned()) return lock_error(path, "the archive_version of an entry is not a whole number");
         e.archive_version = j["archive_version"].get<uint64_t>();
+    }
+    if (j.contains("overlays")) {
+        if (!j["overlays"].is_array() || j["overlays"].size() > kMaxLockedOverlays)
+            return lock_error(path, "the overlays of " + e.reference + " are not a list of at most " + std::to_string(kMaxLockedOverlays));
+        for (const auto& o : j["overlays"]) {
+            if (!o.is_object() || !o.contains("digest") || !o["digest"].is_string() || !oci::is_sha256_digest(o["digest"].get<std::string>()) ||
+                !o.contains("targets") || !o["targets"].is_string())
+                return lock_error(path, "an overlay of " + e.reference + " lacks a sha256 \"digest\" or its \"targets\"");
+            e.overlays.push_back({o["digest"].get<std::string>(), o["targets"].get<std::string>()});
+        }
     }
     auto ref = oci::parse_reference(e.reference);
     if (!ref) return lock_error(path, ref.error().message);
@@ -73,6 +84,7 @@ Result<void> write_lock_file(const std::string& path, const LockFile& lock) {
     for (const auto& e : lock.entries) {
         j["archives"].push_back({{"reference", e.reference}, {"digest", e.digest}, {"content_version", e.content_version}});
         if (e.archive_version) j["archives"].back()["archive_version"] = *e.archive_version;
+        for (const auto& o : e.overlays) j["archives"].back()["overlays"].push_back({{"digest", o.digest}, {"targets", o.targets}});
     }
     const std::string text = j.dump(2) + "\n";
     return archive::write_file_atomic(path, Bytes(reinterpret_cast<const std::byte*>(text.data()), text.size()));

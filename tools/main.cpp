@@ -195,7 +195,13 @@ void add_registry_commands(CLI::App& app, Commands& c) {
         ->check(CLI::ExistingFile);
     c.pull_cmd->add_flag("--for-devices", c.pull.for_devices,
                          "Also pull the overlays pushed as referrers of the archive (sdm push --subject) that hold a cubin for a GPU "
-                         "of this machine, into the same directory as NAME.overlay-DIGEST.sdma: a node of a known GPU then never JITs");
+                         "of this machine, into the same directory as NAME.overlay-DIGEST.sdma: a node of a known GPU then never JITs. "
+                         "Only overlays pinned (--overlay, or the lock's with --locked) or signed by a trusted key (--trust), at most "
+                         "one per GPU target");
+    c.pull_cmd->add_option("--overlay", c.pull.overlays,
+                           "The manifest digest (sha256:...) of an overlay to install with --for-devices: pinned, it needs no signature; "
+                           "repeat for each GPU target")
+        ->allow_extra_args(false);
     c.pull_cmd->add_option("--driver", c.pull.driver, "libcuda to list this machine's GPUs with, for --for-devices (default: $SDM_CUDA_DRIVER, libcuda.so.1)");
     c.pull_cmd->add_flag("--plain-http", c.pull.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.pull_cmd->add_option("--registry-config", c.pull.docker_config, config_help);
@@ -209,6 +215,9 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     c.lock_cmd->add_option("references", c.lock.references, ref_help)->required();
     c.lock_cmd->add_option("--lock-file", c.lock.lock_file, "Lock file to update (replaced atomically; other references' entries are kept)")
         ->capture_default_str();
+    c.lock_cmd->add_flag("--overlays", c.lock.overlays,
+                         "Also pin the overlays each archive's referrers index lists now (each checked to refer to it; at most one per "
+                         "GPU target): sdm pull --locked --for-devices installs those and no other");
     c.lock_cmd->add_flag("--plain-http", c.lock.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.lock_cmd->add_option("--registry-config", c.lock.docker_config, config_help);
     c.lock_cmd->add_option("--stall-timeout", c.lock.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));

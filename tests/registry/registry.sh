@@ -142,6 +142,75 @@ cmp "$work/v2.sdma" "$work/from-oras.sdma"
 oras push "$registry" "$registry/fleet/oras:other" "$work/oras-in/from-oras.sdma" application/vnd.sdm.archive.layer.v1 application/vnd.example.other
 expect_fail "artifactType" "$sdm" pull "$registry/fleet/oras:other" --plain-http -o "$work/other.sdma"
 [ ! -e "$work/other.sdma" ] || fail "a refused pull wrote a file"
+# The referrers index is a list of candidates, never a grant (docs/REGISTRY.md, "Overlays for the
+# node's GPUs"): an attacker who may push adds an unsigned overlay and one signed for another base.
+# crafted_index BASE_DIGEST LISTED COUNT: the fallback referrers tag of BASE_DIGEST made an index
+# that lists the manifest LISTED COUNT times (what anyone who may push can store there).
+crafted_index() {
+  python3 - "$registry" "$@" <<'PY' || fail "could not store a crafted index"
+import json, sys, urllib.request
+registry, base, listed, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+m = urllib.request.urlopen(urllib.request.Request(f"http://{registry}/v2/fleet/sdmk/manifests/{listed}", headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})).read()
+entry = {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": listed, "size": len(m), "artifactType": "application/vnd.sdm.archive.v1",
+         "annotations": json.loads(m)["annotations"]}
+index = json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": [entry] * count}).encode()
+req = urllib.request.Request(f"http://{registry}/v2/fleet/sdmk/manifests/sha256-{base[7:]}", data=index, method="PUT",
+                             headers={"Content-Type": "application/vnd.oci.image.index.v1+json"})
+urllib.request.urlopen(req)
+PY
+}
+h200=(env SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560")
+overlay_tests() {
+  local base_digest=${base_ref#*@} evil good other node listed
+  "$sdm" jit -q "$work/base5.sdma" --arch 90 -o "$work/evil.sdma"  # unsigned: anyone can build it
+  evil=$("$sdm" push "$work/evil.sdma" "$registry/fleet/sdmk:evil" --plain-http --subject "$base_digest"); evil=${evil#*@}
+  "$sdm" pack -q -m "$data/manifest.toml" -o "$work/base6.sdma" --archive-version 6 --sign "$work/fleet.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+  "$sdm" jit -q "$work/base6.sdma" --arch 90 -o "$work/other6.sdma" --trust "$work/fleet.pub" --sign "$work/fleet.key"
+  other=$("$sdm" push "$work/other6.sdma" "$registry/fleet/sdmk:other6" --plain-http --subject "$base_digest"); other=${other#*@}
+  good=$(cat "$work/overlay-ref"); good=${good#*@}
+  # Unpinned and no key trusted: nothing from the index is installed, and the reason is said.
+  node=$work/node-default; mkdir "$node"
+  "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$node" --for-devices >"$work/out"
+  grep -qF "installs only overlays pinned" "$work/out" || { cat "$work/out"; fail "an unpinned pull without a key"; }
+  [ "$(ls -A "$node")" = sdmk.sdma ] || fail "an unpinned, unsigned pull installed: $(ls -A "$node")"
+  # Signed: the newest candidate (the other base's v6, signed) fails its base check and is skipped;
+  # the next one, the fleet's, is installed; the unsigned one is never fetched. One per target.
+  node=$work/node-signed; mkdir "$node"
+  "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$node" --for-devices --trust "$work/fleet.pub" >"$work/out" 2>"$work/out-err"
+  grep -qF "overlay $other for sm_90 skipped" "$work/out-err" && grep -qF "is not an overlay of" "$work/out-err" || { cat "$work/out-err"; fail "the other base's overlay"; }
+  [ "$(ls "$node" | grep -c overlay)" = 1 ] && [ -e "$node/sdmk.overlay-${good:7:12}.sdma" ] || fail "the signed pull installed: $(ls -A "$node")"
+  cmp "$work/overlay90.sdma" "$node/sdmk.overlay-${good:7:12}.sdma"
+  # Pinned by digest: installed without a signature (the operator chose it), only that one.
+  node=$work/node-pinned; mkdir "$node"
+  "${h200[@]}" "$sdm" pull "$base_ref" --plain-http --into "$node" --for-devices --overlay "$evil" >"$work/out"
+  [ "$(ls -A "$node" | tr '\n' ' ')" = "sdmk.overlay-${evil:7:12}.sdma sdmk.sdma " ] || fail "the pinned pull installed: $(ls -A "$node")"
+  expect_fail "two pinned overlays serve sm_90" "${h200[@]}" "$sdm" pull "$base_ref" --plain-http --into "$node" --for-devices --overlay "$evil" --overlay "$good"
+  mkdir "$work/node-v4"
+  expect_fail "not of the archive pulled" "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v4" --plain-http --into "$work/node-v4" --for-devices --overlay "$evil"
+  expect_fail "is not sha256" "${h200[@]}" "$sdm" pull "$base_ref" --plain-http -o "$work/x.sdma" --for-devices --overlay v1
+  # sdm lock --overlays: two overlays for sm_90 in the index is for the operator to settle.
+  expect_fail "two overlays are listed for sm_90" "$sdm" lock -q "$registry/fleet/sdmk:v5" --overlays --plain-http --lock-file "$work/o.lock"
+  "$sdm" jit -q "$work/base4.sdma" --arch 90 -o "$work/overlay4.sdma" --trust "$work/fleet.pub" --sign "$work/fleet.key"
+  local base4; base4=$("$sdm" pull -q "$registry/fleet/sdmk:v4" --plain-http -o "$work/b4.sdma" && skopeo inspect --raw --tls-verify=false "docker://$registry/fleet/sdmk:v4" | sha256sum | cut -c1-64)
+  listed=$("$sdm" push "$work/overlay4.sdma" "$registry/fleet/sdmk:v4-sm90" --plain-http --subject "sha256:$base4"); listed=${listed#*@}
+  "$sdm" lock "$registry/fleet/sdmk:v4" --overlays --plain-http --lock-file "$work/o.lock" >"$work/out"
+  grep -qF "overlay $listed (sm_90)" "$work/out" || { cat "$work/out"; fail "sdm lock --overlays"; }
+  # Then an attacker adds an unsigned overlay of v4; the locked pull installs only the pinned one.
+  "$sdm" jit -q "$work/base4.sdma" --arch 90 -o "$work/evil4.sdma"
+  "$sdm" push "$work/evil4.sdma" "$registry/fleet/sdmk:evil4" --plain-http --subject "sha256:$base4" >/dev/null
+  node=$work/node-locked; mkdir "$node"
+  "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v4" --plain-http --locked --lock-file "$work/o.lock" --into "$node" --for-devices >"$work/out"
+  [ "$(ls -A "$node" | tr '\n' ' ')" = "sdmk.overlay-${listed:7:12}.sdma sdmk.sdma " ] || fail "the locked pull installed: $(ls -A "$node")"
+  # A referrers index that lists too many manifests (the same one 257 times, as a push may write
+  # any index to the tag) is refused, and one listed twice is one candidate.
+  crafted_index "$base_digest" "$good" 257
+  node=$work/node-many; mkdir "$node"
+  expect_fail "lists 257 manifests, more than the 256" "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$node" --for-devices --trust "$work/fleet.pub"
+  crafted_index "$base_digest" "$good" 2
+  node=$work/node-twice; mkdir "$node"
+  "${h200[@]}" "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$node" --for-devices --trust "$work/fleet.pub" >"$work/out"
+  [ "$(grep -c "^overlay " "$work/out")" = 1 ] || { cat "$work/out"; fail "a digest listed twice"; }
+}
 # A fleet's round (docs/REGISTRY.md, "Fleets"): build once per GPU type, push, pull on nodes.
 if [ -n "$fake" ]; then
   export SDM_STATE_DIR=$work/state SDM_CACHE_DIR=$work/cache SDM_CUDA_DRIVER=$fake
@@ -151,7 +220,7 @@ if [ -n "$fake" ]; then
   base_ref=$("$sdm" push "$work/base5.sdma" "$registry/fleet/sdmk:v5" --plain-http)
   "$sdm" push "$work/base4.sdma" "$registry/fleet/sdmk:v4" --plain-http >/dev/null
   if "$sdm" jit -q "$work/base5.sdma" --arch 90 -o "$work/overlay90.sdma" --trust "$work/fleet.pub" --sign "$work/fleet.key" 2>"$work/jit.err"; then
-    "$sdm" push "$work/overlay90.sdma" "$registry/fleet/sdmk:v5-sm90" --plain-http --subject "${base_ref#*@}" >/dev/null
+    "$sdm" push "$work/overlay90.sdma" "$registry/fleet/sdmk:v5-sm90" --plain-http --subject "${base_ref#*@}" >"$work/overlay-ref"
     mkdir "$work/node"
     # A node with an H200: the base and its sm_90 overlay, both checked before they appear.
     SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560" \
@@ -168,9 +237,10 @@ if [ -n "$fake" ]; then
     # A node of another GPU: no overlay for it, only the base.
     mkdir "$work/node86"
     SDM_FAKE_CUDA_DEVICES="NVIDIA RTX A6000,8.6,101376,84,6291456" \
-      "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node86" --for-devices >"$work/pull-86"
+      "$sdm" pull "$registry/fleet/sdmk:v5" --plain-http --into "$work/node86" --for-devices --trust "$work/fleet.pub" >"$work/pull-86"
     grep -qF "no overlay holds a cubin for this machine's GPUs (sm_86)" "$work/pull-86" || { cat "$work/pull-86"; fail "an sm_86 node"; }
     [ "$(ls -A "$work/node86")" = sdmk.sdma ] || fail "an sm_86 node got: $(ls -A "$work/node86")"
+    overlay_tests
     # A running host picks up a pull into the file it serves (examples/hot_reload polls once a frame).
     hot=$(dirname "$sdm")/../examples/hot_reload
     if [ -x "$hot" ]; then
