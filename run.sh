@@ -9,7 +9,7 @@ cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ cmake make python3 python3-venv libzstd-dev liblz4-dev libxxhash-dev libmsgsl-dev libsodium-dev catch2
           libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev golang-go help2man man-db universal-ctags
-          libcurl4-openssl-dev docker-registry skopeo)
+          libcurl4-openssl-dev libarchive-dev docker-registry skopeo umoci)
 
 install_missing() {
   local missing=()

@@ -1,5 +1,6 @@
-// sdm lock: each reference resolved to its manifest's digest, checked as sdm's artifact, and
-// recorded in the lock file with its content version, for `sdm pull --locked`.
+// sdm lock: each reference resolved to its manifest's digest, checked as sdm's artifact (or its
+// image variant's index, sdm push --image), and recorded in the lock file with its content
+// version, for `sdm pull --locked`.
 #include <fmt/format.h>
 
 #include <charconv>
@@ -8,20 +9,28 @@
 #include "lock_file.hpp"
 #include "overlays.hpp"
 #include "oci/artifact.hpp"
+#include "oci/image_variant.hpp"
 #include "oci/registry.hpp"
 
 namespace sdm::tools {
 namespace {
 
+// The annotations of sdm's artifact, or of its image variant's index; the artifact's error otherwise.
+Result<std::map<std::string, std::string>> sdm_annotations(Bytes manifest, const std::string& what) {
+    if (auto image = oci::parse_image_index(manifest, what)) return image;
+    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(manifest, what));
+    return std::move(artifact->annotations);
+}
+
 Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
     SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
-    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kManifestMediaType));
-    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(fetched->bytes, ref.text()));
-    const auto version = artifact->annotations.find("org.opencontainers.image.version");
+    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kAcceptManifestOrIndex));
+    SDM_TRY_GET(annotations, sdm_annotations(fetched->bytes, ref.text()));
+    const auto version = annotations->find("org.opencontainers.image.version");
     oci::Reference named = ref;
     named.digest.clear();
-    LockEntry entry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second, std::nullopt, {}};
-    if (const auto v = artifact->annotations.find("io.sdm.archive-version"); v != artifact->annotations.end()) {
+    LockEntry entry{named.text(), fetched->digest, version == annotations->end() ? std::string() : version->second, std::nullopt, {}};
+    if (const auto v = annotations->find("io.sdm.archive-version"); v != annotations->end()) {
         uint64_t number = 0;
         const auto [end, ec] = std::from_chars(v->second.data(), v->second.data() + v->second.size(), number);
         if (ec != std::errc() || end != v->second.data() + v->second.size())

@@ -180,6 +180,12 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     c.push_cmd->add_option("reference", c.push.reference, std::string("Where to push: ") + ref_help)->required();
     c.push_cmd->add_option("--subject", c.push.subject, "Digest (sha256:...) of a manifest in the same repository this artifact refers to "
                                                         "(an overlay's base): listed among its referrers");
+    c.push_cmd->add_flag("--image", c.push.image, "Push, instead of the artifact, an OCI image that a container runtime mounts as a "
+                                                  "Kubernetes image volume: an index of linux/amd64 and linux/arm64 image manifests sharing "
+                                                  "one uncompressed tar layer with the archive at sdm/NAME.sdma (NAME: the repository's last "
+                                                  "component); print the index's digest. sdm pull refuses it: push the artifact under another "
+                                                  "tag for hosts that pull")
+        ->excludes("--subject");
     c.push_cmd->add_flag("--plain-http", c.push.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.push_cmd->add_option("--registry-config", c.push.docker_config, config_help);
     c.push_cmd->add_option("--stall-timeout", c.push.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));

@@ -39,7 +39,7 @@ std::string target_path(const PullOptions& o, const oci::Reference& ref) {
 
 Result<Pulled> pull_artifact(const PullOptions& o, const oci::Reference& ref, InstallCheck& install_check, const StagedCheck& extra) {
     SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
-    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kManifestMediaType));
+    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kAcceptManifestOrIndex));  // an image variant's index, to be named
     SDM_TRY_GET(artifact, oci::parse_artifact_manifest(fetched->bytes, ref.text()));
     Pulled pulled{target_path(o, ref), fetched->digest, artifact->layer.size};
     SDM_TRY_GET(staged, StagedFile::create(pulled.target));

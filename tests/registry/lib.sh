@@ -24,8 +24,9 @@ http:
 CONFIG
   "$binary" serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
   registry_pid=$!
-  # The script's status survives the trap (under set -e, the killed registry's 143 would end it).
-  trap 'status=$?; kill "$registry_pid" 2>/dev/null; wait "$registry_pid" 2>/dev/null || true; rm -rf "$work"; exit $status' EXIT
+  # The script's status survives the trap (under set -e, the killed registry's 143 would end it);
+  # an unpacked image's read-only directories (image.sh) are made writable, so that rm can empty them.
+  trap 'status=$?; kill "$registry_pid" 2>/dev/null; wait "$registry_pid" 2>/dev/null || true; chmod -R u+w "$work"; rm -rf "$work"; exit $status' EXIT
   registry=127.0.0.1:$port
   for _ in $(seq 100); do
     if curl -sf "http://$registry/v2/" >/dev/null 2>&1 || python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "http://$registry/v2/" 2>/dev/null; then

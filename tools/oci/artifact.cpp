@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "image_variant.hpp"
 #include "reference.hpp"
 
 namespace sdm::tools::oci {
@@ -45,8 +46,13 @@ Result<ArtifactManifest> parse_artifact_manifest(Bytes bytes, const std::string&
     const auto j = nlohmann::json::parse(reinterpret_cast<const char*>(bytes.data()), reinterpret_cast<const char*>(bytes.data()) + bytes.size(),
                                          nullptr, false);
     if (j.is_discarded() || !j.is_object()) return manifest_error(what, "the manifest is not a JSON object");
-    if (!j.contains("mediaType") || j["mediaType"] != kManifestMediaType)
+    if (!j.contains("mediaType") || j["mediaType"] != kManifestMediaType) {
+        if (parse_image_index(bytes, what))
+            return make_error(ErrorCode::mismatch, "registry answer for " + what + ": this is sdm's image variant (sdm push --image: an OCI image " +
+                                                       "for a pod's image volume), which sdm pull does not install; pull the tag sdm push wrote " +
+                                                       "without --image (docs/REGISTRY.md, \"Pods: the image variant\")");
         return manifest_error(what, std::string("the manifest's mediaType is not ") + kManifestMediaType);
+    }
     // The image spec: without artifactType, the config's mediaType is the artifact's type (what
     // clients that cannot set artifactType, such as the oras Python package, write).
     const bool typed = j.contains("artifactType");

@@ -16,6 +16,9 @@ namespace sdm::tools::oci {
 
 inline constexpr const char* kManifestMediaType = "application/vnd.oci.image.manifest.v1+json";
 inline constexpr const char* kIndexMediaType = "application/vnd.oci.image.index.v1+json";
+// The Accept of a manifest that may be an index (a registry answers an index only to a client that
+// accepts one): a --subject, and what pull and lock resolve (an index is sdm's image variant).
+inline const std::string kAcceptManifestOrIndex = std::string(kManifestMediaType) + ", " + kIndexMediaType;
 inline constexpr const char* kArtifactType = "application/vnd.sdm.archive.v1";
 inline constexpr const char* kLayerMediaType = "application/vnd.sdm.archive.layer.v1";
 inline constexpr const char* kEmptyMediaType = "application/vnd.oci.empty.v1+json";
