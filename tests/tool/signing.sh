@@ -101,9 +101,20 @@ expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-versio
 expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-version -1 kernels:compute_90="$data/kernels.compute_90.ptx"
 expect_fail "archive-version" "$sdm" pack -q -o "$work/v0.sdma" --archive-version 18446744073709551616 kernels:compute_90="$data/kernels.compute_90.ptx"
 [ ! -e "$work/v0.sdma" ] || fail "a refused --archive-version wrote its output"
+# A release line: in the signed header beside the version, shown by ls, kept by sdm jit.
+"$sdm" pack -q -o "$work/line.sdma" --archive-version 3 --release-line example.com/fleet --sign "$work/k1.key" kernels:compute_90="$data/kernels.compute_90.ptx"
+has "archive version 3 of release line example.com/fleet" "$sdm" ls "$work/line.sdma"
+has '"release_line": "example.com/fleet"' "$sdm" ls --json "$work/line.sdma"
+"$sdm" verify -q --trust "$work/k1.pub" "$work/line.sdma" || fail "an archive with a release line does not verify"
+expect_fail "does not start with a lower-case letter" "$sdm" pack -q -o "$work/l0.sdma" --archive-version 3 --release-line Fleet kernels:compute_90="$data/kernels.compute_90.ptx"
+expect_fail "more than 32" "$sdm" pack -q -o "$work/l0.sdma" --archive-version 3 --release-line "$(printf 'a%.0s' $(seq 33))" kernels:compute_90="$data/kernels.compute_90.ptx"
+expect_fail "give --archive-version too" "$sdm" pack -q -o "$work/l0.sdma" --release-line fleet kernels:compute_90="$data/kernels.compute_90.ptx"
+[ ! -e "$work/l0.sdma" ] || fail "a refused --release-line wrote its output"
 if "$sdm" jit -q "$work/v3.sdma" --arch 90 -o "$work/v3-jit.sdma" --trust "$work/k1.pub" 2>"$work/jit.err"; then
   base_id=$("$sdm" ls --json "$work/v3.sdma" | python3 -c 'import json, sys; print(json.load(sys.stdin)["archive_identity"])')
   has "archive version 3; an overlay of the archive $base_id" "$sdm" ls "$work/v3-jit.sdma"
+  "$sdm" jit -q "$work/line.sdma" --arch 90 -o "$work/line-jit.sdma" --trust "$work/k1.pub"
+  has '"release_line": "example.com/fleet"' "$sdm" ls --json "$work/line-jit.sdma"
 elif ! grep -q "nvJitLink was not found" "$work/jit.err"; then
   cat "$work/jit.err"; fail "sdm jit of a versioned input"
 fi
