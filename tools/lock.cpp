@@ -1,26 +1,40 @@
 // sdm lock: each reference resolved to its manifest's digest, checked as sdm's artifact, and
-// recorded in the lock file with its content version, for `sdm pull --locked`.
+// recorded in the lock file with its content version, for `sdm pull --locked` (an index of
+// `sdm push --per-target`: its digest, which pins the manifests it lists).
 #include <fmt/format.h>
 
 #include <charconv>
 
 #include "commands.hpp"
 #include "lock_file.hpp"
+#include "oci/archive_index.hpp"
 #include "oci/artifact.hpp"
 #include "oci/registry.hpp"
 
 namespace sdm::tools {
 namespace {
 
+// The annotations of sdm's artifact: a manifest's, or those of an index of sdm push --per-target
+// (the whole archive's, copied onto it; the lock then records the index's digest, and the parts
+// it lists are pinned through it, each fetched by the digest it gives).
+Result<std::map<std::string, std::string>> artifact_annotations(Bytes bytes, const std::string& what) {
+    if (oci::is_image_index(bytes)) {
+        SDM_TRY_GET(index, oci::parse_archive_index(bytes, what));
+        return std::move(index->annotations);
+    }
+    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(bytes, what));
+    return std::move(artifact->annotations);
+}
+
 Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
     SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
-    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kManifestMediaType));
-    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(fetched->bytes, ref.text()));
-    const auto version = artifact->annotations.find("org.opencontainers.image.version");
+    SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), std::string(oci::kManifestMediaType) + ", " + oci::kIndexMediaType));
+    SDM_TRY_GET(annotations, artifact_annotations(fetched->bytes, ref.text()));
+    const auto version = annotations->find("org.opencontainers.image.version");
     oci::Reference named = ref;
     named.digest.clear();
-    LockEntry entry{named.text(), fetched->digest, version == artifact->annotations.end() ? std::string() : version->second, std::nullopt};
-    if (const auto v = artifact->annotations.find("io.sdm.archive-version"); v != artifact->annotations.end()) {
+    LockEntry entry{named.text(), fetched->digest, version == annotations->end() ? std::string() : version->second, std::nullopt};
+    if (const auto v = annotations->find("io.sdm.archive-version"); v != annotations->end()) {
         uint64_t number = 0;
         const auto [end, ec] = std::from_chars(v->second.data(), v->second.data() + v->second.size(), number);
         if (ec != std::errc() || end != v->second.data() + v->second.size())
