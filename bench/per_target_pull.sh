@@ -17,7 +17,8 @@ export DOCKER_CONFIG=$work/docker SDM_STATE_DIR=$work/state SDM_CACHE_DIR=$work/
 unset SDM_REQUIRE_SIGNED SDM_TRUSTED_KEYS
 seconds() { local start=$1; python3 -c 'import sys, time; print(f"{time.time() - float(sys.argv[1]):.1f}")' "$start"; }
 
-t=$(date +%s.%N); "$sdm" import -q -o "$work/lib.sdma" "$lib"; import_s=$(seconds "$t")
+t=$(date +%s.%N); "$sdm" import -q -o "$work/lib.sdma" "$lib" 2>"$work/import.log" || { tail -5 "$work/import.log"; fail "sdm import $lib"; }
+import_s=$(seconds "$t")
 t=$(date +%s.%N); "$sdm" push "$work/lib.sdma" "$registry/bench/lib:v1" --plain-http --per-target >"$work/push"; push_s=$(seconds "$t")
 mkdir "$work/node"
 t=$(date +%s.%N)
