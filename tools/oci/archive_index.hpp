@@ -18,8 +18,9 @@ namespace sdm::tools::oci {
 // Each entry's annotation naming what it holds: kWholeArchive, or the GPU target sm_XY of a part.
 inline constexpr const char* kPartTargetAnnotation = "io.sdm.part-target";
 inline constexpr const char* kWholeArchive = "all";
-// The most entries an index may list: the whole archive and a part per target (CUDA 13 names 17
-// SMs, sm_75 to sm_121); a longer index is refused before any entry is looked at.
+// The most entries an index may list: the whole archive and a part per target (CUDA 13.0's
+// `nvcc --list-gpu-arch` names 12, compute_75 to compute_121); a longer index is refused before any
+// entry is looked at.
 inline constexpr size_t kMaxIndexEntries = 64;
 
 struct ArchiveIndex {
