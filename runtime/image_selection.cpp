@@ -1,4 +1,5 @@
 #include "image_selection.hpp"
+#include "image_fit.hpp"
 
 #include <algorithm>
 
@@ -17,14 +18,6 @@ bool old_for_class(const ImageCandidate& c, const SelectionDevice& d) {
     return d.device_class == DeviceClass::modern && c.sm < kModernMinimumArch;
 }
 
-// A virtual arch (PTX, LTO-IR) can be linked for capability `cc` when it is not newer than it;
-// `a` needs exactly that capability, `f` the same family.
-bool virtual_fits(uint16_t sm, Variant variant, Capability cc) {
-    if (variant == Variant::a) return sm == cc.sm();
-    if (variant == Variant::f) return sm / 10 == static_cast<uint16_t>(cc.major) && sm <= cc.sm();
-    return sm <= cc.sm();
-}
-
 bool switch_on(const char* name) {
     const auto v = platform::env(name);
     return v && !v->empty() && *v != "0";
@@ -41,6 +34,22 @@ std::string DriverSwitches::text() const {
 bool runs_on(uint16_t sm, Variant variant, Capability cc) {
     if (variant == Variant::a) return sm == cc.sm();
     return sm / 10 == static_cast<uint16_t>(cc.major) && sm % 10 <= static_cast<uint16_t>(cc.minor);
+}
+
+bool virtual_fits(uint16_t sm, Variant variant, Capability cc) {
+    if (variant == Variant::a) return sm == cc.sm();
+    if (variant == Variant::f) return sm / 10 == static_cast<uint16_t>(cc.major) && sm <= cc.sm();
+    return sm <= cc.sm();
+}
+
+bool can_serve(Kind kind, uint16_t sm, Variant variant, Capability cc) {
+    switch (kind) {
+        case Kind::cubin: return runs_on(sm, variant, cc);
+        case Kind::ptx:
+        case Kind::ltoir: return virtual_fits(sm, variant, cc);
+        case Kind::fatbin: return true;
+        default: return false;
+    }
 }
 
 Result<Selection> select_image(const std::vector<ImageCandidate>& images, const SelectionDevice& device, const std::string& module,

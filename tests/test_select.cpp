@@ -1,6 +1,7 @@
 // Image selection over the hardware matrix, the a/f variants and the modern-class exclusion.
 #include <catch2/catch.hpp>
 
+#include "runtime/image_fit.hpp"
 #include "runtime/image_selection.hpp"
 
 using namespace sdm;
@@ -103,4 +104,22 @@ TEST_CASE("a fatbin is the last resort; nothing at all is a clear error", "[sele
     CHECK(runs_on(86, Variant::base, {8, 9}));
     CHECK_FALSE(runs_on(89, Variant::base, {8, 6}));
     CHECK_FALSE(runs_on(90, Variant::a, {10, 0}));
+}
+
+TEST_CASE("can_serve: every image select_image could choose for a capability, whatever the class", "[select]") {
+    CHECK(can_serve(Kind::cubin, 80, Variant::base, {8, 6}));
+    CHECK_FALSE(can_serve(Kind::cubin, 86, Variant::base, {8, 0}));
+    CHECK_FALSE(can_serve(Kind::cubin, 80, Variant::base, {9, 0}));
+    CHECK(can_serve(Kind::cubin, 90, Variant::a, {9, 0}));
+    CHECK_FALSE(can_serve(Kind::cubin, 90, Variant::a, {10, 0}));
+    CHECK(can_serve(Kind::cubin, 100, Variant::f, {10, 3}));
+    CHECK_FALSE(can_serve(Kind::cubin, 103, Variant::f, {10, 0}));
+    CHECK(can_serve(Kind::ptx, 80, Variant::base, {9, 0}));  // the modern class would not choose it; the device could use it
+    CHECK_FALSE(can_serve(Kind::ptx, 100, Variant::base, {9, 0}));
+    CHECK_FALSE(can_serve(Kind::ptx, 90, Variant::a, {10, 0}));
+    CHECK(can_serve(Kind::ltoir, 100, Variant::f, {10, 3}));
+    CHECK_FALSE(can_serve(Kind::ltoir, 100, Variant::f, {12, 0}));
+    CHECK(can_serve(Kind::fatbin, 0, Variant::base, {7, 5}));
+    CHECK_FALSE(can_serve(Kind::manifest, 0, Variant::base, {9, 0}));
+    CHECK_FALSE(can_serve(Kind::dictionary, 0, Variant::base, {9, 0}));
 }

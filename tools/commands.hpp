@@ -118,11 +118,13 @@ struct PushOptions {
     std::string reference;      // with a tag
     std::string subject;        // sha256:... of a manifest in the same repository this artifact refers to (an overlay's base)
     bool image{false};          // sdm's image variant (an OCI image for a pod's image volume) instead of the artifact
+    bool per_target{false};     // also a part per GPU target and an index of them at the tag (archive_parts.hpp)
+    std::string sign;           // --per-target: the secret key that signed the archive, to sign its parts with
     bool plain_http{false};
     std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
     long stall_timeout_s{30};   // an answer that sends nothing for this long is cut
 };
-// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored (with --image, of the index).
+// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored (with --image, of the index; with --per-target: a line per part, then the index's).
 int run_push(const PushOptions& options);
 
 struct PullOptions {

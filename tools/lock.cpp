@@ -1,6 +1,7 @@
 // sdm lock: each reference resolved to its manifest's digest, checked as sdm's artifact (or its
-// image variant's index, sdm push --image), and recorded in the lock file with its content
-// version, for `sdm pull --locked`.
+// image variant's index, sdm push --image, or an index of sdm push --per-target: its digest, which
+// pins the manifests it lists), and recorded in the lock file with its content version, for
+// `sdm pull --locked`.
 #include <fmt/format.h>
 
 #include <charconv>
@@ -8,6 +9,7 @@
 #include "commands.hpp"
 #include "lock_file.hpp"
 #include "overlays.hpp"
+#include "oci/archive_index.hpp"
 #include "oci/artifact.hpp"
 #include "oci/image_variant.hpp"
 #include "oci/registry.hpp"
@@ -15,17 +17,23 @@
 namespace sdm::tools {
 namespace {
 
-// The annotations of sdm's artifact, or of its image variant's index; the artifact's error otherwise.
-Result<std::map<std::string, std::string>> sdm_annotations(Bytes manifest, const std::string& what) {
-    if (auto image = oci::parse_image_index(manifest, what)) return image;
-    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(manifest, what));
+// The annotations of sdm's artifact: a manifest's, its image variant's index's, or those of an
+// index of sdm push --per-target (the whole archive's, copied onto it; the lock then records the
+// index's digest, and the parts it lists are pinned through it, each fetched by the digest it gives).
+Result<std::map<std::string, std::string>> artifact_annotations(Bytes bytes, const std::string& what) {
+    if (auto image = oci::parse_image_index(bytes, what)) return image;
+    if (oci::is_image_index(bytes)) {
+        SDM_TRY_GET(index, oci::parse_archive_index(bytes, what));
+        return std::move(index->annotations);
+    }
+    SDM_TRY_GET(artifact, oci::parse_artifact_manifest(bytes, what));
     return std::move(artifact->annotations);
 }
 
 Result<LockEntry> resolve(const LockOptions& o, const oci::Reference& ref) {
     SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
     SDM_TRY_GET(fetched, registry->manifest(ref.manifest_key(), oci::kAcceptManifestOrIndex));
-    SDM_TRY_GET(annotations, sdm_annotations(fetched->bytes, ref.text()));
+    SDM_TRY_GET(annotations, artifact_annotations(fetched->bytes, ref.text()));
     const auto version = annotations->find("org.opencontainers.image.version");
     oci::Reference named = ref;
     named.digest.clear();

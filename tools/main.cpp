@@ -178,14 +178,24 @@ void add_registry_commands(CLI::App& app, Commands& c) {
                                             "print REGISTRY/REPOSITORY@DIGEST");
     c.push_cmd->add_option("archive", c.push.archive, "Archive file")->required()->check(CLI::ExistingFile);
     c.push_cmd->add_option("reference", c.push.reference, std::string("Where to push: ") + ref_help)->required();
-    c.push_cmd->add_option("--subject", c.push.subject, "Digest (sha256:...) of a manifest in the same repository this artifact refers to "
-                                                        "(an overlay's base): listed among its referrers");
+    auto* subject = c.push_cmd->add_option("--subject", c.push.subject, "Digest (sha256:...) of a manifest in the same repository this artifact "
+                                                                        "refers to (an overlay's base): listed among its referrers");
+    auto* per_target = c.push_cmd->add_flag("--per-target", c.push.per_target,
+                                            "Also push a part per GPU target sm_XY of the archive's images (each an archive of what a device of "
+                                            "that capability can use, and the manifest), stored by digest, and at the tag an OCI index listing "
+                                            "the whole archive and the parts (io.sdm.part-target); print a line per part, then the index's "
+                                            "REGISTRY/REPOSITORY@DIGEST. sdm pull --for-devices then fetches only the part for this node's GPUs")
+                             ->excludes(subject);
     c.push_cmd->add_flag("--image", c.push.image, "Push, instead of the artifact, an OCI image that a container runtime mounts as a "
                                                   "Kubernetes image volume: an index of linux/amd64 and linux/arm64 image manifests sharing "
                                                   "one uncompressed tar layer with the archive at sdm/NAME.sdma (NAME: the repository's last "
                                                   "component); print the index's digest. sdm pull refuses it: push the artifact under another "
                                                   "tag for hosts that pull")
-        ->excludes("--subject");
+        ->excludes(subject)
+        ->excludes(per_target);
+    c.push_cmd->add_option("--sign", c.push.sign, "Secret key file that signed the archive: with --per-target, its parts are signed with it "
+                                                  "(required for a signed archive; each part carries the archive's version)")
+        ->needs(per_target);
     c.push_cmd->add_flag("--plain-http", c.push.plain_http, "Speak plain HTTP to the registry (default: HTTPS only)");
     c.push_cmd->add_option("--registry-config", c.push.docker_config, config_help);
     c.push_cmd->add_option("--stall-timeout", c.push.stall_timeout_s, stall_help)->capture_default_str()->check(CLI::Range(1, 3600));
@@ -200,10 +210,11 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     c.pull_cmd->add_option("--trust", c.pull.trust, "Public key files (.pub): the archive must carry a valid signature by one of them")
         ->check(CLI::ExistingFile);
     c.pull_cmd->add_flag("--for-devices", c.pull.for_devices,
-                         "Also pull the overlays pushed as referrers of the archive (sdm push --subject) that hold a cubin for a GPU "
-                         "of this machine, into the same directory as NAME.overlay-DIGEST.sdma: a node of a known GPU then never JITs. "
-                         "Only overlays pinned (--overlay, or the lock's with --locked) or signed by a trusted key (--trust), at most "
-                         "one per GPU target");
+                         "Pull only the part for this machine's GPUs where REFERENCE is an index of sdm push --per-target and they "
+                         "share one target it has a part for (else the whole archive, saying why); then also pull the overlays pushed "
+                         "as referrers of the archive (sdm push --subject) that hold a cubin for a GPU of this machine, into the same "
+                         "directory as NAME.overlay-DIGEST.sdma: a node of a known GPU then never JITs. Only overlays pinned "
+                         "(--overlay, or the lock's with --locked) or signed by a trusted key (--trust), at most one per GPU target");
     c.pull_cmd->add_option("--overlay", c.pull.overlays,
                            "The manifest digest (sha256:...) of an overlay to install with --for-devices: pinned, it needs no signature; "
                            "repeat for each GPU target")

@@ -11,26 +11,9 @@
 #include "archive/file_map.hpp"
 #include "archive/signature_block.hpp"
 #include "oci/artifact.hpp"
-#include "runtime/runtime.hpp"
 
 namespace sdm::tools {
 namespace {
-
-// The cubin targets of this machine's GPUs ("sm_90"), as a host's runtime sees them.
-Result<std::set<std::string>> device_targets(const PullOptions& o) {
-    runtime::RuntimeOptions options;
-    options.mount_embedded = false;
-    options.cuda_driver = o.driver;
-    options.log_level = runtime::LogLevel::off;
-    runtime::Runtime rt(std::move(options));
-    SDM_TRY_GET(count, rt.devices().count());
-    std::set<std::string> targets;
-    for (int32_t i = 0; i < *count; ++i) {
-        SDM_TRY_GET(p, rt.devices().properties(i));
-        targets.insert(fmt::format("sm_{}{}", p->capability.major, p->capability.minor));
-    }
-    return targets;
-}
 
 // The items of a comma-separated annotation ("compute_90,sm_90,sm_100").
 std::vector<std::string> split_list(const std::string& listed) {

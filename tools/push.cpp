@@ -1,6 +1,7 @@
 // sdm push: an archive, checked as `sdm verify` checks it, to an OCI registry as sdm's artifact
-// (docs/REGISTRY.md): the blobs the repository lacks uploaded, then the manifest stored by tag.
-// With --image, as sdm's image variant instead (docs/REGISTRY.md, "Pods: the image variant").
+// (docs/REGISTRY.md): the blobs the repository lacks uploaded, then the manifest stored by tag;
+// with --per-target, a part per GPU target beside it and an index listing them at the tag. With
+// --image, as sdm's image variant instead (docs/REGISTRY.md, "Pods: the image variant").
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,11 +12,15 @@
 #include "archive/archive.hpp"
 #include "archive/file_map.hpp"
 #include "archive/manifest.hpp"
-#include "archive/signature_check.hpp"
-#include "archive/verify.hpp"
-#include "commands.hpp"
-#include "oci/artifact.hpp"
 #include "archive/identity.hpp"
+#include "archive/key_files.hpp"
+#include "archive/signature_check.hpp"
+#include "archive/signing.hpp"
+#include "archive/verify.hpp"
+#include "archive_parts.hpp"
+#include "commands.hpp"
+#include "oci/archive_index.hpp"
+#include "oci/artifact.hpp"
 #include "oci/image_layer.hpp"
 #include "oci/image_variant.hpp"
 #include "oci/registry.hpp"
@@ -31,7 +36,6 @@ std::map<std::string, std::string> archive_annotations(const archive::Archive& a
     const auto& h = a.header();
     out["io.sdm.kernel-abi"] = fmt::format("{}.{}", h.kernel_abi_major, h.kernel_abi_minor);
     if (h.archive_version) out["io.sdm.archive-version"] = std::to_string(*h.archive_version);  // format 1.2 (docs/FORMAT.md, section 20)
-    if (h.release_line) out["io.sdm.release-line"] = *h.release_line;
     if (h.base) out["io.sdm.base"] = archive::identity_text(*h.base);
     if (auto manifest = a.read_manifest(); manifest && *manifest && !(*manifest)->content_version.empty())
         out["org.opencontainers.image.version"] = (*manifest)->content_version;
@@ -75,6 +79,77 @@ Result<void> index_referrer(oci::Registry& registry, const std::string& subject,
     const std::string index = oci::index_json(existing, pushed, oci::kArtifactType, annotations);
     SDM_TRY(registry.put_manifest(tag, Bytes(reinterpret_cast<const std::byte*>(index.data()), index.size()), oci::kIndexMediaType));
     return {};
+}
+
+// One artifact: `bytes` (an archive) as its layer, its manifest stored under `key` (a tag; empty:
+// its own digest, as the entries of an index are). Returns the stored manifest's descriptor.
+Result<oci::Descriptor> push_artifact(oci::Registry& registry, const oci::Reference& ref, Bytes bytes, const std::map<std::string, std::string>& annotations,
+                                      const std::string& key, const std::string& subject) {
+    oci::ArtifactManifest m;
+    m.layer = {oci::kLayerMediaType, oci::sha256_digest(bytes), bytes.size(), {{"org.opencontainers.image.title", ref.base_name() + ".sdma"}}};
+    m.annotations = annotations;
+    if (!subject.empty()) {
+        SDM_TRY_GET(described, subject_descriptor(registry, subject));
+        m.subject = *described;
+    }
+    SDM_TRY(upload_if_missing(registry, bytes, m.layer.digest));
+    static constexpr char kEmpty[] = "{}";
+    SDM_TRY(upload_if_missing(registry, Bytes(reinterpret_cast<const std::byte*>(kEmpty), 2), oci::kEmptyDigest));
+    const std::string json = oci::artifact_manifest_json(m);
+    const Bytes manifest_bytes(reinterpret_cast<const std::byte*>(json.data()), json.size());
+    SDM_TRY_GET(stored, registry.put_manifest(key.empty() ? oci::sha256_digest(manifest_bytes) : key, manifest_bytes, oci::kManifestMediaType));
+    const oci::Descriptor pushed{oci::kManifestMediaType, stored->digest, manifest_bytes.size(), {}};
+    if (m.subject && !stored->subject_indexed) SDM_TRY(index_referrer(registry, subject, pushed, m.annotations));
+    return pushed;
+}
+
+// --per-target's signing: a signed input must be signed by --sign KEY (checked here, its payloads
+// then checked against their signed digests as the parts read them), so that every part carries the
+// signer and version the whole archive carries; --sign with an unsigned input is refused too.
+Result<void> check_part_signing(archive::Archive& a, const PushOptions& o) {
+    const bool signed_input = a.signature_block().has_value();
+    if (o.sign.empty()) {
+        if (!signed_input) return {};
+        return make_error(ErrorCode::untrusted, o.archive + " is signed (by " + archive::signer_ids(a).front() +
+                                                    "), so its parts must be signed too: add --sign KEY, the secret key that signed it");
+    }
+    if (!signed_input)
+        return make_error(ErrorCode::invalid_argument, o.archive + " is not signed, so its parts would carry a signature it lacks: sign it first (sdm sign " +
+                                                           o.archive + " --key " + o.sign + "), or push without --sign");
+    SDM_TRY_GET(key, archive::read_secret_key(o.sign));
+    const std::vector<crypto::PublicKey> trusted{crypto::public_half(*key)};
+    SDM_TRY_GET(id, archive::key_id(trusted.front()));
+    SDM_TRY_GET(check, archive::check_signatures(a, trusted));
+    if (check->outcome != archive::SignatureCheck::Outcome::verified)
+        return make_error(ErrorCode::untrusted, o.archive + " " + check->why({*id}) + ": --sign " + o.sign +
+                                                    " signs parts only of an archive it signed (its parts then carry the same signer)");
+    return a.enforce_digests();
+}
+
+// --per-target: the whole archive and a part per GPU target, each stored by its digest, then the
+// index listing them at the tag. Prints each part; returns the index's digest.
+Result<std::string> push_per_target(const PushOptions& o, const oci::Reference& ref, oci::Registry& registry, const archive::Archive& a) {
+    const auto targets = part_targets(a);
+    if (targets.size() + 1 > oci::kMaxIndexEntries)
+        return make_error(ErrorCode::invalid_argument, fmt::format("{} has images for {} targets; an index lists at most {} entries", o.archive,
+                                                                   targets.size(), oci::kMaxIndexEntries));
+    oci::ArchiveIndex index;
+    index.annotations = archive_annotations(a);
+    SDM_TRY_GET(whole, push_artifact(registry, ref, a.bytes(), index.annotations, {}, {}));
+    index.whole = *whole;
+    for (const uint16_t sm : targets) {
+        const std::string target = part_target_name(sm);
+        SDM_TRY_GET(bytes, write_part(a, sm, o.sign));
+        SDM_TRY_GET(part, archive::Archive::open_memory(*bytes, "part " + target + " of " + o.archive));
+        auto annotations = archive_annotations(*part);
+        annotations[oci::kPartTargetAnnotation] = target;
+        SDM_TRY_GET(pushed, push_artifact(registry, ref, *bytes, annotations, {}, {}));
+        fmt::print("part {} {}/{}@{} ({} bytes)\n", target, ref.registry, ref.repository, pushed->digest, bytes->size());
+        index.parts[target] = *pushed;
+    }
+    const std::string json = oci::archive_index_json(index);
+    SDM_TRY_GET(stored, registry.put_manifest(ref.tag, Bytes(reinterpret_cast<const std::byte*>(json.data()), json.size()), oci::kIndexMediaType));
+    return stored->digest;
 }
 
 // The image variant's layer, spooled to a file in $TMPDIR (an archive may be 16 GiB: the tool never
@@ -142,25 +217,12 @@ Result<std::string> push(const PushOptions& o, const oci::Reference& ref) {
     SDM_TRY_GET(map, archive::FileMap::open(o.archive));
     SDM_TRY_GET(a, archive::Archive::open_memory((*map)->bytes(), o.archive, *map));
     SDM_TRY(archive::verify_archive(*a));  // a registry never holds what sdm verify refuses
+    if (o.per_target) SDM_TRY(check_part_signing(*a, o));
     SDM_TRY_GET(registry, oci::Registry::open(ref, {o.plain_http, o.docker_config, o.stall_timeout_s}));
     if (o.image) return push_image(*registry, ref, *a, (*map)->bytes());
-    const Bytes bytes = (*map)->bytes();
-    oci::ArtifactManifest m;
-    m.layer = {oci::kLayerMediaType, oci::sha256_digest(bytes), bytes.size(), {{"org.opencontainers.image.title", ref.base_name() + ".sdma"}}};
-    m.annotations = archive_annotations(*a);
-    if (!o.subject.empty()) {
-        SDM_TRY_GET(subject, subject_descriptor(*registry, o.subject));
-        m.subject = *subject;
-    }
-    SDM_TRY(upload_if_missing(*registry, bytes, m.layer.digest));
-    static constexpr char kEmpty[] = "{}";
-    SDM_TRY(upload_if_missing(*registry, Bytes(reinterpret_cast<const std::byte*>(kEmpty), 2), oci::kEmptyDigest));
-    const std::string json = oci::artifact_manifest_json(m);
-    const Bytes manifest_bytes(reinterpret_cast<const std::byte*>(json.data()), json.size());
-    SDM_TRY_GET(stored, registry->put_manifest(ref.tag, manifest_bytes, oci::kManifestMediaType));
-    if (m.subject && !stored->subject_indexed)
-        SDM_TRY(index_referrer(*registry, o.subject, {oci::kManifestMediaType, stored->digest, manifest_bytes.size(), {}}, m.annotations));
-    return stored->digest;
+    if (o.per_target) return push_per_target(o, ref, *registry, *a);
+    SDM_TRY_GET(pushed, push_artifact(*registry, ref, (*map)->bytes(), archive_annotations(*a), ref.tag, o.subject));
+    return pushed->digest;
 }
 
 }  // namespace

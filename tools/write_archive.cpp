@@ -5,18 +5,24 @@
 
 namespace sdm::tools {
 
-Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
-                                      const std::string& sign_key) {
+Result<ByteVector> finish_verified_archive(archive::ArchiveWriter& writer, const std::string& label, archive::WriterReport* report,
+                                           const std::string& sign_key) {
     SDM_TRY_GET(bytes, writer.finish(report));
     if (!sign_key.empty()) {
-        SDM_TRY_GET(signed_bytes, sign_bytes(*bytes, output, sign_key));
+        SDM_TRY_GET(signed_bytes, sign_bytes(*bytes, label, sign_key));
         *bytes = std::move(*signed_bytes);
     }
-    // Read back what was written before it replaces anything.
-    auto check = archive::Archive::open_memory(*bytes, output);
+    // Read back what was written before anything uses it.
+    auto check = archive::Archive::open_memory(*bytes, label);
     const Result<void> checked = check ? archive::verify_archive(*check) : Result<void>(check.error());
     if (!checked)
-        return make_error(ErrorCode::internal, "internal error: the archive written for " + output + " does not verify: " + checked.error().message);
+        return make_error(ErrorCode::internal, "internal error: the archive written for " + label + " does not verify: " + checked.error().message);
+    return std::move(*bytes);
+}
+
+Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
+                                      const std::string& sign_key) {
+    SDM_TRY_GET(bytes, finish_verified_archive(writer, output, report, sign_key));
     SDM_TRY(archive::write_file_atomic(output, *bytes));
     return bytes->size();
 }

@@ -15,6 +15,10 @@ namespace sdm::tools {
 // With `sign_key` (a secret key file), the archive is signed before it is written.
 Result<size_t> write_verified_archive(archive::ArchiveWriter& writer, const std::string& output, archive::WriterReport* report,
                                       const std::string& sign_key = {});
+// The same in memory: the archive's bytes, signed when asked and read back through the full
+// verification; `label` names it in messages (a file, "part sm_90 of k.sdma").
+Result<ByteVector> finish_verified_archive(archive::ArchiveWriter& writer, const std::string& label, archive::WriterReport* report,
+                                           const std::string& sign_key = {});
 
 
 // `bytes` (an archive) with a signature by the secret key in `secret_path` added.

@@ -4,9 +4,10 @@
 # a huge declared layer, other bytes for a digest, a path in a name. Each is a clear error naming
 # the registry and what to do, writes nothing into the target directory, and leaves an old archive
 # in place. Bounded time: the server ends every endless answer after 20 s; sdm must stop long before.
-# Usage: hostile.sh SDM DATA_DIR
+# Indexes of sdm push --per-target that lie: too many entries, a bad digest, a part of other targets.
+# Usage: hostile.sh SDM DATA_DIR FAKE_LIBCUDA
 set -euo pipefail
-sdm=$1 data=$2
+sdm=$1 data=$2 fake=$3
 source "$(dirname "$0")/../tool/lib.sh"
 export DOCKER_CONFIG=$work/docker
 "$sdm" pack -q -m "$data/manifest.toml" -o "$work/a.sdma" kernels:sm_80="$data/kernels.sm_80.cubin"
@@ -24,10 +25,10 @@ cp "$work/old.sdma" "$work/target/good.sdma"
 cmp "$work/a.sdma" "$work/target/good.sdma"
 cp "$work/old.sdma" "$work/target/good.sdma"
 
-hostile() {  # hostile CASE SUBSTRING [REF-SUFFIX]: the pull fails saying SUBSTRING; the target is untouched
-  local case=$1 want=$2 suffix=${3:-:v1}
+hostile() {  # hostile CASE SUBSTRING [REF-SUFFIX [FLAG]]: the pull fails saying SUBSTRING; the target is untouched
+  local case=$1 want=$2 suffix=${3:-:v1} flags=("${@:4}")
   cp "$work/old.sdma" "$work/target/$case.sdma"
-  expect_fail "$want" "$sdm" pull "$registry/$case$suffix" --plain-http --stall-timeout 2 --into "$work/target"
+  expect_fail "$want" "$sdm" pull "$registry/$case$suffix" --plain-http --stall-timeout 2 --into "$work/target" "${flags[@]}"
   grep -qF "$registry/$case" "$work/err" || fail "$case: the error does not name the registry: $(cat "$work/err")"
   grep -qF "nothing was written" "$work/err" || fail "$case: the error does not say nothing was written: $(cat "$work/err")"
   cmp "$work/old.sdma" "$work/target/$case.sdma" || fail "$case: the old archive was changed"
@@ -46,6 +47,11 @@ hostile endless-manifest "runs past the 4194304 bytes"
 hostile huge-layer "the layer declares 4611686018427387904 bytes"
 hostile slow "nothing arrived for 2 s"
 hostile other-bytes "the registry answered other bytes" "@sha256:$(printf '0%.0s' $(seq 64))"
+hostile index-too-many "lists 65 entries, more than the 64 sdm reads"
+hostile index-bad-digest "entry 0's digest is not sha256:"
+# The part is downloaded, then refused for its images (an sm_90 node: the fake driver's H200).
+export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
+hostile part-wrong-targets "which cannot serve sm_90" :v1 --for-devices --driver "$fake"
 # A path in a name is refused before any request.
 expect_fail "distribution spec's grammar" "$sdm" pull "$registry/../../etc/passwd:v1" --plain-http --into "$work/target"
 expect_fail "distribution spec's grammar" "$sdm" pull "$registry/good/..:v1" --plain-http --into "$work/target"

@@ -12,6 +12,11 @@ the lie: every manifest names the archive given on the command line as its layer
   huge-layer      the manifest's layer declares 2^62 bytes
   other-bytes     a manifest asked for by digest answers other bytes
   slow            the blob sends one byte and then nothing (for at most LIMIT seconds)
+and indexes of sdm push --per-target that lie:
+  index-too-many  the tag is an index listing 65 entries (sdm reads at most 64)
+  index-bad-digest the index lists the whole archive under a digest that is not sha256:HEX
+  part-wrong-targets the index's part for sm_90 (its manifest says so too) holds the archive given,
+                  which holds no image for sm_90 (the test's is sm_80 only)
 and two honest ones that want credentials (user:secret):
   bearer          the Bearer token flow: a 401 naming the realm /token, which answers a token for them
   basic           Basic authentication
@@ -41,6 +46,32 @@ def manifest(size=len(archive)):
                        "config": {"mediaType": "application/vnd.oci.empty.v1+json", "size": 2,
                                   "digest": "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"},
                        "layers": [{"mediaType": "application/vnd.sdm.archive.layer.v1", "digest": digest, "size": size}]}).encode()
+
+
+INDEX = "application/vnd.oci.image.index.v1+json"
+ARTIFACT = "application/vnd.sdm.archive.v1"
+part_manifest = json.dumps({**json.loads(manifest()), "annotations": {"io.sdm.part-target": "sm_90"}}).encode()
+
+
+def sha(data):
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def index_entry(body, target, entry_digest=None):
+    return {"mediaType": "application/vnd.oci.image.manifest.v1+json", "artifactType": ARTIFACT, "digest": entry_digest or sha(body),
+            "size": len(body), "annotations": {"io.sdm.part-target": target}}
+
+
+def index(entries):
+    return json.dumps({"schemaVersion": 2, "mediaType": INDEX, "artifactType": ARTIFACT, "manifests": entries}).encode()
+
+
+INDEXES = {
+    "index-too-many": index([index_entry(manifest(), "all")] + [index_entry(manifest(), "sm_%d" % (100 + i)) for i in range(64)]),
+    "index-bad-digest": index([index_entry(manifest(), "all", "sha256:XYZ")]),
+    "part-wrong-targets": index([index_entry(manifest(), "all"), index_entry(part_manifest, "sm_90")]),
+}
+BY_DIGEST = {sha(manifest()): manifest(), sha(part_manifest): part_manifest}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -111,6 +142,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.send(404)
 
     def manifest(self, case, key):
+        if case in INDEXES:
+            if key in BY_DIGEST:
+                return self.send(200, BY_DIGEST[key], [("Content-Type", "application/vnd.oci.image.manifest.v1+json")])
+            return self.send(200, INDEXES[case], [("Content-Type", INDEX)])
         body = manifest(1 << 62) if case == "huge-layer" else manifest()
         if case == "huge-manifest":
             body = b" " * (5 << 20)
