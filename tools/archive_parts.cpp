@@ -63,6 +63,7 @@ Result<ByteVector> write_part(const archive::Archive& whole, uint16_t sm, const 
     writing.kernel_abi_minor = h.kernel_abi_minor;
     writing.archive_version = h.archive_version;  // a host's rollback check reads the part's version as the whole's
     writing.base = h.base;
+    writing.release_line = h.release_line;  // and its line: the node's mark is the line's whichever it installed
     archive::ArchiveWriter writer(writing);
     SDM_TRY(whole.for_each_entry([&](size_t i, Bytes raw) -> Result<void> {
         const archive::Entry& e = entries[i];
