@@ -291,7 +291,7 @@ TEST_CASE("structural defects are refused, each with its own message", "[archive
         test::reseal(b);
         CHECK_THAT(test::open_error(b), Catch::Contains("needs format features 0x0000000000000004"));
         b = good;
-        store_u64(b, header::optional_features, 8);  // unknown: ignored (0x2 and 0x4 are format 1.2's: below)
+        store_u64(b, header::optional_features, 16);  // unknown: ignored (0x2, 0x4 and 0x8 are format 1.2's: below)
         store_u16(b, header::format_minor, 7);       // a later minor opens
         test::reseal(b);
         CHECK(test::open_error(b).empty());

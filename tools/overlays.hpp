@@ -16,7 +16,7 @@
 #include "lock_file.hpp"
 #include "oci/reference.hpp"
 #include "oci/registry.hpp"
-#include "pull.hpp"
+#include "pull_artifact.hpp"
 
 namespace sdm::tools {
 

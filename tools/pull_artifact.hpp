@@ -1,5 +1,5 @@
-// What sdm pull's parts share (pull.cpp, overlays.cpp): one artifact pulled by reference into a
-// staged file beside its target, checked, and only then renamed into place (docs/REGISTRY.md, "Pull").
+// One artifact pulled by reference into a staged file beside its target, checked, and only then
+// renamed into place (docs/REGISTRY.md, "Pull"): what sdm pull (pull.cpp) and its overlays (overlays.cpp) share.
 #pragma once
 
 #include <cstdint>
