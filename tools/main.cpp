@@ -172,8 +172,9 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     auto* per_target = c.push_cmd->add_flag("--per-target", c.push.per_target,
                                             "Also push a part per GPU target sm_XY of the archive's images (each an archive of what a device of "
                                             "that capability can use, and the manifest), stored by digest, and at the tag an OCI index listing "
-                                            "the whole archive and the parts (io.sdm.part-target); print a line per part, then the index's "
-                                            "REGISTRY/REPOSITORY@DIGEST. sdm pull --for-devices then fetches only the part for this node's GPUs")
+                                            "the whole archive and the parts (io.sdm.part-target); print the whole archive's and each part's "
+                                            "manifest, then the index's REGISTRY/REPOSITORY@DIGEST. sdm pull --for-devices then fetches only "
+                                            "the part for this node's GPUs")
                              ->excludes(subject);
     c.push_cmd->add_option("--sign", c.push.sign, "Secret key file that signed the archive: with --per-target, its parts are signed with it "
                                                   "(required for a signed archive; each part carries the archive's version)")
