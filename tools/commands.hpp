@@ -124,7 +124,7 @@ struct PushOptions {
     std::string docker_config;  // empty: $DOCKER_CONFIG/config.json, else ~/.docker/config.json
     long stall_timeout_s{30};   // an answer that sends nothing for this long is cut
 };
-// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored (with --image, of the index; with --per-target: a line per part, then the index's).
+// Prints REGISTRY/REPOSITORY@DIGEST of the manifest stored (with --image, of the index; with --per-target: a line for the whole archive and each part, then the index's).
 int run_push(const PushOptions& options);
 
 struct PullOptions {

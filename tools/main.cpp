@@ -183,8 +183,9 @@ void add_registry_commands(CLI::App& app, Commands& c) {
     auto* per_target = c.push_cmd->add_flag("--per-target", c.push.per_target,
                                             "Also push a part per GPU target sm_XY of the archive's images (each an archive of what a device of "
                                             "that capability can use, and the manifest), stored by digest, and at the tag an OCI index listing "
-                                            "the whole archive and the parts (io.sdm.part-target); print a line per part, then the index's "
-                                            "REGISTRY/REPOSITORY@DIGEST. sdm pull --for-devices then fetches only the part for this node's GPUs")
+                                            "the whole archive and the parts (io.sdm.part-target); print the whole archive's and each part's "
+                                            "manifest, then the index's REGISTRY/REPOSITORY@DIGEST. sdm pull --for-devices then fetches only "
+                                            "the part for this node's GPUs")
                              ->excludes(subject);
     c.push_cmd->add_flag("--image", c.push.image, "Push, instead of the artifact, an OCI image that a container runtime mounts as a "
                                                   "Kubernetes image volume: an index of linux/amd64 and linux/arm64 image manifests sharing "

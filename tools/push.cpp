@@ -127,7 +127,7 @@ Result<void> check_part_signing(archive::Archive& a, const PushOptions& o) {
 }
 
 // --per-target: the whole archive and a part per GPU target, each stored by its digest, then the
-// index listing them at the tag. Prints each part; returns the index's digest.
+// index listing them at the tag. Prints the whole archive's and each part's; returns the index's digest.
 Result<std::string> push_per_target(const PushOptions& o, const oci::Reference& ref, oci::Registry& registry, const archive::Archive& a) {
     const auto targets = part_targets(a);
     if (targets.size() + 1 > oci::kMaxIndexEntries)
@@ -137,6 +137,7 @@ Result<std::string> push_per_target(const PushOptions& o, const oci::Reference& 
     index.annotations = archive_annotations(a);
     SDM_TRY_GET(whole, push_artifact(registry, ref, a.bytes(), index.annotations, {}, {}));
     index.whole = *whole;
+    fmt::print("whole {}/{}@{} ({} bytes)\n", ref.registry, ref.repository, whole->digest, a.bytes().size());  // what a client that reads no index pulls
     for (const uint16_t sm : targets) {
         const std::string target = part_target_name(sm);
         SDM_TRY_GET(bytes, write_part(a, sm, o.sign));

@@ -48,6 +48,11 @@ expect_fail "sign it first" "$sdm" push "$work/unsigned.sdma" "$registry/fleet/m
 "$sdm" push "$work/v3.sdma" "$registry/fleet/multi:v3" --plain-http --per-target --sign "$work/k.key" >"$work/push"
 cat "$work/push"
 [ "$(grep -c '^part ' "$work/push")" = 6 ] || fail "expected parts for sm_75, sm_80, sm_86, sm_90, sm_100, sm_120"
+# A client that reads no index (an older sdm) pulls the whole archive by the digest push printed for it.
+whole_ref=$(sed -n 's/^whole \([^ ]*\) ([0-9]* bytes)$/\1/p' "$work/push")
+[ -n "$whole_ref" ] || fail "push printed no line for the whole archive"
+"$sdm" pull -q "$whole_ref" --plain-http -o "$work/by-whole-digest.sdma"
+cmp "$work/v3.sdma" "$work/by-whole-digest.sdma"
 index_ref=$(tail -n 1 "$work/push")
 case $index_ref in "$registry/fleet/multi@sha256:"*) ;; *) fail "push printed '$index_ref' last";; esac
 index_digest=${index_ref#*@}
