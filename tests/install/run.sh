@@ -54,7 +54,7 @@ if command -v help2man >/dev/null; then
     grep -q "^NAME" <<<"$text" || fail "man $page does not render: $text"  # (not echo | grep -q: under pipefail grep's early exit fails echo)
   done
   grep -q -- "--sign" <<<"$(MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null)" || fail "man sdm-pack lacks the options"
-  # EXAMPLES and ENVIRONMENT (from the README, tools/man_include.py): every page has both.
+  # EXAMPLES and ENVIRONMENT (from the README and docs/, tools/man_include.py): every page has both.
   page=$(MANPATH=$root/share/man MANPAGER=cat man sdm 2>/dev/null)
   for want in EXAMPLES ENVIRONMENT SDM_CUDA_DRIVER SDM_PROGRESS_INTERVAL "sdm import --arch sm_90"; do
     grep -q -- "$want" <<<"$page" || fail "man sdm lacks '$want'"
