@@ -101,7 +101,7 @@ ByteVector make_ar(const std::vector<std::pair<std::string, ByteVector>>& member
         if (name.size() <= 15) {
             fields.push_back(name + "/");
         } else {
-            fields.push_back(std::string("/").append(std::to_string(long_names.size())));  // not "/" + string: GCC bug 105651's false -Wrestrict
+            fields.push_back("/" + std::to_string(long_names.size()));
             long_names += name + "/\n";
         }
     }

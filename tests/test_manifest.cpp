@@ -175,7 +175,7 @@ TEST_CASE("manifest 1.1 3-D plan rules: block and grid as arrays, tags 14-17 req
     // A 1-D rule is written without the new tags: the bytes of every earlier writer.
     auto flat = *m;
     auto& r = flat.kernels[0].plans[0];
-    r.block_y = r.grid_y = std::string("1");  // moved in, not assigned from "1": GCC 12 -O3 warns a false -Wrestrict on that
+    r.block_y = r.grid_y = "1";
     const auto flat_bytes = encode_manifest(flat).value();
     CHECK(load_u16(flat_bytes, 6) == 0);
     CHECK(flat_bytes.size() < bytes->size());
