@@ -258,8 +258,10 @@ std::vector<std::vector<size_t>> prefix_candidates(Coding& c) {
             return std::max(c.raw_size[a], c.raw_size[i]) - std::min(c.raw_size[a], c.raw_size[i]);
         };
         std::sort(same_name.begin(), same_name.end(), [&](size_t a, size_t b) { return std::pair(distance(a), a) < std::pair(distance(b), b); });
-        same_name.resize(std::min(same_name.size(), kSameNameCandidates));
-        candidates[i].insert(candidates[i].end(), same_name.begin(), same_name.end());
+        // The nearest kSameNameCandidates (a slice, not resize(): GCC 12 -O3 warns -Warray-bounds on
+        // resize's growing path, which a shrink never takes).
+        const size_t kept = std::min(same_name.size(), kSameNameCandidates);
+        candidates[i].insert(candidates[i].end(), same_name.begin(), same_name.begin() + static_cast<std::ptrdiff_t>(kept));
     }
     return candidates;
 }

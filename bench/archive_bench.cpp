@@ -220,7 +220,8 @@ std::vector<FatbinEntry> parse_fatbin(Bytes b) {
 
 std::string grouped(uint64_t v) {
     std::string s = std::to_string(v);
-    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+    // A character, not the string ",": GCC 12 -O3 warns a false -Wrestrict on insert(pos, const char*).
+    for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), 1, ',');
     return s;
 }
 
@@ -476,7 +477,10 @@ int main(int argc, char** argv) {
         utsname u{};
         uname(&u);
         std::string cmd;
-        for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + shell_quote(argv[i]);
+        for (int i = 0; i < argc; ++i) {  // two appends: GCC 12 -O3 warns a false -Wrestrict on " " + string (bug 105651)
+            if (i) cmd += ' ';
+            cmd += shell_quote(argv[i]);
+        }
         fmt::print("sdm archive benchmark (bench/archive_bench)\n\n");
         fmt::print("- date: {}\n", date);
         fmt::print("- machine: {} {}, {} hardware threads ({}), {} {}\n", u.sysname, u.machine, std::thread::hardware_concurrency(), cpu_model(),

@@ -50,7 +50,7 @@ def main() -> int:
         y[:n] = x
         handle = torch.cuda.current_stream().cuda_stream
         try:
-            # README begin (the README's Python host: tests/tool/readme_examples.py checks the copy)
+            # README begin (docs/HOSTS.md's Python host: tests/tool/readme_examples.py checks the copy)
             with sdm.Runtime() as rt:
                 rt.mount_file(ROOT / "tests" / "golden" / "kernels.sdma")
                 kernel = rt.kernel(device.index, "scale", stream=handle, signature="ptr,f32,i32")

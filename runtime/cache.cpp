@@ -34,7 +34,9 @@ constexpr size_t kToldLimit = 64;  // distinct reasons reported per cache; later
 constexpr const char* kLockSuffix = ".lock";
 constexpr const char* kTemporaryInfix = ".tmp.";
 
-std::string version_name() { return "v" + std::to_string(kCacheFormat); }
+// Appended, not "v" + std::to_string(...): GCC 12 -O3 warns a false -Wrestrict on operator+(const char*,
+// string&&) (GCC bug 105651).
+std::string version_name() { return std::string("v").append(std::to_string(kCacheFormat)); }
 
 // The file names of `key` inside its fan-out folder hex[0..2).
 std::string entry_name(const std::string& hex) { return hex.substr(2) + kEntrySuffix; }

@@ -362,7 +362,9 @@ Result<std::vector<KernelListing>> list_kernels(const ArchiveSet& set, JitToolch
                 const auto [first, last] = m.archive.find_name(kernels[i].module);
                 for (size_t e = first; e < last; ++e) {
                     const auto& entry = m.archive.entries()[e];
-                    if (archive::kind_has_arch(entry.kind) || entry.kind == archive::Kind::fatbin) t += (t.empty() ? "" : ",") + entry.target();
+                    if (!archive::kind_has_arch(entry.kind) && entry.kind != archive::Kind::fatbin) continue;
+                    if (!t.empty()) t += ',';
+                    t += entry.target();
                 }
             }
             out.push_back({a, std::string(kernels[i].name), std::string(names.demangled(i)), std::string(kernels[i].module), archive::signature_text(spec->signature), t,

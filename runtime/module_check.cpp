@@ -60,10 +60,15 @@ Result<void> validate_module(const CheckRooms& rooms, Driver& driver, const Serv
     if (!policy && !plugins) return {};
     SDM_TRY_GET(props, rooms.load.devices().properties(ordinal));
     const std::string image = a.describe(selected.image.index);
+    // A JIT's output is its input's identity "@" its target. Appended, not "@" + target_name(...):
+    // GCC 12 -O3 warns a false -Wrestrict on operator+(const char*, string&&) (GCC bug 105651).
+    std::string identity = crypto::digest_hex(a.identity(selected.image.index));
+    if (selected.path == SelectionPath::jit)
+        identity.append("@").append(archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant));
     // The driver says what it compiled from.
     const LoadedImageFacts facts{ordinal,
                                  served.device_class.value_or(DeviceClass::modern),
-                                 crypto::digest_hex(a.identity(selected.image.index)) + (selected.path == SelectionPath::jit ? "@" + archive::target_name(archive::Kind::cubin, selected.target_sm, selected.target_variant) : ""),
+                                 identity,
                                  image + " (module " + served.module + ")",
                                  served.device,
                                  props->name,

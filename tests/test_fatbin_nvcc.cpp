@@ -64,7 +64,7 @@ void check_fatbin(const std::string& label, const std::string& path) {
     std::set<std::string> targets;
     std::string entries;
     for (const auto& e : container->entries) {
-        entries += " " + fatbin_entry_label(e);
+        entries.append(" ").append(fatbin_entry_label(e));  // not " " + string: GCC bug 105651's false -Wrestrict at -O3
         if (!e.image_kind) continue;
         targets.insert(target_name(*e.image_kind, e.sm, e.variant));
         auto payload = fatbin_entry_payload(e);

@@ -2,7 +2,7 @@
 # Writes the man page of the sdm tool or of one of its commands with help2man, from the tool's own
 # --help, so that the page cannot drift from the command line:
 #   man.sh HELP2MAN SDM COMMAND VERSION OUTPUT PYTHON README     (COMMAND empty: sdm(1) itself)
-# Its EXAMPLES and ENVIRONMENT sections come from README (man_include.py says which parts).
+# Its EXAMPLES and ENVIRONMENT sections come from README and the docs/ beside it (man_include.py says which parts).
 # help2man runs a program's --help and names the page after it: a command's page comes from a
 # two-line wrapper named sdm-COMMAND.
 set -eu

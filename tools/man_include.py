@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """The EXAMPLES and ENVIRONMENT sections of the man pages, as a help2man --include file, taken from
-README.md so each fact is written once: ENVIRONMENT from the table under "## Environment" (which
-tests/tool/env_documented.py checks against the variables the source reads), EXAMPLES for sdm(1)
-from the blocks the README marks `<!-- test: quickstart -->` and `no-gpu` (which the test
-readme_quickstart runs), for sdm-COMMAND(1) from that command's lines in the block under
-"## The `sdm` command". Usage: man_include.py README COMMAND (empty: sdm(1)); writes to stdout."""
+README.md and the docs/ beside it so each fact is written once: ENVIRONMENT from the table under
+"## Environment" of docs/HOSTS.md (which tests/tool/env_documented.py checks against the variables
+the source reads), EXAMPLES for sdm(1) from the blocks the README marks `<!-- test: quickstart -->`
+and `no-gpu` (which the test readme_quickstart runs), for sdm-COMMAND(1) from that command's lines
+in the block under "## The `sdm` command" of docs/TOOL.md. Usage: man_include.py README COMMAND
+(empty: sdm(1)); writes to stdout."""
 import re
 import sys
 from pathlib import Path
 
-lines = Path(sys.argv[1]).read_text().splitlines()
+readme = Path(sys.argv[1])
+lines = readme.read_text().splitlines()
 command = sys.argv[2]
 
 
@@ -21,7 +23,7 @@ def roff(text):
     return text.replace("'", "\\(aq")
 
 
-def section(title):
+def section(title, lines):
     start = lines.index(title) + 1
     end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
     return lines[start:end]
@@ -47,19 +49,19 @@ if not command:
     out.append("The README (share/doc/sdm/README.md) explains each step.")
 else:
     examples, keep = [], False
-    for line in first_block(section("## The `sdm` command")):
+    for line in first_block(section("## The `sdm` command", (readme.parent / "docs" / "TOOL.md").read_text().splitlines())):
         if line.startswith("sdm "):
             keep = line.startswith(f"sdm {command} ") or line == f"sdm {command}"
         if keep:
             examples.append(line)
     if not examples:
-        sys.exit(f"man_include.py: no line for sdm {command} in README.md's \"The `sdm` command\" block")
+        sys.exit(f"man_include.py: no line for sdm {command} in docs/TOOL.md's \"The `sdm` command\" block")
     out += literal(examples)
 
 out += ["", "[ENVIRONMENT]", "libsdm and the tool read these; a host's API setting wins over each (the tool sets none)."]
-rows = [l for l in section("## Environment") if l.startswith("| `")]
+rows = [l for l in section("## Environment", (readme.parent / "docs" / "HOSTS.md").read_text().splitlines()) if l.startswith("| `")]
 if not rows:
-    sys.exit("man_include.py: no rows in README.md's Environment table")
+    sys.exit("man_include.py: no rows in docs/HOSTS.md's Environment table")
 for row in rows:
     name, meaning = (cell.strip() for cell in row.strip("|").split("|", 1))
     out += [".TP", ".B " + name.strip("`"), roff(meaning.rstrip("|").strip())]

@@ -97,7 +97,10 @@ std::string printable_lines(const std::string& log) {
     std::string out;
     for (size_t at = 0; at <= log.size();) {
         const size_t end = std::min(log.find('\n', at), log.size());
-        out += (out.empty() ? "" : "\n") + printable(log.substr(at, end - at));
+        // Two appends, not ("" or "\n") + printable(...): GCC 12 -O3 warns a false -Wrestrict on
+        // operator+(const char*, string&&) (GCC bug 105651).
+        if (!out.empty()) out += '\n';
+        out += printable(log.substr(at, end - at));
         at = end + 1;
     }
     return out;

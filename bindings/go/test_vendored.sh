@@ -85,7 +85,7 @@ func main() {
 	}
 }
 
-// README begin (the README's Go host: tests/tool/readme_examples.py checks the copy)
+// README begin (docs/HOSTS.md's Go host: tests/tool/readme_examples.py checks the copy)
 func run(archive string) error {
 	if err := sdm.CheckABI(); err != nil {
 		return err

@@ -7,8 +7,8 @@ where strip is installed (a debugoptimized build's copy carries its debug inform
 against 1.6 MB stripped). Both are written into setuptools' build directory, never into the source
 tree. The build directory is $SDM_BUILD_DIR, a relative one taken from the directory pip (or
 python -m build) was started in: pip runs this file in the source directory, so that is the shell's
-$PWD, which the build inherits. Without it, the repository's build-release, else its build, the
-first that has libsdm (an sdist has no repository around it: it needs SDM_BUILD_DIR).
+$PWD, which the build inherits. Without it, the first of the repository's build-install, build-release
+and build that has libsdm (an sdist has no repository around it: it needs SDM_BUILD_DIR).
 """
 
 import os
@@ -32,7 +32,9 @@ HELPER = "sdm-jit-helper"
 REPOSITORY = HERE.parent.parent
 # The repository's LICENSE; an sdist carries its copy beside setup.py.
 LICENSE = next((f for f in (HERE / "LICENSE", REPOSITORY / "LICENSE") if f.is_file()), None)
-DEFAULT_BUILD_DIRS = ("build-release", "build")  # ./run.sh demo's and the README's release build, then a development one
+# The README's install recipe's folder, ./run.sh demo's release build, then a development one: a
+# plain `pip install ./bindings/python` after the README's recipe takes the libsdm it installed.
+DEFAULT_BUILD_DIRS = ("build-install", "build-release", "build")
 
 
 def version_module():
@@ -57,8 +59,9 @@ def build_directory():
     for directory in tried:
         if (directory / "capi" / LIBRARY).is_file():
             return directory
-    raise FileError(f"no libsdm to put in the wheel: neither {' nor '.join(str(d / 'capi' / LIBRARY) for d in tried)} exists. "
-                    "Build sdm first (in the repository: meson setup build-release && ninja -C build-release), or set "
+    paths = [str(d / "capi" / LIBRARY) for d in tried]
+    raise FileError(f"no libsdm to put in the wheel: neither {', '.join(paths[:-1])} nor {paths[-1]} exists. "
+                    "Build sdm first (in the repository: the README's install recipe builds build-install), or set "
                     "SDM_BUILD_DIR to the Meson build directory that has it")
 
 

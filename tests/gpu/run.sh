@@ -67,8 +67,11 @@ fi
 # The hosts on the GPU: the smallest C host, and the engine-style host (its own
 # context and logger, the SDM kernels every frame, a new archive and a broken one dropped in).
 [ -x "$build/examples/c_host" ] && run c-host "$build/examples/c_host" "$build/kernels/kernels.sdma"
+# The README's quick-start hosts, in C and Python: on a GPU they must find y = x * 2.
+[ -x "$build/examples/quickstart" ] && run quickstart-c "$build/examples/quickstart" tests/golden/kernels.sdma
+run quickstart-python env SDM_LIBRARY="$build/capi/libsdm.so.1" PYTHONPATH=bindings/python python3 examples/quickstart.py tests/golden/kernels.sdma
 [ -x "$build/examples/engine_host" ] && run engine-host env SDM_TEST_REAL_DRIVER=1 bash tests/hosts/engine_host.sh "$build"
-# The hosts of the README on the GPU: PyTorch tensors through the Python binding, and a Rust host
+# The hosts of docs/HOSTS.md on the GPU: PyTorch tensors through the Python binding, and a Rust host
 # with a raw device pointer and stream (built beforehand: docs/GPU_TESTS.md).
 run torch-scale env SDM_LIBRARY="$build/capi/libsdm.so.1" python3 examples/torch_scale.py
 run torch-user-kernels env SDM_LIBRARY="$build/capi/libsdm.so.1" python3 tests/gpu/torch_user_kernels.py "$build"

@@ -166,7 +166,9 @@ int main() {
         std::vector<uint8_t> after(values.size() * es);
         dtoh(after.data(), dv, after.size());
         dtoh(&err, derr, sizeof err);
-        std::vector<double> ref(values.begin(), values.end()), mag(values.size(), 0.0), adds(values.size(), 0.0);
+        // Sized, then copied into: GCC 12 -O3 warns a false -Wfree-nonheap-object on the range constructor here.
+        std::vector<double> ref(values.size()), mag(values.size(), 0.0), adds(values.size(), 0.0);
+        std::copy(values.begin(), values.end(), ref.begin());
         for (size_t q = 0; q < idx.size(); ++q) {
             const int64_t r = idx[q];
             if (r < 0 || r >= rows) continue;

@@ -82,7 +82,7 @@ int main() {
         const size_t bytes = sizeof(float) * n * n;
         alloc(&da, bytes), alloc(&db, bytes), alloc(&dc, bytes);
         htod(da, a.data(), bytes), htod(db, b.data(), bytes);
-        // README begin (the README's user kernel: tests/tool/readme_examples.py checks the copy)
+        // README begin (docs/HOSTS.md's user kernel: tests/tool/readme_examples.py checks the copy)
         sdm_plan plan{};  // zero fields are the defaults: cluster 1x1x1, y and z 1, the stream's priority
         plan.struct_size = sizeof plan;
         plan.grid = plan.grid_y = (n + 15) / 16;  // a 2-D grid of 16x16 tiles

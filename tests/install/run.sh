@@ -4,7 +4,7 @@
 # documents and the licence; then builds host projects against the installed tree only: a CMake
 # project (find_package(sdm), sdm::sdm), a make project (pkg-config sdm, the .pc relocatable: no
 # sysroot needed), and runs them on the fake driver; with nvcc, a CMake kernel project
-# (sdm_add_archive, signed) and the README's Meson kernel project (tests/install/meson_kernel_project),
+# (sdm_add_archive, signed) and docs/HOSTS.md's Meson kernel project (tests/install/meson_kernel_project),
 # each checked to rebuild its archive when the header its kernel includes changes, and only then.
 # Usage: tests/install/run.sh BUILD_DIR (meson registers it as the test "install"). Exits 77 when
 # cmake, make or pkg-config is missing.
@@ -54,7 +54,7 @@ if command -v help2man >/dev/null; then
     grep -q "^NAME" <<<"$text" || fail "man $page does not render: $text"  # (not echo | grep -q: under pipefail grep's early exit fails echo)
   done
   grep -q -- "--sign" <<<"$(MANPATH=$root/share/man MANPAGER=cat man sdm-pack 2>/dev/null)" || fail "man sdm-pack lacks the options"
-  # EXAMPLES and ENVIRONMENT (from the README, tools/man_include.py): every page has both.
+  # EXAMPLES and ENVIRONMENT (from the README and docs/, tools/man_include.py): every page has both.
   page=$(MANPATH=$root/share/man MANPAGER=cat man sdm 2>/dev/null)
   for want in EXAMPLES ENVIRONMENT SDM_CUDA_DRIVER SDM_PROGRESS_INTERVAL "sdm import --arch sm_90"; do
     grep -q -- "$want" <<<"$page" || fail "man sdm lacks '$want'"
@@ -133,7 +133,7 @@ assert x == [('fill<float>', 'scale', '_Z4fillIfEvPT_S0_i')], x" || fail "sdm_ad
   header_rebuild "CMake (sdm_add_archive)" "$work/kernels-src" "$work/kernels/user_kernels.sdma" cmake --build "$work/kernels" --target user_kernels
   "$root/bin/sdm" verify -q --trust "$work/release.pub" "$work/kernels/user_kernels.sdma" || fail "sdm_add_archive(SIGN): the rebuilt archive's signature"
 
-  echo "== Meson: the README's kernel project (tests/install/meson_kernel_project: nvcc + sdm import)"
+  echo "== Meson: docs/HOSTS.md's kernel project (tests/install/meson_kernel_project: nvcc + sdm import)"
   if command -v meson >/dev/null && command -v ninja >/dev/null; then
     cp -r "$src/tests/install/meson_kernel_project" "$work/meson-src"
     PATH="$root/bin:$(dirname "$nvcc"):$PATH" meson setup "$work/meson-src" "$work/meson" >"$work/meson.log" 2>&1 || { cat "$work/meson.log"; exit 1; }

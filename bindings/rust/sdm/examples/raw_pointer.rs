@@ -148,7 +148,7 @@ fn run(archive: &str) -> Result<(), Stop> {
     cu.check("cuStreamCreate", unsafe { (cu.stream_create)(&mut stream, 0) })?;
 
     {
-        // README begin (the README's Rust host: tests/tool/readme_examples.py checks the copy)
+        // README begin (docs/HOSTS.md's Rust host: tests/tool/readme_examples.py checks the copy)
         let runtime = sdm::Runtime::builder().cuda_driver(DRIVER).no_embedded_archive().build()?;
         runtime.mount_file(archive)?;
         let kernel = runtime.kernel_checked(0, "scale", "ptr,f32,i32")?;
