@@ -57,7 +57,8 @@ StagedCheck overlay_check(const Hash128& base, const std::string& base_file, con
 struct Node {  // what the overlays are pulled for
     std::set<std::string> targets;
     Hash128 base_identity{};
-    std::string stem;  // DIR/NAME of the base's file
+    std::string base_file;  // the installed base
+    std::string stem;       // its path less .sdma
 };
 
 Result<Pulled> install(const PullOptions& o, const oci::Reference& ref, const Node& node, const std::string& digest, const std::string& target,
@@ -66,7 +67,7 @@ Result<Pulled> install(const PullOptions& o, const oci::Reference& ref, const No
     one.output = node.stem + ".overlay-" + digest.substr(7, 12) + ".sdma";  // from the digest's hex only: never a name from the registry
     oci::Reference by_digest = ref;
     by_digest.digest = digest;
-    return pull_artifact(one, by_digest, install_check, overlay_check(node.base_identity, node.stem + ".sdma", target));
+    return pull_artifact(one, by_digest, install_check, overlay_check(node.base_identity, node.base_file, target));
 }
 
 // The pinned digests: each fetched by digest and checked as a referrer of the base; every one
@@ -162,6 +163,7 @@ Result<size_t> pull_overlays(const PullOptions& o, const oci::Reference& ref, co
     SDM_TRY_GET(targets, device_targets(o));
     if (targets->empty()) return make_error(ErrorCode::not_found, "--for-devices: the driver lists no GPU on this machine");
     node.targets = std::move(*targets);
+    node.base_file = base.target;
     node.stem = base.target.substr(0, base.target.size() - (base.target.ends_with(".sdma") ? 5 : 0));
     SDM_TRY_GET(map, archive::FileMap::open(base.target));
     SDM_TRY_GET(opened, archive::Archive::open_memory((*map)->bytes(), base.target, *map));
