@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +17,25 @@ inline int failures = 0;
 inline void check(bool ok, const std::string& what) {
     std::printf("%s: %s\n", ok ? "ok" : "FAIL", what.c_str());
     if (!ok) ++failures;
+}
+
+// A runtime without the embedded archive, with a fresh cache of its own (/tmp/sdm-gpu-TAG-XXXXXX)
+// and `archive` mounted; null (the error in *e, FAIL printed) when either fails.
+inline sdm_runtime* runtime_with(const char* archive, const char* tag, sdm_error** e) {
+    std::string pattern = std::string("/tmp/sdm-gpu-") + tag + "-XXXXXX";
+    const char* made = ::mkdtemp(pattern.data());
+    const std::string cache = made != nullptr ? made : "/tmp";
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.cache_dir = cache.c_str();
+    sdm_runtime* rt = nullptr;
+    if (sdm_runtime_create(&p, &rt, e) != SDM_OK || sdm_archive_mount_file(rt, archive, e) != SDM_OK) {
+        std::printf("FAIL: %s\n", sdm_error_message(*e));
+        sdm_runtime_destroy(rt);
+        return nullptr;
+    }
+    return rt;
 }
 
 // The driver for the tests' own calls (examples/cuda_driver.hpp).

@@ -17,6 +17,7 @@
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
 using sdm::gpu_test::failures;
+using sdm::gpu_test::runtime_with;
 
 #ifndef SDM_TEST_USER_ARCHIVE
 #error "define SDM_TEST_USER_ARCHIVE as the path of the archive sdm import made of tests/data/launch.sm_90.cubin"
@@ -38,18 +39,9 @@ int main() {
     const auto occupancy = cuda.get<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
     const auto potential = cuda.get<decltype(&cuOccupancyMaxPotentialBlockSize)>("cuOccupancyMaxPotentialBlockSize");
 
-    char tmpl[] = "/tmp/sdm-gpu-attributes-XXXXXX";
-    const std::string cache = ::mkdtemp(tmpl);
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.cache_dir = cache.c_str();
-    sdm_runtime* rt = nullptr;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK || sdm_archive_mount_file(rt, SDM_TEST_USER_ARCHIVE, &e) != SDM_OK) {
-        std::printf("FAIL: %s\n", sdm_error_message(e));
-        return 1;
-    }
+    sdm_runtime* rt = runtime_with(SDM_TEST_USER_ARCHIVE, "attributes", &e);
+    if (rt == nullptr) return 1;
     sdm_device_info device{};
     device.struct_size = sizeof device;
     if (sdm_device_info_get(rt, 0, &device, &e) != SDM_OK) {

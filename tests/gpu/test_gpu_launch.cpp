@@ -14,6 +14,7 @@
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
 using sdm::gpu_test::failures;
+using sdm::gpu_test::runtime_with;
 
 int main() {
     Cuda cuda;
@@ -30,18 +31,9 @@ int main() {
     CUstream stream = nullptr;
     stream_create(&stream, CU_STREAM_NON_BLOCKING);
 
-    char tmpl[] = "/tmp/sdm-gpu-launch-XXXXXX";
-    const std::string cache = ::mkdtemp(tmpl);
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.cache_dir = cache.c_str();
-    sdm_runtime* rt = nullptr;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK || sdm_archive_mount_file(rt, SDM_TEST_ARCHIVE, &e) != SDM_OK) {
-        std::printf("FAIL: %s\n", sdm_error_message(e));
-        return 1;
-    }
+    sdm_runtime* rt = runtime_with(SDM_TEST_ARCHIVE, "launch", &e);
+    if (rt == nullptr) return 1;
     sdm_kernel* k = nullptr;
     check(sdm_kernel_get(rt, 0, "scale", nullptr, &k, nullptr) == SDM_OK, "fetch scale");
     sdm_device_info dev{};

@@ -17,6 +17,7 @@
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
 using sdm::gpu_test::failures;
+using sdm::gpu_test::runtime_with;
 
 #ifndef SDM_TEST_USER_ARCHIVE
 #error "define SDM_TEST_USER_ARCHIVE as the path of the archive sdm import made of tests/data/launch.sm_90.cubin"
@@ -38,18 +39,9 @@ int main() {
     CUstream stream = nullptr;
     stream_create(&stream, CU_STREAM_NON_BLOCKING);
 
-    char tmpl[] = "/tmp/sdm-gpu-user-XXXXXX";
-    const std::string cache = ::mkdtemp(tmpl);
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.cache_dir = cache.c_str();
-    sdm_runtime* rt = nullptr;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK || sdm_archive_mount_file(rt, SDM_TEST_USER_ARCHIVE, &e) != SDM_OK) {
-        std::printf("FAIL: %s\n", sdm_error_message(e));
-        return 1;
-    }
+    sdm_runtime* rt = runtime_with(SDM_TEST_USER_ARCHIVE, "user", &e);
+    if (rt == nullptr) return 1;
     const auto get = [&](const char* name, const char* signature) {
         sdm_kernel* k = nullptr;
         const sdm_status s = sdm_kernel_get_checked(rt, 0, name, signature, nullptr, &k, &e);
