@@ -101,6 +101,12 @@ expect_fail "sdm lock $registry/fleet/kernels:v9 adds it" "$sdm" pull "$registry
 expect_fail "does not exist" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/none.lock" -o "$work/x.sdma"
 printf '{"lock_version": 1, "archives": [{"reference": "%s/../x:v1", "digest": "%s", "content_version": ""}]}' "$registry" "$digest1" >"$work/bad.lock"
 expect_fail "distribution spec's grammar" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/bad.lock" -o "$work/x.sdma"
+# A lock's pinned overlays are checked as digests given on the command line.
+printf '{"lock_version": 1, "archives": [{"reference": "%s/fleet/kernels:v1", "digest": "%s", "content_version": "", "overlays": "x"}]}' "$registry" "$digest1" >"$work/bad.lock"
+expect_fail "are not a list of at most 64" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/bad.lock" -o "$work/x.sdma"
+printf '{"lock_version": 1, "archives": [{"reference": "%s/fleet/kernels:v1", "digest": "%s", "content_version": "", "overlays": [{"digest": "sha256:../x", "targets": "sm_90"}]}]}' "$registry" "$digest1" >"$work/bad.lock"
+expect_fail "lacks a sha256 \"digest\"" "$sdm" pull "$registry/fleet/kernels:v1" --plain-http --locked --lock-file "$work/bad.lock" -o "$work/x.sdma"
+[ ! -e "$work/x.sdma" ] || fail "a refused lock wrote a file"
 "$sdm" push "$work/v1.sdma" "$registry/fleet/kernels:v1" --plain-http >/dev/null  # back, for what follows
 
 # skopeo reads what sdm pushed: the manifest by tag, with sdm's artifactType and annotations.
