@@ -498,9 +498,11 @@ Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
             return make_error(ErrorCode::out_of_memory, describe(index) + ": cannot allocate " + std::to_string(e.raw_size) + " bytes");
         }
     } else {
-        // The frame header is checked before anything is allocated, and memory then grows with
-        // what the frame really decodes to (codec.hpp).
-        auto decoded = zstd_decompress(stored, e.raw_size, {e.codec, reference}, describe(index));
+        // The frame headers are checked before anything is allocated, and memory then grows with
+        // what the frames really decode to (codec.hpp). Several frames only with kFeatureFrames.
+        auto decoded = (header_.required_features & kFeatureFrames) != 0
+                           ? zstd_decompress_frames(stored, e.raw_size, {e.codec, reference}, describe(index))
+                           : zstd_decompress(stored, e.raw_size, {e.codec, reference}, describe(index));
         if (!decoded) return std::move(decoded).error();
         out = std::move(*decoded);
     }

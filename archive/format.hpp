@@ -113,6 +113,7 @@ inline constexpr uint64_t max_raw_entry = 1ull << 30;        // 1 GiB per entry
 inline constexpr uint64_t max_raw_total = 16ull << 30;       // 16 GiB across the archive
 inline constexpr uint64_t max_strings = 16ull << 20;         // 16 MiB of names
 inline constexpr uint32_t max_window_log = 27;               // zstd window up to 128 MiB
+inline constexpr uint32_t max_frames = 4096;                 // zstd frames in one payload (kFeatureFrames)
 inline constexpr uint32_t max_header_size = 4096;
 inline constexpr uint32_t max_record_size = 1024;
 // The manifest is decoded (and every plan expression in it parsed) at every mount and reload: at
@@ -135,7 +136,12 @@ inline constexpr uint64_t kMaxZstdExpansion = (128 * 1024) / 4;
 // sets it, with format_minor 1, only when an input needs one of these; otherwise it writes 1.0,
 // byte for byte as before, which every 1.0 reader reads.
 inline constexpr uint64_t kFeatureFormat11 = 1;
-inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11;
+// kFeatureFrames (sdm 0.3): a compressed entry's payload may be several zstd frames one after
+// another (at most limits::max_frames), each declaring its content size and coded against the
+// entry's reference, so that one entry decodes on several cores (codec.hpp). The writer sets it
+// only when it wrote such a payload; without it, a payload is exactly one frame.
+inline constexpr uint64_t kFeatureFrames = 2;
+inline constexpr uint64_t kKnownRequiredFeatures = kFeatureFormat11 | kFeatureFrames;
 // Optional bits of format 1.2 (bit 0, kFeatureSigned, is signature_block.hpp's): a reader that does
 // not know them reads the archive as before, only without the rollback check or the overlay's binding.
 // kFeatureArchiveVersion: header::archive_version holds the archive's version (a signed archive's
@@ -148,7 +154,8 @@ inline constexpr uint64_t kFeatureBase = 4;
 inline constexpr uint64_t kFeatureReleaseLine = 8;
 inline constexpr uint64_t kHeaderExtensionFeatures = kFeatureArchiveVersion | kFeatureBase | kFeatureReleaseLine;
 // The release that first reads each bit, for the message that refuses an archive.
-inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"}};
+inline constexpr std::pair<uint64_t, const char*> kFeatureReleases[] = {{kFeatureFormat11, "format 1.1 (sdm 0.3)"},
+                                                                      {kFeatureFrames, "entries in several frames (sdm 0.3)"}};
 
 // The header_hash of the archive starting at `archive`: XXH3-64 of header bytes [0,120) followed by
 // [128, header_size) (the caller checked that header_size bytes are there).

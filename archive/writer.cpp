@@ -107,6 +107,7 @@ struct Choice {
     Codec codec{Codec::zstd};
     uint32_t ref{kNoRef};
     ByteVector stored;
+    bool framed{false};  // several zstd frames (kFeatureFrames)
 };
 
 ByteVector copy_of(Bytes b) { return ByteVector(b.begin(), b.end()); }
@@ -442,14 +443,24 @@ Result<void> code_dictionary(Coding& c) {
     return try_dictionary(c, *eligible);
 }
 
+// How many frames entry `i`'s final payload is coded in: an image of more than
+// WriterOptions::frame_bytes raw bytes in ceil(raw / frame_bytes) frames of equal size, else one.
+size_t framed_count(const Coding& c, size_t i) {
+    const size_t frame = c.options.frame_bytes;
+    if (frame == 0 || !image_kind(c.in[i].kind) || c.raw_size[i] <= frame) return 1;
+    return std::min<size_t>((c.raw_size[i] + frame - 1) / frame, limits::max_frames);
+}
+
 // 4. The archive's payloads: every compressed entry coded once at the level asked for, with the
 // codec and reference its trials chose, largest first so that no core waits on one long entry
 // at the end. A final frame larger than its trial's (zstd's levels do not promise an order)
-// keeps the trial's.
+// keeps the trial's. Where the trials ran at the level asked for, only the images coded in frames
+// are coded again.
 Result<void> code_final(Coding& c) {
     std::vector<size_t> coded;
     for (size_t i = 0; i < c.n; ++i)
-        if (c.choice[i].codec != Codec::stored) coded.push_back(i);
+        if (c.choice[i].codec != Codec::stored && (c.final_pass || framed_count(c, i) > 1)) coded.push_back(i);
+    if (coded.empty()) return {};
     std::stable_sort(coded.begin(), coded.end(), [&](size_t a, size_t b) { return c.raw_size[a] > c.raw_size[b]; });
     c.next_phase("coding", coded.size());
     c.parallel(coded.size(), [&](unsigned w, size_t r) {
@@ -463,9 +474,15 @@ Result<void> code_final(Coding& c) {
         Result<Bytes> base = Bytes(c.dictionary);
         if (prefixed) base = c.in[chosen.ref].raw(c.scratch2[w]);
         if (!base) return c.record_error(std::move(base).error());
-        auto out = c.encoders[w].compress(*raw, c.final_level, {chosen.codec, chosen.codec == Codec::zstd ? Bytes() : *base});
+        // An image larger than a frame is coded in frames of about frame_bytes each, so that its
+        // load decodes it on several cores; it keeps its frames even where its one-frame trial was
+        // smaller.
+        const size_t frames = framed_count(c, i);
+        const size_t frame_bytes = frames > 1 ? (raw->size() + frames - 1) / frames : 0;
+        auto out = c.encoders[w].compress(*raw, c.final_level, {chosen.codec, chosen.codec == Codec::zstd ? Bytes() : *base}, frame_bytes);
         if (!out) return c.record_error(std::move(out).error());
-        if (c.choice[i].stored.empty() || out->size() < c.choice[i].stored.size()) c.choice[i].stored = copy_of(*out);
+        if (frames > 1 || c.choice[i].stored.empty() || out->size() < c.choice[i].stored.size()) c.choice[i].stored = copy_of(*out);
+        c.choice[i].framed = frames > 1;
         trim(c.scratch[w]);
         trim(c.scratch2[w]);
         ++c.done;
@@ -501,6 +518,7 @@ struct Layout {
     std::string strings;                // each distinct name once
     std::vector<uint32_t> name_offsets;  // per entry, into strings
     bool format11{false};
+    bool framed{false};  // a payload of several frames: kFeatureFrames
     uint32_t header_size{kHeaderSize};  // kHeaderSize12 with the 1.2 extension
     uint64_t index_offset{0}, strings_offset{0}, payload_offset{0};
     std::vector<uint64_t> offsets;  // per entry, its payload's
@@ -529,6 +547,7 @@ Result<Layout> lay_out(const Coding& c) {
         l.format11 = l.format11 || in[i].name.size() > limits::max_name_length;
         if (in[i].kind == Kind::manifest && in[i].bytes.size() >= 8) l.format11 = l.format11 || load_u16(in[i].bytes, 6) >= 1;
     }
+    for (size_t i = 0; i < count; ++i) l.framed = l.framed || c.choice[i].framed;
     if (c.options.archive_version || c.options.base) l.header_size = kHeaderSize12;
     if (c.options.release_line) l.header_size = kHeaderSizeLine;
     l.index_offset = l.header_size;
@@ -551,7 +570,7 @@ void write_header(std::span<std::byte> o, const Layout& l, size_t count, const W
     store_u16(o, header::format_major, kFormatMajor);
     const bool extended = l.header_size >= kHeaderSize12;
     store_u16(o, header::format_minor, extended ? kFormatMinor12 : l.format11 ? kFormatMinor11 : kFormatMinor);
-    store_u64(o, header::required_features, l.format11 ? kFeatureFormat11 : 0);
+    store_u64(o, header::required_features, (l.format11 ? kFeatureFormat11 : 0) | (l.framed ? kFeatureFrames : 0));
     store_u32(o, header::header_size, l.header_size);
     if (options.archive_version) store_u64(o, header::archive_version, *options.archive_version);
     if (options.base) store_hash128(o, header::base_identity, *options.base);
@@ -697,7 +716,7 @@ Result<ByteVector> ArchiveWriter::finish(WriterReport* report) {
     SDM_TRY(code_plain(c));
     if (c.prefix) SDM_TRY(code_prefixes(c));
     if (options_.dictionary && options_.compress) SDM_TRY(code_dictionary(c));
-    if (c.final_pass) SDM_TRY(code_final(c));
+    SDM_TRY(code_final(c));
     c.encoders.clear();
     c.scratch2.clear();
     if (!c.dictionary_users.empty()) insert_dictionary(c);

@@ -58,6 +58,8 @@ Result<ByteVector> write_part(const archive::Archive& whole, uint16_t sm, const 
     const auto& h = whole.header();
     archive::WriterOptions writing;  // as sdm pack writes by default; cubins stored where the whole stores them
     writing.min_saving = archive::kDefaultMinSaving;
+    // Frames where the whole has them: a part is read by whatever reads the whole.
+    writing.frame_bytes = (h.required_features & archive::kFeatureFrames) != 0 ? archive::kDefaultFrameBytes : 0;
     writing.store_cubins = all_cubins_stored;
     writing.kernel_abi_major = h.kernel_abi_major;
     writing.kernel_abi_minor = h.kernel_abi_minor;

@@ -236,6 +236,8 @@ int run_jit(const JitOptions& o) {
     }
     archive::WriterOptions writing;
     writing.min_saving = archive::kDefaultMinSaving;  // as pack and import write them
+    // Frames where the input has them: an overlay is read by whatever reads its base.
+    writing.frame_bytes = (input->header().required_features & archive::kFeatureFrames) != 0 ? archive::kDefaultFrameBytes : 0;
     // The output carries the input's version (a host's rollback check reads it); an overlay also
     // names its base, so a host serves it only above that archive (docs/FORMAT.md, section 20).
     writing.archive_version = input->header().archive_version;

@@ -69,6 +69,10 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
     cmd->add_option("--min-saving", w.min_saving,
                     "Store a cubin or fatbin uncompressed when zstd saves fewer bytes than this (a load then skips its decode)")
         ->capture_default_str();
+    cmd->add_option("--frame-size", w.frame_bytes,
+                    "Code an image larger than this many bytes in zstd frames of about this size, which a load decodes on several cores "
+                    "(0: one frame per image, readable by sdm releases before frames)")
+        ->capture_default_str();
     cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
     cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");
     cmd->add_flag("-q,--quiet", w.quiet, "No progress bar, no summary");

@@ -213,6 +213,7 @@ archive::WriterOptions writer_options(const WriteOptions& o, Progress& progress)
     wo.prefix = o.prefix == "auto";
     wo.store_cubins = o.store_cubins;
     wo.min_saving = o.min_saving;
+    wo.frame_bytes = o.frame_bytes;
     wo.compress = !o.store;
     wo.threads = o.jobs;
     wo.archive_version = o.archive_version;

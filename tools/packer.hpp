@@ -22,6 +22,7 @@ struct WriteOptions {
     std::string prefix{"auto"};       // auto | off
     bool store_cubins{false};
     size_t min_saving{archive::kDefaultMinSaving};  // a cubin or fatbin compression saves less of is stored
+    size_t frame_bytes{archive::kDefaultFrameBytes};  // an image larger is coded in frames of about this size
     bool store{false};
     bool quiet{false};
     unsigned jobs{0};                 // 0: one per core
