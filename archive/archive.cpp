@@ -486,7 +486,7 @@ Result<Bytes> Archive::checked_view(size_t index) const {
     return raw;
 }
 
-Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
+Result<ByteVector> Archive::decode(size_t index, Bytes reference, unsigned threads) const {
     const Entry& e = entries_[index];
     SDM_TRY(check_stored(index));
     const Bytes stored = bytes_.subspan(e.data_offset, e.stored_size);
@@ -501,7 +501,7 @@ Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
         // The frame headers are checked before anything is allocated, and memory then grows with
         // what the frames really decode to (codec.hpp). Several frames only with kFeatureFrames.
         auto decoded = (header_.required_features & kFeatureFrames) != 0
-                           ? zstd_decompress_frames(stored, e.raw_size, {e.codec, reference}, describe(index))
+                           ? zstd_decompress_frames(stored, e.raw_size, {e.codec, reference}, describe(index), threads)
                            : zstd_decompress(stored, e.raw_size, {e.codec, reference}, describe(index));
         if (!decoded) return std::move(decoded).error();
         out = std::move(*decoded);
@@ -511,29 +511,29 @@ Result<ByteVector> Archive::decode(size_t index, Bytes reference) const {
     return out;
 }
 
-Result<ByteVector> Archive::read(size_t index) const {
+Result<ByteVector> Archive::read(size_t index, unsigned threads) const {
     if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
     const Entry& e = entries_[index];
-    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {});
+    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {}, threads);
     // The reference is stored or plain zstd (open() allows one step only): in place, or decoded.
     if (entries_[e.ref].codec == Codec::stored) {
         SDM_TRY_GET(reference, checked_view(e.ref));
-        return decode(index, *reference);
+        return decode(index, *reference, threads);
     }
     SDM_TRY(check_stored(index));  // this entry's own damage is reported before its reference is decoded
-    auto reference = decode(e.ref, {});
+    auto reference = decode(e.ref, {}, threads);
     if (!reference) return std::move(reference).error();
-    return decode(index, *reference);
+    return decode(index, *reference, threads);
 }
 
-Result<ByteVector> Archive::read_against(size_t index, Bytes reference) const {
+Result<ByteVector> Archive::read_against(size_t index, Bytes reference, unsigned threads) const {
     if (index >= entries_.size()) return make_error(ErrorCode::not_found, "archive " + label_ + " has no entry " + std::to_string(index));
     const Entry& e = entries_[index];
-    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {});
+    if (e.codec != Codec::zstd_dict && e.codec != Codec::zstd_prefix) return decode(index, {}, threads);
     if (reference.size() != entries_[e.ref].raw_size)
         return make_error(ErrorCode::internal, describe(index) + ": its reference was given as " + std::to_string(reference.size()) + " bytes, not " +
                                                    std::to_string(entries_[e.ref].raw_size));
-    return decode(index, reference);
+    return decode(index, reference, threads);
 }
 
 Result<Bytes> Archive::view(size_t index) const {

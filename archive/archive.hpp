@@ -77,11 +77,13 @@ public:
 
     // The verified raw bytes of entry `index` (a dictionary- or prefix-coded entry decodes its
     // reference first). Nothing is allocated before the stored checksum and the zstd frame header
-    // have passed their checks.
-    Result<ByteVector> read(size_t index) const;
+    // have passed their checks. An entry of several frames (kFeatureFrames) decodes on up to
+    // `threads` threads (0: codec.hpp's default_decode_threads(); a caller already running in
+    // parallel with others passes 1).
+    Result<ByteVector> read(size_t index, unsigned threads = 0) const;
     // read(), for an entry whose reference's raw bytes the caller already holds (decoded before
     // with read(ref)): bytes that are not the reference's fail the entry's checksum.
-    Result<ByteVector> read_against(size_t index, Bytes reference) const;
+    Result<ByteVector> read_against(size_t index, Bytes reference, unsigned threads = 0) const;
     // Stored entries only: the verified raw bytes inside the archive, without a copy.
     Result<Bytes> view(size_t index) const;
     // Calls `visit` with every entry's verified raw bytes, each entry decoded exactly once: an
@@ -134,7 +136,7 @@ private:
     Error corrupt(const std::string& why) const;
     Result<void> check_stored(size_t index) const;
     // The raw bytes of entry `index`, whose reference (if it has one) decodes to `reference`.
-    Result<ByteVector> decode(size_t index, Bytes reference) const;
+    Result<ByteVector> decode(size_t index, Bytes reference, unsigned threads = 0) const;
     // A stored entry's bytes in place, both checksums checked.
     Result<Bytes> checked_view(size_t index) const;
 

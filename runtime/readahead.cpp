@@ -146,7 +146,8 @@ void Readahead::work() {
                 auto checked = archive.view(index);  // hashed once: the load's view finds it checked
                 result.emplace(checked ? Result<ByteVector>(ByteVector{}) : Result<ByteVector>(std::move(checked).error()));
             } else {
-                result.emplace(references.read(archive, index));
+                // One thread per entry: the workers already decode several entries at once.
+                result.emplace(references.read(archive, index, 1));
             }
         } catch (const std::bad_alloc&) {
             result.emplace(make_error(ErrorCode::out_of_memory, "out of memory decoding " + archive.describe(index) + " ahead of its load"));

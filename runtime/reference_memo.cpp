@@ -2,7 +2,7 @@
 
 namespace sdm::runtime {
 
-Result<std::shared_ptr<const ByteVector>> ReferenceMemo::get(const archive::Archive& archive, size_t index) {
+Result<std::shared_ptr<const ByteVector>> ReferenceMemo::get(const archive::Archive& archive, size_t index, unsigned threads) {
     {
         std::lock_guard lock(mutex_);
         for (auto it = kept_.begin(); it != kept_.end(); ++it)
@@ -12,7 +12,7 @@ Result<std::shared_ptr<const ByteVector>> ReferenceMemo::get(const archive::Arch
             }
     }
     // Decoded outside the lock: two threads missing at once both decode, and the second keeps its own.
-    SDM_TRY_GET(raw, archive.read(index));
+    SDM_TRY_GET(raw, archive.read(index, threads));
     auto shared = std::make_shared<const ByteVector>(std::move(*raw));
     if (shared->size() > max_bytes_) return shared;
     std::lock_guard lock(mutex_);
@@ -27,13 +27,13 @@ Result<std::shared_ptr<const ByteVector>> ReferenceMemo::get(const archive::Arch
     return shared;
 }
 
-Result<ByteVector> ReferenceMemo::read(const archive::Archive& archive, size_t index) {
+Result<ByteVector> ReferenceMemo::read(const archive::Archive& archive, size_t index, unsigned threads) {
     if (index >= archive.entries().size()) return archive.read(index);  // its error
     const archive::Entry& e = archive.entries()[index];
     const bool references = e.codec == archive::Codec::zstd_dict || e.codec == archive::Codec::zstd_prefix;
-    if (!references || archive.entries()[e.ref].codec == archive::Codec::stored) return archive.read(index);
-    SDM_TRY_GET(base, get(archive, e.ref));
-    return archive.read_against(index, **base);
+    if (!references || archive.entries()[e.ref].codec == archive::Codec::stored) return archive.read(index, threads);
+    SDM_TRY_GET(base, get(archive, e.ref, threads));
+    return archive.read_against(index, **base, threads);
 }
 
 }  // namespace sdm::runtime

@@ -21,11 +21,11 @@ public:
     explicit ReferenceMemo(size_t max_bytes = size_t{64} << 20) : max_bytes_(max_bytes) {}
 
     // The verified raw bytes of entry `index` of `archive`, decoded on a miss. A reference larger
-    // than the whole bound is decoded and handed out, not kept.
-    Result<std::shared_ptr<const ByteVector>> get(const archive::Archive& archive, size_t index);
+    // than the whole bound is decoded and handed out, not kept. `threads`: Archive::read's.
+    Result<std::shared_ptr<const ByteVector>> get(const archive::Archive& archive, size_t index, unsigned threads = 0);
     // The verified raw bytes of entry `index`, its reference (if it has one that is not stored)
     // taken from here.
-    Result<ByteVector> read(const archive::Archive& archive, size_t index);
+    Result<ByteVector> read(const archive::Archive& archive, size_t index, unsigned threads = 0);
 
 private:
     const size_t max_bytes_;
