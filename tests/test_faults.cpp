@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/driver_entry_points.hpp"
+#include "runtime/platform/driver_entry_points.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"

@@ -6,7 +6,7 @@
 #include <map>
 
 #include "archive/manifest.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/select/plan.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -24,7 +24,7 @@
 #endif
 
 #include "archive/archive.hpp"
-#include "runtime/cache.hpp"
+#include "runtime/jit/cache.hpp"
 #include "tools/commands.hpp"
 #include "common/crypto.hpp"
 #include "fake_runtime.hpp"

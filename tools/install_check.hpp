@@ -11,8 +11,8 @@
 
 #include "archive/archive.hpp"
 #include "common/result.hpp"
-#include "runtime/log.hpp"
-#include "runtime/provenance.hpp"
+#include "runtime/platform/log.hpp"
+#include "runtime/archives/provenance.hpp"
 
 namespace sdm::tools {
 

@@ -14,7 +14,7 @@
 #include "commands.hpp"
 #include "common/edit_distance.hpp"
 #include "completion.hpp"
-#include "runtime/jit_isolation.hpp"
+#include "runtime/jit/jit_isolation.hpp"
 #include "sdm_version.h"
 #include "table.hpp"
 

@@ -35,7 +35,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/driver_entry_points.hpp"
+#include "runtime/platform/driver_entry_points.hpp"
 #include "common/digest.hpp"
 #include "common/hash.hpp"
 #include "archive/image.hpp"
