@@ -45,7 +45,7 @@ namespace sdm::capi {
 
 sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
 
-// The other enums that cross as numbers are pinned in runtime/abi_enums.hpp.
+// The other enums that cross as numbers are pinned in runtime/platform/abi_enums.hpp.
 
 sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
 

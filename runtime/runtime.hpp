@@ -69,8 +69,8 @@ private:
     std::optional<Error> error_;
 };
 
-// The facade the C ABI and the tool hold: it owns the rooms below it and wires them together,
-// and decides nothing itself. Each inner room is given only the rooms it needs (docs/ARCHITECTURE.md,
+// The facade the C ABI and the tool hold: it owns the objects of the folders below it and wires
+// them together, and decides nothing itself. Each is given only the objects it needs (docs/ARCHITECTURE.md,
 // "Inside runtime/"); the accessors here are for the layers above.
 class Runtime {
 public:

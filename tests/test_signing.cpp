@@ -619,7 +619,7 @@ TEST_CASE("key files: written by the tool's format, read back; hostile ones refu
     CHECK(!archive::read_public_key(dir.path + "/big.pub"));
 }
 
-// ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/version_floor.hpp) ----
+// ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/archives/version_floor.hpp) ----
 
 [[maybe_unused]] ByteVector versioned(uint64_t version, const std::vector<std::string>& kernels = {"scale"}, std::optional<std::string> line = {}) {
     archive::WriterOptions o;

@@ -1,5 +1,5 @@
-// A fetched kernel's handle and the loaded module it belongs to, as the registry (modules.hpp)
-// keeps them and the rooms that resolve, check, launch and copy globals read them: the checks a
+// A fetched kernel's handle and the loaded module it belongs to, as the registry (registry/modules.hpp)
+// keeps them and the code that resolves, checks, launches and copies globals reads them: the checks a
 // handle's every use starts with (is it alive, does the host's signature agree) are here too.
 #pragma once
 
