@@ -33,7 +33,7 @@
 #include <cuda.h>
 
 #include "cuda_driver.hpp"
-#include "runtime/jit_nvjitlink.hpp"
+#include "runtime/jit/jit_nvjitlink.hpp"
 #include "sdm/sdm.h"
 
 namespace {

@@ -15,12 +15,12 @@
 #include "capi_internal.hpp"
 #include "struct_sizes.hpp"
 #include "common/hardware_matrix.hpp"
-#include "runtime/abi_enums.hpp"
-#include "runtime/globals.hpp"
-#include "runtime/kernel_attributes.hpp"
-#include "runtime/kernel_names.hpp"
-#include "runtime/plan_abi.hpp"
-#include "runtime/preload.hpp"
+#include "runtime/platform/abi_enums.hpp"
+#include "runtime/kernel/globals.hpp"
+#include "runtime/kernel/kernel_attributes.hpp"
+#include "runtime/kernel/kernel_names.hpp"
+#include "runtime/select/plan_abi.hpp"
+#include "runtime/registry/preload.hpp"
 #include "runtime/runtime.hpp"
 #include "sdm_version.h"
 
@@ -45,7 +45,7 @@ namespace sdm::capi {
 
 sdm_status status_of(ErrorCode code) noexcept { return static_cast<sdm_status>(code); }
 
-// The other enums that cross as numbers are pinned in runtime/abi_enums.hpp.
+// The other enums that cross as numbers are pinned in runtime/platform/abi_enums.hpp.
 
 sdm::runtime::Runtime* impl(sdm_runtime* r) noexcept { return r != nullptr ? &r->impl : nullptr; }
 

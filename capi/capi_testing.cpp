@@ -4,7 +4,7 @@
 #include <string>
 
 #include "capi_internal.hpp"
-#include "runtime/forced_matrix_row.hpp"
+#include "runtime/platform/forced_matrix_row.hpp"
 
 extern "C" {
 

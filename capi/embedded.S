@@ -1,5 +1,5 @@
 /* The archive of the SDM kernels (kernels/kernels.sdma), embedded in libsdm. Meson writes its
- * quoted path over the token after .incbin; runtime/embedded_archive.cpp finds the bytes through
+ * quoted path over the token after .incbin; runtime/platform/embedded_archive.cpp finds the bytes through
  * these two hidden symbols (weak there, so a libsdm built without kernels has none). The section
  * keeps its own name in libsdm (a .rodata.* one would merge into .rodata): `sdm info` reads the
  * archive out of the libsdm a host loads by it (kEmbeddedArchiveSection), so the section holds

@@ -2,9 +2,9 @@
 
 #include <string_view>
 
-#include "embedded_archive.hpp"
-#include "platform.hpp"
-#include "reload_contract.hpp"
+#include "runtime/platform/embedded_archive.hpp"
+#include "runtime/platform/platform.hpp"
+#include "runtime/archives/reload_contract.hpp"
 
 namespace sdm::runtime {
 

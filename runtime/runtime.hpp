@@ -8,22 +8,22 @@
 #include <string>
 #include <vector>
 
-#include "archive_set.hpp"
-#include "cache.hpp"
-#include "context.hpp"
-#include "device.hpp"
-#include "driver.hpp"
-#include "image_policy.hpp"
-#include "jit_isolation.hpp"
-#include "jit_toolchain.hpp"
-#include "kernel_attributes.hpp"
-#include "lazy_cache.hpp"
-#include "load_context.hpp"
-#include "log.hpp"
-#include "modules.hpp"
-#include "mounted_archive.hpp"
-#include "plugins.hpp"
-#include "provenance.hpp"
+#include "runtime/archives/archive_set.hpp"
+#include "runtime/jit/cache.hpp"
+#include "runtime/device/context.hpp"
+#include "runtime/device/device.hpp"
+#include "runtime/platform/driver.hpp"
+#include "runtime/select/image_policy.hpp"
+#include "runtime/jit/jit_isolation.hpp"
+#include "runtime/jit/jit_toolchain.hpp"
+#include "runtime/kernel/kernel_attributes.hpp"
+#include "runtime/jit/lazy_cache.hpp"
+#include "runtime/device/load_context.hpp"
+#include "runtime/platform/log.hpp"
+#include "runtime/registry/modules.hpp"
+#include "runtime/archives/mounted_archive.hpp"
+#include "runtime/select/plugins.hpp"
+#include "runtime/archives/provenance.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
@@ -69,8 +69,8 @@ private:
     std::optional<Error> error_;
 };
 
-// The facade the C ABI and the tool hold: it owns the rooms below it and wires them together,
-// and decides nothing itself. Each inner room is given only the rooms it needs (docs/ARCHITECTURE.md,
+// The facade the C ABI and the tool hold: it owns the objects of the folders below it and wires
+// them together, and decides nothing itself. Each is given only the objects it needs (docs/ARCHITECTURE.md,
 // "Inside runtime/"); the accessors here are for the layers above.
 class Runtime {
 public:

@@ -4,12 +4,14 @@
 Checks, over every C/C++ file of the layer folders and of the folders that use them:
 - the folders' order: common -> archive -> runtime -> capi -> tools; a layer includes only the
   layers before it (tests, benches and examples may include any);
-- a header of another folder is included by its folder's name ("common/result.hpp"), one of the
-  file's own folder bare ("result.hpp");
-- inside runtime/ and archive/, the rooms of ARCHITECTURE.md's tables: every file belongs to
-  exactly one room, and includes only its own room's headers and those of the rooms its row
-  allows;
-- no circle: within a folder, the graph of files (x.hpp and x.cpp as one node) has no cycle;
+- a header of another folder is included by its path from the source root ("common/result.hpp",
+  "runtime/jit/cache.hpp"), one of the file's own folder bare ("result.hpp");
+- inside runtime/, the folders of ARCHITECTURE.md's folder table: a file's room is its folder, so
+  every file sits in a folder the table names (only the facade, runtime.hpp and runtime.cpp, sits
+  directly in runtime/), and a folder includes only the folders above it in the table;
+- inside archive/, the rooms of ARCHITECTURE.md's table: every file belongs to exactly one room,
+  and includes only its own room's headers and those of the rooms its row allows;
+- no circle: within a layer, the graph of files (x.hpp and x.cpp as one node) has no cycle;
 - only runtime.cpp includes runtime.hpp inside runtime/.
 Usage: check_layers.py [SOURCE_ROOT]. Exit 0 when all holds, 1 listing every breach.
 """
@@ -21,19 +23,34 @@ LAYERS = ["common", "archive", "runtime", "capi", "tools"]
 USERS = ["tests", "bench", "examples"]
 SOURCES = (".hpp", ".cpp", ".h", ".c", ".inc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+FACADE = {"runtime.hpp", "runtime.cpp", "meson.build"}  # what may sit directly in runtime/
+
+
+def table_after(architecture, marker, end):
+    """The rows (lists of cells) of the Markdown table between `marker` and `end`."""
+    if marker not in architecture:
+        raise SystemExit(f"docs/ARCHITECTURE.md: no '{marker}' table")
+    table = architecture.split(marker, 1)[1].split(end, 1)[0]
+    return [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.strip().splitlines()[2:]]
+
+
+def runtime_folders(architecture):
+    """The folders of runtime/, in include order (a folder may include those before it)."""
+    folders = []
+    for cells in table_after(architecture, "<!-- folders: runtime -->", "<!-- end folders -->"):
+        named = re.fullmatch(r"`([a-z_]+)/`", cells[0])
+        if not named:
+            raise SystemExit(f"docs/ARCHITECTURE.md (runtime folders): a row whose first cell is not a `folder/`: {cells[0]}")
+        folders.append(named.group(1))
+    return folders
 
 
 def rooms_of(architecture, folder):
     """{stem: room} and {room: allowed rooms} from the table after <!-- rooms: FOLDER -->."""
-    marker = f"<!-- rooms: {folder} -->"
-    if marker not in architecture:
-        raise SystemExit(f"docs/ARCHITECTURE.md: no '{marker}' table")
-    table = architecture.split(marker, 1)[1].split("<!-- end rooms -->", 1)[0]
     rooms, allowed, order = {}, {}, []
-    for line in table.strip().splitlines()[2:]:
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    for cells in table_after(architecture, f"<!-- rooms: {folder} -->", "<!-- end rooms -->"):
         if len(cells) != 4:
-            raise SystemExit(f"docs/ARCHITECTURE.md ({folder}): a row of {len(cells)} cells: {line}")
+            raise SystemExit(f"docs/ARCHITECTURE.md ({folder}): a row of {len(cells)} cells: {' | '.join(cells)}")
         room, files, _, may = cells
         order.append(room)
         allowed[room] = {r.strip() for r in may.split(",") if r.strip()}
@@ -52,7 +69,7 @@ def rooms_of(architecture, folder):
 
 def files_under(root, top):
     for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
-        dirnames[:] = [d for d in dirnames if d not in ("released", "corpus", "corpora", "golden", "data")]
+        dirnames[:] = sorted(d for d in dirnames if d not in ("released", "corpus", "corpora", "golden", "data"))
         for f in sorted(filenames):
             if f.endswith(SOURCES):
                 yield os.path.relpath(os.path.join(dirpath, f), root)
@@ -84,62 +101,101 @@ def find_cycle(graph):
     return None
 
 
+def node(path):
+    """A file's node in its layer's graph: its path below the layer without the extension
+    ("jit/cache" for runtime/jit/cache.hpp and .cpp alike)."""
+    return os.path.splitext(path.split("/", 1)[1])[0]
+
+
 def main():
     root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
     architecture = open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8").read()
     breaches = []
-    headers = {d: {f for f in os.listdir(os.path.join(root, d)) if f.endswith((".hpp", ".h", ".inc"))} for d in LAYERS}
-    rooms = {d: rooms_of(architecture, d) for d in ("runtime", "archive")}
+    # Every header of a layer by its name, for a bare include that should have named its folder.
+    headers = {}
+    for d in LAYERS:
+        for p in files_under(root, d):
+            if p.endswith((".hpp", ".h", ".inc")):
+                headers.setdefault(os.path.basename(p), p)
+    folders = runtime_folders(architecture)
+    room_of, allowed = rooms_of(architecture, "archive")
     graphs = {d: {} for d in LAYERS}
+
+    def runtime_rank(path):
+        """The runtime file's folder's place in the table (-1 for the facade, which may include any)."""
+        sub = path.split("/")[1:-1]
+        return folders.index(sub[0]) if len(sub) == 1 and sub[0] in folders else -1
+
+    for p in files_under(root, "runtime"):
+        sub = p.split("/")[1:-1]
+        if not sub and os.path.basename(p) not in FACADE:
+            breaches.append(f"{p}: only the facade (runtime.hpp, runtime.cpp) sits directly in runtime/; move it into the folder of its concept")
+        elif len(sub) > 1 or (sub and sub[0] not in folders):
+            breaches.append(f"{p}: runtime/{'/'.join(sub)}/ is not a folder of docs/ARCHITECTURE.md's runtime folder table "
+                            f"({', '.join(f + '/' for f in folders)}); put the file in one, or add a row for a new concept")
+    for f in folders:
+        if not os.path.isdir(os.path.join(root, "runtime", f)):
+            breaches.append(f"docs/ARCHITECTURE.md's runtime folder table names {f}/, which runtime/ does not hold")
 
     for top in LAYERS + USERS:
         for path in files_under(root, top):
             folder = os.path.dirname(path)
             text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
-            stem = os.path.splitext(os.path.basename(path))[0]
+            graph = graphs[top] if top == "runtime" or folder in LAYERS else None
             for name in INCLUDE.findall(text):
                 if "/" not in name:
-                    # Bare: the file's own folder (or a file beside it), never another layer's header.
+                    # Bare: the file's own folder (or a file beside it), never another folder's header.
                     if os.path.exists(os.path.join(root, folder, name)):
-                        if folder in rooms or folder in LAYERS:
-                            graphs[folder].setdefault(stem, set()).add(os.path.splitext(name)[0])
+                        if graph is not None:
+                            graph.setdefault(node(path), set()).add(node(os.path.join(folder, name)))
                         continue
-                    owner = [d for d in LAYERS if name in headers[d]]
+                    owner = headers.get(name)
                     if owner:
-                        breaches.append(f"{path}: #include \"{name}\" is {owner[0]}/'s: write \"{owner[0]}/{name}\"")
+                        breaches.append(f"{path}: #include \"{name}\" is {os.path.dirname(owner)}/'s: write \"{owner}\"")
                     continue
-                target_folder, _, target = name.rpartition("/")
-                if target_folder not in LAYERS:
+                layer = name.split("/", 1)[0]
+                if layer not in LAYERS:
+                    if layer in folders and os.path.exists(os.path.join(root, "runtime", name)):
+                        breaches.append(f"{path}: #include \"{name}\": write \"runtime/{name}\"")
                     continue  # sdm/sdm.h, gsl/..., a path relative to the file
-                if target_folder == folder:
-                    breaches.append(f"{path}: #include \"{name}\" is its own folder's: write \"{target}\"")
-                if top in LAYERS and LAYERS.index(target_folder) > LAYERS.index(top):
-                    breaches.append(f"{path}: #include \"{name}\" runs back up, from {top}/ to {target_folder}/ (order: {' -> '.join(LAYERS)})")
-
-    for folder, (room_of, allowed) in rooms.items():
-        stems = {os.path.splitext(os.path.basename(p))[0] for p in files_under(root, folder) if os.path.dirname(p) == folder}
-        for stem in sorted(stems - set(room_of)):
-            breaches.append(f"{folder}/{stem}: in no room of docs/ARCHITECTURE.md's {folder} table; add it to the room it belongs to")
-        for stem in sorted(set(room_of) - stems):
-            breaches.append(f"docs/ARCHITECTURE.md's {folder} table names {stem}, which {folder}/ does not hold")
-        for stem, targets in sorted(graphs[folder].items()):
-            mine = room_of.get(stem)
-            for t in sorted(targets):
-                theirs = room_of.get(t)
-                if mine is None or theirs is None or theirs == mine:
+                if os.path.dirname(name) == folder:
+                    breaches.append(f"{path}: #include \"{name}\" is its own folder's: write \"{os.path.basename(name)}\"")
+                if top in LAYERS and LAYERS.index(layer) > LAYERS.index(top):
+                    breaches.append(f"{path}: #include \"{name}\" runs back up, from {top}/ to {layer}/ (order: {' -> '.join(LAYERS)})")
+                if layer != "runtime":
                     continue
-                if theirs not in allowed[mine]:
-                    breaches.append(f"{folder}/{stem} (room {mine}) includes {t} (room {theirs}), which its row does not allow")
+                if not os.path.exists(os.path.join(root, name)) and os.path.basename(name) in headers:
+                    breaches.append(f"{path}: #include \"{name}\": no such file; write \"{headers[os.path.basename(name)]}\"")
+                    continue
+                if top == "runtime":
+                    graph.setdefault(node(path), set()).add(node(name))
+                    mine, theirs = runtime_rank(path), runtime_rank(name)
+                    if mine >= 0 and theirs >= mine and os.path.dirname(name) != folder:
+                        breaches.append(f"{path}: #include \"{name}\": runtime/{folders[mine]}/ may include only the folders above it "
+                                        f"in docs/ARCHITECTURE.md's runtime folder table ({', '.join(f + '/' for f in folders[:mine]) or 'none'})")
 
-    for folder, graph in graphs.items():
+    stems = {node(p) for p in files_under(root, "archive") if os.path.dirname(p) == "archive"}
+    for stem in sorted(stems - set(room_of)):
+        breaches.append(f"archive/{stem}: in no room of docs/ARCHITECTURE.md's archive table; add it to the room it belongs to")
+    for stem in sorted(set(room_of) - stems):
+        breaches.append(f"docs/ARCHITECTURE.md's archive table names {stem}, which archive/ does not hold")
+    for stem, targets in sorted(graphs["archive"].items()):
+        mine = room_of.get(stem)
+        for t in sorted(targets):
+            theirs = room_of.get(t)
+            if mine is None or theirs is None or theirs == mine:
+                continue
+            if theirs not in allowed[mine]:
+                breaches.append(f"archive/{stem} (room {mine}) includes {t} (room {theirs}), which its row does not allow")
+
+    for layer, graph in graphs.items():
         cycle = find_cycle({n: {m for m in ms if m != n} for n, ms in graph.items()})
         if cycle:
-            breaches.append(f"{folder}/: a circle of includes: {' -> '.join(cycle)}")
+            breaches.append(f"{layer}/: a circle of includes: {' -> '.join(cycle)}")
 
-    hub = sorted(p for p in files_under(root, "runtime") if '"runtime.hpp"' in open(os.path.join(root, p), encoding="utf-8").read()
-                 and os.path.basename(p) != "runtime.cpp")
-    for p in hub:
-        breaches.append(f"{p} includes runtime.hpp: give it the rooms it needs as arguments (docs/ARCHITECTURE.md)")
+    for n, targets in sorted(graphs["runtime"].items()):
+        if "runtime" in targets and n != "runtime":
+            breaches.append(f"runtime/{n} includes runtime.hpp: give it the objects it needs as arguments (docs/ARCHITECTURE.md)")
 
     for b in breaches:
         print(b)

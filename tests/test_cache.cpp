@@ -20,11 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/cache.hpp"
-#include "runtime/jit_backend.hpp"
+#include "runtime/jit/cache.hpp"
+#include "runtime/jit/jit_backend.hpp"
 #include "support.hpp"
 #include "archive/file_map.hpp"
-#include "runtime/platform.hpp"
+#include "runtime/platform/platform.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;

@@ -1,4 +1,4 @@
-// Which CUDA context sdm works in, through the C ABI on the fake driver (runtime/context.hpp):
+// Which CUDA context sdm works in, through the C ABI on the fake driver (runtime/device/context.hpp):
 // 1.0's cuda_context serves only the device it belongs to; device_contexts gives each device the
 // host's own context (checked against it); SDM_RUNTIME_CURRENT_CONTEXT follows the calling
 // thread's context at every fetch, preload and launch. The fake's only contexts are primary ones:

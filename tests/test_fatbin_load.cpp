@@ -1,4 +1,4 @@
-// Loading a module whose image is a fatbin (runtime/image_source.cpp, issue 38), through the C ABI
+// Loading a module whose image is a fatbin (runtime/load/image_source.cpp, issue 38), through the C ABI
 // and the fake driver: sdm chooses inside the fatbin by the rules for bare images; the driver gets
 // only its cubin (the image log shows the inner cubin's bytes, never the container); its PTX goes
 // through sdm's own JIT backends, with their isolation, time limit, SDM_JIT_NO_DRIVER and graph

@@ -1,5 +1,5 @@
 // Fault injection through the fake driver: every driver entry point sdm resolves (the one list,
-// runtime/driver_entry_points.hpp) fails once in turn (fake_fail(entry, CUDA_ERROR_UNKNOWN, 1))
+// runtime/platform/driver_entry_points.hpp) fails once in turn (fake_fail(entry, CUDA_ERROR_UNKNOWN, 1))
 // during a whole workflow that calls each of them (the context queries with the runtime following
 // the thread's context, cuModuleLoadData on a driver without the library entry points): create, mount, fetch a kernel from a cubin and
 // one through the driver's JIT, select plans (one with clusters), launch (one needing the
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/driver_entry_points.hpp"
+#include "runtime/platform/driver_entry_points.hpp"
 #include "fake_runtime.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
@@ -43,7 +43,7 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         fake_reset();  // what an earlier round's failed teardown left behind goes
         const std::string_view name(entry);
         const bool follows_current = name == "cuCtxGetCurrent" || name == "cuCtxGetDevice" || name == "cuCtxGetId";
-        // The library entry points are the library path's (runtime/library.hpp, LoadPath).
+        // The library entry points are the library path's (runtime/load/library.hpp, LoadPath).
         if (name.starts_with("cuLibrary") || name == "cuKernelGetFunction") setenv("SDM_LOAD_PATH", "library", 1);
         else unsetenv("SDM_LOAD_PATH");
         if (name == "cuModuleLoadData") fake_configure({.devices = {kH200}, .missing = {"cuLibraryLoadData"}});

@@ -1,4 +1,4 @@
-// Launches captured into CUDA graphs (runtime/launch_graphs.hpp) on the fake driver, which records
+// Launches captured into CUDA graphs (runtime/kernel/launch_graphs.hpp) on the fake driver, which records
 // a capturing stream's launches into its graph, holds user objects in graphs and executable
 // graphs, runs their destructors when the last reference goes, and fails cuGraphLaunch for a
 // kernel whose module was unloaded: a module a graph captured is not unloaded by a reload's

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "runtime/cache.hpp"
+#include "runtime/jit/cache.hpp"
 #include "common/crypto.hpp"
 #include "common/digest.hpp"
 #include "archive/image.hpp"

@@ -1,4 +1,4 @@
-// The image policy after every load (runtime/image_policy.*), the driver's CUDA_FORCE_PTX_JIT /
+// The image policy after every load (runtime/select/image_policy.*), the driver's CUDA_FORCE_PTX_JIT /
 // CUDA_DISABLE_PTX_JIT switches, and the RTX "untested" warning and flag, through the C ABI and
 // the fake driver (which reports CU_FUNC_ATTRIBUTE_PTX_VERSION from the cubin's .note.nv.cuinfo, as
 // the real driver does). tests/gpu/test_gpu_load.cpp refuses the same cubin on the H200.

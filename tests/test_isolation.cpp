@@ -1,4 +1,4 @@
-// Where links run (runtime/jit_isolation.hpp), through the C ABI and the fake driver: a compiler
+// Where links run (runtime/jit/jit_isolation.hpp), through the C ABI and the fake driver: a compiler
 // that crashes, aborts, hangs or eats memory in the JIT helper is SDM_ERROR_JIT naming the signal
 // or the limit, and the host goes on serving; a link in the process is bounded by its watchdog;
 // the policy decides which links are isolated; the real nvJitLink on inputs that crash it (a

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "archive/image.hpp"
-#include "runtime/jit_nvjitlink.hpp"
+#include "runtime/jit/jit_nvjitlink.hpp"
 #include "support.hpp"
 
 using namespace sdm;

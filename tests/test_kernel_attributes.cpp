@@ -1,5 +1,5 @@
 // Kernel attributes and settings through the C ABI and the fake driver (ABI 1.4,
-// runtime/kernel_attributes.cpp): every attribute as the fake reports it, a struct too small
+// runtime/kernel/kernel_attributes.cpp): every attribute as the fake reports it, a struct too small
 // refused, the dynamic shared memory limit and the carveout set, refused past their limits, and
 // given again to the kernel fetched after a reload; occupancy as the driver answers it; and none of
 // it hands the CUfunction out (a reload's retirement still waits only for sdm's streams).

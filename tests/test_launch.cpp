@@ -1,4 +1,4 @@
-// Plans and launches through the C ABI and the fake driver (runtime/launch.*): sdm_plan_select with
+// Plans and launches through the C ABI and the fake driver (runtime/kernel/launch.*): sdm_plan_select with
 // its memo (one occupancy query per problem), clusters, forced rows; sdm_launch with the argument
 // count, the shared-memory attribute set once per size, cuLaunchKernelEx's cluster and PDL
 // attributes, and the driver's refusals. tests/gpu/test_gpu_launch.cpp launches for real.

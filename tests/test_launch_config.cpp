@@ -19,7 +19,7 @@
 
 #include "archive/cxx_names.hpp"
 #include "fake_runtime.hpp"
-#include "runtime/kernel_names.hpp"
+#include "runtime/kernel/kernel_names.hpp"
 #include "sdm/sdm.h"
 #include "support.hpp"
 

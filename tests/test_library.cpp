@@ -1,4 +1,4 @@
-// Images as context-independent libraries (runtime/library.hpp), on the fake driver, on the library
+// Images as context-independent libraries (runtime/load/library.hpp), on the fake driver, on the library
 // path (meson runs this test with SDM_LOAD_PATH=library; the default choice is tested last): one
 // cuLibraryLoadData per image however many devices select it, a function per context, the bytes
 // handed over preserved (the fake reads them again at each context's load: under ASan a freed

@@ -11,8 +11,8 @@
 #include "sdm/sdm.h"
 #include "fake_runtime.hpp"
 #include "archive/manifest.hpp"
-#include "runtime/readahead.hpp"
-#include "runtime/reference_memo.hpp"
+#include "runtime/archives/readahead.hpp"
+#include "runtime/archives/reference_memo.hpp"
 #include "archive/writer.hpp"
 #include "support.hpp"
 

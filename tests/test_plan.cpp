@@ -1,4 +1,4 @@
-// Launch plans without a GPU (runtime/plan.*): the test manifest's plan table over every row of the
+// Launch plans without a GPU (runtime/select/plan.*): the test manifest's plan table over every row of the
 // hardware matrix, the rule order, the class checks (threads, shared memory, clusters, PDL) and
 // the messages for no rule and for a rule that fails to evaluate.
 #include <catch2/catch.hpp>
@@ -6,7 +6,7 @@
 #include <map>
 
 #include "archive/manifest.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/select/plan.hpp"
 #include "support.hpp"
 
 using namespace sdm;

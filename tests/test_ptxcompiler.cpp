@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include "archive/image.hpp"
-#include "runtime/jit_ptxcompiler.hpp"
+#include "runtime/jit/jit_ptxcompiler.hpp"
 #include "support.hpp"
 
 using namespace sdm;

@@ -1,8 +1,8 @@
 // Image selection over the hardware matrix, the a/f variants and the modern-class exclusion.
 #include <catch2/catch.hpp>
 
-#include "runtime/image_fit.hpp"
-#include "runtime/image_selection.hpp"
+#include "runtime/select/image_fit.hpp"
+#include "runtime/select/image_selection.hpp"
 
 using namespace sdm;
 using namespace sdm::runtime;

@@ -24,7 +24,7 @@
 #endif
 
 #include "archive/archive.hpp"
-#include "runtime/cache.hpp"
+#include "runtime/jit/cache.hpp"
 #include "tools/commands.hpp"
 #include "common/crypto.hpp"
 #include "fake_runtime.hpp"
@@ -619,7 +619,7 @@ TEST_CASE("key files: written by the tool's format, read back; hostile ones refu
     CHECK(!archive::read_public_key(dir.path + "/big.pub"));
 }
 
-// ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/version_floor.hpp) ----
+// ---- no rollback (docs/SIGNING.md, "Rollback"; runtime/archives/version_floor.hpp) ----
 
 [[maybe_unused]] ByteVector versioned(uint64_t version, const std::vector<std::string>& kernels = {"scale"}, std::optional<std::string> line = {}) {
     archive::WriterOptions o;

@@ -4,7 +4,7 @@
 
 #include "archive/manifest.hpp"
 #include "archive/writer.hpp"
-#include "runtime/image_fit.hpp"
+#include "runtime/select/image_fit.hpp"
 #include "write_archive.hpp"
 
 namespace sdm::tools {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "runtime/cache.hpp"
+#include "runtime/jit/cache.hpp"
 #include "commands.hpp"
 #include "wording.hpp"
 

@@ -1,6 +1,6 @@
 // What an archive must pass before `sdm pull` installs it (docs/REGISTRY.md, "Pull"): every
 // checksum and parse, as `sdm verify` checks them, and a signature under the host's policy, the
-// runtime's own (runtime/provenance.hpp: $SDM_REQUIRE_SIGNED and $SDM_TRUSTED_KEYS, or --trust
+// runtime's own (runtime/archives/provenance.hpp: $SDM_REQUIRE_SIGNED and $SDM_TRUSTED_KEYS, or --trust
 // keys, which require a signature by one of them). It runs on the bytes staged beside the target,
 // after their size and digest held and before the rename: a refusal leaves the old file serving.
 #pragma once
@@ -11,8 +11,8 @@
 
 #include "archive/archive.hpp"
 #include "common/result.hpp"
-#include "runtime/log.hpp"
-#include "runtime/provenance.hpp"
+#include "runtime/platform/log.hpp"
+#include "runtime/archives/provenance.hpp"
 
 namespace sdm::tools {
 

@@ -17,8 +17,8 @@
 #include "commands.hpp"
 #include "wording.hpp"
 #include "archive/file_map.hpp"
-#include "runtime/jit_isolation.hpp"
-#include "runtime/jit_nvjitlink.hpp"
+#include "runtime/jit/jit_isolation.hpp"
+#include "runtime/jit/jit_nvjitlink.hpp"
 #include "archive/key_files.hpp"
 #include "archive/signature_block.hpp"
 #include "archive/signature_check.hpp"
@@ -26,7 +26,7 @@
 #include "archive/archive.hpp"
 #include "archive/identity.hpp"
 #include "archive/image.hpp"
-#include "runtime/image_selection.hpp"
+#include "runtime/select/image_selection.hpp"
 #include "archive/writer.hpp"
 
 namespace sdm::tools {

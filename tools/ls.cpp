@@ -13,7 +13,7 @@
 #include "archive/archive.hpp"
 #include "archive/identity.hpp"
 #include "kernel_filter.hpp"
-#include "runtime/kernel_names.hpp"
+#include "runtime/kernel/kernel_names.hpp"
 #include "runtime/runtime.hpp"
 #include "table.hpp"
 #include "wording.hpp"

@@ -14,7 +14,7 @@
 #include "commands.hpp"
 #include "common/edit_distance.hpp"
 #include "completion.hpp"
-#include "runtime/jit_isolation.hpp"
+#include "runtime/jit/jit_isolation.hpp"
 #include "sdm_version.h"
 #include "table.hpp"
 
@@ -404,7 +404,7 @@ int run_command(CLI::App& app, Commands& c, const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Not a command: the JIT helper's side of an isolated link (runtime/jit_isolation.hpp), which
+    // Not a command: the JIT helper's side of an isolated link (runtime/jit/jit_isolation.hpp), which
     // sdm jit and sdm info start as this program again. It reads its request from descriptor 3.
     if (argc == 2 && std::string_view(argv[1]) == "--jit-helper") return sdm::runtime::jit_helper_main();
     CLI::App app{"sdm: pack, import, inspect and verify sdm kernel archives; show what the runtime sees"};

@@ -8,7 +8,7 @@
 #include <charconv>
 
 #include "commands.hpp"
-#include "runtime/plan.hpp"
+#include "runtime/select/plan.hpp"
 #include "archive/archive.hpp"
 
 namespace sdm::tools {

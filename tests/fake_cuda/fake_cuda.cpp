@@ -35,7 +35,7 @@
 #include <variant>
 #include <vector>
 
-#include "runtime/driver_entry_points.hpp"
+#include "runtime/platform/driver_entry_points.hpp"
 #include "common/digest.hpp"
 #include "common/hash.hpp"
 #include "archive/image.hpp"
@@ -117,7 +117,7 @@ namespace {
 
 // ---- entry points -----------------------------------------------------------------------------
 
-// Every entry point sdm calls (runtime/driver_entry_points.hpp: the one list), then what hosts
+// Every entry point sdm calls (runtime/platform/driver_entry_points.hpp: the one list), then what hosts
 // and tests call beside sdm (the bootstrap, contexts of their own, memory, plain launches).
 #define SDM_FAKE_EXTRA_ENTRIES(X)                                                                      \
     X(cuGetProcAddress) X(cuDeviceTotalMem) X(cuCtxSetCurrent)                                         \

@@ -1,7 +1,7 @@
 // A fake nvJitLink for tests: a JIT compiler that crashes, aborts, spins, sleeps, eats memory or
 // fails on demand, so tests can show that a misbehaving compiler cannot take the host down.
 //
-// It exports exactly the entry points sdm resolves by plain name (runtime/jit_nvjitlink.cpp),
+// It exports exactly the entry points sdm resolves by plain name (runtime/jit/jit_nvjitlink.cpp),
 // with the parameter types of CUDA 13's nvJitLink.h. The header is not included: it maps the
 // names onto versioned symbols (__nvJitLinkCreate_13_0, ...) and would make the fake need a CUDA
 // toolkit; the enum values below are copied from it (CUDA 13.0).

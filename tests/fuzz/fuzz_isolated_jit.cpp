@@ -12,9 +12,9 @@
 
 #include "archive/fatbin.hpp"
 #include "archive/image.hpp"
-#include "runtime/jit_isolation.hpp"
-#include "runtime/jit_nvjitlink.hpp"
-#include "runtime/platform.hpp"
+#include "runtime/jit/jit_isolation.hpp"
+#include "runtime/jit/jit_nvjitlink.hpp"
+#include "runtime/platform/platform.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "common/hardware_matrix.hpp"
-#include "runtime/plan.hpp"
-#include "runtime/plugins.hpp"
+#include "runtime/select/plan.hpp"
+#include "runtime/select/plugins.hpp"
 
 namespace {
 

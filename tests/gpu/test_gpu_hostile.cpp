@@ -22,7 +22,7 @@
 
 #include <cuda.h>
 
-#include "runtime/cache.hpp"
+#include "runtime/jit/cache.hpp"
 #include "forge/forge.hpp"
 #include "gpu_driver.hpp"
 #include "common/hash.hpp"

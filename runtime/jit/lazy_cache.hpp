@@ -1,0 +1,31 @@
+// The kernel cache (cache.hpp) as the loading rooms are given it: opened on first need, and null
+// when it cannot be used (the reason is logged once as a warning, and images are then built every
+// time). CUDA_CACHE_DISABLE=1 turns it off (docs/CACHE.md).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "cache.hpp"
+#include "runtime/platform/log.hpp"
+
+namespace sdm::runtime {
+
+class LazyCache {
+public:
+    // `authenticate`: entries carry a MAC under a key of the cache's own (signatures required).
+    LazyCache(const Logger& log, CacheOptions options, bool authenticate) : log_(log), options_(std::move(options)), authenticate_(authenticate) {}
+    LazyCache(const LazyCache&) = delete;
+    LazyCache& operator=(const LazyCache&) = delete;
+
+    Cache* get();
+
+private:
+    const Logger& log_;
+    const CacheOptions options_;
+    const bool authenticate_;
+    std::once_flag once_;
+    std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace sdm::runtime

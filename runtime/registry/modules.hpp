@@ -1,0 +1,156 @@
+// The module registry: a kernel's module is loaded on first use, once per (device, archive, module)
+// -- per (context, archive, module) when fetches follow the calling thread's context -- however
+// many threads ask at once (double-checked: a map lookup, then a per-module lock re-checked
+// under it); each fetch takes a reference on its module, and a module of a replaced archive is
+// unloaded when its last reference goes. A load enters the device (device_scope.hpp), asks the
+// layering rule which archive and image serve the kernel (layering.hpp), gets the image's bytes
+// (image_source.hpp), has the driver load them as a library shared by every context selecting the
+// same image (library.hpp), or as a module of the context, and checks it (module_check.hpp).
+// Destroying the registry unloads the modules in reverse load order, logging any failure.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "runtime/archives/archive_set.hpp"
+#include "runtime/load/image_source.hpp"
+#include "runtime/kernel/kernel_handle.hpp"
+#include "runtime/load/library.hpp"
+#include "runtime/device/load_context.hpp"
+#include "module_check.hpp"
+#include "runtime/archives/reload_contract.hpp"
+#include "archive/manifest.hpp"
+#include "common/result.hpp"
+
+namespace sdm::runtime {
+
+// What the registry is given: every room a load goes through. They outlive it.
+struct RegistryRooms {
+    const Logger& log;
+    const ArchiveSet& archives;
+    LoadContext& load;
+    JitToolchain& jit;      // the kernel-name index demangles through its helper
+    ImageRooms images;      // an image's bytes (image_source.hpp)
+    CheckRooms checks;      // a loaded module's checks and its kernels' handles (module_check.hpp)
+};
+
+class Modules {
+public:
+    explicit Modules(RegistryRooms rooms) : rooms_(rooms) {}
+    ~Modules();
+    Modules(const Modules&) = delete;
+    Modules& operator=(const Modules&) = delete;
+
+    // The kernel `name` on device `ordinal` (in `context`, when fetches follow the calling thread's
+    // context: null asks the thread); `stream` is checked for graph capture before any JIT.
+    // With `expected`, its signature must match (check_signature) before anything is loaded. Each
+    // success takes a reference on the kernel's module, which release() drops; a failure takes none.
+    Result<const KernelHandle*> kernel(int32_t ordinal, const std::string& name, CUstream stream,
+                                       std::optional<std::string_view> expected = std::nullopt, CUcontext context = nullptr);
+    // What sdm_preload does for one module: kernel(), then every other kernel the manifest lists
+    // for its module resolved too (eager), and the reference released.
+    Result<void> load_all(int32_t ordinal, const std::string& name, CUcontext context);
+    // Drops a reference kernel() took. A module of a replaced (reloaded) archive is unloaded when
+    // its last reference goes; a current one stays loaded until the runtime is destroyed.
+    Result<void> release(const KernelHandle& kernel);
+    // `old` was replaced by a reload: its modules serve no new fetch, and each is unloaded once
+    // no reference to it is left (now, for those without any).
+    void retire(const MountedArchive* old);
+    // Every kernel resolved in a loaded module of `archive` (what hosts hold handles of): the
+    // contract a reload of it keeps (reload_contract.hpp).
+    std::vector<FetchedKernel> fetched(const MountedArchive* archive);
+
+private:
+    using Slot = ModuleSlot;
+    // The context is null but when fetches follow the calling thread's (it is then the ordinal's),
+    // with the driver's unique id of it (cuCtxGetId): a context destroyed and another created at the
+    // same address is another context, whose modules are not the old one's.
+    using Key = std::tuple<int32_t, const MountedArchive*, std::string, CUcontext, uint64_t>;
+
+    std::shared_ptr<Slot> slot(const Key& key);
+    void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
+    // Loads the image and checks it, with `name` resolved (a module's image policy is read through
+    // its first kernel). With the slot's mutex held.
+    Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
+    // Kernel `name` (its manifest record `listed`) of the loaded `slot`, resolved on its first
+    // call. With the slot's mutex held.
+    Result<KernelHandle*> resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
+                                  const archive::ManifestIndex::Kernel& listed);
+    // The newest mounted archive listing `name` and its record; with the registered (loaded,
+    // current) slot of its module for this key, when there is one: the layering rule would choose
+    // that archive again (it chose an image of it for the module), so nothing is chosen again.
+    struct Listed {
+        std::shared_ptr<const MountedArchive> archive;
+        const archive::ManifestIndex::Kernel* record{nullptr};
+        std::shared_ptr<Slot> slot;
+    };
+    // `name` listed or module-qualified; ErrorCode::ambiguous for a name the newest listing archive
+    // has in several modules (layering.hpp, listed_kernel).
+    Result<Listed> listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id);
+
+
+    const RegistryRooms rooms_;
+    std::mutex mutex_;
+    std::map<Key, std::shared_ptr<Slot>> slots_;
+    std::vector<std::shared_ptr<Slot>> load_order_;
+    std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
+    // What served a kernel: the slot, for the context of that id, while the mounts are those of
+    // `generation` (another id at the context's address is another context: a miss).
+    struct Served {
+        uint64_t generation{0};
+        uint64_t context_id{0};
+        std::shared_ptr<Slot> slot;
+        const KernelHandle* handle{nullptr};  // the slot's, for this kernel: read without the slot's lock
+    };
+    // (ordinal, context as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
+    // those of `generation`.
+    // Found by a string_view of the name, without a copy: the comparison views both sides (the
+    // heterogeneous tuple comparison of std::less<> does not compile with every standard library).
+    struct ServedOrder {
+        using is_transparent = void;
+        template <class A, class B>
+        bool operator()(const A& a, const B& b) const {
+            return std::tuple(std::get<0>(a), std::get<1>(a), std::string_view(std::get<2>(a))) <
+                   std::tuple(std::get<0>(b), std::get<1>(b), std::string_view(std::get<2>(b)));
+        }
+    };
+    std::map<std::tuple<int32_t, CUcontext, std::string>, Served, ServedOrder> served_;
+    Libraries libraries_;
+    // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
+    // is reported as dead rather than read from freed memory; older ones are freed.
+    static constexpr size_t kUnloadedKept = 64;
+    std::deque<std::shared_ptr<Slot>> unloaded_;
+    // Retired modules whose queued work may still run, or that a CUDA graph captured: unloaded
+    // once every event has completed and every such graph is destroyed (checked at each retire and
+    // release; nothing waits for a graph). At most kDrainingMax wait for their events at once
+    // (past that, the oldest is waited for; the host's own graphs bound the others), and at the
+    // runtime's end the events are waited for; what graphs still hold then stays loaded
+    // (keep_for_graphs).
+    struct Draining {
+        CUmodule module{nullptr};
+        std::shared_ptr<LoadedLibrary> library;  // dropped once the work finished
+        CUcontext context{nullptr};
+        std::string name;
+        std::vector<CUevent> events;
+        std::shared_ptr<const GraphCount> graphs;  // how many graphs that captured its launches exist
+        bool announced{false};                     // the log said it waits for graphs
+    };
+    static constexpr size_t kDrainingMax = 16;
+    std::deque<Draining> draining_;
+    Draining fence(const Slot& slot);     // records an event on every stream its kernels were launched on
+    void drain_locked(bool wait);         // with mutex_ held: unloads what finished (wait: every event)
+    bool finished(Draining& d, bool wait);
+    bool held_by_graphs(Draining& d);     // logs, once, that it waits for graphs
+    void keep_for_graphs(Draining& d);    // at the runtime's end: left loaded for the graphs
+};
+
+}  // namespace sdm::runtime
