@@ -22,9 +22,9 @@
 namespace sdm::runtime {
 namespace {
 
-// The request and the reply: little-endian fields, strings and byte runs length-prefixed. Both
-// ends are this sdm (the helper is found beside the library that starts it), so a version that
-// differs is refused rather than read.
+// The request and the reply: fields in the host's byte order (both ends are one machine's
+// processes), strings and byte runs length-prefixed. Both ends are this sdm (the helper is found
+// beside the library that starts it), so a version that differs is refused rather than read.
 constexpr uint32_t kRequestMagic = 0x4a4d4453u;  // "SDMJ"
 constexpr uint32_t kReplyMagic = 0x524d4453u;    // "SDMR"
 constexpr uint32_t kProtocol = 1;

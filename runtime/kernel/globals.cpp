@@ -3,13 +3,15 @@
 #include "runtime/device/device_scope.hpp"
 #include "kernel_handle.hpp"
 #include "runtime/device/load_context.hpp"
+#include "archive/format.hpp"
 #include "common/text.hpp"
 
 namespace sdm::runtime {
 
 namespace {
 
-constexpr size_t kMaxGlobalName = 16 * 1024;  // a symbol as long as the longest kernel name
+// A symbol as long as the longest name an archive may list (format 1.1's 65,535 bytes).
+constexpr size_t kMaxGlobalName = archive::limits::max_long_name_length;
 
 std::string shown(std::string_view name) {
     return name.size() <= 256 ? printable(name) : printable(name.substr(0, 256)) + "... (" + std::to_string(name.size()) + " bytes)";
