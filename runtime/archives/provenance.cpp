@@ -5,8 +5,6 @@
 namespace sdm::runtime {
 namespace {
 
-constexpr size_t kMaxTrustedKeys = 256;
-
 std::optional<SignaturePolicy> policy_from_environment(const Logger& log) {
     const auto value = platform::env("SDM_REQUIRE_SIGNED");
     if (!value || value->empty() || *value == "0") return std::nullopt;

@@ -146,13 +146,13 @@ std::optional<uint64_t> parse_memory(std::string text) {
     }
     if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 15) return std::nullopt;
     const uint64_t value = std::stoull(text) * unit;
-    return value >= (uint64_t{64} << 20) ? std::optional<uint64_t>(value) : std::nullopt;  // below 64 MiB no compiler even loads
+    return value >= kLeastJitMemoryBytes ? std::optional<uint64_t>(value) : std::nullopt;
 }
 
 std::optional<double> parse_seconds(const std::string& text) {
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 86400) return std::nullopt;
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > kMostJitSeconds) return std::nullopt;
     return v;
 }
 

@@ -37,9 +37,16 @@ namespace sdm::runtime {
 enum class JitIsolation : uint8_t { automatic, always, never };
 const char* isolation_name(JitIsolation isolation) noexcept;  // "auto", "always", "never"
 
+// The JIT limits, which the environment's grammar (runtime/platform/settings.cpp) and the C ABI's
+// checks (capi/capi.cpp) both use.
+inline constexpr double kDefaultJitSeconds = 120;
+inline constexpr double kMostJitSeconds = 86400;                       // a day: past it a link is stuck
+inline constexpr uint64_t kDefaultJitMemoryBytes = uint64_t{8} << 30;
+inline constexpr uint64_t kLeastJitMemoryBytes = uint64_t{64} << 20;  // below it no compiler even loads
+
 struct JitLimits {
-    double seconds{120};                     // a link's wall-clock time (the helper's whole life, isolated)
-    uint64_t memory_bytes{uint64_t{8} << 30};  // the helper's address space; not enforceable in this process
+    double seconds{kDefaultJitSeconds};                 // a link's wall-clock time (the helper's whole life, isolated)
+    uint64_t memory_bytes{kDefaultJitMemoryBytes};  // the helper's address space; not enforceable in this process
 };
 
 struct JitIsolationOptions {
