@@ -30,6 +30,7 @@
 #include "archive/format.hpp"
 #include "jit_nvjitlink.hpp"
 #include "runtime/platform/log.hpp"
+#include "runtime/platform/settings.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
@@ -37,13 +38,7 @@ namespace sdm::runtime {
 enum class JitIsolation : uint8_t { automatic, always, never };
 const char* isolation_name(JitIsolation isolation) noexcept;  // "auto", "always", "never"
 
-// The JIT limits, which the environment's grammar (runtime/platform/settings.cpp) and the C ABI's
-// checks (capi/capi.cpp) both use.
-inline constexpr double kDefaultJitSeconds = 120;
-inline constexpr double kMostJitSeconds = 86400;                       // a day: past it a link is stuck
-inline constexpr uint64_t kDefaultJitMemoryBytes = uint64_t{8} << 30;
-inline constexpr uint64_t kLeastJitMemoryBytes = uint64_t{64} << 20;  // below it no compiler even loads
-
+// (The limits kDefaultJitSeconds and the rest are runtime/platform/settings.hpp's, beside their variables.)
 struct JitLimits {
     double seconds{kDefaultJitSeconds};                 // a link's wall-clock time (the helper's whole life, isolated)
     uint64_t memory_bytes{kDefaultJitMemoryBytes};  // the helper's address space; not enforceable in this process

@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <nvJitLink.h>
 
+#include "runtime/platform/settings.hpp"
+
 namespace sdm::runtime {
 namespace {
 
@@ -47,7 +49,7 @@ constexpr const char* kNvJitLinkNames[] = {"libnvJitLink.so.13", "libnvJitLink.s
 
 std::vector<std::string> toolkit_library_dirs() {
     std::vector<std::string> dirs;
-    if (const auto home = platform::env("CUDA_HOME")) dirs.push_back(*home + "/lib64");
+    if (const auto home = settings::value_or(settings::path(settings::Id::cuda_home), ""); !home.empty()) dirs.push_back(home + "/lib64");
     dirs.emplace_back("/usr/local/cuda/lib64");
     return dirs;
 }
@@ -56,7 +58,7 @@ std::vector<std::string> toolkit_library_dirs() {
 
 std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path) {
     std::string explicit_path = path;
-    if (explicit_path.empty()) explicit_path = platform::env("SDM_NVJITLINK").value_or("");
+    if (explicit_path.empty()) explicit_path = settings::value_or(settings::path(settings::Id::nvjitlink), "");
     if (!explicit_path.empty()) return explicit_path.find('/') != std::string::npos ? identify(explicit_path) : std::nullopt;
     std::vector<std::string> dirs;
     if (const auto ld = platform::env("LD_LIBRARY_PATH"))
@@ -78,8 +80,8 @@ Result<NvJitLink> NvJitLink::load(const std::string& path) {
     std::vector<std::string> candidates;
     if (!path.empty()) {
         candidates.push_back(path);
-    } else if (const auto env = platform::env("SDM_NVJITLINK")) {
-        candidates.push_back(*env);
+    } else if (auto named = settings::value_or(settings::path(settings::Id::nvjitlink), ""); !named.empty()) {
+        candidates.push_back(std::move(named));
     } else {
         candidates.assign(std::begin(kNvJitLinkNames), std::end(kNvJitLinkNames));
         for (const auto& dir : toolkit_library_dirs())
