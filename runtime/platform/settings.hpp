@@ -4,7 +4,7 @@
 //   flag     unset, empty or "0": off; any other value: on
 //   size     decimal bytes, or with a K, M or G suffix (binary, either case), within [least, most]
 //   count    a decimal whole number within [least, most]
-//   seconds  a decimal number (a fraction allowed; no sign, no exponent's overflow, no inf or nan)
+//   seconds  a decimal number (a fraction or an exponent allowed; no sign, no hex, no inf or nan)
 //            within [least, most], least itself excluded where least_excluded
 //   path     as given; an absolute_path must start with '/'
 //   paths    ':'-separated, empty entries dropped
