@@ -20,6 +20,8 @@ constexpr uint16_t kRequiredFlag = 1;
 constexpr size_t kMaxString = 1024;  // a text item; names: the name limit of the manifest's minor
 constexpr size_t kMaxKernels = 65536;
 constexpr size_t kMaxRules = 256;
+constexpr size_t kMaxParameters = 64;      // a kernel signature's parameters
+constexpr size_t kMaxContentVersion = 64;  // the content version's characters
 
 namespace tag {
 // Top level
@@ -208,7 +210,7 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
                    {{tag::name, false}, {tag::module, false}, {tag::signature, false}, {tag::problem, true}, {tag::plan, true}},
                    [&](const Item& item) -> Result<void> {
                        if (item.tag == tag::plan) {
-                           if (k.plans.size() >= kMaxRules) return bad(where + ": more than 256 plan rules");
+                           if (k.plans.size() >= kMaxRules) return bad(where + ": more than " + std::to_string(kMaxRules) + " plan rules");
                            SDM_TRY_GET(rule, decode_rule(item.payload, Where(where, "plan rule", k.plans.size())));
                            k.plans.push_back(std::move(*rule));
                            return {};
@@ -218,7 +220,7 @@ Result<KernelSpec> decode_kernel(Bytes payload, size_t index, size_t max_name) {
                        if (item.tag == tag::name) { k.name = std::move(*s); have_name = true; }
                        else if (item.tag == tag::module) { k.module = std::move(*s); have_module = true; }
                        else if (item.tag == tag::problem) {
-                           if (k.problem.size() >= kMaxProblemParameters) return bad(where + ": more than 8 problem parameters");
+                           if (k.problem.size() >= kMaxProblemParameters) return bad(where + ": more than " + std::to_string(kMaxProblemParameters) + " problem parameters");
                            k.problem.push_back(std::move(*s));
                        } else {
                            auto sig = parse_signature(*s);
@@ -251,7 +253,7 @@ bool param_type_is_11(const ParamType& type) noexcept {
 Result<Signature> parse_signature(std::string_view text) {
     Signature out;
     if (text.empty()) return out;  // a kernel without parameters
-    const auto refuse = [&](const std::string& why) { return invalid("signature '" + printable(text.substr(0, 256)) + "': " + why); };
+    const auto refuse = [&](const std::string& why) { return invalid("signature '" + shown_name(text) + "': " + why); };
     size_t at = 0;
     while (at <= text.size()) {
         size_t end = text.find(',', at);
@@ -276,9 +278,9 @@ Result<Signature> parse_signature(std::string_view text) {
             };
             if (colon == std::string_view::npos || !number(rest.substr(0, colon), size) || !number(rest.substr(colon + 1), align))
                 return refuse("'" + printable(token.substr(0, 64)) + "' is not opaque:SIZE:ALIGN (a struct by value, e.g. opaque:40:8)");
-            if (size < 1 || size > kMaxOpaqueSize) return refuse("'" + std::string(token) + "': the size must be 1 to 4096 bytes");
+            if (size < 1 || size > kMaxOpaqueSize) return refuse("'" + std::string(token) + "': the size must be 1 to " + std::to_string(kMaxOpaqueSize) + " bytes");
             if (align < 1 || align > kMaxOpaqueAlign || (align & (align - 1)) != 0)
-                return refuse("'" + std::string(token) + "': the alignment must be a power of two from 1 to 256");
+                return refuse("'" + std::string(token) + "': the alignment must be a power of two from 1 to " + std::to_string(kMaxOpaqueAlign));
             out.push_back({ParamKind::opaque, size, align});
         } else {
             // (A library's kernels have tens of parameters each: a memcmp call per candidate name
@@ -289,7 +291,7 @@ Result<Signature> parse_signature(std::string_view text) {
                               "' (ptr, i32, u32, i64, u64, f32, f64, f16, bf16, b8, b16, b32, b64, opaque:SIZE:ALIGN)");
             out.push_back(t->second);
         }
-        if (out.size() > 64) return refuse("more than 64 parameters");
+        if (out.size() > kMaxParameters) return refuse("more than " + std::to_string(kMaxParameters) + " parameters");
         at = end + 1;
     }
     return out;
@@ -377,9 +379,9 @@ std::string expression_key(std::string_view expression) {
 
 std::string expression_problem(std::string_view text) {
     if (text.empty() || text.size() > kMaxNameExpressionBytes)
-        return "a name expression must be 1 to 4096 bytes (this one: " + std::to_string(text.size()) + ")";
+        return "a name expression must be 1 to " + std::to_string(kMaxNameExpressionBytes) + " bytes (this one: " + std::to_string(text.size()) + ")";
     if (!std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; }))
-        return "name expression '" + printable(std::string(text.substr(0, 256))) + "' holds a byte that is not printable ASCII";
+        return "name expression '" + shown_name(text) + "' holds a byte that is not printable ASCII";
     return {};
 }
 
@@ -416,8 +418,8 @@ namespace {
 
 // validate_kernel but for the names (which ManifestIndex::build checked for every record).
 Result<void> validate_kernel_fields(const KernelSpec& k) {
-    if (k.signature.size() > 64) return invalid("kernel " + k.name + ": more than 64 parameters");
-    if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than 8 problem parameters");
+    if (k.signature.size() > kMaxParameters) return invalid("kernel " + k.name + ": more than " + std::to_string(kMaxParameters) + " parameters");
+    if (k.problem.size() > kMaxProblemParameters) return invalid("kernel " + k.name + ": more than " + std::to_string(kMaxProblemParameters) + " problem parameters");
     std::set<std::string> params;
     for (const auto& p : k.problem) {
         const bool reserved = std::find(std::begin(kDeviceVariables), std::end(kDeviceVariables), p) != std::end(kDeviceVariables) ||
@@ -426,7 +428,7 @@ Result<void> validate_kernel_fields(const KernelSpec& k) {
             return invalid("kernel " + k.name + ": problem parameter '" + p + "' must be a unique identifier other than " +
                            "sms, l2_bytes, smem_cap, cc, block, blocks_per_sm, smem");
     }
-    if (k.plans.size() > kMaxRules) return invalid("kernel " + k.name + ": more than 256 plan rules");
+    if (k.plans.size() > kMaxRules) return invalid("kernel " + k.name + ": more than " + std::to_string(kMaxRules) + " plan rules");
     if (k.plans.empty()) return {};  // (an imported kernel's case: nothing below to check)
     const std::vector<std::string> vars = plan_variables(k);
     const size_t base = k.problem.size() + std::size(kDeviceVariables);
@@ -486,21 +488,21 @@ Result<void> validate_kernel(const KernelSpec& k, size_t max_name) {
 bool needs_manifest_11(const Manifest& m) { return std::any_of(m.kernels.begin(), m.kernels.end(), kernel_needs_11); }
 
 Result<void> validate_manifest(const Manifest& m) {
-    if (m.content_version.size() > 64) return invalid("content version longer than 64 characters");
+    if (m.content_version.size() > kMaxContentVersion) return invalid("content version longer than " + std::to_string(kMaxContentVersion) + " characters");
     if (!is_printable(m.content_version))
         return invalid("content version '" + printable(m.content_version) + "' holds a byte that is not printable ASCII");
-    if (m.kernels.size() > kMaxKernels) return invalid("more than 65536 kernels");
+    if (m.kernels.size() > kMaxKernels) return invalid("more than " + std::to_string(kMaxKernels) + " kernels");
     std::set<std::pair<std::string_view, std::string_view>> names;
     for (const KernelSpec& k : m.kernels) {
         SDM_TRY(validate_kernel(k, limits::max_long_name_length));
         if (!names.insert({k.name, k.module}).second) return invalid("kernel " + k.name + " is listed twice in module " + k.module);
     }
-    if (m.expressions.size() > kMaxNameExpressions) return invalid("more than 65536 name expressions");
+    if (m.expressions.size() > kMaxNameExpressions) return invalid("more than " + std::to_string(kMaxNameExpressions) + " name expressions");
     std::set<std::pair<std::string, std::string_view>> expressions;
     for (const NameExpression& x : m.expressions) {
         if (const std::string problem = expression_problem(x.expression); !problem.empty()) return invalid(problem);
         if (!names.contains({x.symbol, x.module}))
-            return invalid("name expression '" + x.expression + "' names kernel " + printable(x.symbol.substr(0, 256)) + " of module " + printable(x.module.substr(0, 256)) +
+            return invalid("name expression '" + x.expression + "' names kernel " + shown_name(x.symbol) + " of module " + shown_name(x.module) +
                            ", which the manifest does not list");
         if (!expressions.insert({expression_key(x.expression), x.module}).second) return invalid("name expression '" + x.expression + "' is recorded twice for module " + x.module);
     }
@@ -620,7 +622,7 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
                            have_abi = true;
                        } else if (item.tag == tag::content_version) {
                            SDM_TRY_GET(s, text_of(item, "content version"));
-                           if (s->size() > 64) return bad("content version longer than 64 characters");
+                           if (s->size() > kMaxContentVersion) return bad("content version longer than " + std::to_string(kMaxContentVersion) + " characters");
                            if (!is_printable(*s)) return bad("content version '" + printable(*s) + "' holds a byte that is not printable ASCII");
                            m.content_version = std::move(*s);
                        } else if (item.tag == tag::hardware_matrix) {
@@ -634,7 +636,7 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
                            SDM_TRY(m.add_expression(item.payload));
                        } else {
                            // Only the name and the module now; the rest at the kernel's first use (spec()).
-                           if (m.kernels_.size() >= kMaxKernels) return bad("more than 65536 kernels");
+                           if (m.kernels_.size() >= kMaxKernels) return bad("more than " + std::to_string(kMaxKernels) + " kernels");
                            // Built only for a message: a mount indexes up to 65,536 kernels.
                            const auto where = [&] { return "kernel " + std::to_string(m.kernels_.size()); };
                            Kernel k;
@@ -671,21 +673,21 @@ Result<ManifestIndex> ManifestIndex::build(Bytes b) {
     for (size_t i = 1; i < m.kernels_.size(); ++i) {
         const Kernel &a = m.kernels_[i - 1], &k = m.kernels_[i];
         if (k.name != a.name) continue;
-        if (k.module == a.module) return bad("kernel " + printable(std::string(k.name.substr(0, 256))) + " is listed twice in module " + printable(std::string(k.module.substr(0, 256))));
+        if (k.module == a.module) return bad("kernel " + shown_name(k.name) + " is listed twice in module " + shown_name(k.module));
         if (!scoped)
-            return bad("kernel " + printable(std::string(k.name.substr(0, 256))) + " is listed by modules " + printable(std::string(a.module.substr(0, 256))) + " and " +
-                       printable(std::string(k.module.substr(0, 256))) + ", but the manifest does not declare module-scoped names (tag 5)");
+            return bad("kernel " + shown_name(k.name) + " is listed by modules " + shown_name(a.module) + " and " +
+                       shown_name(k.module) + ", but the manifest does not declare module-scoped names (tag 5)");
     }
     // Each expression names a listed kernel, once per module.
     const auto by_expression = [](const Expression& x, const Expression& y) { return std::tie(x.expression, x.module) < std::tie(y.expression, y.module); };
     if (!std::is_sorted(m.expressions_.begin(), m.expressions_.end(), by_expression)) std::sort(m.expressions_.begin(), m.expressions_.end(), by_expression);
     for (size_t i = 0; i < m.expressions_.size(); ++i) {
         const Expression& x = m.expressions_[i];
-        const std::string shown = "name expression '" + printable(std::string(x.expression.substr(0, 256))) + "'";
+        const std::string shown = "name expression '" + shown_name(x.expression) + "'";
         if (i > 0 && x.expression == m.expressions_[i - 1].expression && x.module == m.expressions_[i - 1].module)
-            return bad(shown + " is recorded twice for module " + printable(std::string(x.module.substr(0, 256))));
+            return bad(shown + " is recorded twice for module " + shown_name(x.module));
         if (m.find(x.symbol, x.module) == nullptr)
-            return bad(shown + " names kernel " + printable(std::string(x.symbol.substr(0, 256))) + " of module " + printable(std::string(x.module.substr(0, 256))) +
+            return bad(shown + " names kernel " + shown_name(x.symbol) + " of module " + shown_name(x.module) +
                        ", which the manifest does not list");
     }
     // By module too, stably (so by name within a module): a module's kernels in one binary search.
@@ -721,7 +723,7 @@ const ManifestIndex::Kernel* ManifestIndex::find(std::string_view name, std::str
 }
 
 Result<void> ManifestIndex::add_expression(Bytes item) {
-    if (expressions_.size() >= kMaxNameExpressions) return bad("more than 65536 name expressions");
+    if (expressions_.size() >= kMaxNameExpressions) return bad("more than " + std::to_string(kMaxNameExpressions) + " name expressions");
     const auto where = [&] { return "name expression " + std::to_string(expressions_.size()); };
     Expression x;
     bool have[3] = {false, false, false};

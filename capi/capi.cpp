@@ -189,7 +189,6 @@ namespace {
 // sdm_runtime_params.signature_policy and trusted_keys (ABI 1.2).
 Result<sdm::runtime::SignatureOptions> signature_options(uint32_t policy, const uint8_t* keys, uint32_t count) {
     using sdm::runtime::SignaturePolicy;
-    constexpr uint32_t kMaxKeys = 256;
     sdm::runtime::SignatureOptions out;
     switch (policy) {
     case SDM_SIGNATURES_DEFAULT: break;
@@ -202,9 +201,9 @@ Result<sdm::runtime::SignatureOptions> signature_options(uint32_t policy, const 
     }
     if (out.policy && *out.policy != SignaturePolicy::off && !sdm::crypto::available())
         return sdm::crypto::unsupported("sdm_runtime_create: signature_policy " + std::string(sdm::runtime::policy_name(*out.policy)));
-    if (count > kMaxKeys)
+    if (count > sdm::runtime::kMaxTrustedKeys)
         return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: trusted_key_count is " + std::to_string(count) + ", more than the " +
-                                                                std::to_string(kMaxKeys) + " allowed");
+                                                                std::to_string(sdm::runtime::kMaxTrustedKeys) + " allowed");
     if (count > 0 && keys == nullptr)
         return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: trusted_key_count is " + std::to_string(count) + " but trusted_keys is NULL");
     if (keys != nullptr) {
@@ -230,9 +229,11 @@ Result<sdm::runtime::JitIsolationOptions> isolation_options(uint32_t policy, uin
     }
     if (time_limit_ms != 0) out.seconds = time_limit_ms / 1000.0;
     if (memory_limit_bytes != 0) {
-        if (memory_limit_bytes < (uint64_t{64} << 20))
+        if (memory_limit_bytes < sdm::runtime::kLeastJitMemoryBytes)
             return sdm::make_error(ErrorCode::invalid_argument, "sdm_runtime_create: jit_memory_limit_bytes " + std::to_string(memory_limit_bytes) +
-                                                                    " is below 64 MiB, in which no compiler loads; 0 takes the default (8 GiB)");
+                                                                    " is below " + std::to_string(sdm::runtime::kLeastJitMemoryBytes >> 20) +
+                                                                    " MiB, in which no compiler loads; 0 takes the default (" +
+                                                                    std::to_string(sdm::runtime::kDefaultJitMemoryBytes >> 30) + " GiB)");
         out.memory_bytes = memory_limit_bytes;
     }
     return out;

@@ -4,6 +4,11 @@
 
 namespace sdm {
 
+std::string shown_name(std::string_view name) {
+    if (name.size() <= kShownNameBytes) return printable(name);
+    return printable(name.substr(0, kShownNameBytes)) + "... (" + std::to_string(name.size()) + " bytes)";
+}
+
 bool is_printable(std::string_view text) noexcept {
     return std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c <= '~'; });
 }

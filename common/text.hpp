@@ -16,6 +16,12 @@ namespace sdm {
 // C escape (\n, \t, \\, \xHH). Printable text comes back unchanged.
 std::string printable(std::string_view text);
 
+// How much of a name (a kernel's, a module's, a name expression) a message shows: the first
+// kShownNameBytes of it; a longer one is cut there (names may run to 65,535 bytes).
+inline constexpr size_t kShownNameBytes = 256;
+// `name` for a message: printable(), and cut after kShownNameBytes with "... (N bytes)".
+std::string shown_name(std::string_view name);
+
 // Whether `text` holds only printable ASCII (0x20..0x7E).
 bool is_printable(std::string_view text) noexcept;
 

@@ -4,6 +4,7 @@
 
 #include "runtime/platform/embedded_archive.hpp"
 #include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 #include "runtime/archives/reload_contract.hpp"
 
 namespace sdm::runtime {
@@ -31,11 +32,11 @@ Runtime::Runtime(RuntimeOptions options)
         }
     }
     // Plan-provider plugins of $SDM_PLUGIN_PATH; one that cannot be used is logged and skipped.
-    for (const auto& file : platform::env_list("SDM_PLUGIN_PATH"))
+    for (const auto& file : settings::paths(settings::Id::plugin_path))
         if (auto loaded = plugins_.load(file); !loaded) log_.warn("skipped plugin " + file + " of SDM_PLUGIN_PATH: " + loaded.error().message);
     // Then the files of $SDM_ARCHIVE_PATH, in order (later ones take precedence). One that cannot
     // be mounted is logged and skipped; the others serve.
-    for (const auto& file : platform::env_list("SDM_ARCHIVE_PATH")) {
+    for (const auto& file : settings::paths(settings::Id::archive_path)) {
         if (auto mounted = archives_.mount_file(file); !mounted) {
             const std::string why = "skipped archive " + file + " of SDM_ARCHIVE_PATH: " + mounted.error().message;
             log_.warn(why);

@@ -166,7 +166,7 @@ TEST_CASE("the load path a runtime takes: modules with one context per device, l
         CHECK(count_containing(log, said) == 1);
     };
     load_with("library", "cuLibraryLoadData", "SDM_LOAD_PATH=library");
-    load_with("sideways", "cuModuleLoadData", "SDM_LOAD_PATH='sideways' is neither module nor library; it is ignored");
+    load_with("sideways", "cuModuleLoadData", "SDM_LOAD_PATH='sideways' is not module or library; it is ignored");
     if (forced.empty()) unsetenv("SDM_LOAD_PATH");
     else setenv("SDM_LOAD_PATH", forced.c_str(), 1);
 }

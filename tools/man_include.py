@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The EXAMPLES and ENVIRONMENT sections of the man pages, as a help2man --include file, taken from
 README.md and the docs/ beside it so each fact is written once: ENVIRONMENT from the table under
-"## Environment" of docs/HOSTS.md (which tests/tool/env_documented.py checks against the variables
-the source reads), EXAMPLES for sdm(1) from the blocks the README marks `<!-- test: quickstart -->`
+"## Environment" of docs/HOSTS.md (which tests/tool/env_documented.py checks against the table of
+runtime/platform/settings.cpp), EXAMPLES for sdm(1) from the blocks the README marks `<!-- test: quickstart -->`
 and `no-gpu` (which the test readme_quickstart runs), for sdm-COMMAND(1) from that command's lines
 in the block under "## The `sdm` command" of docs/TOOL.md. Usage: man_include.py README COMMAND
 (empty: sdm(1)); writes to stdout."""

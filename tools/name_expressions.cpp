@@ -10,6 +10,7 @@
 #include "archive/file_map.hpp"
 #include "archive/format.hpp"
 #include "common/text.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::tools {
 namespace {
@@ -37,8 +38,8 @@ struct Nvrtc {
 
 // The toolkit nvcc belongs to: $CUDA_HOME when absolute, else /usr/local/cuda.
 std::string toolkit_root() {
-    const char* home = std::getenv("CUDA_HOME");
-    return home != nullptr && *home == '/' ? home : "/usr/local/cuda";
+    const auto home = runtime::settings::value_or(runtime::settings::path(runtime::settings::Id::cuda_home), "");
+    return home.starts_with('/') ? home : "/usr/local/cuda";
 }
 
 Result<Nvrtc> open_nvrtc() {

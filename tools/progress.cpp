@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "progress.hpp"
+#include "runtime/platform/log.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::tools {
 namespace {
@@ -18,16 +20,9 @@ constexpr double kShortestTimed = 0.5;
 // Off a terminal, a line this often: often enough that a log shows a long import moving, rarely
 // enough that a 4,800-kernel library's log stays short.
 std::chrono::steady_clock::duration line_interval() {
-    double interval = 5;
-    if (const char* given = std::getenv("SDM_PROGRESS_INTERVAL"); given != nullptr && *given != '\0') {
-        char* end = nullptr;
-        const double value = std::strtod(given, &end);
-        // Finite and at most an hour: a larger one (or inf) would overflow the clock's duration.
-        if (*end == '\0' && value >= 0 && value <= 3600) interval = value;
-        else
-            std::fprintf(stderr, "sdm: warning: SDM_PROGRESS_INTERVAL='%.64s' is not a number of seconds from 0 to 3600; progress lines come every %g s\n",
-                         given, interval);
-    }
+    // At most an hour (the table's bound): a larger one (or inf) would overflow the clock's duration.
+    const runtime::Logger warnings({}, runtime::LogLevel::warn);  // on stderr, "sdm: warning: ..."
+    const double interval = runtime::settings::value_or(runtime::settings::seconds(runtime::settings::Id::progress_interval, warnings), 5);
     return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(interval));
 }
 

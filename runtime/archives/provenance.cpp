@@ -1,25 +1,20 @@
 #include "provenance.hpp"
 
-#include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 namespace {
 
-constexpr size_t kMaxTrustedKeys = 256;
-
 std::optional<SignaturePolicy> policy_from_environment(const Logger& log) {
-    const auto value = platform::env("SDM_REQUIRE_SIGNED");
-    if (!value || value->empty() || *value == "0") return std::nullopt;
-    if (*value == "1") return SignaturePolicy::require;
-    if (*value == "warn") return SignaturePolicy::warn;
-    // Anything else is taken as the strictest reading: a typo must not turn the check off.
-    log.warn("SDM_REQUIRE_SIGNED='" + *value + "' is not 1, warn or 0; read as 1 (require)");
-    return SignaturePolicy::require;
+    // (Anything else reads as 1, the strictest, with a warning: a typo must not turn the check off.)
+    const auto value = settings::value_or(settings::choice(settings::Id::require_signed, log), "");
+    if (value.empty() || value == "0") return std::nullopt;
+    return value == "warn" ? SignaturePolicy::warn : SignaturePolicy::require;
 }
 
 std::vector<crypto::PublicKey> keys_from_environment(const Logger& log) {
     std::vector<crypto::PublicKey> keys;
-    for (const auto& file : platform::env_list("SDM_TRUSTED_KEYS")) {
+    for (const auto& file : settings::paths(settings::Id::trusted_keys)) {
         if (keys.size() == kMaxTrustedKeys) {
             log.warn("SDM_TRUSTED_KEYS names more than " + std::to_string(kMaxTrustedKeys) + " keys; the rest are not trusted");
             break;
@@ -54,7 +49,7 @@ Provenance::Provenance(const SignatureOptions& options, std::optional<std::strin
     }
     if (options.trusted) {
         trusted_ = *options.trusted;
-        if (platform::env("SDM_TRUSTED_KEYS")) log.info("SDM_TRUSTED_KEYS is ignored: the host gave the trusted keys");
+        if (!settings::paths(settings::Id::trusted_keys).empty()) log.info("SDM_TRUSTED_KEYS is ignored: the host gave the trusted keys");
     } else if (policy_ != SignaturePolicy::off) {
         trusted_ = keys_from_environment(log);
     }

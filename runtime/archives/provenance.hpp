@@ -26,6 +26,10 @@ namespace sdm::runtime {
 enum class SignaturePolicy : uint8_t { off, warn, require };
 const char* policy_name(SignaturePolicy policy) noexcept;
 
+// The most keys a runtime trusts, from the host (sdm_runtime_params.trusted_keys) or
+// SDM_TRUSTED_KEYS: each is tried against every signature of every archive mounted.
+inline constexpr size_t kMaxTrustedKeys = 256;
+
 struct SignatureOptions {
     std::optional<SignaturePolicy> policy;                  // unset: $SDM_REQUIRE_SIGNED (1: require, warn: warn), else off
     std::optional<std::vector<crypto::PublicKey>> trusted;  // unset: the key files of $SDM_TRUSTED_KEYS

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 
@@ -164,16 +165,9 @@ void Readahead::work() {
 size_t readahead_modules_from_environment(const Logger& log) {
     // Half the cores, from 2 to 8: on the H200's 16-core host 8 ahead took cuBLASLt's whole load
     // from 1.35x to 1.13x the driver's and harmed none (bench/RESULTS.md, "Loading at scale").
-    constexpr size_t kMost = 16;
+    // (At most 16: the table's bound, runtime/platform/settings.cpp.)
     const size_t kDefault = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 2, 8);
-    const auto text = platform::env("SDM_READAHEAD");
-    if (!text) return kDefault;
-    size_t n = 0;
-    const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), n);
-    if (ec == std::errc() && end == text->data() + text->size() && n <= kMost) return n;
-    log.warn("SDM_READAHEAD='" + *text + "' is not a number of modules from 0 to 16; decoding " + std::to_string(kDefault) +
-             " ahead, the default for this machine (0 turns it off)");
-    return kDefault;
+    return settings::value_or(settings::count(settings::Id::readahead, log), kDefault);
 }
 
 std::vector<size_t> next_in_order(const archive::Archive& archive, size_t index, size_t modules) {

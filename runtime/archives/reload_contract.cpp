@@ -32,7 +32,7 @@ Result<void> check_reload_contract(const MountedArchive& old, const MountedArchi
         SDM_TRY_GET(spec, fresh.manifest->spec(*record));
         const std::string signature = archive::signature_text(spec->signature);
         if (signature == k.signature) continue;
-        const std::string name = k.name.size() <= 256 ? printable(k.name) : printable(k.name.substr(0, 256)) + "...";
+        const std::string name = shown_name(k.name);
         return make_error(ErrorCode::mismatch, "kernel " + name + " (module " + printable(k.module) + "), which this host has fetched, takes (" + k.signature +
                                                    ") in the version mounted and (" + signature + ") in the new one: launches with the old arguments "
                                                    "would pass it the wrong bytes" + kHow);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 namespace {
@@ -18,7 +19,7 @@ constexpr uint64_t kMaxStateBytes = 64 * 1024;  // 1,500 keys or lines or so; a 
 constexpr double kLockWarnSeconds = 2, kLockGiveUpSeconds = 30;
 
 std::string default_state_dir() {
-    if (const auto dir = platform::env("SDM_STATE_DIR")) return *dir;
+    if (auto dir = settings::value_or(settings::path(settings::Id::state_dir), ""); !dir.empty()) return dir;
     if (const auto xdg = platform::env("XDG_STATE_HOME")) return *xdg + "/sdm";
     if (const auto home = platform::home_directory()) return *home + "/.local/state/sdm";
     return {};

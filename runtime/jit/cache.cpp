@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 namespace {
@@ -62,13 +63,6 @@ bool check_entry(Bytes header, uint64_t payload_size, uint64_t payload_hash, con
     if (load_hash128(header, 16) != key) return false;
     if (load_u64(header, 32) != payload_size) return false;
     return payload_hash == load_u64(header, 40);
-}
-
-std::optional<uint64_t> parse_bytes(const std::string& text) {
-    uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-    return value;
 }
 
 std::string mode_text(uint32_t mode) {
@@ -131,12 +125,6 @@ Result<void> walk(const platform::Directory& version, std::vector<platform::Dire
 
 }  // namespace
 
-CacheOptions CacheOptions::from_environment() {
-    CacheOptions o;
-    o.disabled = platform::env("SDM_CACHE_DISABLE").value_or("0") != "0";
-    return o;
-}
-
 CacheKeyBuilder::CacheKeyBuilder() { field(uint64_t{kCacheFormat}); }
 CacheKeyBuilder& CacheKeyBuilder::field(std::string_view text) {
     hasher_.field(text);
@@ -170,7 +158,7 @@ Result<void> check_cache_directory(const std::string& path, const platform::File
 
 Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     std::unique_ptr<Cache> cache(new Cache());
-    cache->disabled_ = options.disabled || platform::env("SDM_CACHE_DISABLE").value_or("0") != "0";
+    cache->disabled_ = options.disabled || settings::flag(settings::Id::cache_disable);
     cache->read_only_ = options.read_only;
     cache->create_ = options.create && !options.read_only;
     cache->store_failed_ = options.store_failed;
@@ -179,14 +167,13 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     cache->authenticate_ = options.authenticate;
     if (options.max_bytes != 0) {
         cache->max_bytes_ = options.max_bytes;
-    } else if (const auto text = platform::env("SDM_CACHE_MAX_BYTES")) {
-        const auto value = parse_bytes(*text);
-        if (!value || *value == 0)
-            return make_error(ErrorCode::invalid_argument, "SDM_CACHE_MAX_BYTES=" + *text + " is not a positive number of bytes");
-        cache->max_bytes_ = *value;
+    } else {
+        // (A bad SDM_CACHE_MAX_BYTES is refused: the read's error, never a warning.)
+        SDM_TRY_GET(cap, settings::read_size(settings::Id::cache_max_bytes).value);
+        if (*cap) cache->max_bytes_ = **cap;
     }
     std::string dir = options.directory;
-    if (dir.empty()) dir = platform::env("SDM_CACHE_DIR").value_or("");
+    if (dir.empty()) dir = settings::value_or(settings::path(settings::Id::cache_dir), "");
     if (dir.empty()) {
         if (const auto xdg = platform::env("XDG_CACHE_HOME")) dir = *xdg + "/sdm";
         else if (const auto home = platform::home_directory()) dir = *home + "/.cache/sdm";

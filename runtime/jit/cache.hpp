@@ -63,8 +63,6 @@ struct CacheOptions {
     // written by an sdm with libsodium carries the MAC; one without it (or with a wrong one) is a
     // miss, said once, and is built again.
     bool authenticate{false};
-    // Options as the environment sets them, for a host that set nothing.
-    static CacheOptions from_environment();
 };
 
 // A cache key: BLAKE2b over length-prefixed fields, truncated to 128 bits. Every field that says

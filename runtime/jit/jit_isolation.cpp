@@ -135,27 +135,6 @@ std::string format_seconds(double s) {
     return text;
 }
 
-std::optional<uint64_t> parse_memory(std::string text) {
-    uint64_t unit = 1;
-    if (!text.empty()) {
-        const char last = text.back();
-        if (last == 'K' || last == 'k') unit = uint64_t{1} << 10;
-        if (last == 'M' || last == 'm') unit = uint64_t{1} << 20;
-        if (last == 'G' || last == 'g') unit = uint64_t{1} << 30;
-        if (unit != 1) text.pop_back();
-    }
-    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos || text.size() > 15) return std::nullopt;
-    const uint64_t value = std::stoull(text) * unit;
-    return value >= (uint64_t{64} << 20) ? std::optional<uint64_t>(value) : std::nullopt;  // below 64 MiB no compiler even loads
-}
-
-std::optional<double> parse_seconds(const std::string& text) {
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > 86400) return std::nullopt;
-    return v;
-}
-
 // The error of a helper that left no whole reply: how it ended, with the last of its standard error.
 Error ended_without_reply(const platform::ChildOutcome& outcome, const std::string& what, const JitLimits& limits) {
     std::string message = what + " " + outcome.how();
@@ -187,39 +166,23 @@ JitIsolationSettings JitIsolationSettings::resolve(const JitIsolationOptions& o,
     s.helper = o.helper;
     if (o.policy) {
         s.policy = *o.policy;
-    } else if (const auto text = platform::env("SDM_JIT_ISOLATION")) {
-        if (*text == "auto") s.policy = JitIsolation::automatic;
-        else if (*text == "always") s.policy = JitIsolation::always;
-        else if (*text == "never") s.policy = JitIsolation::never;
-        else {
-            // A typo must not weaken isolation: it reads as the strictest setting.
-            s.policy = JitIsolation::always;
-            log.warn("SDM_JIT_ISOLATION='" + *text + "' is not auto, always or never; every JIT runs isolated (always)");
-        }
+    } else if (const auto text = settings::value_or(settings::choice(settings::Id::jit_isolation, log), ""); !text.empty()) {
+        // (A typo reads as always, with a warning: it must not weaken isolation.)
+        s.policy = text == "auto" ? JitIsolation::automatic : text == "never" ? JitIsolation::never : JitIsolation::always;
     }
-    if (o.seconds) {
-        s.limits.seconds = *o.seconds;
-    } else if (const auto text = platform::env("SDM_JIT_TIME_LIMIT")) {
-        if (const auto v = parse_seconds(*text)) s.limits.seconds = *v;
-        else log.warn("SDM_JIT_TIME_LIMIT='" + *text + "' is not a number of seconds in (0, 86400]; the limit stays " + format_seconds(s.limits.seconds) + " s");
-    }
-    if (o.memory_bytes) {
-        s.limits.memory_bytes = *o.memory_bytes;
-    } else if (const auto text = platform::env("SDM_JIT_MEMORY_LIMIT")) {
-        if (const auto v = parse_memory(*text)) s.limits.memory_bytes = *v;
-        else log.warn("SDM_JIT_MEMORY_LIMIT='" + *text + "' is not a size of at least 64M (bytes, or with K, M or G); the limit stays " +
-                      format_bytes(s.limits.memory_bytes));
-    }
+    // (The environment only where the host set nothing: its bad value is not warned of otherwise.)
+    s.limits.seconds = o.seconds ? *o.seconds : settings::value_or(settings::seconds(settings::Id::jit_time_limit, log), s.limits.seconds);
+    s.limits.memory_bytes =
+        o.memory_bytes ? *o.memory_bytes : settings::value_or(settings::size(settings::Id::jit_memory_limit, log), s.limits.memory_bytes);
     return s;
 }
 
 Result<std::vector<std::string>> jit_helper_command(const JitIsolationSettings& settings) {
     if (!settings.helper.empty()) return settings.helper;
     std::vector<std::string> tried;
-    if (const auto path = platform::env("SDM_JIT_HELPER")) {
-        // An absolute path: a relative one would name another file after the host's next chdir.
-        if (!path->starts_with('/'))
-            return make_error(ErrorCode::jit, "SDM_JIT_HELPER=" + *path + " is not an absolute path; point it at sdm-jit-helper by its absolute path or unset it");
+    const auto named = settings::path(settings::Id::jit_helper);  // an absolute path, else refused
+    if (!named) return make_error(ErrorCode::jit, named.error().message);
+    if (const auto& path = *named) {
         SDM_TRY_GET(present, platform::program_present(*path));
         if (*present) return std::vector<std::string>{*path};
         return make_error(ErrorCode::jit, "SDM_JIT_HELPER=" + *path + " does not exist; point it at sdm-jit-helper or unset it");

@@ -30,6 +30,7 @@
 #include "archive/format.hpp"
 #include "jit_nvjitlink.hpp"
 #include "runtime/platform/log.hpp"
+#include "runtime/platform/settings.hpp"
 #include "common/result.hpp"
 
 namespace sdm::runtime {
@@ -37,9 +38,10 @@ namespace sdm::runtime {
 enum class JitIsolation : uint8_t { automatic, always, never };
 const char* isolation_name(JitIsolation isolation) noexcept;  // "auto", "always", "never"
 
+// (The limits kDefaultJitSeconds and the rest are runtime/platform/settings.hpp's, beside their variables.)
 struct JitLimits {
-    double seconds{120};                     // a link's wall-clock time (the helper's whole life, isolated)
-    uint64_t memory_bytes{uint64_t{8} << 30};  // the helper's address space; not enforceable in this process
+    double seconds{kDefaultJitSeconds};                 // a link's wall-clock time (the helper's whole life, isolated)
+    uint64_t memory_bytes{kDefaultJitMemoryBytes};  // the helper's address space; not enforceable in this process
 };
 
 struct JitIsolationOptions {

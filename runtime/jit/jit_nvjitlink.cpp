@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <nvJitLink.h>
 
+#include "runtime/platform/settings.hpp"
+
 namespace sdm::runtime {
 namespace {
 
@@ -40,11 +42,23 @@ std::optional<NvJitLinkLocation> identify(const std::string& file) {
                                            std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec)};
 }
 
+// nvJitLink's search order, which the load (NvJitLink::load) and the cache key's identity
+// (locate_nvjitlink) both walk: its sonames, newest first, through the loader's own search; then
+// each name in the toolkit's lib64 ($CUDA_HOME's, then /usr/local/cuda's).
+constexpr const char* kNvJitLinkNames[] = {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"};
+
+std::vector<std::string> toolkit_library_dirs() {
+    std::vector<std::string> dirs;
+    if (const auto home = settings::value_or(settings::path(settings::Id::cuda_home), ""); !home.empty()) dirs.push_back(home + "/lib64");
+    dirs.emplace_back("/usr/local/cuda/lib64");
+    return dirs;
+}
+
 }  // namespace
 
 std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path) {
     std::string explicit_path = path;
-    if (explicit_path.empty()) explicit_path = platform::env("SDM_NVJITLINK").value_or("");
+    if (explicit_path.empty()) explicit_path = settings::value_or(settings::path(settings::Id::nvjitlink), "");
     if (!explicit_path.empty()) return explicit_path.find('/') != std::string::npos ? identify(explicit_path) : std::nullopt;
     std::vector<std::string> dirs;
     if (const auto ld = platform::env("LD_LIBRARY_PATH"))
@@ -53,10 +67,10 @@ std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path) {
             if (end > at) dirs.push_back(ld->substr(at, end - at));
             at = end + 1;
         }
-    if (const auto home = platform::env("CUDA_HOME")) dirs.push_back(*home + "/lib64");
-    for (const char* d : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"})
-        dirs.emplace_back(d);
-    for (const char* name : {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"})
+    // The loader's search (LD_LIBRARY_PATH, then the system's folders) and then the toolkit's.
+    for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"}) dirs.emplace_back(d);
+    for (auto& dir : toolkit_library_dirs()) dirs.push_back(std::move(dir));
+    for (const char* name : kNvJitLinkNames)
         for (const auto& dir : dirs)
             if (auto found = identify(dir + "/" + name)) return found;
     return std::nullopt;
@@ -66,12 +80,12 @@ Result<NvJitLink> NvJitLink::load(const std::string& path) {
     std::vector<std::string> candidates;
     if (!path.empty()) {
         candidates.push_back(path);
-    } else if (const auto env = platform::env("SDM_NVJITLINK")) {
-        candidates.push_back(*env);
+    } else if (auto named = settings::value_or(settings::path(settings::Id::nvjitlink), ""); !named.empty()) {
+        candidates.push_back(std::move(named));
     } else {
-        candidates = {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"};
-        if (const auto home = platform::env("CUDA_HOME")) candidates.push_back(*home + "/lib64/libnvJitLink.so");
-        candidates.push_back("/usr/local/cuda/lib64/libnvJitLink.so");
+        candidates.assign(std::begin(kNvJitLinkNames), std::end(kNvJitLinkNames));
+        for (const auto& dir : toolkit_library_dirs())
+            for (const char* name : kNvJitLinkNames) candidates.push_back(dir + "/" + name);
     }
     std::string tried;
     for (const std::string& candidate : candidates) {

@@ -1,5 +1,7 @@
 #include "lazy_cache.hpp"
 
+#include "runtime/platform/settings.hpp"
+
 #include <cstdlib>
 #include <string_view>
 
@@ -8,8 +10,8 @@ namespace sdm::runtime {
 Cache* LazyCache::get() {
     std::call_once(once_, [this] {
         // The driver's own switch for its JIT cache turns sdm's off too (docs/CACHE.md).
-        if (const char* off = std::getenv("CUDA_CACHE_DISABLE"); off != nullptr && std::string_view(off) == "1") {
-            log_.info("the kernel cache is off: CUDA_CACHE_DISABLE=1 (it turns off the driver's JIT cache, and sdm's with it); every JIT builds again");
+        if (settings::flag(settings::Id::cuda_cache_disable)) {
+            log_.info("the kernel cache is off: CUDA_CACHE_DISABLE is on (it turns off the driver's JIT cache, and sdm's with it); every JIT builds again");
             return;
         }
         CacheOptions options = options_;

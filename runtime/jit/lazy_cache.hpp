@@ -1,6 +1,6 @@
 // The kernel cache (cache.hpp) as the loading rooms are given it: opened on first need, and null
 // when it cannot be used (the reason is logged once as a warning, and images are then built every
-// time). CUDA_CACHE_DISABLE=1 turns it off (docs/CACHE.md).
+// time). CUDA_CACHE_DISABLE (on: any value but 0) turns it off (docs/CACHE.md).
 #pragma once
 
 #include <memory>

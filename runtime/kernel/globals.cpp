@@ -13,10 +13,6 @@ namespace {
 // A symbol as long as the longest name an archive may list (format 1.1's 65,535 bytes).
 constexpr size_t kMaxGlobalName = archive::limits::max_long_name_length;
 
-std::string shown(std::string_view name) {
-    return name.size() <= 256 ? printable(name) : printable(name.substr(0, 256)) + "... (" + std::to_string(name.size()) + " bytes)";
-}
-
 }  // namespace
 
 Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel, std::string_view name) {
@@ -28,11 +24,11 @@ Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel
         std::lock_guard lock(slot.globals_mutex);
         if (const auto it = slot.globals.find(name); it != slot.globals.end()) return GlobalSymbol{it->second.first, it->second.second};
     }
-    const std::string what = "looking up global " + shown(name) + " of module " + kernel.module + " (archive " + kernel.archive + ")";
+    const std::string what = "looking up global " + shown_name(name) + " of module " + kernel.module + " (archive " + kernel.archive + ")";
     // A kernel is not a variable: the driver would say "not found"; sdm says what it is.
     if (slot.served && slot.served->archive && slot.served->archive->manifest)
         if (slot.served->archive->manifest->find(name, kernel.module) != nullptr)
-            return make_error(ErrorCode::invalid_argument, shown(name) + " is a kernel of module " + kernel.module + ", not a global variable: fetch it with "
+            return make_error(ErrorCode::invalid_argument, shown_name(name) + " is a kernel of module " + kernel.module + ", not a global variable: fetch it with "
                                                            "sdm_kernel_get; sdm_global_get takes a __device__ or __constant__ variable's symbol");
     SDM_TRY_GET(scope, DeviceScope::enter(load, slot.context));
     const std::string symbol(name);
@@ -43,7 +39,7 @@ Result<GlobalSymbol> module_global(LoadContext& load, const KernelHandle& kernel
     if (!found) {
         if (found.error().native == CUDA_ERROR_NOT_FOUND)
             return make_error(ErrorCode::not_found, "module " + kernel.module + " of archive " + kernel.archive + " (as loaded for kernel " + kernel.name +
-                                                        ") defines no global variable " + shown(name) +
+                                                        ") defines no global variable " + shown_name(name) +
                                                         "; a C++ variable in a namespace has a mangled symbol (`cuobjdump -symbols` lists them)");
         return std::move(found).error();
     }
@@ -57,14 +53,14 @@ Result<void> copy_global(LoadContext& load, const KernelHandle& kernel, std::str
                          bool to_device) {
     SDM_TRY_GET(g, module_global(load, kernel, name));
     if (offset > g->bytes || bytes > g->bytes - offset)
-        return make_error(ErrorCode::invalid_argument, "global " + shown(name) + " of module " + kernel.module + " is " + std::to_string(g->bytes) +
+        return make_error(ErrorCode::invalid_argument, "global " + shown_name(name) + " of module " + kernel.module + " is " + std::to_string(g->bytes) +
                                                            " bytes: a copy of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) + " runs past it");
     if (bytes == 0) return {};
-    if (host == nullptr) return make_error(ErrorCode::invalid_argument, "a copy of " + std::to_string(bytes) + " bytes of global " + shown(name) + " with NULL data");
+    if (host == nullptr) return make_error(ErrorCode::invalid_argument, "a copy of " + std::to_string(bytes) + " bytes of global " + shown_name(name) + " with NULL data");
     SDM_TRY_GET(scope, DeviceScope::enter(load, kernel.slot->context));
     kernel.slot->streams.note(stream);  // the module's retirement waits for the copy, as for a launch
     SDM_TRY(kernel.slot->streams.graphs().note(scope->driver(), stream, kernel.module));  // and for a graph that captured it
-    const std::string what = std::string(to_device ? "copying to" : "copying from") + " global " + shown(name) + " of module " + kernel.module;
+    const std::string what = std::string(to_device ? "copying to" : "copying from") + " global " + shown_name(name) + " of module " + kernel.module;
     if (to_device) return SDM_DRIVER_CALL(scope->driver(), cuMemcpyHtoDAsync, what, g->address + offset, static_cast<const void*>(host), static_cast<size_t>(bytes), stream);
     return SDM_DRIVER_CALL(scope->driver(), cuMemcpyDtoHAsync, what, host, g->address + offset, static_cast<size_t>(bytes), stream);
 }

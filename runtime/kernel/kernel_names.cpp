@@ -18,12 +18,6 @@ namespace sdm::runtime {
 
 namespace {
 
-// A requested name in a message: printable, and at most 256 bytes of it.
-std::string shown(std::string_view name) {
-    if (name.size() <= 256) return printable(std::string(name));
-    return printable(std::string(name.substr(0, 256))) + "... (" + std::to_string(name.size()) + " bytes)";
-}
-
 // The demangling budget of one archive (docs/LOADING.md, "Kernel names"). Time: every helper run
 // of the archive together, at most 10 s, or twice the JIT time limit when that is shorter (so that
 // one name that takes a run's whole limit leaves time for the others). Bytes: what a real name
@@ -46,7 +40,7 @@ std::string kernel_text(const MountedArchive& m, uint32_t k) {
     const std::string_view name = m.manifest->kernels()[k].name;
     const KernelNameIndex* names = built_names(m);
     const std::string_view d = names != nullptr ? names->demangled(k) : std::string_view();
-    return d.empty() ? shown(name) : shown(d) + " (" + shown(name) + ")";
+    return d.empty() ? shown_name(name) : shown_name(d) + " (" + shown_name(name) + ")";
 }
 
 std::string format_mib(size_t bytes) { return std::to_string((bytes + (size_t{1} << 19)) >> 20) + " MiB"; }
@@ -137,7 +131,7 @@ std::vector<std::string> demangled_names(JitToolchain& jit, const MountedArchive
         if (!rest_why.empty()) break;
         if (done == count) continue;  // every name asked for came back, whatever the run's end
         ++died;  // the name it died on
-        died_how = run->how + " on kernel " + shown(kernels[mangled[next]].name);
+        died_how = run->how + " on kernel " + shown_name(kernels[mangled[next]].name);
         ++next;
     }
     const size_t left_out = died + (mangled.size() - next);
@@ -166,7 +160,7 @@ Error ambiguity(std::string_view requested, const std::vector<Candidate>& matche
     std::string list;
     for (size_t i = 0; i < matches.size() && i < 10; ++i) list += "\n  " + kernel_text(*matches[i].first, matches[i].second);
     if (matches.size() > 10) list += "\n  and " + std::to_string(matches.size() - 10) + " more";
-    return make_error(ErrorCode::ambiguous, "kernel name '" + shown(requested) + "' matches " + std::to_string(matches.size()) + " kernels" + std::string(how) +
+    return make_error(ErrorCode::ambiguous, "kernel name '" + shown_name(requested) + "' matches " + std::to_string(matches.size()) + " kernels" + std::string(how) +
                                            "; ask for one by its template arguments (a name expression such as \"ns::fill<float, 256>\"), its whole "
                                            "declaration or its mangled name:" + list);
 }
@@ -280,7 +274,7 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     std::string key, spelling;  // canonical, and as written (whitespace normalised)
     if (!mangled) {
         if (auto parsed = archive::check_cxx_brackets(requested); !parsed)
-            return make_error(ErrorCode::invalid_argument, "kernel name '" + shown(requested) + "' does not parse as a C++ name: " + parsed.error().message +
+            return make_error(ErrorCode::invalid_argument, "kernel name '" + shown_name(requested) + "' does not parse as a C++ name: " + parsed.error().message +
                                                                " (a name as an archive lists it, a declaration as c++filt prints it, or a name "
                                                                "expression such as \"ns::fill<float, 256>\")");
         key = archive::canonical_cxx(requested);
@@ -330,7 +324,7 @@ Result<std::string> resolve_kernel_name(const ArchiveSet& set, JitToolchain& jit
     if (matches.size() > 1)
         return ambiguity(requested, matches, defaults ? " whose first template arguments are these (the others left to defaults, which only a compiler knows)" : "");
     const std::string hint = closest_kernels(archives, requested, key);
-    return make_error(ErrorCode::not_found, "kernel " + shown(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
+    return make_error(ErrorCode::not_found, "kernel " + shown_name(requested) + " is in no mounted archive (" + (mounted.empty() ? "none is mounted" : "mounted: " + mounted) +
                                                 ")" + (hint.empty() ? "" : "; the closest: " + hint) +
                                                 ". Mount the archive that lists it; list the kernels with sdm_kernel_list_create or `sdm ls --demangle ARCHIVE`");
 }

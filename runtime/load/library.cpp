@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 
@@ -58,10 +59,9 @@ std::shared_ptr<Libraries::Entry> Libraries::entry(const Key& key) {
 
 LoadPathChoice choose_load_path(bool libraries, bool follows_current_context, const Logger& log) {
     if (!libraries) return {LoadPath::module, "the CUDA driver lacks the library entry points: images load as modules of each context (cuModuleLoadData)"};
-    if (const auto forced = platform::env("SDM_LOAD_PATH")) {
-        if (*forced == "module") return {LoadPath::module, "SDM_LOAD_PATH=module: images load as modules of each context (cuModuleLoadData)"};
-        if (*forced == "library") return {LoadPath::library, "SDM_LOAD_PATH=library: images load as libraries shared by every context (cuLibraryLoadData)"};
-        log.warn("SDM_LOAD_PATH='" + *forced + "' is neither module nor library; it is ignored");
+    if (const auto forced = settings::value_or(settings::choice(settings::Id::load_path, log), ""); !forced.empty()) {
+        if (forced == "module") return {LoadPath::module, "SDM_LOAD_PATH=module: images load as modules of each context (cuModuleLoadData)"};
+        if (forced == "library") return {LoadPath::library, "SDM_LOAD_PATH=library: images load as libraries shared by every context (cuLibraryLoadData)"};
     }
     if (follows_current_context)
         return {LoadPath::library, "fetches follow the calling thread's context (contexts come and go): images load once as libraries shared by every "

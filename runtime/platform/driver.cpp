@@ -1,5 +1,7 @@
 #include "driver.hpp"
 
+#include "settings.hpp"
+
 namespace sdm::runtime {
 namespace {
 
@@ -20,7 +22,7 @@ int entry_point_version(EntryPoint entry) noexcept { return entry == EntryPoint:
 
 Result<std::shared_ptr<Driver>> Driver::load(const std::string& requested) {
     std::string path = requested;
-    if (path.empty()) path = platform::env("SDM_CUDA_DRIVER").value_or(kDefaultDriver);
+    if (path.empty()) path = settings::value_or(settings::path(settings::Id::cuda_driver), kDefaultDriver);
     auto library = platform::Library::open(path);
     if (!library)
         return make_error(ErrorCode::no_driver, "cannot load the CUDA driver " + path + " (" + library.error().message +

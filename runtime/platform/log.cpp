@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "platform.hpp"
+#include "settings.hpp"
 
 namespace sdm::runtime {
 
@@ -18,10 +18,8 @@ std::optional<LogLevel> Logger::parse_level(std::string_view text) {
 
 Logger::Logger(Sink sink, std::optional<LogLevel> level) : sink_(std::move(sink)), level_(level.value_or(LogLevel::warn)) {
     if (level) return;
-    if (const auto text = platform::env("SDM_LOG")) {
-        if (const auto parsed = parse_level(*text)) level_ = *parsed;
-        else std::fprintf(stderr, "sdm: SDM_LOG=%s names no level (error, warn, info, debug); using warn\n", text->c_str());
-    }
+    const Logger warnings(sink_, LogLevel::warn);  // (a bad SDM_LOG is told as a warning, at the default level)
+    if (const auto text = settings::value_or(settings::choice(settings::Id::log, warnings), ""); !text.empty()) level_ = parse_level(text).value_or(level_);
 }
 
 void Logger::log(LogLevel level, std::string_view message) const {

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "runtime/platform/platform.hpp"
+#include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 namespace {
@@ -18,14 +18,9 @@ bool old_for_class(const ImageCandidate& c, const SelectionDevice& d) {
     return d.device_class == DeviceClass::modern && c.sm < kModernMinimumArch;
 }
 
-bool switch_on(const char* name) {
-    const auto v = platform::env(name);
-    return v && !v->empty() && *v != "0";
-}
-
 }  // namespace
 
-DriverSwitches DriverSwitches::from_environment() { return {switch_on("CUDA_FORCE_PTX_JIT"), switch_on("CUDA_DISABLE_PTX_JIT")}; }
+DriverSwitches DriverSwitches::from_environment() { return {settings::flag(settings::Id::cuda_force_ptx_jit), settings::flag(settings::Id::cuda_disable_ptx_jit)}; }
 
 std::string DriverSwitches::text() const {
     return std::string("CUDA_FORCE_PTX_JIT=") + (force_ptx_jit ? "1" : "0") + ", CUDA_DISABLE_PTX_JIT=" + (disable_ptx_jit ? "1" : "0");

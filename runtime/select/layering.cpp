@@ -28,7 +28,7 @@ Result<const archive::ManifestIndex::Kernel*> listed_kernel(const MountedArchive
         modules += (i == 0 ? "" : ", ") + printable(std::string(all[i].module));
         if (i < 2) spellings += (i == 0 ? "\"" : " or \"") + printable(archive::qualified_name(all[i].module, all[i].name)) + "\"";
     }
-    const std::string name = requested.size() <= 256 ? printable(std::string(requested)) : printable(std::string(requested.substr(0, 256))) + "...";
+    const std::string name = shown_name(requested);
     return make_error(ErrorCode::ambiguous, "kernel " + name + " is defined by " + std::to_string(all.size()) + " modules of archive " + m.archive.label() + ": " +
                                                 modules + "; fetch it by its module-qualified name, MODULE!NAME (" + spellings + ")");
 }
@@ -48,9 +48,9 @@ Result<std::optional<std::string>> recorded_expression(const ArchiveSet& set, st
         if (found.size() == 1) return std::optional<std::string>(archive::qualified_name(found[0]->module, found[0]->symbol));
         std::string modules;
         for (size_t i = 0; i < found.size() && i < 8; ++i) modules += (i == 0 ? "" : ", ") + printable(std::string(found[i]->module));
-        return make_error(ErrorCode::ambiguous, "name expression '" + printable(key.substr(0, 256)) + "' is recorded for " + std::to_string(found.size()) +
+        return make_error(ErrorCode::ambiguous, "name expression '" + shown_name(key) + "' is recorded for " + std::to_string(found.size()) +
                                                     " modules of archive " + m.archive.label() + ": " + modules + "; fetch it as MODULE!EXPRESSION (\"" +
-                                                    printable(archive::qualified_name(found[0]->module, key.substr(0, 256))) + "\")");
+                                                    printable(archive::qualified_name(found[0]->module, key.substr(0, kShownNameBytes))) + "\")");
     }
     return std::optional<std::string>();
 }
