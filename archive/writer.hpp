@@ -31,8 +31,9 @@ struct WriterOptions {
     size_t min_saving{0};
     // An image of more raw bytes than this is coded in frames of about this size (format feature
     // kFeatureFrames: a reader decodes them on several cores, and a reader older than the feature
-    // refuses the archive, naming the release to update to); 0: one frame per entry. The tool's
-    // default is kDefaultFrameBytes.
+    // refuses the archive, naming the release to update to); 0: one frame per entry, the tool's
+    // default too (measured on the H200, frames cost bytes and did not pay: bench/RESULTS.md,
+    // "Frames").
     size_t frame_bytes{0};
     uint16_t kernel_abi_major{0}, kernel_abi_minor{0};
     // Format 1.2's header extension, written only when one is given: the archive's version (the
@@ -60,8 +61,8 @@ struct WriterOptions {
 // most of it) costs more of a warm start than 8 KiB of file costs on disk (the test kernels' 5.7 KB
 // cubin compresses to 1.2 KB; every sm_90 cubin of cuFFT saves more than this).
 constexpr size_t kDefaultMinSaving = 8192;
-// The tool's frame_bytes (bench/RESULTS.md, "Frames"): what a frame costs in ratio against what
-// several cores gain on a large image's decode.
+// The frame size `sdm jit` and per-target parts write where their input has frames (the size
+// `--frame-size` most often takes; bench/RESULTS.md, "Frames").
 constexpr size_t kDefaultFrameBytes = size_t{1} << 20;
 constexpr size_t kDictionarySampleBytes = size_t{16} << 20;
 

@@ -16,11 +16,10 @@
 # and `size`, and the raw images as files: the driver reads each file inside the clock and loads it,
 # EAGER every kernel and LAZY 50 kernels; sdm's archive at the default level (19, dictionaries and
 # prefixes where they pay) beside the level-3 one. Device memory (cuMemGetInfo) after the 50-kernel
-# fetch: sdm against the driver loading every module LAZY and resolving the same 50. Large images
-# are coded in frames (sdm import's --frame-size); a level-3 archive of one frame per entry
-# (--frame-size 0) is measured beside. With OLD_BUILD (a build of the tree before the change, its
-# capi/libsdm.so.1), the compressed (one frame per entry: an older sdm reads no frames) and stored
-# rows are measured again with that libsdm.
+# fetch: sdm against the driver loading every module LAZY and resolving the same 50. A level-3
+# archive with its large images in 1 MiB frames (--frame-size 1048576) is measured beside the
+# default one frame per image. With OLD_BUILD (a build of the tree before the change, its
+# capi/libsdm.so.1), the compressed and stored rows are measured again with that libsdm.
 # Medians, as ratios, in one Markdown table per library.
 # Usage: bench/scale_load.sh BUILD_DIR [RUNS [LIBRARY...]]   (BUILD_DIR: tools/sdm, bench/scale_load_bench;
 #        LIBRARY: the libraries to take, by default the four above)
@@ -54,8 +53,8 @@ for lib in "${libs[@]}"; do
   # A first run is judged on a cubin-only archive (--ptx none): PTX-only modules would be linked and
   # cached, which is the cache's job, not a copy of what the archive holds.
   "$sdm" import -q --arch sm_90 --ptx none --level 3 -o "$work/$name.cubins.sdma" "$lib" >>"$out/$name.import.log" 2>&1 || continue
-  # The same at one frame per entry (what sdm wrote before frames; OLD_BUILD reads only this one).
-  "$sdm" import -q --arch sm_90 --ptx compute_90 --level 3 --frame-size 0 -o "$work/$name.oneframe.sdma" "$lib" >>"$out/$name.import.log" 2>&1 || continue
+  # The same with its large images in frames (an sdm before frames reads only the others).
+  "$sdm" import -q --arch sm_90 --ptx compute_90 --level 3 --frame-size 1048576 -o "$work/$name.framed.sdma" "$lib" >>"$out/$name.import.log" 2>&1 || continue
   t2=$(date +%s.%N)
   "$sdm" import -q --arch sm_90 --ptx compute_90 -o "$work/$name.default.sdma" "$lib" >>"$out/$name.import.log" 2>&1 || continue
   t3=$(date +%s.%N)
@@ -83,7 +82,7 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
   CUDA_MODULE_LOADING=EAGER "$bench" sdm "$work/$name.sdma" >/dev/null 2>&1
   CUDA_MODULE_LOADING=EAGER "$bench" driver-files "$work/$name.sdma" "$work/$name.balance" >/dev/null 2>&1
   CUDA_MODULE_LOADING=EAGER "$bench" sdm "$work/$name.default.sdma" >/dev/null 2>&1
-  [ -n "${OLD_BUILD:-}" ] && LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=EAGER "$bench" sdm "$work/$name.oneframe.sdma" >/dev/null 2>&1
+  [ -n "${OLD_BUILD:-}" ] && LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=EAGER "$bench" sdm "$work/$name.sdma" >/dev/null 2>&1
   for ((i = 0; i < runs; ++i)); do
     for mode in EAGER LAZY; do
       v[dm_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" driver-module "$work/$name.sdma")")"
@@ -92,13 +91,13 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
       v[ss_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.stored.sdma")")"
       v[sr_$mode]+=" $(us_of "$(SDM_READAHEAD=0 CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
       v[s8_$mode]+=" $(us_of "$(SDM_READAHEAD=8 CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
-      v[s1_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.oneframe.sdma")")"
+      v[s1_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.framed.sdma")")"
       v[sd_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.default.sdma")")"
       v[fr_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" driver-files "$work/$name.sdma" "$work/$name.raw")")"
       v[fb_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" driver-files "$work/$name.sdma" "$work/$name.balance")")"
       v[fs_$mode]+=" $(us_of "$(CUDA_MODULE_LOADING=$mode "$bench" driver-files "$work/$name.sdma" "$work/$name.size")")"
       if [ -n "${OLD_BUILD:-}" ]; then
-        v[oc_$mode]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.oneframe.sdma")")"
+        v[oc_$mode]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.sdma")")"
         v[os_$mode]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=$mode "$bench" sdm "$work/$name.stored.sdma")")"
       fi
     done
@@ -106,8 +105,8 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
     v[d50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" driver-module "$work/$name.sdma" "$work/$name.50")")"
     v[s50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.sdma" "$work/$name.50")")"
     v[s50s]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.stored.sdma" "$work/$name.50")")"
-    v[s150]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.oneframe.sdma" "$work/$name.50")")"
-    [ -n "${OLD_BUILD:-}" ] && v[o50]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.oneframe.sdma" "$work/$name.50")")"
+    v[s150]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.framed.sdma" "$work/$name.50")")"
+    [ -n "${OLD_BUILD:-}" ] && v[o50]+=" $(us_of "$(LD_LIBRARY_PATH="$OLD_BUILD/capi:$LD_LIBRARY_PATH" CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.sdma" "$work/$name.50")")"
     v[b50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" driver-files "$work/$name.sdma" "$work/$name.balance" "$work/$name.50")")"
     v[r50]+=" $(us_of "$(CUDA_MODULE_LOADING=LAZY "$bench" driver-files "$work/$name.sdma" "$work/$name.raw" "$work/$name.50")")"
     line=$(CUDA_MODULE_LOADING=LAZY "$bench" sdm "$work/$name.default.sdma" "$work/$name.50")
@@ -130,7 +129,7 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
   echo "| raw images (cubins, PTX) | $b_raw | $(ratio "$b_raw" "$b_bal") | |"
   echo "| fatbins, --compress-mode=balance | $b_bal | 1.00x | |"
   echo "| fatbins, --compress-mode=size | $b_size | $(ratio "$b_size" "$b_bal") | |"
-  echo "| sdm archive, level 3, one frame per entry | $(stat -c %s "$work/$name.oneframe.sdma") | $(ratio "$(stat -c %s "$work/$name.oneframe.sdma")" "$b_bal") | |"
+  echo "| sdm archive, level 3, 1 MiB frames | $(stat -c %s "$work/$name.framed.sdma") | $(ratio "$(stat -c %s "$work/$name.framed.sdma")" "$b_bal") | |"
   echo "| sdm archive, level 3 | $b_c3 | $(ratio "$b_c3" "$b_bal") | |"
   echo "| sdm archive, default level | $b_def | $(ratio "$b_def" "$b_bal") | <= 0.7x |"
   echo "| sdm archive, stored cubins | $b_st | $(ratio "$b_st" "$b_bal") | |"
@@ -142,8 +141,8 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
   echo "| driver: raw images read from files | $(ms "$m_fr_EAGER") | $(ms "$m_r50") | $(ratio "$m_fr_EAGER" "$m_fb_EAGER") | $(ratio "$m_r50" "$m_b50") | |"
   echo "| sdm, default level | $(ms "$m_sd_EAGER") | $(ms "$m_sd50") | $(ratio "$m_sd_EAGER" "$m_fb_EAGER") | $(ratio "$m_sd50" "$m_b50") | <= 0.8x, <= 0.8x |"
   echo "| sdm, level 3 | $(ms "$m_sc_EAGER") | $(ms "$m_s50") | $(ratio "$m_sc_EAGER" "$m_fb_EAGER") | $(ratio "$m_s50" "$m_b50") | <= 0.8x, <= 0.8x |"
-  echo "| sdm, level 3, one frame per entry (--frame-size 0) | $(ms "$m_s1_EAGER") | $(ms "$m_s150") | $(ratio "$m_s1_EAGER" "$m_fb_EAGER") | $(ratio "$m_s150" "$m_b50") | |"
-  [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change (the old libsdm), level 3, one frame per entry | $(ms "$m_oc_EAGER") | $(ms "$m_o50") | $(ratio "$m_oc_EAGER" "$m_fb_EAGER") | $(ratio "$m_o50" "$m_b50") | |"
+  echo "| sdm, level 3, 1 MiB frames (--frame-size 1048576) | $(ms "$m_s1_EAGER") | $(ms "$m_s150") | $(ratio "$m_s1_EAGER" "$m_fb_EAGER") | $(ratio "$m_s150" "$m_b50") | |"
+  [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change (the old libsdm), level 3 | $(ms "$m_oc_EAGER") | $(ms "$m_o50") | $(ratio "$m_oc_EAGER" "$m_fb_EAGER") | $(ratio "$m_o50" "$m_b50") | |"
   echo "| sdm, stored cubins, / raw images from files | $(ms "$m_ss_EAGER") | $(ms "$m_s50s") | $(ratio "$m_ss_EAGER" "$m_fr_EAGER") | $(ratio "$m_s50s" "$m_r50") | <= 1.05x |"
   echo
   echo "Device memory after the 50-kernel fetch (cuMemGetInfo, last run): sdm (default level) $mem_sdm B; the driver, every module LAZY (balance fatbins) and the same 50 resolved, $mem_drv B ($(ratio "$mem_sdm" "$mem_drv"), target <= 1.00x)."
@@ -156,7 +155,7 @@ print("\n".join(k[::step][:50]))' >"$work/$name.50"
   echo "| sdm, compressed archive, no decoding ahead (SDM_READAHEAD=0) | $(ms "$m_sr_EAGER") | $(ms "$m_sr_LAZY") | $(ratio "$m_sr_EAGER" "$m_dm_EAGER") | $(ratio "$m_sr_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, compressed archive, decoding 8 ahead (SDM_READAHEAD=8) | $(ms "$m_s8_EAGER") | $(ms "$m_s8_LAZY") | $(ratio "$m_s8_EAGER" "$m_dm_EAGER") | $(ratio "$m_s8_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, stored cubins | $(ms "$m_ss_EAGER") | $(ms "$m_ss_LAZY") | $(ratio "$m_ss_EAGER" "$m_dm_EAGER") | $(ratio "$m_ss_LAZY" "$m_dm_LAZY") | <= 1.05x |"
-  [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change (same bench, the old libsdm), compressed, one frame per entry | $(ms "$m_oc_EAGER") | $(ms "$m_oc_LAZY") | $(ratio "$m_oc_EAGER" "$m_dm_EAGER") | $(ratio "$m_oc_LAZY" "$m_dm_LAZY") | |"
+  [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change (same bench, the old libsdm), compressed | $(ms "$m_oc_EAGER") | $(ms "$m_oc_LAZY") | $(ratio "$m_oc_EAGER" "$m_dm_EAGER") | $(ratio "$m_oc_LAZY" "$m_dm_LAZY") | |"
   [ -n "${OLD_BUILD:-}" ] && echo "| sdm before the change, stored cubins | $(ms "$m_os_EAGER") | $(ms "$m_os_LAZY") | $(ratio "$m_os_EAGER" "$m_dm_EAGER") | $(ratio "$m_os_LAZY" "$m_dm_LAZY") | |"
   echo "| sdm, cubin-only archive (--ptx none), warm | $(ms "$m_cubins") | | | | |"
   echo "| sdm first run of the cubin-only archive, empty cache (wrote ${written:-0} B) | $(ms "$m_first") | | $(ratio "$m_first" "$m_cubins") of its warm run | | <= 1.1x warm, 0 B |"

@@ -71,7 +71,8 @@ void add_write_options(CLI::App* cmd, sdm::tools::WriteOptions& w) {
         ->capture_default_str();
     cmd->add_option("--frame-size", w.frame_bytes,
                     "Code an image larger than this many bytes in zstd frames of about this size, which a load decodes on several cores "
-                    "(0: one frame per image, readable by sdm releases before frames)")
+                    "(0: one frame per image, readable by sdm releases before frames; on the H200 frames cost bytes and did not pay at "
+                    "the default level)")
         ->capture_default_str();
     cmd->add_flag("--store", w.store, "Keep every entry uncompressed");
     cmd->add_option("-j,--jobs", w.jobs, "Compression threads (default: one per core; the archive is the same for any number)");

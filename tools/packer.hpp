@@ -22,7 +22,7 @@ struct WriteOptions {
     std::string prefix{"auto"};       // auto | off
     bool store_cubins{false};
     size_t min_saving{archive::kDefaultMinSaving};  // a cubin or fatbin compression saves less of is stored
-    size_t frame_bytes{archive::kDefaultFrameBytes};  // an image larger is coded in frames of about this size
+    size_t frame_bytes{0};  // an image larger is coded in frames of about this size; 0: one frame per image
     bool store{false};
     bool quiet{false};
     unsigned jobs{0};                 // 0: one per core
