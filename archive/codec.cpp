@@ -198,6 +198,7 @@ Result<std::vector<FrameSpan>> zstd_check_frames(Bytes stored, uint64_t raw_size
         at += size;
         raw_at += *content;
     }
+    if (frames.empty()) return make_error(ErrorCode::archive_corrupt, what + ": an empty payload, not a zstd frame");
     if (raw_at != raw_size)
         return make_error(ErrorCode::archive_corrupt, what + ": its zstd frames hold " + std::to_string(raw_at) + " bytes, the index says " +
                                                   std::to_string(raw_size));

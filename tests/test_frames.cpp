@@ -111,6 +111,7 @@ TEST_CASE("frames: hostile framings are refused before anything is decoded", "[a
     CHECK_THAT(error(concat(many), 0), Catch::Contains("more than 4096 zstd frames in one payload"));
     many.pop_back();
     CHECK(error(concat(many), 0).empty());
+    CHECK_THAT(error({}, 0), Catch::Contains("an empty payload, not a zstd frame"));
     // A damaged block in the second of three frames, decoded by several threads: an error naming
     // that frame, the others' work discarded.
     // (Its first block header made a reserved block type: damaged literals would decode, wrong,
