@@ -43,13 +43,13 @@ whole, part = (json.load(open(p))["entries"] for p in sys.argv[1:3])
 held = {(e["name"], e["kind"], e["target"]) for e in part}
 images = [e for e in whole if (e["name"], e["kind"], e["target"]) in held and e["kind"] != "manifest"]
 needed = {e["index"] for e in images} | {e["index"] for e in whole if e["kind"] == "manifest"}
-todo = [e for e in images if "ref" in e]
-while todo:
-    ref = whole[todo.pop()["ref"]]
+pending = [e for e in images if "ref" in e]
+while pending:
+    ref = whole[pending.pop()["ref"]]
     if ref["index"] not in needed:
         needed.add(ref["index"])
         if "ref" in ref:
-            todo.append(ref)
+            pending.append(ref)
 print(sum(e["stored_size"] for e in images), sum(whole[i]["stored_size"] for i in needed))
 PY
 )
