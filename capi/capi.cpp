@@ -576,7 +576,7 @@ SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
         const auto* k = handle(kernel);
         if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_function"); !live) return fail(owner(kernel), error, std::move(live).error());
-        if (k->slot != nullptr) k->slot->streams.note_raw();  // launched where sdm cannot see: its retirement waits for the context
+        if (k->slot != nullptr) k->slot->streams().note_raw();  // launched where sdm cannot see: its retirement waits for the context
         *function = k->function;
         return ok(error);
     });

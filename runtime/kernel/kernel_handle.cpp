@@ -49,11 +49,4 @@ Result<void> check_signature(const std::string& kernel, const std::string& archi
     return {};  // every parameter agrees in layout
 }
 
-Result<void> check_live(const KernelHandle& k, std::string_view api) {
-    if (k.slot != nullptr && k.slot->unloaded.load(std::memory_order_acquire))
-        return make_error(ErrorCode::invalid_argument, std::string(api) + ": kernel " + k.name + " was released and its module unloaded (its archive " +
-                                                           k.archive + " was replaced by a reload); fetch it again with sdm_kernel_get");
-    return {};
-}
-
 }  // namespace sdm::runtime

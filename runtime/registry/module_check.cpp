@@ -45,7 +45,7 @@ Result<std::unique_ptr<KernelHandle>> resolve_kernel(const CheckRooms& rooms, Dr
     }
     h->source = source;
     SDM_TRY_GET(table, PlanTable::compile(spec));  // validated at mount: this parses what decode_manifest accepted
-    h->launcher = std::make_unique<Launcher>(rooms.load, rooms.plugins, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams);
+    h->launcher = std::make_unique<Launcher>(rooms.load, rooms.plugins, ordinal, code.context, function, spec.name, served.module, a.label(), spec.signature, std::move(*table), &slot.streams());
     SDM_TRY(rooms.settings.apply(*h));  // what the host set on the kernel's name, before anyone sees the handle
     return h;
 }

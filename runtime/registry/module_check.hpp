@@ -14,7 +14,7 @@
 #include "runtime/jit/jit_backend.hpp"
 #include "runtime/kernel/kernel_attributes.hpp"
 #include "runtime/select/image_policy.hpp"
-#include "runtime/kernel/kernel_handle.hpp"
+#include "runtime/kernel/module_slot.hpp"
 #include "runtime/select/layering.hpp"
 #include "runtime/device/load_context.hpp"
 #include "runtime/select/plugins.hpp"

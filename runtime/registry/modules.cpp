@@ -38,22 +38,24 @@ Modules::~Modules() {
     for (Draining& d : draining_) keep_for_graphs(d);  // what did not drain: graphs hold it
     // Nothing loaded: no driver is loaded just to unload nothing.
     for (auto it = load_order_.rbegin(); it != load_order_.rend(); ++it) {
-        Slot& s = **it;
-        if (s.loaded && s.streams.graphs().count()->live() > 0) {
-            Draining held{s.module, std::move(s.library), s.context, std::get<2>(s.key), {}, s.streams.graphs().count()};
+        ModuleSlot& s = **it;
+        LoadedModule taken = s.take_unloaded();  // (registered: loaded)
+        const std::string& name = s.key().module;
+        if (s.streams().graphs().count()->live() > 0) {
+            Draining held{taken.module, std::move(taken.library), taken.context, name, {}, s.streams().graphs().count()};
             keep_for_graphs(held);
             continue;
         }
-        s.library.reset();  // unloaded with the last slot using it
-        if (s.module == nullptr) continue;
-        auto scope = DeviceScope::enter(rooms_.load, s.context);
+        taken.library.reset();  // unloaded with the last slot using it
+        if (taken.module == nullptr) continue;
+        auto scope = DeviceScope::enter(rooms_.load, taken.context);
         if (!scope) {
             rooms_.log.error("unloading a module: " + scope.error().message);
             continue;
         }
-        auto r = SDM_DRIVER_CALL(scope->driver(), cuModuleUnload, "unloading module " + std::get<2>(s.key), s.module);
+        auto r = SDM_DRIVER_CALL(scope->driver(), cuModuleUnload, "unloading module " + name, taken.module);
         if (!r) rooms_.log.error(r.error().message);
-        else rooms_.log.debug("unloaded module " + std::get<2>(s.key));
+        else rooms_.log.debug("unloaded module " + name);
     }
 }
 
@@ -79,11 +81,11 @@ bool Modules::held_by_graphs(Draining& d) {
     return true;
 }
 
-Modules::Draining Modules::fence(const Slot& s) {
-    Draining d{s.module, s.library, s.context, std::get<2>(s.key), {}, s.streams.graphs().count()};
-    const LaunchStreams::Seen seen = s.streams.seen();
+Modules::Draining Modules::fence(const ModuleSlot& s, LoadedModule taken) {
+    Draining d{taken.module, std::move(taken.library), taken.context, s.key().module, {}, s.streams().graphs().count()};
+    const LaunchStreams::Seen seen = s.streams().seen();
     if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
-    auto scope = DeviceScope::enter(rooms_.load, s.context);
+    auto scope = DeviceScope::enter(rooms_.load, d.context);
     if (!scope) {
         rooms_.log.error("retiring module " + d.name + ": " + scope.error().message);
         return d;
@@ -167,181 +169,197 @@ void Modules::drain_locked(bool wait) {
     }
 }
 
-void Modules::unload_locked(std::shared_ptr<Slot> s) {
-    // `s` is registered: loaded, its module written before it was registered under mutex_. Its
-    // handles are dead from now on; the module goes once the work launched with it has finished.
-    draining_.push_back(fence(*s));
-    s->module = nullptr;
-    s->library.reset();
-    if (s->served) s->served->archive.reset();  // (no reference is left: nothing reads it now)
-    s->unloaded.store(true, std::memory_order_release);
-    if (const auto it = slots_.find(s->key); it != slots_.end() && it->second == s) slots_.erase(it);
+void Modules::unload_locked(const std::shared_ptr<ModuleSlot>& s) {
+    // `s` is registered and marked unloaded: its handles are dead from now on; the module goes
+    // once the work launched with it has finished.
+    draining_.push_back(fence(*s, s->take_unloaded()));
+    if (const auto it = slots_.find(s->key()); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
     // Kept a while, so that a handle used after its release is reported, not a crash; the oldest
     // go, so that a host reloading every frame does not grow without bound.
     unloaded_.push_back(s);
     if (unloaded_.size() > kUnloadedKept) unloaded_.pop_front();
     for (auto it = served_.begin(); it != served_.end();) it = it->second.slot == s ? served_.erase(it) : std::next(it);
-    const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == std::get<1>(s->key); });
-    if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per loaded slot
+    const auto pinned = std::find_if(pinned_.begin(), pinned_.end(), [&](const auto& a) { return a.get() == s->key().archive; });
+    if (pinned != pinned_.end()) pinned_.erase(pinned);  // one pin per registered slot
     drain_locked(false);
 }
 
 void Modules::retire(const MountedArchive* old) {
     std::lock_guard lock(mutex_);
-    std::vector<std::shared_ptr<Slot>> idle;
-    // Registered slots only: one still loading retires itself when it registers (kernel()).
-    for (const auto& s : load_order_) {
-        if (std::get<1>(s->key) != old) continue;
-        s->retired = true;
-        if (s->references == 0) idle.push_back(s);
-    }
+    std::vector<std::shared_ptr<ModuleSlot>> idle;
+    // Registered slots only: one still loading registers retired (fetch()).
+    for (const auto& s : load_order_)
+        if (s->key().archive == old && s->retire()) idle.push_back(s);
     for (const auto& s : idle) unload_locked(s);
     drain_locked(false);
 }
 
 std::vector<FetchedKernel> Modules::fetched(const MountedArchive* archive) {
-    std::vector<std::shared_ptr<Slot>> slots;
+    std::vector<std::shared_ptr<ModuleSlot>> slots;
     {
         std::lock_guard lock(mutex_);
         for (const auto& s : load_order_)
-            if (std::get<1>(s->key) == archive) slots.push_back(s);
+            if (s->key().archive == archive) slots.push_back(s);
     }
     std::vector<FetchedKernel> out;
     for (const auto& s : slots) {  // each under its own lock (a fetch takes a slot's, then the registry's)
-        std::lock_guard lock(s->mutex);
-        for (const auto& [name, handle] : s->kernels) out.push_back({handle->name, handle->module, handle->signature});
+        const auto loading = s->lock_for_loading();
+        s->each_resolved([&](const KernelHandle& k) { out.push_back({k.name, k.module, k.signature}); });
     }
     return out;
 }
 
-Result<void> Modules::release(const KernelHandle& kernel) {
+Result<void> Modules::drop(const std::shared_ptr<ModuleSlot>& slot, const std::string& kernel) {
     std::lock_guard lock(mutex_);
-    Slot* raw = kernel.slot;
-    if (raw == nullptr || raw->references <= 0)
-        return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " was released more often than it was fetched");
-    if (--raw->references == 0 && raw->retired) {
-        // Registered slots are in load_order_ (a retired one may be gone from slots_ already).
-        const auto it = std::find_if(load_order_.begin(), load_order_.end(), [&](const auto& p) { return p.get() == raw; });
-        if (it != load_order_.end()) unload_locked(*it);
+    switch (slot->drop()) {
+        case ModuleSlot::Dropped::too_often:
+            return make_error(ErrorCode::invalid_argument, "kernel " + kernel + " was released more often than it was fetched");
+        case ModuleSlot::Dropped::unload:
+            unload_locked(slot);
+            break;
+        case ModuleSlot::Dropped::kept:
+            if (!draining_.empty()) drain_locked(false);
+            break;
     }
-    if (!draining_.empty()) drain_locked(false);
     return {};
 }
 
-std::shared_ptr<Modules::Slot> Modules::slot(const Key& key) {
+Result<void> Modules::release(const KernelHandle& kernel) {
+    if (kernel.slot == nullptr) return make_error(ErrorCode::invalid_argument, "kernel " + kernel.name + " was released more often than it was fetched");
+    // (A handle's slot is the registry's while it is registered, and kept a while once unloaded:
+    // a release after that is a use after free the host made, as for any freed handle.)
+    return drop(kernel.slot->shared_from_this(), kernel.name);
+}
+
+void Modules::Lease::reset() noexcept {
+    if (owner_ != nullptr && slot_) {
+        try {
+            (void)owner_->drop(slot_, slot_->key().module);
+        } catch (...) {  // no memory for a message: the reference stays, and the module with it
+        }
+    }
+    owner_ = nullptr;
+    slot_.reset();
+}
+
+Modules::Lease& Modules::Lease::operator=(Lease&& other) noexcept {
+    if (this != &other) {
+        reset();
+        owner_ = std::exchange(other.owner_, nullptr);
+        slot_ = std::move(other.slot_);
+    }
+    return *this;
+}
+
+Modules::Lease Modules::lease(const ModuleKey& key) {
     std::lock_guard lock(mutex_);
     auto& s = slots_[key];
-    if (!s) {
-        s = std::make_shared<Slot>();
-        s->key = key;
+    if (!s || s->retired() || !s->take(ModuleSlot::Take::any)) {  // none yet, or one of a replaced archive: a new one
+        s = std::make_shared<ModuleSlot>(key);
+        (void)s->take(ModuleSlot::Take::any);  // (a new slot is never refused)
     }
-    return s;
+    return Lease(*this, s);
+}
+
+Result<Modules::Where> Modules::where(int32_t ordinal, CUcontext context) {
+    if (!rooms_.load.follows_current_context()) return Where{ordinal, nullptr, 0};  // the ordinal's: the key needs no context
+    SDM_TRY_GET(contexts, rooms_.load.contexts());
+    if (context == nullptr) {  // the calling thread's, checked against the ordinal
+        SDM_TRY_GET(current, (*contexts)->current(ordinal));
+        context = *current;
+    }
+    SDM_TRY_GET(id, (*contexts)->id_of(context));
+    return Where{ordinal, context, *id};
 }
 
 Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& name, CUstream stream, std::optional<std::string_view> expected,
                                             CUcontext context) {
     const uint64_t generation = rooms_.archives.mount_generation();
-    uint64_t context_id = 0;
-    if (rooms_.load.follows_current_context()) {
-        SDM_TRY_GET(contexts, rooms_.load.contexts());
-        if (context == nullptr) {  // the calling thread's, checked against the ordinal
-            SDM_TRY_GET(current, (*contexts)->current(ordinal));
-            context = *current;
-        }
-        SDM_TRY_GET(id, (*contexts)->id_of(context));
-        context_id = *id;
-    } else {
-        context = nullptr;  // the ordinal's: the key needs no context
-    }
+    SDM_TRY_GET(at, where(ordinal, context));
     {  // the usual call: this kernel was served before, and nothing was mounted since
         std::lock_guard lock(mutex_);
-        const auto it = served_.find(std::tuple<int32_t, CUcontext, std::string_view>(ordinal, context, name));
-        if (it != served_.end() && it->second.generation == generation && it->second.context_id == context_id && !it->second.slot->retired) {
+        const auto it = served_.find(std::tuple<int32_t, CUcontext, std::string_view>(ordinal, at->context, name));
+        if (it != served_.end() && it->second.generation == generation && it->second.context_id == at->context_id) {
             const KernelHandle& handle = *it->second.handle;
             if (expected) SDM_TRY(check_signature(handle.name, handle.archive, handle.signature, *expected));  // before the reference
-            ++it->second.slot->references;
-            return &handle;
+            if (it->second.slot->take(ModuleSlot::Take::serving)) return &handle;
         }
     }
-    for (;;) {
-        SDM_TRY_GET(listing, listed(ordinal, name, context, context_id));
-        Listed found = std::move(*listing);
-        if (found.record == nullptr) {  // no archive lists it as it is: a recorded name expression, or a C++ spelling of a listed name?
-            SDM_TRY_GET(recorded, recorded_expression(rooms_.archives, name));
-            if (*recorded && **recorded != name) return kernel(ordinal, **recorded, stream, expected, context);
-            const archive::QualifiedName q = archive::split_module(name);
-            SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, q.name, q.module));
-            const std::string again = q.module.empty() ? *listed_name : archive::qualified_name(q.module, *listed_name);
-            if (again != name) return kernel(ordinal, again, stream, expected, context);
-            continue;  // (listed since: a mount came between)
-        }
-        const std::string symbol(found.record->name);  // the name the archive lists (`name` may be module-qualified)
-        std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
-        std::shared_ptr<Slot> s = std::move(found.slot);
-        if (!s) {
-            SDM_TRY_GET(serve, served_by(rooms_.archives, rooms_.load.devices(), ordinal, name));  // (not found: the message names what is mounted)
-            chosen = std::move(*serve);
-            if (chosen->archive != found.archive) {  // an older archive has the image (or a mount came between)
-                found.archive = chosen->archive;
-                found.record = chosen->archive->manifest->find(symbol, chosen->module);
-            }
-            if (found.record == nullptr || found.record->module != chosen->module)
-                return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest of archive " + chosen->archive->archive.label() + " that serves it");
-            s = slot({ordinal, chosen->archive.get(), chosen->module, context, context_id});
-        }
-        if (expected) {  // checked against the serving manifest before anything is loaded or referenced
-            SDM_TRY_GET(spec, found.archive->manifest->spec(*found.record));
-            SDM_TRY(check_signature(name, found.archive->archive.label(), archive::signature_text(spec->signature), *expected));
-        }
-        std::lock_guard lock(s->mutex);  // one load per module; later callers find it loaded
-        KernelHandle* handle = nullptr;
-        bool pinned = false;  // a reference taken before resolving in a loaded slot
-        if (!s->loaded) {
-            if (!chosen) continue;  // (a registered slot is loaded: not reached)
-            // Not registered yet, so nothing unloads it meanwhile.
-            SDM_TRY(load(*s, ordinal, *chosen, stream, symbol));
-            handle = s->kernels.begin()->second.get();  // the one load resolved
-        } else {
-            {  // A registered slot may be retired and unloaded by a reload: pinned by a reference
-               // while this kernel is resolved in it (the driver is asked for its function).
-                std::lock_guard registry(mutex_);
-                if (s->unloaded.load(std::memory_order_acquire)) continue;
-                ++s->references;
-                pinned = true;
-            }
-            // What chose the module chose this kernel's image: resolved in it, this kernel only,
-            // on its first fetch.
-            auto resolved = resolve(*s, ordinal, *s->served, symbol, *found.record);
-            if (!resolved) {
-                std::lock_guard registry(mutex_);
-                if (--s->references == 0 && s->retired && s->registered && !s->unloaded.load(std::memory_order_acquire)) unload_locked(s);
-                return std::move(resolved).error();
-            }
-            handle = *resolved;
-        }
-        const MountedArchive* const serving = std::get<1>(s->key);
-        std::lock_guard registry(mutex_);
-        // Replaced while this call loaded it? Then it registers retired. (Checked under mutex_: a
-        // reload replaces the archive first, then retires the registered slots under mutex_.)
-        const auto mounted = rooms_.archives.archives();
-        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a.get() == serving; });
-        // A reload may have unloaded it between the load and here (retired, with no reference
-        // yet): serve again, from what is mounted now. (A pinned slot was not unloaded.)
-        if (s->unloaded.load(std::memory_order_acquire)) continue;
-        if (!s->registered) {
-            s->registered = true;
-            load_order_.push_back(s);
-            pinned_.push_back(s->served->archive);
-        }
-        if (!current) s->retired = true;
-        if (!pinned) ++s->references;  // retired or not: the reference keeps it loaded until released
-        if (!s->retired) served_[std::tuple(ordinal, context, name)] = {generation, context_id, s, handle};
-        return handle;
-    }
+    SDM_TRY_GET(spelled, listed_spelling(name));
+    return fetch(*at, name, *spelled, stream, expected, generation);
 }
 
-Result<Modules::Listed> Modules::listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id) {
+Result<std::string> Modules::listed_spelling(const std::string& name) {
+    const auto mounted = rooms_.archives.archives();
+    for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // listed as it is (the usual case), by the newest listing archive
+        SDM_TRY_GET(record, listed_kernel(**it, name));
+        if (*record != nullptr) return name;
+    }
+    // A recorded name expression (of a listed kernel: a manifest checks it), or a C++ spelling of a
+    // listed name. Neither is listed, so neither is asked again.
+    SDM_TRY_GET(recorded, recorded_expression(rooms_.archives, name));
+    if (*recorded) return std::move(**recorded);
+    const archive::QualifiedName q = archive::split_module(name);
+    SDM_TRY_GET(listed_name, resolve_kernel_name(rooms_.archives, rooms_.jit, q.name, q.module));
+    return q.module.empty() ? std::move(*listed_name) : archive::qualified_name(q.module, *listed_name);
+}
+
+Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& asked, const std::string& name, CUstream stream,
+                                           std::optional<std::string_view> expected, uint64_t generation) {
+    SDM_TRY_GET(listing, listed(at, name));
+    Listed found = std::move(*listing);
+    Lease lease = std::move(found.lease);
+    std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
+    if (!lease) {
+        SDM_TRY_GET(serve, served_by(rooms_.archives, rooms_.load.devices(), at.ordinal, name));  // (not found: the message names what is mounted)
+        chosen = std::move(*serve);
+        found.archive = chosen->archive;  // an older archive may have the image, or a mount came between
+        found.record = chosen->archive->manifest->find(archive::split_module(name).name, chosen->module);
+        if (found.record == nullptr)
+            return make_error(ErrorCode::internal, "kernel " + name + " is not in the manifest of archive " + chosen->archive->archive.label() + " that serves it");
+        lease = this->lease({at.ordinal, chosen->archive.get(), chosen->module, at.context, at.context_id});
+    }
+    if (expected) {  // checked against the serving manifest before anything is loaded or referenced
+        SDM_TRY_GET(spec, found.archive->manifest->spec(*found.record));
+        SDM_TRY(check_signature(name, found.archive->archive.label(), archive::signature_text(spec->signature), *expected));
+    }
+    const std::string symbol(found.record->name);  // the name the archive lists (`name` may be module-qualified)
+    ModuleSlot& s = lease.slot();
+    KernelHandle* handle = nullptr;
+    {
+        const auto loading = s.lock_for_loading();  // one load per module; later fetches find it loaded
+        if (!s.loaded()) {
+            // Chosen above: a slot found registered is loaded, and the lease keeps it so.
+            if (!chosen) return make_error(ErrorCode::internal, "module " + s.key().module + " was found registered but not loaded");
+            SDM_TRY(load(s, at.ordinal, *chosen, stream, symbol));
+            handle = s.resolved(symbol);
+        } else {
+            // What chose the module chose this kernel's image: resolved in it, this kernel only,
+            // on its first fetch.
+            SDM_TRY_GET(resolved, resolve(s, at.ordinal, symbol, *found.record));
+            handle = *resolved;
+        }
+    }
+    std::lock_guard registry(mutex_);
+    if (!s.registered()) {
+        // Replaced while this fetch loaded it? Then it registers retired. (Checked under mutex_: a
+        // reload replaces the archive first, then retires the registered slots under mutex_.)
+        const auto mounted = rooms_.archives.archives();
+        const bool current = std::any_of(mounted.begin(), mounted.end(), [&](const auto& a) { return a.get() == s.key().archive; });
+        s.mark_registered(current);
+        load_order_.push_back(lease.shared());
+        pinned_.push_back(s.module().served.archive);
+    }
+    if (s.serving()) {  // served again as listed, and as the host spelled it
+        served_[std::tuple(at.ordinal, at.context, name)] = {generation, at.context_id, lease.shared(), handle};
+        if (asked != name) served_[std::tuple(at.ordinal, at.context, asked)] = {generation, at.context_id, lease.shared(), handle};
+    }
+    lease.keep();  // retired or not: the reference keeps it loaded until the host releases it
+    return handle;
+}
+
+Result<Modules::Listed> Modules::listed(const Where& at, std::string_view name) {
     Listed out;
     const auto mounted = rooms_.archives.archives();
     for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // the newest mount first
@@ -353,22 +371,19 @@ Result<Modules::Listed> Modules::listed(int32_t ordinal, std::string_view name, 
     }
     if (out.record == nullptr) return out;
     std::lock_guard lock(mutex_);
-    const auto found = slots_.find(Key{ordinal, out.archive.get(), std::string(out.record->module), context, context_id});
-    if (found != slots_.end() && found->second->registered && !found->second->retired) out.slot = found->second;
+    const auto found = slots_.find(ModuleKey{at.ordinal, out.archive.get(), std::string(out.record->module), at.context, at.context_id});
+    if (found != slots_.end() && found->second->take(ModuleSlot::Take::serving)) out.lease = Lease(*this, found->second);
     return out;
 }
 
 Result<void> Modules::load_all(int32_t ordinal, const std::string& name, CUcontext context) {
     SDM_TRY_GET(first, kernel(ordinal, name, nullptr, std::nullopt, context));
-    Slot& s = *(*first)->slot;
+    ModuleSlot& s = *(*first)->slot;
     const auto release_first = gsl::finally([&]() noexcept { (void)release(**first); });  // preload keeps no reference
-    {
-        std::lock_guard registry(mutex_);
-        if (s.retired) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
-    }
-    std::lock_guard lock(s.mutex);  // (the reference keeps it loaded, and its choice, meanwhile)
-    const ServedBy& served = *s.served;
-    for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, served, std::string(listed->name), *listed));
+    if (s.retired()) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
+    const auto loading = s.lock_for_loading();  // (the reference keeps it loaded, and its choice, meanwhile)
+    const ServedBy& served = s.module().served;
+    for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, std::string(listed->name), *listed));
     return {};
 }
 
@@ -450,12 +465,12 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
 
 }  // namespace
 
-Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name) {
+Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name) {
     PhaseTrace trace(rooms_.log.enabled(LogLevel::debug));
     const std::string& module = served.module;
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
-    CUcontext const given = std::get<3>(slot.key);  // the calling thread's, when fetches follow it
+    CUcontext const given = slot.key().context;  // the calling thread's, when fetches follow it
     SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(rooms_.load, given) : DeviceScope::enter(rooms_.load, ordinal));
     Driver& driver = scope->driver();
     trace.mark("context");
@@ -502,33 +517,26 @@ Result<void> Modules::load(Slot& slot, int32_t ordinal, const ServedBy& served, 
     trace.mark("function");
     SDM_TRY(validate_module(rooms_.checks, driver, served, **handle, ordinal));
     trace.mark("validate");
-    decltype(slot.kernels) kernels;  // filled aside: a throw here leaves the slot as it was
-    kernels.emplace(name, std::move(*handle));
-    slot.kernels = std::move(kernels);
-    slot.module = cu_module;
-    slot.library = std::move(code->library);
-    slot.context = scope->context();
-    slot.source = code->source;
-    slot.cache_key = code->cache_key;
-    slot.served = served;
-    slot.loaded = true;
+    const bool as_library = code->library != nullptr;
+    slot.set_loaded(LoadedModule{cu_module, std::move(code->library), scope->context(), code->source, code->cache_key, served}, std::move(*handle));
     kept = true;
-    rooms_.log.info("loaded module " + module + " from " + image + " on " + served.device + (slot.library ? "" : " (as a module of its context)"));
+    rooms_.log.info("loaded module " + module + " from " + image + " on " + served.device + (as_library ? "" : " (as a module of its context)"));
     if (!trace.text().empty()) rooms_.log.debug("load of module " + module + ": " + trace.text());
     return {};
 }
 
-Result<KernelHandle*> Modules::resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
-                                       const archive::ManifestIndex::Kernel& listed) {
-    if (const auto it = slot.kernels.find(name); it != slot.kernels.end()) return it->second.get();
-    SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, slot.context));
-    const LoadedCode loaded{slot.module, slot.library ? slot.library->handle() : nullptr, slot.context};
-    SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, slot.source, listed));
+Result<KernelHandle*> Modules::resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed) {
+    if (KernelHandle* known = slot.resolved(name)) return known;
+    const LoadedModule& m = slot.module();
+    const ServedBy& served = m.served;
+    SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, m.context));
+    const LoadedCode loaded{m.module, m.library ? m.library->handle() : nullptr, m.context};
+    SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, m.source, listed));
     if (!*handle)  // an image whose entry points its checks did not read (what the driver's JIT loaded)
         return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
                                                     served.device + ") lacks kernel " + name +
                                                     " that the manifest lists. Rebuild the archive so its images define it");
-    return slot.kernels.emplace(name, std::move(*handle)).first->second.get();
+    return slot.add_resolved(std::move(*handle));
 }
 
 }  // namespace sdm::runtime

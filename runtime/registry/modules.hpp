@@ -1,8 +1,9 @@
 // The module registry: a kernel's module is loaded on first use, once per (device, archive, module)
 // -- per (context, archive, module) when fetches follow the calling thread's context -- however
-// many threads ask at once (double-checked: a map lookup, then a per-module lock re-checked
-// under it); each fetch takes a reference on its module, and a module of a replaced archive is
-// unloaded when its last reference goes. A load enters the device (device_scope.hpp), asks the
+// many threads ask at once: a fetch finds or makes the module's slot with a reference on it (a
+// lease), then loads it under the slot's loading lock unless another fetch did
+// (module_slot.hpp owns that protocol). Each successful fetch keeps its reference, and a module
+// of a replaced archive is unloaded when its last reference goes. A load enters the device (device_scope.hpp), asks the
 // layering rule which archive and image serve the kernel (layering.hpp), gets the image's bytes
 // (image_source.hpp), has the driver load them as a library shared by every context selecting the
 // same image (library.hpp), or as a module of the context, and checks it (module_check.hpp).
@@ -19,11 +20,12 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "runtime/archives/archive_set.hpp"
 #include "runtime/load/image_source.hpp"
-#include "runtime/kernel/kernel_handle.hpp"
+#include "runtime/kernel/module_slot.hpp"
 #include "runtime/load/library.hpp"
 #include "runtime/device/load_context.hpp"
 #include "module_check.hpp"
@@ -70,48 +72,80 @@ public:
     std::vector<FetchedKernel> fetched(const MountedArchive* archive);
 
 private:
-    using Slot = ModuleSlot;
-    // The context is null but when fetches follow the calling thread's (it is then the ordinal's),
-    // with the driver's unique id of it (cuCtxGetId): a context destroyed and another created at the
-    // same address is another context, whose modules are not the old one's.
-    using Key = std::tuple<int32_t, const MountedArchive*, std::string, CUcontext, uint64_t>;
+    // A reference on a slot, taken when a fetch finds or makes it, so that no step of the fetch finds
+    // the slot unloaded; the host's once the fetch succeeds (keep), dropped when it fails.
+    class Lease {
+    public:
+        Lease() = default;
+        Lease(Modules& owner, std::shared_ptr<ModuleSlot> slot) : owner_(&owner), slot_(std::move(slot)) {}
+        Lease(Lease&& other) noexcept : owner_(std::exchange(other.owner_, nullptr)), slot_(std::move(other.slot_)) {}
+        Lease& operator=(Lease&& other) noexcept;
+        ~Lease() { reset(); }
+        explicit operator bool() const noexcept { return slot_ != nullptr; }
+        ModuleSlot& slot() const noexcept { return *slot_; }
+        const std::shared_ptr<ModuleSlot>& shared() const noexcept { return slot_; }
+        void keep() noexcept { owner_ = nullptr; }  // the reference is the host's now
+        void reset() noexcept;
 
-    std::shared_ptr<Slot> slot(const Key& key);
-    void unload_locked(std::shared_ptr<Slot> slot);  // with mutex_ held (by value: it erases the registry's copies)
+    private:
+        Modules* owner_{nullptr};
+        std::shared_ptr<ModuleSlot> slot_;
+    };
+    // Where a fetch is served: the ordinal, and the context with its id when fetches follow the
+    // calling thread's (null and 0 otherwise).
+    struct Where {
+        int32_t ordinal{0};
+        CUcontext context{nullptr};
+        uint64_t context_id{0};
+    };
+    Result<Where> where(int32_t ordinal, CUcontext context);
+    // The kernel `name` as the newest archive lists it, plain or module-qualified: as asked, or a
+    // recorded name expression, or a C++ spelling of a listed name (kernel_names.hpp).
+    Result<std::string> listed_spelling(const std::string& name);
+    // The fetch of kernel `name` (a listed spelling of `asked`, as the host asked) once nothing
+    // served it before: served again under both.
+    Result<const KernelHandle*> fetch(const Where& where, const std::string& asked, const std::string& name, CUstream stream,
+                                      std::optional<std::string_view> expected, uint64_t generation);
+
+    // The slot of `key` with a reference on it: a live one, or a new empty one (replacing one
+    // being unloaded).
+    Lease lease(const ModuleKey& key);
+    // Drops a reference a lease or a fetch took; unloads the slot when that was the last of a
+    // retired one. `kernel` names it in the message of one dropped too often.
+    Result<void> drop(const std::shared_ptr<ModuleSlot>& slot, const std::string& kernel);
+    void unload_locked(const std::shared_ptr<ModuleSlot>& slot);  // with mutex_ held, for a slot marked unloaded
     // Loads the image and checks it, with `name` resolved (a module's image policy is read through
-    // its first kernel). With the slot's mutex held.
-    Result<void> load(Slot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
+    // its first kernel). With the slot's loading lock held.
+    Result<void> load(ModuleSlot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
     // Kernel `name` (its manifest record `listed`) of the loaded `slot`, resolved on its first
-    // call. With the slot's mutex held.
-    Result<KernelHandle*> resolve(Slot& slot, int32_t ordinal, const ServedBy& served, const std::string& name,
-                                  const archive::ManifestIndex::Kernel& listed);
-    // The newest mounted archive listing `name` and its record; with the registered (loaded,
-    // current) slot of its module for this key, when there is one: the layering rule would choose
-    // that archive again (it chose an image of it for the module), so nothing is chosen again.
+    // call. With the slot's loading lock held.
+    Result<KernelHandle*> resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed);
+    // The newest mounted archive listing `name` and its record; with a lease on the registered
+    // (loaded, current) slot of its module for `where`, when there is one: the layering rule would
+    // choose that archive again (it chose an image of it for the module), so nothing is chosen again.
     struct Listed {
         std::shared_ptr<const MountedArchive> archive;
         const archive::ManifestIndex::Kernel* record{nullptr};
-        std::shared_ptr<Slot> slot;
+        Lease lease;
     };
     // `name` listed or module-qualified; ErrorCode::ambiguous for a name the newest listing archive
     // has in several modules (layering.hpp, listed_kernel).
-    Result<Listed> listed(int32_t ordinal, std::string_view name, CUcontext context, uint64_t context_id);
-
+    Result<Listed> listed(const Where& where, std::string_view name);
 
     const RegistryRooms rooms_;
     std::mutex mutex_;
-    std::map<Key, std::shared_ptr<Slot>> slots_;
-    std::vector<std::shared_ptr<Slot>> load_order_;
+    std::map<ModuleKey, std::shared_ptr<ModuleSlot>> slots_;
+    std::vector<std::shared_ptr<ModuleSlot>> load_order_;  // the registered slots
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive
     // What served a kernel: the slot, for the context of that id, while the mounts are those of
     // `generation` (another id at the context's address is another context: a miss).
     struct Served {
         uint64_t generation{0};
         uint64_t context_id{0};
-        std::shared_ptr<Slot> slot;
+        std::shared_ptr<ModuleSlot> slot;
         const KernelHandle* handle{nullptr};  // the slot's, for this kernel: read without the slot's lock
     };
-    // (ordinal, context as in Key, kernel) -> the loaded slot serving it, valid while the mounts are
+    // (ordinal, context as in ModuleKey, kernel) -> the loaded slot serving it, valid while the mounts are
     // those of `generation`.
     // Found by a string_view of the name, without a copy: the comparison views both sides (the
     // heterogeneous tuple comparison of std::less<> does not compile with every standard library).
@@ -128,7 +162,7 @@ private:
     // The last kUnloadedKept unloaded slots stay allocated, so that a handle used after its release
     // is reported as dead rather than read from freed memory; older ones are freed.
     static constexpr size_t kUnloadedKept = 64;
-    std::deque<std::shared_ptr<Slot>> unloaded_;
+    std::deque<std::shared_ptr<ModuleSlot>> unloaded_;
     // Retired modules whose queued work may still run, or that a CUDA graph captured: unloaded
     // once every event has completed and every such graph is destroyed (checked at each retire and
     // release; nothing waits for a graph). At most kDrainingMax wait for their events at once
@@ -146,7 +180,8 @@ private:
     };
     static constexpr size_t kDrainingMax = 16;
     std::deque<Draining> draining_;
-    Draining fence(const Slot& slot);     // records an event on every stream its kernels were launched on
+    // Records an event on every stream `slot`'s kernels were launched on; `taken` is what it loaded.
+    Draining fence(const ModuleSlot& slot, LoadedModule taken);
     void drain_locked(bool wait);         // with mutex_ held: unloads what finished (wait: every event)
     bool finished(Draining& d, bool wait);
     bool held_by_graphs(Draining& d);     // logs, once, that it waits for graphs

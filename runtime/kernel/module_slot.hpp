@@ -1,0 +1,147 @@
+// One module loaded on one device from one archive -- the stage between the loaded code and the
+// kernel handles hosts hold -- and the protocol of its lifetime, which the slot itself enforces:
+//
+//   empty --load--> loaded --registered--> serving --retired--> retired --last reference--> unloaded
+//
+// - A fetch holds a reference on the slot from the moment it finds or makes it (a lease), so no
+//   step of the fetch finds it gone; the reference becomes the host's when the fetch succeeds, and
+//   is dropped when it fails.
+// - One fetch at a time loads it or resolves a kernel in it, under its loading lock
+//   (lock_for_loading); what the load produced is written once, then read without a lock.
+// - Registered: in the registry's load order. A slot registered after its archive was replaced
+//   registers retired.
+// - Retired (its archive replaced by a reload): it serves no new fetch, and is unloaded when its
+//   last reference goes. The step that marks it unloaded is the one the registry then acts on.
+//
+// References and phase live in one atomic word, so each step (take, drop, retire, register) is
+// one compare-and-swap: a slot cannot be both handed out and unloaded.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+#include "kernel_handle.hpp"
+#include "launch_streams.hpp"
+#include "runtime/load/library.hpp"
+#include "runtime/select/layering.hpp"
+#include "common/hash.hpp"
+#include "common/result.hpp"
+
+namespace sdm::runtime {
+
+struct MountedArchive;
+
+// Which slot: one per (device, archive, module), and per context when fetches follow the calling
+// thread's (the context is null otherwise). `context_id` is the driver's unique id of the context
+// (cuCtxGetId): a context destroyed and another created at the same address is another context.
+struct ModuleKey {
+    int32_t ordinal{0};
+    const MountedArchive* archive{nullptr};
+    std::string module;
+    CUcontext context{nullptr};
+    uint64_t context_id{0};
+
+    bool operator<(const ModuleKey& other) const {
+        return std::tie(ordinal, archive, module, context, context_id) < std::tie(other.ordinal, other.archive, other.module, other.context, other.context_id);
+    }
+};
+
+// What a load produced: written once, before the slot is registered.
+struct LoadedModule {
+    CUmodule module{nullptr};                // the module path (no library entry points, the driver's JIT)
+    std::shared_ptr<LoadedLibrary> library;  // or the library it uses, shared with other contexts
+    CUcontext context{nullptr};
+    ImageSource source{ImageSource::archive_cubin};  // where the image's bytes came from
+    std::optional<Hash128> cache_key;                 // the cache entry they came from, if any
+    // What chose it (archive, image, device): a later kernel of the module is resolved in it
+    // without choosing again. Its archive is dropped when the module is unloaded.
+    ServedBy served;
+};
+
+// Made by the registry as a shared object (its handles reach it from the raw pointer they hold).
+class ModuleSlot : public std::enable_shared_from_this<ModuleSlot> {
+public:
+    explicit ModuleSlot(ModuleKey key) : key_(std::move(key)) {}
+    ModuleSlot(const ModuleSlot&) = delete;
+    ModuleSlot& operator=(const ModuleSlot&) = delete;
+
+    const ModuleKey& key() const noexcept { return key_; }
+
+    // --- Loading: one fetch at a time, with the lock held.
+    [[nodiscard]] std::unique_lock<std::mutex> lock_for_loading() { return std::unique_lock(loading_); }
+    bool loaded() const noexcept { return loaded_.has_value(); }
+    // The load's result and the one kernel it resolved (the first fetch's).
+    void set_loaded(LoadedModule module, std::unique_ptr<KernelHandle> first);
+    // A kernel resolved before, or null.
+    KernelHandle* resolved(std::string_view name) const;
+    KernelHandle* add_resolved(std::unique_ptr<KernelHandle> kernel);
+    // Every kernel resolved so far (what a reload must keep for the hosts holding them).
+    template <class Visit>
+    void each_resolved(Visit&& visit) const {
+        for (const auto& [name, kernel] : kernels_) visit(*kernel);
+    }
+
+    // --- What the load produced: once loaded, read without a lock (the reference a reader
+    // holds, taken after the load, orders it), until the module is unloaded.
+    const LoadedModule& module() const noexcept { return *loaded_; }
+
+    // --- References and phase.
+    enum class Take { any, serving };  // any phase but unloaded; only a registered, current slot
+    // Takes a reference; false when the slot may not be handed out (so nothing was taken).
+    [[nodiscard]] bool take(Take which) noexcept;
+    enum class Dropped { kept, unload, too_often };
+    // Drops a reference: `unload` when it was the last of a registered, retired slot, which is
+    // now marked unloaded and must be unloaded by the caller; `too_often` when none was held.
+    [[nodiscard]] Dropped drop() noexcept;
+    // Its archive was replaced: true when no reference is left, so that it is now marked unloaded
+    // and must be unloaded by the caller. For a registered slot.
+    [[nodiscard]] bool retire() noexcept;
+    // Into the registry's load order, by the fetch that loaded it (holding its reference);
+    // retired when its archive was replaced meanwhile.
+    void mark_registered(bool current) noexcept { state_.fetch_or(kRegistered | (current ? 0 : kRetired), std::memory_order_acq_rel); }
+    bool registered() const noexcept { return (state_.load(std::memory_order_acquire) & kRegistered) != 0; }
+    bool serving() const noexcept { return (state_.load(std::memory_order_acquire) & (kRegistered | kRetired | kUnloaded)) == kRegistered; }
+    bool retired() const noexcept { return (state_.load(std::memory_order_acquire) & kRetired) != 0; }
+    // Its handles are dead: it was retired and unloaded.
+    bool unloaded() const noexcept { return (state_.load(std::memory_order_acquire) & kUnloaded) != 0; }
+    // The module and library, handed to whoever unloads them once their work finished; the slot
+    // keeps its name and context, and drops its archive. For a slot marked unloaded.
+    LoadedModule take_unloaded();
+
+    // --- Where its kernels were launched, for its retirement (launch_streams.hpp).
+    LaunchStreams& streams() noexcept { return streams_; }
+    const LaunchStreams& streams() const noexcept { return streams_; }
+
+    // --- Its globals as the driver found them (globals.hpp), by name: at most kMaxGlobals.
+    static constexpr size_t kMaxGlobals = 4096;
+    std::optional<std::pair<CUdeviceptr, uint64_t>> global(std::string_view name) const;
+    void remember_global(const std::string& name, CUdeviceptr address, uint64_t bytes);
+
+private:
+    // The state word: the references in the low bits, the phase in three high bits.
+    static constexpr uint64_t kRegistered = uint64_t{1} << 62, kRetired = uint64_t{1} << 61, kUnloaded = uint64_t{1} << 60;
+    static constexpr uint64_t kReferences = kUnloaded - 1;
+
+    const ModuleKey key_;
+    std::atomic<uint64_t> state_{0};
+    std::mutex loading_;
+    std::optional<LoadedModule> loaded_;  // guarded by loading_ until registered
+    std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels_;  // guarded by loading_
+    LaunchStreams streams_;
+    mutable std::mutex globals_mutex_;
+    std::map<std::string, std::pair<CUdeviceptr, uint64_t>, std::less<>> globals_;
+};
+
+// Whether `kernel` may still be used: not once it was released and its module unloaded (its
+// archive replaced by a reload). `api` names the call in the message.
+Result<void> check_live(const KernelHandle& kernel, std::string_view api);
+
+}  // namespace sdm::runtime
