@@ -7,7 +7,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <new>
 #include <vector>
@@ -32,6 +36,16 @@ using sdm::kLastErrorCode;
 struct sdm_runtime {
     sdm::runtime::Runtime impl;
     explicit sdm_runtime(sdm::runtime::RuntimeOptions o) : impl(std::move(o)) {}
+    // The strings sdm_archive_info_get hands out, kept until the runtime is destroyed as sdm.h
+    // promises, though an archive may be unmounted or replaced before: one copy of each.
+    std::mutex strings_mutex;
+    std::set<std::string, std::less<>> strings;
+    const char* kept(std::string_view text) {
+        std::lock_guard lock(strings_mutex);
+        auto it = strings.find(text);
+        if (it == strings.end()) it = strings.emplace(text).first;
+        return it->c_str();
+    }
 };
 
 namespace sdm::capi {
@@ -387,8 +401,8 @@ SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sd
         out.format_minor = h.format_minor;
         out.embedded = m.embedded ? 1 : 0;
         out.size_bytes = h.archive_size;
-        out.label = m.archive.label().c_str();
-        out.content_version = m.manifest ? m.manifest->content_version.c_str() : "";
+        out.label = runtime->kept(m.archive.label());
+        out.content_version = m.manifest ? runtime->kept(m.manifest->content_version) : "";
         std::memcpy(info, &out, kMinimum);
         return ok(error);
     });
@@ -528,6 +542,19 @@ SDM_API sdm_status sdm_runtime_reload(sdm_runtime* runtime, uint32_t* reloaded, 
 
 SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error) {
     return reload("sdm_runtime_poll_archives", true, runtime, reloaded, error);
+}
+
+SDM_API sdm_status sdm_archive_unmount(sdm_runtime* runtime, const char* label, uint32_t* unmounted, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (unmounted != nullptr) *unmounted = 0;
+        if (runtime == nullptr || label == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_archive_unmount: runtime and label must not be NULL");
+        uint32_t count = 0;
+        auto r = runtime->impl.unmount(label, count);
+        if (unmounted != nullptr) *unmounted = count;
+        if (!r) return fail(runtime, error, std::move(r).error());
+        return ok(error);
+    });
 }
 
 SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* problem, uint32_t problem_count, sdm_plan* plan, sdm_error** error) {

@@ -53,6 +53,10 @@ Result<void> Runtime::reload(bool changed_only, uint32_t& reloaded) {
     return archives_.reload(changed_only, reloaded, [this](const MountedArchive* old) { modules_->retire(old); }, contract);
 }
 
+Result<void> Runtime::unmount(std::string_view label, uint32_t& unmounted) {
+    return archives_.unmount(label, unmounted, [this](const MountedArchive* gone) { modules_->retire(gone); });
+}
+
 ImageRooms Runtime::image_rooms() noexcept { return ImageRooms{log_, load_, jit_, cache_, readahead_modules_}; }
 
 void Runtime::record_error(const Error& error) {

@@ -102,6 +102,8 @@ public:
     std::vector<std::shared_ptr<const MountedArchive>> archives() const { return archives_.archives(); }
     // Hot reload (ArchiveSet::reload): the registry retires each replaced archive's modules.
     Result<void> reload(bool changed_only, uint32_t& reloaded);
+    // Unmount (ArchiveSet::unmount): the registry retires its modules, as a reload's.
+    Result<void> unmount(std::string_view label, uint32_t& unmounted);
     std::vector<std::string> skipped_archives() const { return archives_.skipped_archives(); }
     // What an image's bytes are got with (sdm info asks which JIT backend would build one).
     ImageRooms image_rooms() noexcept;

@@ -39,7 +39,7 @@ extern "C" {
 #endif
 
 #define SDM_ABI_VERSION_MAJOR 1
-#define SDM_ABI_VERSION_MINOR 4
+#define SDM_ABI_VERSION_MINOR 5
 
 /* ---- statuses ------------------------------------------------------------------------------ */
 
@@ -274,6 +274,17 @@ SDM_API sdm_status sdm_runtime_reload(sdm_runtime* runtime, uint32_t* reloaded, 
  * file; only files that changed (device, inode, size or modification time) are remounted, as
  * sdm_runtime_reload does. */
 SDM_API sdm_status sdm_runtime_poll_archives(sdm_runtime* runtime, uint32_t* reloaded, sdm_error** error);
+/* Unmount (ABI 1.5). The archive mounted as `label` (sdm_archive_info's label: its path as
+ * mounted, the label given to sdm_archive_mount_memory, or "embedded") leaves the layer order, with
+ * every overlay that stood on it (logged): new fetches no longer see it, and a name only it listed
+ * is SDM_ERROR_NOT_FOUND from now on. As after a reload, kernels fetched from it keep working until
+ * released with sdm_kernel_release; its modules unload then, once the work queued with them has
+ * finished (and once no CUDA graph that captured a launch of them exists). An archive of
+ * SDM_ARCHIVE_PATH may be unmounted too. SDM_ERROR_NOT_FOUND when no archive is mounted as
+ * `label` (the message lists what is), SDM_ERROR_AMBIGUOUS when several are (nothing is
+ * unmounted). `unmounted` (may be NULL) receives how many archives went. Thread-safe with fetches,
+ * launches and reloads. */
+SDM_API sdm_status sdm_archive_unmount(sdm_runtime* runtime, const char* label, uint32_t* unmounted, sdm_error** error);
 
 typedef struct sdm_archive_info {
     uint32_t struct_size;      /* sizeof(sdm_archive_info) */
@@ -290,7 +301,8 @@ typedef struct sdm_archive_info {
 } sdm_archive_info;
 
 SDM_API sdm_status sdm_archive_count(sdm_runtime* runtime, uint32_t* count, sdm_error** error);
-/* Mounted archives in mount order; strings valid until the runtime is destroyed. */
+/* Mounted archives in mount order; strings valid until the runtime is destroyed (an archive
+ * unmounted or replaced by a reload included). */
 SDM_API sdm_status sdm_archive_info_get(sdm_runtime* runtime, uint32_t index, sdm_archive_info* info, sdm_error** error);
 
 /* ---- devices ------------------------------------------------------------------------------- */
@@ -706,6 +718,8 @@ typedef struct sdm_api {
     sdm_status (*kernel_set)(const sdm_kernel*, sdm_kernel_setting, int32_t, sdm_error**);
     sdm_status (*kernel_max_active_blocks)(const sdm_kernel*, uint32_t, uint32_t, int32_t*, sdm_error**);
     sdm_status (*kernel_max_potential_block_size)(const sdm_kernel*, uint32_t, uint32_t, int32_t*, int32_t*, sdm_error**);
+    /* ABI 1.5 */
+    sdm_status (*archive_unmount)(sdm_runtime*, const char*, uint32_t*, sdm_error**);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

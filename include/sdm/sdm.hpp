@@ -845,6 +845,11 @@ public:
     Result<uint32_t> poll_archives() const {
         return detail::get<uint32_t>([this](uint32_t* n, sdm_error** error) { return sdm_runtime_poll_archives(handle_, n, error); });
     }
+    // Unmounts the archive mounted as `label` and the overlays on it (sdm_archive_unmount, ABI
+    // 1.5): the count that went. Kernels fetched from it keep working until released.
+    Result<uint32_t> unmount(const std::string& label) const {
+        return detail::get<uint32_t>([&](uint32_t* n, sdm_error** error) { return sdm_archive_unmount(handle_, label.c_str(), n, error); });
+    }
     // Loads a plan-provider plugin (sdm_plugin_load; sdm_plugin.h).
     Status load_plugin(const std::string& path) const {
         sdm_error* error = nullptr;

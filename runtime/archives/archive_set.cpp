@@ -8,6 +8,7 @@
 #include "archive/file_map.hpp"
 #include "archive/identity.hpp"
 #include "archive/verify.hpp"
+#include "common/text.hpp"
 
 namespace sdm::runtime {
 
@@ -77,11 +78,11 @@ Result<void> check_base(const MountedArchive& overlay, std::span<const std::shar
 // After a reload replaced some archives: the overlays whose base is no longer beneath them stop
 // serving (each logged with both identities), in layer order, so an overlay of a removed overlay
 // goes too. Called with mutex_ held.
-std::vector<std::shared_ptr<const MountedArchive>> ArchiveSet::drop_stale_overlays() {
+std::vector<std::shared_ptr<const MountedArchive>> ArchiveSet::drop_stale_overlays(std::string_view after) {
     std::vector<std::shared_ptr<const MountedArchive>> kept, dropped;
     for (auto& m : archives_) {
         if (auto bound = check_base(*m, kept); !bound) {
-            log_.warn("after the reload, " + bound.error().message);
+            log_.warn(std::string(after) + ", " + bound.error().message);
             dropped.push_back(std::move(m));
             continue;
         }
@@ -145,7 +146,7 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
         {
             std::lock_guard lock(mutex_);
             std::replace(archives_.begin(), archives_.end(), old, std::shared_ptr<const MountedArchive>(*fresh));
-            dropped = drop_stale_overlays();
+            dropped = drop_stale_overlays("after the reload");
             generation_.fetch_add(1, std::memory_order_acq_rel);
         }
         retire(old.get());
@@ -154,6 +155,42 @@ Result<void> ArchiveSet::reload(bool changed_only, uint32_t& reloaded, const std
         log_.info("reloaded archive " + map->path() + " (" + std::to_string((*fresh)->archive.entries().size()) + " entries)");
     }
     if (first) return *first;
+    return {};
+}
+
+Result<void> ArchiveSet::unmount(std::string_view label, uint32_t& unmounted, const std::function<void(const MountedArchive*)>& retire) {
+    unmounted = 0;
+    std::lock_guard serial(reload_mutex_);  // not under a reload that is replacing it
+    std::shared_ptr<const MountedArchive> gone;
+    std::vector<std::shared_ptr<const MountedArchive>> dropped;
+    {
+        std::lock_guard lock(mutex_);
+        std::string mounted;
+        size_t matches = 0;
+        for (const auto& m : archives_) {
+            mounted += (mounted.empty() ? "" : ", ") + m->archive.label();
+            if (m->archive.label() == label) {
+                ++matches;
+                gone = m;
+            }
+        }
+        if (matches == 0)
+            return make_error(ErrorCode::not_found, "no archive mounted as " + printable(std::string(label)) + " to unmount (mounted: " +
+                                                        (mounted.empty() ? std::string("none") : mounted) +
+                                                        "); name it as sdm_archive_info_get's label does: its path as mounted, or the label given");
+        if (matches > 1)
+            return make_error(ErrorCode::ambiguous, "archive " + printable(std::string(label)) + " is mounted " + std::to_string(matches) +
+                                                        " times; unmount is refused, since it could not tell which one the host meant. Mount an archive once, "
+                                                        "or under labels of its own (sdm_archive_mount_memory)");
+        std::erase(archives_, gone);
+        dropped = drop_stale_overlays("after unmounting " + gone->archive.label());
+        generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    retire(gone.get());
+    for (const auto& overlay : dropped) retire(overlay.get());
+    unmounted = static_cast<uint32_t>(1 + dropped.size());
+    log_.info("unmounted archive " + gone->archive.label() + (dropped.empty() ? std::string() : " and " + std::to_string(dropped.size()) + " overlay(s) on it") +
+              "; its kernels already fetched keep working until released");
     return {};
 }
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -50,13 +51,23 @@ public:
     Result<void> reload(bool changed_only, uint32_t& reloaded, const std::function<void(const MountedArchive*)>& retire,
                         const std::function<Result<void>(const MountedArchive& old, const MountedArchive& fresh)>& contract);
 
+    // Unmounts the archive mounted as `label` (its path, or the label it was mounted with): new
+    // fetches no longer see it, and `retire` is told of it and of each overlay that stood on it (an
+    // overlay whose base goes goes with it, logged), as a reload tells of a replaced version. Its
+    // kernels already fetched keep working until released. ErrorCode::not_found naming what is
+    // mounted, or ErrorCode::ambiguous when several mounts share the label. Serialized with reloads.
+    // `unmounted` receives how many archives went (the one named and its overlays).
+    Result<void> unmount(std::string_view label, uint32_t& unmounted, const std::function<void(const MountedArchive*)>& retire);
+
     // Archives of $SDM_ARCHIVE_PATH that could not be mounted, each with why.
     void skipped(std::string why);
     std::vector<std::string> skipped_archives() const;
 
 private:
     Result<void> check_compatible(const archive::Archive& archive) const;
-    std::vector<std::shared_ptr<const MountedArchive>> drop_stale_overlays();
+    // With mutex_ held: the overlays whose base is no longer beneath them leave the set (`after`
+    // says what changed it, for the log).
+    std::vector<std::shared_ptr<const MountedArchive>> drop_stale_overlays(std::string_view after);
 
     const Logger& log_;
     Provenance& provenance_;

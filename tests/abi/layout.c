@@ -5,9 +5,9 @@
  * fails to compile. Hosts bind these by hand (Go, Julia, ctypes) or from a bindgen run made once;
  * a moved field breaks them silently at run time, so it must break here first.
  *
- * The numbers are those of the newest released header, tests/abi/released/1.3/sdm/sdm.h
+ * The numbers are those of the newest released header, tests/abi/released/1.4/sdm/sdm.h
  * (gen_abi.py compiles a probe of it), never of sdm.h itself, which they could then never fail.
- * What sdm.h adds after 1.3 (the minor in development) is pinned from sdm.h and marked
+ * What sdm.h adds after 1.4 (the minor in development) is pinned from sdm.h and marked
  * `unreleased`, as is the size of a struct that grew; releasing the minor (copying its header to
  * tests/abi/released/) fixes those numbers too. A shipped layout never changes: a failure here
  * is an ABI break to undo in sdm.h, not a number to update.
@@ -28,7 +28,7 @@
 /* ---- values: the same on every platform ------------------------------------------------------ */
 
 PIN_VALUE(SDM_ABI_VERSION_MAJOR, 1);
-PIN_VALUE(SDM_ABI_VERSION_MINOR, 4); /* unreleased */
+PIN_VALUE(SDM_ABI_VERSION_MINOR, 5); /* unreleased */
 PIN_VALUE(SDM_LIST_SERVED, 4294967295);
 PIN_VALUE(SDM_OK, 0);
 PIN_VALUE(SDM_ERROR_INVALID_ARGUMENT, 1);
@@ -59,7 +59,7 @@ PIN_VALUE(SDM_LOG_INFO, 3);
 PIN_VALUE(SDM_LOG_DEBUG, 4);
 PIN_VALUE(SDM_RUNTIME_NO_EMBEDDED_ARCHIVE, 1);
 PIN_VALUE(SDM_RUNTIME_CURRENT_CONTEXT, 2);
-PIN_VALUE(SDM_RUNTIME_RELOAD_ANY_CONTRACT, 4); /* unreleased */
+PIN_VALUE(SDM_RUNTIME_RELOAD_ANY_CONTRACT, 4);
 PIN_VALUE(SDM_ISOLATION_DEFAULT, 0);
 PIN_VALUE(SDM_ISOLATION_AUTO, 1);
 PIN_VALUE(SDM_ISOLATION_ALWAYS, 2);
@@ -90,14 +90,14 @@ PIN_VALUE(SDM_IMAGE_SOURCE_PTX_COMPILER, 6);
 PIN_VALUE(SDM_PLAN_PDL, 1);
 PIN_VALUE(SDM_PLAN_COOPERATIVE, 2);
 PIN_VALUE(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
-PIN_VALUE(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1); /* unreleased */
-PIN_VALUE(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1); /* unreleased */
-PIN_VALUE(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2); /* unreleased */
+PIN_VALUE(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
+PIN_VALUE(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
+PIN_VALUE(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
 
 PIN_SIZE(sdm_status, 4, 4);
 PIN_SIZE(sdm_log_level, 4, 4);
 PIN_SIZE(sdm_device_class, 4, 4);
-PIN_SIZE(sdm_kernel_setting, 4, 4); /* unreleased */
+PIN_SIZE(sdm_kernel_setting, 4, 4);
 
 /* ---- layouts: LP64 (x86_64 and aarch64 Linux) ------------------------------------------------ */
 
@@ -230,25 +230,25 @@ PIN_FIELD(sdm_kernel_entry, shadowed, 48, 4);
 PIN_FIELD(sdm_kernel_entry, reserved0, 52, 4);
 PIN_SIZE(sdm_kernel_entry, 56, 8);
 
-PIN_FIELD(sdm_kernel_attributes, struct_size, 0, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, flags, 4, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, max_threads_per_block, 8, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, shared_size_bytes, 12, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, const_size_bytes, 16, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, local_size_bytes, 20, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, num_regs, 24, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, ptx_version, 28, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, binary_version, 32, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, cache_mode_ca, 36, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, max_dynamic_shared_size_bytes, 40, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, preferred_shared_memory_carveout, 44, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, cluster_size_must_be_set, 48, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, required_cluster_width, 52, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, required_cluster_height, 56, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, required_cluster_depth, 60, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, non_portable_cluster_size_allowed, 64, 4); /* unreleased */
-PIN_FIELD(sdm_kernel_attributes, cluster_scheduling_policy_preference, 68, 4); /* unreleased */
-PIN_SIZE(sdm_kernel_attributes, 72, 4); /* unreleased */
+PIN_FIELD(sdm_kernel_attributes, struct_size, 0, 4);
+PIN_FIELD(sdm_kernel_attributes, flags, 4, 4);
+PIN_FIELD(sdm_kernel_attributes, max_threads_per_block, 8, 4);
+PIN_FIELD(sdm_kernel_attributes, shared_size_bytes, 12, 4);
+PIN_FIELD(sdm_kernel_attributes, const_size_bytes, 16, 4);
+PIN_FIELD(sdm_kernel_attributes, local_size_bytes, 20, 4);
+PIN_FIELD(sdm_kernel_attributes, num_regs, 24, 4);
+PIN_FIELD(sdm_kernel_attributes, ptx_version, 28, 4);
+PIN_FIELD(sdm_kernel_attributes, binary_version, 32, 4);
+PIN_FIELD(sdm_kernel_attributes, cache_mode_ca, 36, 4);
+PIN_FIELD(sdm_kernel_attributes, max_dynamic_shared_size_bytes, 40, 4);
+PIN_FIELD(sdm_kernel_attributes, preferred_shared_memory_carveout, 44, 4);
+PIN_FIELD(sdm_kernel_attributes, cluster_size_must_be_set, 48, 4);
+PIN_FIELD(sdm_kernel_attributes, required_cluster_width, 52, 4);
+PIN_FIELD(sdm_kernel_attributes, required_cluster_height, 56, 4);
+PIN_FIELD(sdm_kernel_attributes, required_cluster_depth, 60, 4);
+PIN_FIELD(sdm_kernel_attributes, non_portable_cluster_size_allowed, 64, 4);
+PIN_FIELD(sdm_kernel_attributes, cluster_scheduling_policy_preference, 68, 4);
+PIN_SIZE(sdm_kernel_attributes, 72, 4);
 
 PIN_FIELD(sdm_api, struct_size, 0, 4);
 PIN_FIELD(sdm_api, abi_minor, 4, 4);
@@ -295,11 +295,13 @@ PIN_FIELD(sdm_api, kernel_list_count, 304, 8);
 PIN_FIELD(sdm_api, kernel_list_get, 312, 8);
 PIN_FIELD(sdm_api, kernel_list_destroy, 320, 8);
 /* ABI 1.4 */
-PIN_FIELD(sdm_api, kernel_attributes_get, 328, 8); /* unreleased */
-PIN_FIELD(sdm_api, kernel_set, 336, 8); /* unreleased */
-PIN_FIELD(sdm_api, kernel_max_active_blocks, 344, 8); /* unreleased */
-PIN_FIELD(sdm_api, kernel_max_potential_block_size, 352, 8); /* unreleased */
-PIN_SIZE(sdm_api, 360, 8); /* unreleased */
+PIN_FIELD(sdm_api, kernel_attributes_get, 328, 8);
+PIN_FIELD(sdm_api, kernel_set, 336, 8);
+PIN_FIELD(sdm_api, kernel_max_active_blocks, 344, 8);
+PIN_FIELD(sdm_api, kernel_max_potential_block_size, 352, 8);
+/* ABI 1.5 */
+PIN_FIELD(sdm_api, archive_unmount, 360, 8); /* unreleased */
+PIN_SIZE(sdm_api, 368, 8); /* unreleased */
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; teach capi/gen_abi.py this platform's probe before building on it"

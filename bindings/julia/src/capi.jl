@@ -6,7 +6,7 @@
 # function of the same name around one `ccall`.
 
 const SDM_ABI_VERSION_MAJOR = 1
-const SDM_ABI_VERSION_MINOR = 4
+const SDM_ABI_VERSION_MINOR = 5
 const SDM_LIST_SERVED = UInt32(4294967295)
 
 # ---- statuses ------------------------------------------------------------------------------------
@@ -360,6 +360,7 @@ struct sdm_api
     kernel_set::Ptr{Cvoid}
     kernel_max_active_blocks::Ptr{Cvoid}
     kernel_max_potential_block_size::Ptr{Cvoid}
+    archive_unmount::Ptr{Cvoid}
 end
 
 # ---- functions: one per SDM_API function ---------------------------------------------------------
@@ -394,6 +395,9 @@ sdm_runtime_reload(runtime, reloaded, error) =
 sdm_runtime_poll_archives(runtime, reloaded, error) =
     ccall((:sdm_runtime_poll_archives, libsdm), sdm_status,
           (Ptr{sdm_runtime}, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), runtime, reloaded, error)
+sdm_archive_unmount(runtime, label, unmounted, error) =
+    ccall((:sdm_archive_unmount, libsdm), sdm_status,
+          (Ptr{sdm_runtime}, Cstring, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), runtime, label, unmounted, error)
 sdm_archive_count(runtime, count, error) =
     ccall((:sdm_archive_count, libsdm), sdm_status,
           (Ptr{sdm_runtime}, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), runtime, count, error)

@@ -1282,6 +1282,14 @@ class Runtime:
         self._call("sdm_runtime_poll_archives", ctypes.byref(count))
         return count.value
 
+    def unmount(self, label: str) -> int:
+        """Unmounts the archive mounted as `label` (its path, or the label given) and the
+        overlays on it (ABI 1.5); the number that went. Kernels fetched from it keep working
+        until released."""
+        count = ctypes.c_uint32()
+        self._call("sdm_archive_unmount", label.encode(), ctypes.byref(count))
+        return count.value
+
     def archive_count(self) -> int:
         """How many archives are mounted."""
         count = ctypes.c_uint32()

@@ -26,7 +26,7 @@ class Sized(Structure):
 
 
 SDM_ABI_VERSION_MAJOR = 1
-SDM_ABI_VERSION_MINOR = 4
+SDM_ABI_VERSION_MINOR = 5
 SDM_LIST_SERVED = 4294967295
 
 
@@ -406,6 +406,8 @@ class sdm_api(Sized):
         ("kernel_max_active_blocks", CFUNCTYPE(sdm_status, kernel_p, c_uint32, c_uint32, P(c_int32), P(error_p))),
         ("kernel_max_potential_block_size", CFUNCTYPE(sdm_status, kernel_p, c_uint32, c_uint32, P(c_int32), P(c_int32),
                                                       P(error_p))),
+        # ABI 1.5
+        ("archive_unmount", CFUNCTYPE(sdm_status, runtime_p, c_char_p, P(c_uint32), P(error_p))),
     ]
 
 
@@ -530,6 +532,7 @@ FUNCTIONS = {
     "sdm_archive_mount_memory": (sdm_status, [runtime_p, c_void_p, c_size_t, c_char_p, P(error_p)]),
     "sdm_runtime_reload": (sdm_status, [runtime_p, P(c_uint32), P(error_p)]),
     "sdm_runtime_poll_archives": (sdm_status, [runtime_p, P(c_uint32), P(error_p)]),
+    "sdm_archive_unmount": (sdm_status, [runtime_p, c_char_p, P(c_uint32), P(error_p)]),
     "sdm_archive_count": (sdm_status, [runtime_p, P(c_uint32), P(error_p)]),
     "sdm_archive_info_get": (sdm_status, [runtime_p, c_uint32, P(sdm_archive_info), P(error_p)]),
     "sdm_driver_version": (sdm_status, [runtime_p, P(c_int32), P(error_p)]),

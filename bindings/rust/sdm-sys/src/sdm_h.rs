@@ -8,7 +8,7 @@
 use core::ffi::{c_char, c_void};
 
 pub const SDM_ABI_VERSION_MAJOR: u32 = 1;
-pub const SDM_ABI_VERSION_MINOR: u32 = 4;
+pub const SDM_ABI_VERSION_MINOR: u32 = 5;
 pub const SDM_LIST_SERVED: u32 = 4294967295;
 
 // ---- statuses -----------------------------------------------------------------------------------
@@ -446,6 +446,9 @@ pub struct sdm_api {
     pub kernel_max_potential_block_size: Option<
         unsafe extern "C" fn(*const sdm_kernel, u32, u32, *mut i32, *mut i32, *mut *mut sdm_error) -> sdm_status,
     >,
+    // ABI 1.5
+    pub archive_unmount:
+        Option<unsafe extern "C" fn(*mut sdm_runtime, *const c_char, *mut u32, *mut *mut sdm_error) -> sdm_status>,
 }
 
 // ---- defaults: zeros, struct_size set -----------------------------------------------------------
@@ -503,6 +506,12 @@ extern "C" {
     pub fn sdm_runtime_poll_archives(
         runtime: *mut sdm_runtime,
         reloaded: *mut u32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_archive_unmount(
+        runtime: *mut sdm_runtime,
+        label: *const c_char,
+        unmounted: *mut u32,
         error: *mut *mut sdm_error,
     ) -> sdm_status;
     pub fn sdm_archive_count(runtime: *mut sdm_runtime, count: *mut u32, error: *mut *mut sdm_error) -> sdm_status;
@@ -683,7 +692,7 @@ mod layout {
     #[test]
     fn values() {
         assert_eq!(SDM_ABI_VERSION_MAJOR, 1);
-        assert_eq!(SDM_ABI_VERSION_MINOR, 4);
+        assert_eq!(SDM_ABI_VERSION_MINOR, 5);
         assert_eq!(SDM_LIST_SERVED, 4294967295);
         assert_eq!(SDM_OK, 0);
         assert_eq!(SDM_ERROR_INVALID_ARGUMENT, 1);
@@ -975,6 +984,7 @@ mod layout {
         pin_field!(sdm_api, kernel_set, 336, 8);
         pin_field!(sdm_api, kernel_max_active_blocks, 344, 8);
         pin_field!(sdm_api, kernel_max_potential_block_size, 352, 8);
-        pin_size!(sdm_api, 360, 8);
+        pin_field!(sdm_api, archive_unmount, 360, 8);
+        pin_size!(sdm_api, 368, 8);
     }
 }
