@@ -9,6 +9,7 @@
 #include "archive/identity.hpp"
 #include "archive/verify.hpp"
 #include "common/text.hpp"
+#include "runtime/platform/trace_ranges.hpp"
 
 namespace sdm::runtime {
 
@@ -208,12 +209,14 @@ Result<void> ArchiveSet::mount(std::shared_ptr<MountedArchive> mounted) {
 }
 
 Result<void> ArchiveSet::mount_file(const std::string& path) {
+    const TraceRange range("mount", path);
     SDM_TRY_GET(a, archive::Archive::open_file(path));
     auto mounted = std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, nullptr, {}});
     return mount(std::move(mounted));
 }
 
 Result<void> ArchiveSet::mount_memory(Bytes bytes, const std::string& label) {
+    const TraceRange range("mount", label);
     auto owned = std::make_shared<const ByteVector>(bytes.begin(), bytes.end());
     SDM_TRY_GET(a, archive::Archive::open_memory(*owned, label, owned));
     return mount(std::make_shared<MountedArchive>(MountedArchive{std::move(*a), std::nullopt, false, owned, {}}));

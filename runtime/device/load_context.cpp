@@ -2,10 +2,13 @@
 
 #include <chrono>
 
+#include "runtime/platform/settings.hpp"
+
 namespace sdm::runtime {
 
 LoadContext::LoadContext(const Logger& log, std::string cuda_driver, ContextChoice contexts)
-    : log_(log), cuda_driver_(std::move(cuda_driver)), choice_(std::move(contexts)), devices_([this] { return driver(); }) {}
+    : log_(log), cuda_driver_(std::move(cuda_driver)), choice_(std::move(contexts)), traces_launches_(settings::flag(settings::Id::nvtx_launch)),
+      devices_([this] { return driver(); }) {}
 
 Result<std::shared_ptr<Driver>> LoadContext::driver() {
     std::lock_guard lock(mutex_);

@@ -32,11 +32,14 @@ public:
     Result<Contexts*> contexts();
     // Whether fetches use the calling thread's current context (SDM_RUNTIME_CURRENT_CONTEXT).
     bool follows_current_context() const noexcept { return choice_.current; }
+    // Whether launches get NVTX ranges (SDM_NVTX_LAUNCH, read when the runtime is made).
+    bool traces_launches() const noexcept { return traces_launches_; }
 
 private:
     const Logger& log_;
     const std::string cuda_driver_;
     const ContextChoice choice_;
+    const bool traces_launches_;
     Devices devices_;
     std::mutex mutex_;
     std::shared_ptr<Driver> driver_;

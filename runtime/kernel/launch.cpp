@@ -5,6 +5,7 @@
 
 #include "runtime/device/device_scope.hpp"
 #include "runtime/select/layering.hpp"
+#include "runtime/platform/trace_ranges.hpp"
 
 namespace sdm::runtime {
 
@@ -177,6 +178,7 @@ Result<void> Launcher::check_current() {
 }
 
 Result<void> Launcher::launch(const Plan& plan, CUstream stream, void* const* args, uint32_t arg_count, std::span<const CUlaunchAttribute> extra) {
+    const auto range = TraceRange::when(load_.traces_launches(), "launch", kernel_);
     if (arg_count != signature_.size())
         return make_error(ErrorCode::invalid_argument, "kernel " + kernel_ + " takes " + std::to_string(signature_.size()) + " argument(s) (" +
                                                            archive::signature_text(signature_) + "), not " + std::to_string(arg_count));

@@ -7,6 +7,7 @@
 #include "archive/image.hpp"
 #include "common/digest.hpp"
 #include "runtime/archives/readahead.hpp"
+#include "runtime/platform/trace_ranges.hpp"
 
 namespace sdm::runtime {
 
@@ -269,12 +270,14 @@ private:
             return cached(**key, Kind::cubin, backend.source(), [&]() -> Result<ByteVector> {
                 SDM_TRY(not_capturing());
                 SDM_TRY(read_input(job));
+                const TraceRange range("jit", backend.name(), input_.image);
                 SDM_TRY_GET(product, backend.build(job));
                 return std::move(product->cubin);
             }, {what, rooms_.jit.isolation().limits.seconds});
         }
         SDM_TRY(not_capturing());
         SDM_TRY(read_input(job));
+        const TraceRange range("jit", backend.name(), input_.image);
         SDM_TRY_GET(product, backend.build(job));
         out_.source = backend.source();
         out_.module = product->module;

@@ -58,6 +58,8 @@ constexpr Setting kSettings[] = {
      .least = 0, .most = 16, .unit = "modules",
      .fallback = "decoding the default number ahead for this machine, half the cores from 2 to 8 (0 turns it off)",
      .doc = "how many modules ahead a load decodes on worker threads"},
+    {.id = Id::nvtx_launch, .name = "SDM_NVTX_LAUNCH", .type = Type::flag, .on_bad = OnBad::none, .default_text = "off",
+     .doc = "an NVTX range around every launch, for a profiler (read at runtime creation)"},
     {.id = Id::cuda_force_ptx_jit, .name = "CUDA_FORCE_PTX_JIT", .type = Type::flag, .on_bad = OnBad::none, .default_text = "off",
      .doc = "the driver's switch: take the PTX path even when a cubin fits"},
     {.id = Id::cuda_disable_ptx_jit, .name = "CUDA_DISABLE_PTX_JIT", .type = Type::flag, .on_bad = OnBad::none, .default_text = "off",

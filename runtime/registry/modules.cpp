@@ -16,6 +16,7 @@
 #include "runtime/load/image_source.hpp"
 #include "runtime/kernel/kernel_names.hpp"
 #include "runtime/select/layering.hpp"
+#include "runtime/platform/trace_ranges.hpp"
 
 namespace sdm::runtime {
 
@@ -468,6 +469,7 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
 Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name) {
     PhaseTrace trace(rooms_.log.enabled(LogLevel::debug));
     const std::string& module = served.module;
+    const TraceRange range("module load", module);
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
     CUcontext const given = slot.key().context;  // the calling thread's, when fetches follow it

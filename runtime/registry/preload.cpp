@@ -12,11 +12,13 @@
 #include "runtime/select/layering.hpp"
 #include "runtime/archives/archive_set.hpp"
 #include "runtime/device/load_context.hpp"
+#include "runtime/platform/trace_ranges.hpp"
 #include "modules.hpp"
 
 namespace sdm::runtime {
 
 Result<void> preload(Modules& modules, const ArchiveSet& archives, LoadContext& load, int32_t ordinal, const std::vector<std::string>& names) {
+    const TraceRange range("preload", "device", std::to_string(ordinal));
     // Following the calling thread's context: the workers load into it (they have none current).
     CUcontext context = nullptr;
     if (load.follows_current_context()) {
