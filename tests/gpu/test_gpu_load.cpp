@@ -365,6 +365,33 @@ int main(int argc, char** argv) {
         std::filesystem::remove_all(cache);
     }
 
+    // Unmount (ABI 1.5): the archive above goes; a kernel fetched from it before still runs until
+    // released; new fetches are served by the archive beneath, and a name only it listed is gone.
+    {
+        const std::string cache = cache_dir();
+        sdm_runtime* rt = runtime(cache);
+        const auto base = ptx_archive("base", {"sm_90"}, "base");
+        const auto top = ptx_archive("top", {"compute_90"}, "top");
+        check(sdm_archive_mount_memory(rt, base.data(), base.size(), "base.sdma", nullptr) == SDM_OK, "mount base.sdma");
+        check(sdm_archive_mount_memory(rt, top.data(), top.size(), "top.sdma", nullptr) == SDM_OK, "mount top.sdma");
+        sdm_kernel* from_top = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &from_top, nullptr);
+        check(launch_checked(from_top, 0, "scale", "unmount: top.sdma's scale") == 3, "top.sdma serves (PTX linked by nvJitLink)");
+        uint32_t unmounted = 0;
+        sdm_error* e = nullptr;
+        const sdm_status s = sdm_archive_unmount(rt, "top.sdma", &unmounted, &e);
+        check(s == SDM_OK && unmounted == 1, std::string("unmount top.sdma: ") + (e != nullptr ? sdm_error_message(e) : "ok"));
+        sdm_error_destroy(e);
+        launch_checked(from_top, 0, "scale", "unmount: the kernel fetched before still runs");
+        check(sdm_kernel_release(rt, from_top, nullptr) == SDM_OK, "release it (its module unloads)");
+        sdm_kernel* from_base = nullptr;
+        sdm_kernel_get(rt, 0, "scale", nullptr, &from_base, nullptr);
+        check(launch_checked(from_base, 0, "scale", "unmount: base.sdma's scale") == 1, "base.sdma serves now (its cubin)");
+        check(sdm_archive_unmount(rt, "top.sdma", nullptr, nullptr) == SDM_ERROR_NOT_FOUND, "a second unmount of top.sdma is not found");
+        sdm_runtime_destroy(rt);
+        std::filesystem::remove_all(cache);
+    }
+
     // A kernel still running while its archive is reloaded and the kernel released: the old module
     // stays loaded until the work launched with it has finished (an event on its stream), then goes.
     {
