@@ -34,6 +34,14 @@ bool section_named(Bytes b, uint64_t shoff, uint16_t shstrndx, uint32_t name, st
     return as_text(b.subspan(off + name, wanted.size())) == wanted && load_u8(b, off + name + wanted.size()) == 0;
 }
 
+// Whether the name of a section starts with `prefix` (the same bounds as section_named).
+bool section_name_starts(Bytes b, uint64_t shoff, uint16_t shstrndx, uint32_t name, std::string_view prefix) {
+    const size_t sh = shoff + size_t{shstrndx} * kSectionHeaderSize;
+    const uint64_t off = load_u64(b, sh + 24), size = load_u64(b, sh + 32);
+    if (name >= size || size - name < prefix.size()) return false;
+    return as_text(b.subspan(off + name, prefix.size())) == prefix;
+}
+
 // ptxas records its command line in the .note.nv.tkinfo note ("-arch sm_90a -m 64"): the only
 // place a cubin names its a/f variant. Absent (older toolkits, stripped notes): unknown.
 std::optional<Variant> tool_kit_variant(Bytes note) {
@@ -157,6 +165,25 @@ void read_notes(Bytes b, const SectionTable& t, ImageInfo& info) {
     }
 }
 
+// What the driver places in device memory for the image: the sections loaded with it (SHF_ALLOC)
+// but a kernel's shared memory (.nv.shared.*, per block at launch), its parameter bank
+// (.nv.constant0.*, written at each launch) and its local memory (.nv.local.*, per thread). Sizes
+// of NOBITS sections are not bounded by the image: the sum saturates.
+uint64_t device_section_bytes(Bytes b, const SectionTable& t) {
+    uint64_t total = 0;
+    for (uint16_t s = 1; s < t.shnum; ++s) {
+        const size_t sh = t.shoff + size_t{s} * kSectionHeaderSize;
+        if ((load_u64(b, sh + 8) & kShfAlloc) == 0) continue;
+        const uint32_t name = load_u32(b, sh);
+        if (section_name_starts(b, t.shoff, t.shstrndx, name, ".nv.shared.") || section_name_starts(b, t.shoff, t.shstrndx, name, ".nv.constant0.") ||
+            section_name_starts(b, t.shoff, t.shstrndx, name, ".nv.local."))
+            continue;
+        const uint64_t size = load_u64(b, sh + 32);
+        total = size > UINT64_MAX - total ? UINT64_MAX : total + size;
+    }
+    return total;
+}
+
 // String-table offset, section and size of each entry point (size 0: a kernel) and variable.
 struct Named {
     uint32_t name;
@@ -223,6 +250,7 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
     SDM_TRY(check_segments(b));
     SDM_TRY_GET(sections, check_sections(b));
     read_notes(b, *sections, *info);
+    info->device_bytes = device_section_bytes(b, *sections);
     // The first symbol table only.
     for (uint16_t s = 0; s < sections->shnum; ++s) {
         const size_t sh = sections->shoff + size_t{s} * kSectionHeaderSize;

@@ -31,6 +31,9 @@ struct ImageInfo {
     // cubins: the module's variables (__device__, __constant__: defined STT_OBJECT symbols with a
     // size, not the toolchain's own '.'-names), sorted by name, with their sizes in bytes
     std::vector<std::pair<std::string, uint64_t>> globals;
+    // cubins: the bytes of the sections the driver places in device memory (code, module
+    // constants, globals; not shared, local or parameter memory), as the ELF declares them
+    uint64_t device_bytes{0};
 };
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With

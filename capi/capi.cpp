@@ -776,6 +776,79 @@ SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t ind
 
 SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list) { delete list; }
 
+SDM_API sdm_status sdm_footprint_get(sdm_runtime* runtime, sdm_footprint* footprint, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = kFootprintSize_1_5;
+        if (auto refused = unusable(runtime, error, "sdm_footprint_get", "runtime", footprint, "footprint", "sdm_footprint", kMinimum)) return *refused;
+        const sdm::runtime::Footprint f = runtime->impl.footprint();
+        sdm_footprint out{};
+        out.struct_size = footprint->struct_size;
+        out.module_count = static_cast<uint32_t>(f.modules.size());
+        out.device_bytes = f.device_bytes;
+        out.host_bytes = f.host_bytes;
+        out.readahead_bytes = f.readahead_bytes;
+        out.reference_bytes = f.reference_bytes;
+        out.archive_memory_bytes = f.archive_memory_bytes;
+        out.archive_mapped_bytes = f.archive_mapped_bytes;
+        out.cache_bytes = f.cache_bytes;
+        out.unknown_device_modules = f.unknown_device_modules;
+        std::memcpy(footprint, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+// A snapshot, as sdm_kernel_list is: usable after sdm_runtime_destroy.
+struct sdm_module_list {
+    std::shared_ptr<sdm::runtime::LastError> errors;
+    std::vector<sdm::runtime::ModuleFootprint> entries;
+};
+
+SDM_API sdm_status sdm_module_list_create(sdm_runtime* runtime, sdm_module_list** list, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || list == nullptr)
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_module_list_create: runtime and list must not be NULL");
+        *list = new sdm_module_list{runtime->impl.last_error_slot(), runtime->impl.modules().footprint()};
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_module_list_count(const sdm_module_list* list, uint32_t* count, sdm_error** error) {
+    sdm::runtime::LastError* rt = list != nullptr ? list->errors.get() : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        if (list == nullptr || count == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_module_list_count: list and count must not be NULL");
+        *count = static_cast<uint32_t>(list->entries.size());
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_module_list_get(const sdm_module_list* list, uint32_t index, sdm_module_entry* entry, sdm_error** error) {
+    sdm::runtime::LastError* rt = list != nullptr ? list->errors.get() : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        constexpr size_t kMinimum = kModuleEntrySize_1_5;
+        if (list == nullptr || entry == nullptr) return fail(rt, error, ErrorCode::invalid_argument, "sdm_module_list_get: list and entry must not be NULL");
+        if (!sized(entry, entry->struct_size, kMinimum))
+            return fail(rt, error, ErrorCode::invalid_argument, "sdm_module_list_get: " + struct_size_message("sdm_module_entry", entry->struct_size, kMinimum));
+        if (index >= list->entries.size())
+            return fail(rt, error, ErrorCode::invalid_argument,
+                        "sdm_module_list_get: index " + std::to_string(index) + " past the list's " + std::to_string(list->entries.size()) + " entries");
+        const auto& e = list->entries[index];
+        sdm_module_entry out{};
+        out.struct_size = entry->struct_size;
+        out.ordinal = e.ordinal;
+        out.module = e.module.c_str();
+        out.archive = e.archive.c_str();
+        out.device_bytes = e.device_bytes;
+        out.host_bytes = e.host_bytes;
+        out.references = e.references;
+        out.kernels = e.kernels;
+        out.state = e.draining ? SDM_MODULE_DRAINING : e.retired ? SDM_MODULE_RETIRED : SDM_MODULE_SERVING;
+        std::memcpy(entry, &out, kMinimum);
+        return ok(error);
+    });
+}
+
+SDM_API void sdm_module_list_destroy(sdm_module_list* list) { delete list; }
+
 SDM_API sdm_status sdm_kernel_attributes_get(const sdm_kernel* kernel, sdm_kernel_attributes* attributes, sdm_error** error) {
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         constexpr size_t kMinimum = kKernelAttributesSize_1_4;

@@ -26,6 +26,8 @@ inline constexpr size_t kPlanSize_1_1 = 48;
 inline constexpr size_t kPlanSize_1_3 = 80;
 inline constexpr size_t kLaunchAttributesSize_1_3 = 32;
 inline constexpr size_t kKernelEntrySize_1_3 = 56;
+inline constexpr size_t kFootprintSize_1_5 = 72;
+inline constexpr size_t kModuleEntrySize_1_5 = 56;
 inline constexpr size_t kKernelAttributesSize_1_4 = 72;
 
 static_assert(kChainSize_1_0 == sizeof(sdm_chain), "sdm_chain of ABI 1.0");
@@ -41,6 +43,8 @@ static_assert(kPlanSize_1_1 == offsetof(sdm_plan, grid_y), "sdm_plan of ABI 1.1"
 static_assert(kPlanSize_1_3 == sizeof(sdm_plan), "sdm_plan of ABI 1.3");
 static_assert(kLaunchAttributesSize_1_3 == sizeof(sdm_launch_attributes), "sdm_launch_attributes of ABI 1.3");
 static_assert(kKernelEntrySize_1_3 == sizeof(sdm_kernel_entry), "sdm_kernel_entry of ABI 1.3");
+static_assert(kFootprintSize_1_5 == sizeof(sdm_footprint), "sdm_footprint of ABI 1.5");
+static_assert(kModuleEntrySize_1_5 == sizeof(sdm_module_entry), "sdm_module_entry of ABI 1.5");
 static_assert(kKernelAttributesSize_1_4 == sizeof(sdm_kernel_attributes), "sdm_kernel_attributes of ABI 1.4");
 
 }  // namespace sdm::capi

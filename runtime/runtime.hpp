@@ -22,6 +22,7 @@
 #include "runtime/platform/log.hpp"
 #include "runtime/registry/modules.hpp"
 #include "runtime/archives/mounted_archive.hpp"
+#include "runtime/registry/footprint.hpp"
 #include "runtime/select/plugins.hpp"
 #include "runtime/archives/provenance.hpp"
 #include "common/result.hpp"
@@ -105,6 +106,8 @@ public:
     // Unmount (ArchiveSet::unmount): the registry retires its modules, as a reload's.
     Result<void> unmount(std::string_view label, uint32_t& unmounted);
     std::vector<std::string> skipped_archives() const { return archives_.skipped_archives(); }
+    // What the runtime holds now (registry/footprint.hpp).
+    Footprint footprint() { return runtime::footprint(*modules_, archives_, cache_); }
     // What an image's bytes are got with (sdm info asks which JIT backend would build one).
     ImageRooms image_rooms() noexcept;
     uint64_t mount_generation() const noexcept { return archives_.mount_generation(); }

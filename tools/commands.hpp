@@ -78,6 +78,7 @@ struct InfoOptions {
     std::string libsdm;                 // whose embedded archive to mount; empty: the libsdm.so.1 the loader finds
     std::string kernel;                 // only kernels whose name or demangled name matches this fnmatch(3) glob (kernel_filter.hpp), in the summary and per device; empty: all
     bool summary{false};                // the text: the summary alone (the JSON is whole either way)
+    bool load{false};                   // load every module each device is served (sdm_preload) before the footprint
     std::string self;                   // this program's path, which runs the JIT helper as `sdm --jit-helper`
 };
 int run_info(const InfoOptions& options);

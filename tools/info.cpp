@@ -25,6 +25,7 @@
 #include "runtime/kernel/kernel_names.hpp"
 #include "runtime/select/layering.hpp"
 #include "runtime/load/library.hpp"
+#include "runtime/registry/preload.hpp"
 #include "runtime/runtime.hpp"
 #include "kernel_filter.hpp"
 #include "wording.hpp"
@@ -291,6 +292,50 @@ void print_kernel(const nlohmann::json& k) {
     }
 }
 
+// What the runtime holds (sdm_footprint_get, sdm_module_list_*): with `load`, after loading every
+// module each device is served.
+void add_footprint(runtime::Runtime& rt, bool load, bool have_driver, nlohmann::json& out) {
+    nlohmann::json f{{"loaded", load}, {"errors", nlohmann::json::array()}};
+    if (load && have_driver)
+        for (const auto& d : out["devices"]) {
+            if (d.contains("error")) continue;
+            const int32_t ordinal = d["ordinal"].get<int32_t>();
+            if (auto loaded = runtime::preload(rt.modules(), rt.archive_set(), rt.load_context(), ordinal, {}); !loaded)
+                f["errors"].push_back("device " + std::to_string(ordinal) + ": " + loaded.error().message);
+        }
+    const runtime::Footprint fp = rt.footprint();
+    f["device_bytes"] = fp.device_bytes;
+    f["unknown_device_modules"] = fp.unknown_device_modules;
+    f["host_bytes"] = fp.host_bytes;
+    f["readahead_bytes"] = fp.readahead_bytes;
+    f["reference_bytes"] = fp.reference_bytes;
+    f["archive_memory_bytes"] = fp.archive_memory_bytes;
+    f["archive_mapped_bytes"] = fp.archive_mapped_bytes;
+    f["cache_bytes"] = fp.cache_bytes;
+    f["modules"] = nlohmann::json::array();
+    for (const auto& m : fp.modules)
+        f["modules"].push_back({{"ordinal", m.ordinal}, {"module", m.module}, {"archive", m.archive}, {"device_bytes", m.device_bytes},
+                                {"host_bytes", m.host_bytes}, {"kernels", m.kernels}, {"references", m.references},
+                                {"state", m.draining ? "draining" : m.retired ? "retired" : "serving"}});
+    out["footprint"] = std::move(f);
+}
+
+void print_footprint(const nlohmann::json& out) {
+    const auto& f = out["footprint"];
+    fmt::print("footprint: {} loaded, {} B of device memory{}, {} B of host memory for libraries; archives: {} B copied, {} B mapped; "
+               "{} B decoded ahead, {} B of references; kernel cache: {} B on disk{}\n",
+               plural(f["modules"].size(), "module"), f["device_bytes"].get<uint64_t>(),
+               f["unknown_device_modules"].get<uint32_t>() == 0 ? "" : fmt::format(" ({} by the driver's JIT: unknown)", f["unknown_device_modules"].get<uint32_t>()),
+               f["host_bytes"].get<uint64_t>(), f["archive_memory_bytes"].get<uint64_t>(), f["archive_mapped_bytes"].get<uint64_t>(),
+               f["readahead_bytes"].get<uint64_t>(), f["reference_bytes"].get<uint64_t>(), f["cache_bytes"].get<uint64_t>(),
+               f["loaded"].get<bool>() ? "" : " (nothing loaded: pass --load to load every module first)");
+    for (const auto& m : f["modules"])
+        fmt::print("  module {} of {} on device {}: {} B device, {} B host, {}, {}\n", m["module"].get<std::string>(), m["archive"].get<std::string>(),
+                   m["ordinal"].get<int32_t>(), m["device_bytes"].get<uint64_t>(), m["host_bytes"].get<uint64_t>(),
+                   plural(m["kernels"].get<uint32_t>(), "kernel"), m["state"].get<std::string>());
+    for (const auto& e : f["errors"]) fmt::print("  not loaded: {}\n", e.get<std::string>());
+}
+
 // Each device: its properties and class, then its kernels.
 void print_devices(const nlohmann::json& out) {
     for (const auto& d : out["devices"]) {
@@ -372,6 +417,7 @@ int run_info(const InfoOptions& o) {
     const size_t kernels = add_kernels(rt, driver, o.kernel, out);
     add_archives(rt, embedded, out);
     add_summary(kernels, o.kernel, out);
+    add_footprint(rt, o.load, driver.ok(), out);
 
     if (o.json) {
         fmt::print("{}\n", out.dump(2));
@@ -394,6 +440,7 @@ int run_info(const InfoOptions& o) {
     fmt::print("libsdm: {}\n", embedded.note);
     for (const auto& skipped : out["skipped_archives"]) fmt::print("{}\n", skipped.get<std::string>());
     print_archives(out);
+    print_footprint(out);
     return status;
 }
 

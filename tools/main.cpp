@@ -255,6 +255,9 @@ void add_runtime_commands(CLI::App& app, Commands& c) {
     c.info_cmd->add_flag("--json", c.info.json, "Machine-readable output (the summary under \"summary\"; --kernel applies, --summary does not)");
     c.info_cmd->add_option("--kernel", c.info.kernel, "Only kernels whose name or demangled name matches this glob (fnmatch: 'gemm*', '*<float*')");
     c.info_cmd->add_flag("--summary", c.info.summary, "Print the summary alone");
+    c.info_cmd->add_flag("--load", c.info.load,
+                         "Load every module each device is served (as sdm_preload does), then show the footprint per module: device bytes, "
+                         "host bytes, kernels");
     c.info_cmd->add_option("-a,--archive", c.info.archives, "Mount these archive files");
     c.info_cmd->add_option("--driver", c.info.driver, "libcuda to load (default: $SDM_CUDA_DRIVER, else libcuda.so.1)");
     c.info_cmd->add_option("--nvjitlink", c.info.nvjitlink, "libnvJitLink to probe (default: $SDM_NVJITLINK, then the usual places)");

@@ -589,6 +589,63 @@ SDM_API sdm_status sdm_kernel_list_get(const sdm_kernel_list* list, uint32_t ind
 /* Accepts NULL. */
 SDM_API void sdm_kernel_list_destroy(sdm_kernel_list* list);
 
+/* ---- footprint (ABI 1.5) --------------------------------------------------------------------- */
+
+/* What a runtime holds now, summed over every device (docs/LOADING.md, "Footprint"). Device bytes
+ * are what each loaded module's image declares for device memory: its code, module constants and
+ * globals (ELF sections the driver places there; not shared, local or parameter memory), before the
+ * driver rounds its allocations. A module the driver's JIT loaded from PTX declares none: it counts
+ * 0 and in unknown_device_modules. */
+typedef struct sdm_footprint {
+    uint32_t struct_size;          /* sizeof(sdm_footprint) */
+    uint32_t module_count;         /* modules loaded, those of replaced or unmounted archives still held or draining included */
+    uint64_t device_bytes;         /* the modules' device bytes, summed */
+    uint64_t host_bytes;           /* image bytes kept for the driver's library path (each library once) */
+    uint64_t readahead_bytes;      /* images decoded (or queued) ahead of their first fetch */
+    uint64_t reference_bytes;      /* decoded references the archives keep for their compressed images */
+    uint64_t archive_memory_bytes; /* sdm's copies of archives mounted from memory, and decoded manifests */
+    uint64_t archive_mapped_bytes; /* archive files mapped read-only (the kernel pages them in and out) */
+    uint64_t cache_bytes;          /* the kernel cache's entries on disk; 0 when this runtime has not opened it */
+    uint32_t unknown_device_modules; /* modules whose device bytes are unknown (the driver's JIT loaded them) */
+    uint32_t reserved0;
+} sdm_footprint;
+
+/* The runtime's footprint now. Walks every loaded module and mounted archive (a report, not a call
+ * for every frame); it never opens the kernel cache. */
+SDM_API sdm_status sdm_footprint_get(sdm_runtime* runtime, sdm_footprint* footprint, sdm_error** error);
+
+typedef struct sdm_module_list sdm_module_list;
+
+/* sdm_module_entry.state */
+typedef uint32_t sdm_module_state;
+enum {
+    SDM_MODULE_SERVING = 0u,  /* serves fetches */
+    SDM_MODULE_RETIRED = 1u,  /* its archive was replaced or unmounted: unloaded when its kernels are released */
+    SDM_MODULE_DRAINING = 2u  /* unloaded by sdm once the work (or the CUDA graphs) that used it finishes */
+};
+
+typedef struct sdm_module_entry {
+    uint32_t struct_size;      /* sizeof(sdm_module_entry) */
+    int32_t ordinal;           /* the device it is loaded on */
+    const char* module;
+    const char* archive;       /* the label of the archive it came from */
+    uint64_t device_bytes;     /* as sdm_footprint counts them; 0 when unknown */
+    uint64_t host_bytes;       /* image bytes its library keeps (shared with the contexts that load the same image) */
+    uint64_t references;       /* kernels fetched from it and not released */
+    uint32_t kernels;          /* kernels resolved in it so far */
+    sdm_module_state state;
+} sdm_module_entry;
+
+/* A snapshot of the loaded modules, in load order, then those draining. Later loads do not change
+ * it; it stays valid, and its calls' errors are reported, after sdm_runtime_destroy (until
+ * sdm_module_list_destroy). */
+SDM_API sdm_status sdm_module_list_create(sdm_runtime* runtime, sdm_module_list** list, sdm_error** error);
+SDM_API sdm_status sdm_module_list_count(const sdm_module_list* list, uint32_t* count, sdm_error** error);
+/* Entry `index` (0 .. count-1); its strings are owned by the list and live as long as it does. */
+SDM_API sdm_status sdm_module_list_get(const sdm_module_list* list, uint32_t index, sdm_module_entry* entry, sdm_error** error);
+/* Accepts NULL. */
+SDM_API void sdm_module_list_destroy(sdm_module_list* list);
+
 /* ---- kernel attributes and settings (ABI 1.4) ------------------------------------------------- */
 
 /* What the driver says of a kernel's function (cuFuncGetAttribute), all of it in one struct filled
@@ -720,6 +777,11 @@ typedef struct sdm_api {
     sdm_status (*kernel_max_potential_block_size)(const sdm_kernel*, uint32_t, uint32_t, int32_t*, int32_t*, sdm_error**);
     /* ABI 1.5 */
     sdm_status (*archive_unmount)(sdm_runtime*, const char*, uint32_t*, sdm_error**);
+    sdm_status (*footprint_get)(sdm_runtime*, sdm_footprint*, sdm_error**);
+    sdm_status (*module_list_create)(sdm_runtime*, sdm_module_list**, sdm_error**);
+    sdm_status (*module_list_count)(const sdm_module_list*, uint32_t*, sdm_error**);
+    sdm_status (*module_list_get)(const sdm_module_list*, uint32_t, sdm_module_entry*, sdm_error**);
+    void (*module_list_destroy)(sdm_module_list*);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

@@ -845,6 +845,15 @@ public:
     Result<uint32_t> poll_archives() const {
         return detail::get<uint32_t>([this](uint32_t* n, sdm_error** error) { return sdm_runtime_poll_archives(handle_, n, error); });
     }
+    // What the runtime holds now (sdm_footprint_get, ABI 1.5).
+    Result<sdm_footprint> footprint() const {
+        sdm_footprint out{};
+        out.struct_size = sizeof out;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_footprint_get(handle_, &out, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return out;
+    }
     // Unmounts the archive mounted as `label` and the overlays on it (sdm_archive_unmount, ABI
     // 1.5): the count that went. Kernels fetched from it keep working until released.
     Result<uint32_t> unmount(const std::string& label) const {

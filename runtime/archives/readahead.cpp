@@ -33,6 +33,12 @@ Readahead::~Readahead() {
     for (auto& t : workers_) t.join();
 }
 
+uint64_t Readahead::held_bytes() const {
+    if (forked()) return 0;
+    std::lock_guard lock(mutex_);
+    return bytes_;
+}
+
 size_t Readahead::hits() const {
     std::lock_guard lock(mutex_);
     return hits_;

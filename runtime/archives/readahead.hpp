@@ -55,6 +55,9 @@ public:
     // waiting for its read (for the tests).
     size_t hits() const;
     bool ready(size_t index) const;
+    // What the entries queued and decoded ahead hold, as the bound counts them (for the footprint
+    // report); 0 in a forked child (nothing of the parent's may be locked there).
+    uint64_t held_bytes() const;
 
 private:
     struct Job {

@@ -26,6 +26,11 @@ public:
     // The verified raw bytes of entry `index`, its reference (if it has one that is not stored)
     // taken from here.
     Result<ByteVector> read(const archive::Archive& archive, size_t index, unsigned threads = 0);
+    // The decoded references it keeps, in bytes (for the footprint report).
+    uint64_t held_bytes() {
+        std::lock_guard lock(mutex_);
+        return bytes_;
+    }
 
 private:
     const size_t max_bytes_;

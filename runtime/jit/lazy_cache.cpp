@@ -20,6 +20,7 @@ Cache* LazyCache::get() {
         auto opened = Cache::open(options);
         if (opened) cache_ = std::move(*opened);
         else log_.warn("the kernel cache is off: " + opened.error().message);
+        if (cache_ && !cache_->disabled()) opened_.store(cache_.get(), std::memory_order_release);
     });
     return cache_ && !cache_->disabled() ? cache_.get() : nullptr;
 }

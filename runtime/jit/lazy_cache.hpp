@@ -3,6 +3,7 @@
 // time). CUDA_CACHE_DISABLE (on: any value but 0) turns it off (docs/CACHE.md).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 
@@ -19,6 +20,8 @@ public:
     LazyCache& operator=(const LazyCache&) = delete;
 
     Cache* get();
+    // The cache if an earlier get() opened it, without opening it (for a report); else null.
+    Cache* if_open() const noexcept { return opened_.load(std::memory_order_acquire); }
 
 private:
     const Logger& log_;
@@ -26,6 +29,7 @@ private:
     const bool authenticate_;
     std::once_flag once_;
     std::unique_ptr<Cache> cache_;
+    std::atomic<Cache*> opened_{nullptr};
 };
 
 }  // namespace sdm::runtime

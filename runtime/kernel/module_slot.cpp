@@ -7,6 +7,7 @@ void ModuleSlot::set_loaded(LoadedModule module, std::unique_ptr<KernelHandle> f
     kernels.emplace(first->name, std::move(first));
     kernels_ = std::move(kernels);
     loaded_ = std::move(module);
+    resolved_count_.store(1, std::memory_order_release);
 }
 
 KernelHandle* ModuleSlot::resolved(std::string_view name) const {
@@ -16,7 +17,9 @@ KernelHandle* ModuleSlot::resolved(std::string_view name) const {
 
 KernelHandle* ModuleSlot::add_resolved(std::unique_ptr<KernelHandle> kernel) {
     const std::string name = kernel->name;
-    return kernels_.emplace(name, std::move(kernel)).first->second.get();
+    const auto [it, added] = kernels_.emplace(name, std::move(kernel));
+    if (added) resolved_count_.fetch_add(1, std::memory_order_acq_rel);
+    return it->second.get();
 }
 
 bool ModuleSlot::take(Take which) noexcept {

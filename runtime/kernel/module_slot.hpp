@@ -64,6 +64,7 @@ struct LoadedModule {
     // What chose it (archive, image, device): a later kernel of the module is resolved in it
     // without choosing again. Its archive is dropped when the module is unloaded.
     ServedBy served;
+    uint64_t device_bytes{0};  // its image's sections in device memory (archive::ImageInfo); 0 when the driver's JIT loaded it
 };
 
 // Made by the registry as a shared object (its handles reach it from the raw pointer they hold).
@@ -83,6 +84,8 @@ public:
     // A kernel resolved before, or null.
     KernelHandle* resolved(std::string_view name) const;
     KernelHandle* add_resolved(std::unique_ptr<KernelHandle> kernel);
+    // How many kernels are resolved, read without the lock (for a report).
+    uint32_t resolved_count() const noexcept { return resolved_count_.load(std::memory_order_acquire); }
     // Every kernel resolved so far (what a reload must keep for the hosts holding them).
     template <class Visit>
     void each_resolved(Visit&& visit) const {
@@ -112,6 +115,8 @@ public:
     bool retired() const noexcept { return (state_.load(std::memory_order_acquire) & kRetired) != 0; }
     // Its handles are dead: it was retired and unloaded.
     bool unloaded() const noexcept { return (state_.load(std::memory_order_acquire) & kUnloaded) != 0; }
+    // The references held now (for a report: it may change at once).
+    uint64_t references() const noexcept { return state_.load(std::memory_order_acquire) & kReferences; }
     // The module and library, handed to whoever unloads them once their work finished; the slot
     // keeps its name and context, and drops its archive. For a slot marked unloaded.
     LoadedModule take_unloaded();
@@ -135,6 +140,7 @@ private:
     std::mutex loading_;
     std::optional<LoadedModule> loaded_;  // guarded by loading_ until registered
     std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels_;  // guarded by loading_
+    std::atomic<uint32_t> resolved_count_{0};
     LaunchStreams streams_;
     mutable std::mutex globals_mutex_;
     std::map<std::string, std::pair<CUdeviceptr, uint64_t>, std::less<>> globals_;

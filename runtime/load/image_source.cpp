@@ -109,7 +109,7 @@ private:
     Result<void> from_archive(Bytes raw) {
         auto info = archive::check_declared_target(entry_.kind, entry_.sm, entry_.variant, raw, image_);
         if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
-        if (info->kind == Kind::cubin) out_.kernels = std::move(info->kernels);
+        if (info->kind == Kind::cubin) take_cubin_facts(*info);
         return {};
     }
 
@@ -145,7 +145,7 @@ private:
         if (inner.image_kind == Kind::cubin) {
             auto info = archive::check_declared_target(Kind::cubin, inner.sm, inner.variant, *payload, what);
             if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
-            out_.kernels = std::move(info->kernels);
+            take_cubin_facts(*info);
             out_.source = ImageSource::fatbin;
             out_.owned = std::move(*payload);
             return {};
@@ -178,10 +178,16 @@ private:
         return selected;
     }
 
+    // What the load checks and reports of a cubin: its entry points and its device bytes.
+    void take_cubin_facts(archive::ImageInfo& info) {
+        out_.kernels = std::move(info.kernels);
+        out_.device_bytes = info.device_bytes;
+    }
+
     Result<void> well_formed(Kind kind, Bytes raw, const std::string& what) {
         auto info = archive::inspect_image(kind, raw);
         if (!info) return make_error(ErrorCode::archive_corrupt, what + ": " + info.error().message + "; it is not loaded");
-        if (info->kind == Kind::cubin) out_.kernels = std::move(info->kernels);
+        if (info->kind == Kind::cubin) take_cubin_facts(*info);
         return {};
     }
 

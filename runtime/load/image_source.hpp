@@ -49,6 +49,7 @@ struct LoadableImage {
     // A cubin's entry points (a fatbin's inner cubin's too), as its checks read them (unset for
     // what the driver's JIT loaded): what the load checks the manifest against.
     std::optional<std::vector<std::string>> kernels;
+    uint64_t device_bytes{0};   // a cubin's sections in device memory (archive::ImageInfo); 0 for what the driver's JIT loaded
     bool decoded_ahead{false};  // a worker decoded it while an earlier load ran (readahead.hpp)
     Bytes bytes() const noexcept { return owned.empty() ? view : Bytes(owned); }
 };

@@ -45,6 +45,10 @@ public:
     ImageSource source{ImageSource::archive_cubin};
     std::optional<Hash128> cache_key;
     std::optional<std::vector<std::string>> kernels;
+    uint64_t device_bytes{0};  // its image's sections in device memory (LoadableImage)
+    // The host memory it keeps: the image's bytes, which the driver reads again for each context
+    // (none when they are the archive's mapping, which the archive owns).
+    uint64_t host_bytes() const noexcept { return owned_.size(); }
 
 private:
     LoadedLibrary(std::shared_ptr<Driver> driver, const Logger& log) : driver_(std::move(driver)), log_(log) {}

@@ -84,6 +84,9 @@ bool Modules::held_by_graphs(Draining& d) {
 
 Modules::Draining Modules::fence(const ModuleSlot& s, LoadedModule taken) {
     Draining d{taken.module, std::move(taken.library), taken.context, s.key().module, {}, s.streams().graphs().count()};
+    d.ordinal = s.key().ordinal;
+    d.archive = taken.served.archive ? taken.served.archive->archive.label() : std::string();
+    d.device_bytes = taken.device_bytes;
     const LaunchStreams::Seen seen = s.streams().seen();
     if (seen.streams.empty() && !seen.everywhere) return d;  // never launched through sdm: nothing to wait for
     auto scope = DeviceScope::enter(rooms_.load, d.context);
@@ -208,6 +211,21 @@ std::vector<FetchedKernel> Modules::fetched(const MountedArchive* archive) {
         const auto loading = s->lock_for_loading();
         s->each_resolved([&](const KernelHandle& k) { out.push_back({k.name, k.module, k.signature}); });
     }
+    return out;
+}
+
+std::vector<ModuleFootprint> Modules::footprint() {
+    std::lock_guard lock(mutex_);
+    std::vector<ModuleFootprint> out;
+    out.reserve(load_order_.size() + draining_.size());
+    for (const auto& s : load_order_) {
+        const LoadedModule& m = s->module();  // (registered: loaded, and not unloaded while in load_order_ under mutex_)
+        const std::string archive = m.served.archive ? m.served.archive->archive.label() : std::string();
+        out.push_back({s->key().ordinal, s->key().module, archive, m.device_bytes, m.library ? m.library->host_bytes() : 0, m.library.get(),
+                       s->resolved_count(), s->references(), s->retired(), false});
+    }
+    for (const Draining& d : draining_)
+        out.push_back({d.ordinal, d.name, d.archive, d.device_bytes, d.library ? d.library->host_bytes() : 0, d.library.get(), 0, 0, true, true});
     return out;
 }
 
@@ -417,6 +435,7 @@ struct Code {
     ImageSource source{ImageSource::archive_cubin};
     std::optional<Hash128> cache_key;
     std::optional<std::vector<std::string>> kernels;
+    uint64_t device_bytes{0};
 };
 
 Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
@@ -431,7 +450,7 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
         entry_lock = std::unique_lock(entry->mutex);
         if (auto shared = entry->library.lock()) {
             trace.mark("library (loaded before)");
-            return Code{nullptr, shared, shared->source, shared->cache_key, shared->kernels};
+            return Code{nullptr, shared, shared->source, shared->cache_key, shared->kernels, shared->device_bytes};
         }
     }
     SDM_TRY_GET(bytes, load_image_bytes(rooms.images, driver, served, stream));
@@ -439,7 +458,7 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
     const auto evict = [&] {
         if (bytes->source == ImageSource::cache) rooms.images.cache.get()->evict(*bytes->cache_key);
     };
-    if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key, std::nullopt};  // the driver's JIT loaded it
+    if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key, std::nullopt, 0};  // the driver's JIT loaded it
     if (entry) {
         SDM_TRY_GET(shared_driver, rooms.load.driver());
         auto library = LoadedLibrary::load(*shared_driver, rooms.log, bytes->view, std::move(bytes->owned), served.archive, image);
@@ -450,9 +469,10 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
         (*library)->source = bytes->source;
         (*library)->cache_key = bytes->cache_key;
         (*library)->kernels = bytes->kernels;
+        (*library)->device_bytes = bytes->device_bytes;
         entry->library = *library;
         trace.mark("cuLibraryLoadData");
-        return Code{nullptr, *library, bytes->source, bytes->cache_key, std::move(bytes->kernels)};
+        return Code{nullptr, *library, bytes->source, bytes->cache_key, std::move(bytes->kernels), bytes->device_bytes};
     }
     // The module path: the driver copies the image, so bytes decoded for it go when it returns.
     CUmodule module = nullptr;
@@ -461,7 +481,7 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
         return std::move(loaded).error();
     }
     trace.mark("cuModuleLoadData");
-    return Code{module, nullptr, bytes->source, bytes->cache_key, std::move(bytes->kernels)};
+    return Code{module, nullptr, bytes->source, bytes->cache_key, std::move(bytes->kernels), bytes->device_bytes};
 }
 
 }  // namespace
@@ -520,7 +540,8 @@ Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& se
     SDM_TRY(validate_module(rooms_.checks, driver, served, **handle, ordinal));
     trace.mark("validate");
     const bool as_library = code->library != nullptr;
-    slot.set_loaded(LoadedModule{cu_module, std::move(code->library), scope->context(), code->source, code->cache_key, served}, std::move(*handle));
+    slot.set_loaded(LoadedModule{cu_module, std::move(code->library), scope->context(), code->source, code->cache_key, served, code->device_bytes},
+                    std::move(*handle));
     kept = true;
     rooms_.log.info("loaded module " + module + " from " + image + " on " + served.device + (as_library ? "" : " (as a module of its context)"));
     if (!trace.text().empty()) rooms_.log.debug("load of module " + module + ": " + trace.text());

@@ -45,6 +45,20 @@ struct RegistryRooms {
     CheckRooms checks;      // a loaded module's checks and its kernels' handles (module_check.hpp)
 };
 
+// One loaded module as a footprint report shows it (Modules::footprint).
+struct ModuleFootprint {
+    int32_t ordinal{0};
+    std::string module;
+    std::string archive;        // its label
+    uint64_t device_bytes{0};   // its image's sections in device memory (0: the driver's JIT loaded it)
+    uint64_t host_bytes{0};     // the image bytes its library keeps (shared by the contexts that load the same image)
+    const void* library{nullptr};  // that library, so that a total counts a shared one once
+    uint32_t kernels{0};        // resolved so far
+    uint64_t references{0};     // fetches not released
+    bool retired{false};        // its archive was replaced or unmounted: it goes with its last reference
+    bool draining{false};       // unloaded by sdm, waiting for the work (or the graphs) that used it
+};
+
 class Modules {
 public:
     explicit Modules(RegistryRooms rooms) : rooms_(rooms) {}
@@ -70,6 +84,8 @@ public:
     // Every kernel resolved in a loaded module of `archive` (what hosts hold handles of): the
     // contract a reload of it keeps (reload_contract.hpp).
     std::vector<FetchedKernel> fetched(const MountedArchive* archive);
+    // Every module loaded now, in load order, then those draining (a report: it walks them all).
+    std::vector<ModuleFootprint> footprint();
 
 private:
     // A reference on a slot, taken when a fetch finds or makes it, so that no step of the fetch finds
@@ -177,6 +193,10 @@ private:
         std::vector<CUevent> events;
         std::shared_ptr<const GraphCount> graphs;  // how many graphs that captured its launches exist
         bool announced{false};                     // the log said it waits for graphs
+        // For the footprint report:
+        int32_t ordinal{0};
+        std::string archive{};
+        uint64_t device_bytes{0};
     };
     static constexpr size_t kDrainingMax = 16;
     std::deque<Draining> draining_;

@@ -90,6 +90,9 @@ PIN_VALUE(SDM_IMAGE_SOURCE_PTX_COMPILER, 6);
 PIN_VALUE(SDM_PLAN_PDL, 1);
 PIN_VALUE(SDM_PLAN_COOPERATIVE, 2);
 PIN_VALUE(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
+PIN_VALUE(SDM_MODULE_SERVING, 0); /* unreleased */
+PIN_VALUE(SDM_MODULE_RETIRED, 1); /* unreleased */
+PIN_VALUE(SDM_MODULE_DRAINING, 2); /* unreleased */
 PIN_VALUE(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
 PIN_VALUE(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
 PIN_VALUE(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
@@ -97,6 +100,7 @@ PIN_VALUE(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
 PIN_SIZE(sdm_status, 4, 4);
 PIN_SIZE(sdm_log_level, 4, 4);
 PIN_SIZE(sdm_device_class, 4, 4);
+PIN_SIZE(sdm_module_state, 4, 4); /* unreleased */
 PIN_SIZE(sdm_kernel_setting, 4, 4);
 
 /* ---- layouts: LP64 (x86_64 and aarch64 Linux) ------------------------------------------------ */
@@ -230,6 +234,30 @@ PIN_FIELD(sdm_kernel_entry, shadowed, 48, 4);
 PIN_FIELD(sdm_kernel_entry, reserved0, 52, 4);
 PIN_SIZE(sdm_kernel_entry, 56, 8);
 
+PIN_FIELD(sdm_footprint, struct_size, 0, 4); /* unreleased */
+PIN_FIELD(sdm_footprint, module_count, 4, 4); /* unreleased */
+PIN_FIELD(sdm_footprint, device_bytes, 8, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, host_bytes, 16, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, readahead_bytes, 24, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, reference_bytes, 32, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, archive_memory_bytes, 40, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, archive_mapped_bytes, 48, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, cache_bytes, 56, 8); /* unreleased */
+PIN_FIELD(sdm_footprint, unknown_device_modules, 64, 4); /* unreleased */
+PIN_FIELD(sdm_footprint, reserved0, 68, 4); /* unreleased */
+PIN_SIZE(sdm_footprint, 72, 8); /* unreleased */
+
+PIN_FIELD(sdm_module_entry, struct_size, 0, 4); /* unreleased */
+PIN_FIELD(sdm_module_entry, ordinal, 4, 4); /* unreleased */
+PIN_FIELD(sdm_module_entry, module, 8, 8); /* unreleased */
+PIN_FIELD(sdm_module_entry, archive, 16, 8); /* unreleased */
+PIN_FIELD(sdm_module_entry, device_bytes, 24, 8); /* unreleased */
+PIN_FIELD(sdm_module_entry, host_bytes, 32, 8); /* unreleased */
+PIN_FIELD(sdm_module_entry, references, 40, 8); /* unreleased */
+PIN_FIELD(sdm_module_entry, kernels, 48, 4); /* unreleased */
+PIN_FIELD(sdm_module_entry, state, 52, 4); /* unreleased */
+PIN_SIZE(sdm_module_entry, 56, 8); /* unreleased */
+
 PIN_FIELD(sdm_kernel_attributes, struct_size, 0, 4);
 PIN_FIELD(sdm_kernel_attributes, flags, 4, 4);
 PIN_FIELD(sdm_kernel_attributes, max_threads_per_block, 8, 4);
@@ -301,7 +329,12 @@ PIN_FIELD(sdm_api, kernel_max_active_blocks, 344, 8);
 PIN_FIELD(sdm_api, kernel_max_potential_block_size, 352, 8);
 /* ABI 1.5 */
 PIN_FIELD(sdm_api, archive_unmount, 360, 8); /* unreleased */
-PIN_SIZE(sdm_api, 368, 8); /* unreleased */
+PIN_FIELD(sdm_api, footprint_get, 368, 8); /* unreleased */
+PIN_FIELD(sdm_api, module_list_create, 376, 8); /* unreleased */
+PIN_FIELD(sdm_api, module_list_count, 384, 8); /* unreleased */
+PIN_FIELD(sdm_api, module_list_get, 392, 8); /* unreleased */
+PIN_FIELD(sdm_api, module_list_destroy, 400, 8); /* unreleased */
+PIN_SIZE(sdm_api, 408, 8); /* unreleased */
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; teach capi/gen_abi.py this platform's probe before building on it"

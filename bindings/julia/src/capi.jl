@@ -280,6 +280,42 @@ struct sdm_kernel_entry
     reserved0::UInt32
 end
 
+# ---- footprint (ABI 1.5) -------------------------------------------------------------------------
+
+struct sdm_footprint
+    struct_size::UInt32
+    module_count::UInt32
+    device_bytes::UInt64
+    host_bytes::UInt64
+    readahead_bytes::UInt64
+    reference_bytes::UInt64
+    archive_memory_bytes::UInt64
+    archive_mapped_bytes::UInt64
+    cache_bytes::UInt64
+    unknown_device_modules::UInt32
+    reserved0::UInt32
+end
+
+# Opaque: only ever behind a Ptr.
+mutable struct sdm_module_list end
+
+const sdm_module_state = UInt32
+const SDM_MODULE_SERVING = UInt32(0)
+const SDM_MODULE_RETIRED = UInt32(1)
+const SDM_MODULE_DRAINING = UInt32(2)
+
+struct sdm_module_entry
+    struct_size::UInt32
+    ordinal::Int32
+    module_::Ptr{UInt8}  # `module`, a Julia keyword
+    archive::Ptr{UInt8}
+    device_bytes::UInt64
+    host_bytes::UInt64
+    references::UInt64
+    kernels::UInt32
+    state::sdm_module_state
+end
+
 # ---- kernel attributes and settings (ABI 1.4) ----------------------------------------------------
 
 struct sdm_kernel_attributes
@@ -361,6 +397,11 @@ struct sdm_api
     kernel_max_active_blocks::Ptr{Cvoid}
     kernel_max_potential_block_size::Ptr{Cvoid}
     archive_unmount::Ptr{Cvoid}
+    footprint_get::Ptr{Cvoid}
+    module_list_create::Ptr{Cvoid}
+    module_list_count::Ptr{Cvoid}
+    module_list_get::Ptr{Cvoid}
+    module_list_destroy::Ptr{Cvoid}
 end
 
 # ---- functions: one per SDM_API function ---------------------------------------------------------
@@ -485,6 +526,20 @@ sdm_kernel_list_get(list, index, entry, error) =
     ccall((:sdm_kernel_list_get, libsdm), sdm_status,
           (Ptr{sdm_kernel_list}, UInt32, Ptr{sdm_kernel_entry}, Ptr{Ptr{sdm_error}}), list, index, entry, error)
 sdm_kernel_list_destroy(list) = ccall((:sdm_kernel_list_destroy, libsdm), Cvoid, (Ptr{sdm_kernel_list},), list)
+
+sdm_footprint_get(runtime, footprint, error) =
+    ccall((:sdm_footprint_get, libsdm), sdm_status,
+          (Ptr{sdm_runtime}, Ptr{sdm_footprint}, Ptr{Ptr{sdm_error}}), runtime, footprint, error)
+sdm_module_list_create(runtime, list, error) =
+    ccall((:sdm_module_list_create, libsdm), sdm_status,
+          (Ptr{sdm_runtime}, Ptr{Ptr{sdm_module_list}}, Ptr{Ptr{sdm_error}}), runtime, list, error)
+sdm_module_list_count(list, count, error) =
+    ccall((:sdm_module_list_count, libsdm), sdm_status,
+          (Ptr{sdm_module_list}, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), list, count, error)
+sdm_module_list_get(list, index, entry, error) =
+    ccall((:sdm_module_list_get, libsdm), sdm_status,
+          (Ptr{sdm_module_list}, UInt32, Ptr{sdm_module_entry}, Ptr{Ptr{sdm_error}}), list, index, entry, error)
+sdm_module_list_destroy(list) = ccall((:sdm_module_list_destroy, libsdm), Cvoid, (Ptr{sdm_module_list},), list)
 
 sdm_kernel_attributes_get(kernel, attributes, error) =
     ccall((:sdm_kernel_attributes_get, libsdm), sdm_status,

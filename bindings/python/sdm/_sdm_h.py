@@ -318,6 +318,52 @@ class sdm_kernel_entry(Sized):
     ]
 
 
+# ---- footprint (ABI 1.5) -------------------------------------------------------------------------
+
+
+class sdm_footprint(Sized):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("module_count", c_uint32),
+        ("device_bytes", c_uint64),
+        ("host_bytes", c_uint64),
+        ("readahead_bytes", c_uint64),
+        ("reference_bytes", c_uint64),
+        ("archive_memory_bytes", c_uint64),
+        ("archive_mapped_bytes", c_uint64),
+        ("cache_bytes", c_uint64),
+        ("unknown_device_modules", c_uint32),
+        ("reserved0", c_uint32),
+    ]
+
+
+class sdm_module_list(Structure):
+    """Opaque: only ever behind a pointer."""
+
+
+module_list_p = P(sdm_module_list)
+
+
+sdm_module_state = c_uint32
+SDM_MODULE_SERVING = 0
+SDM_MODULE_RETIRED = 1
+SDM_MODULE_DRAINING = 2
+
+
+class sdm_module_entry(Sized):
+    _fields_ = [
+        ("struct_size", c_uint32),
+        ("ordinal", c_int32),
+        ("module", c_char_p),
+        ("archive", c_char_p),
+        ("device_bytes", c_uint64),
+        ("host_bytes", c_uint64),
+        ("references", c_uint64),
+        ("kernels", c_uint32),
+        ("state", sdm_module_state),
+    ]
+
+
 # ---- kernel attributes and settings (ABI 1.4) ----------------------------------------------------
 
 
@@ -408,6 +454,11 @@ class sdm_api(Sized):
                                                       P(error_p))),
         # ABI 1.5
         ("archive_unmount", CFUNCTYPE(sdm_status, runtime_p, c_char_p, P(c_uint32), P(error_p))),
+        ("footprint_get", CFUNCTYPE(sdm_status, runtime_p, P(sdm_footprint), P(error_p))),
+        ("module_list_create", CFUNCTYPE(sdm_status, runtime_p, P(module_list_p), P(error_p))),
+        ("module_list_count", CFUNCTYPE(sdm_status, module_list_p, P(c_uint32), P(error_p))),
+        ("module_list_get", CFUNCTYPE(sdm_status, module_list_p, c_uint32, P(sdm_module_entry), P(error_p))),
+        ("module_list_destroy", CFUNCTYPE(None, module_list_p)),
     ]
 
 
@@ -558,6 +609,11 @@ FUNCTIONS = {
     "sdm_kernel_list_count": (sdm_status, [kernel_list_p, P(c_uint32), P(error_p)]),
     "sdm_kernel_list_get": (sdm_status, [kernel_list_p, c_uint32, P(sdm_kernel_entry), P(error_p)]),
     "sdm_kernel_list_destroy": (None, [kernel_list_p]),
+    "sdm_footprint_get": (sdm_status, [runtime_p, P(sdm_footprint), P(error_p)]),
+    "sdm_module_list_create": (sdm_status, [runtime_p, P(module_list_p), P(error_p)]),
+    "sdm_module_list_count": (sdm_status, [module_list_p, P(c_uint32), P(error_p)]),
+    "sdm_module_list_get": (sdm_status, [module_list_p, c_uint32, P(sdm_module_entry), P(error_p)]),
+    "sdm_module_list_destroy": (None, [module_list_p]),
     "sdm_kernel_attributes_get": (sdm_status, [kernel_p, P(sdm_kernel_attributes), P(error_p)]),
     "sdm_kernel_set": (sdm_status, [kernel_p, sdm_kernel_setting, c_int32, P(error_p)]),
     "sdm_kernel_max_active_blocks": (sdm_status, [kernel_p, c_uint32, c_uint32, P(c_int32), P(error_p)]),

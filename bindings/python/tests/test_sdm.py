@@ -123,7 +123,7 @@ class DeclarationsTest(unittest.TestCase):
     def test_the_header_parses_to_the_whole_abi(self):
         self.assertGreaterEqual(len(HEADER.functions), 33)
         self.assertIn("sdm_launch", HEADER.functions)
-        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list"})
+        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list", "sdm_module_list"})
 
     def test_every_function_is_bound_with_argtypes_and_restype(self):
         self.assertEqual(set(_capi.FUNCTIONS), set(HEADER.functions), "bound functions differ from sdm.h's")
@@ -678,6 +678,22 @@ class ArchiveTest(FakeDriverTest):
             rt.mount_memory(b"not an archive".ljust(300, b"\0"), label="garbage")
         rt.mount_memory(ARCHIVE.read_bytes(), label="from memory")
         self.assertEqual(rt.archive_info(0).label, "from memory")
+
+    def test_unmount_and_footprint(self):
+        rt = self.runtime()
+        rt.mount_memory(ARCHIVE.read_bytes(), label="from memory")
+        before = rt.footprint()
+        self.assertGreaterEqual(before["archive_memory_bytes"], ARCHIVE.stat().st_size)
+        k = rt.kernel(0, "scale")
+        loaded = rt.footprint()
+        self.assertEqual(loaded["module_count"], 1)
+        self.assertGreater(loaded["device_bytes"], 0)
+        with self.raises(sdm.Status.ERROR_NOT_FOUND, "no archive mounted as elsewhere"):
+            rt.unmount("elsewhere")
+        self.assertEqual(rt.unmount("from memory"), 1)
+        self.assertEqual(rt.archive_count(), 0)
+        k.release()  # the unmounted archive's module goes with its last reference
+        self.assertEqual(rt.footprint()["module_count"], 0)
 
     def test_reload_and_poll(self):
         rt = self.runtime()

@@ -23,6 +23,8 @@ func Layouts() map[string]Layout {
 		"sdm_plan":              {unsafe.Sizeof(C.sdm_plan{}), unsafe.Alignof(C.sdm_plan{})},
 		"sdm_launch_attributes": {unsafe.Sizeof(C.sdm_launch_attributes{}), unsafe.Alignof(C.sdm_launch_attributes{})},
 		"sdm_kernel_entry":      {unsafe.Sizeof(C.sdm_kernel_entry{}), unsafe.Alignof(C.sdm_kernel_entry{})},
+		"sdm_footprint":         {unsafe.Sizeof(C.sdm_footprint{}), unsafe.Alignof(C.sdm_footprint{})},
+		"sdm_module_entry":      {unsafe.Sizeof(C.sdm_module_entry{}), unsafe.Alignof(C.sdm_module_entry{})},
 		"sdm_kernel_attributes": {unsafe.Sizeof(C.sdm_kernel_attributes{}), unsafe.Alignof(C.sdm_kernel_attributes{})},
 		"sdm_api":               {unsafe.Sizeof(C.sdm_api{}), unsafe.Alignof(C.sdm_api{})},
 	}
@@ -40,7 +42,9 @@ func Pinned() map[string]Layout {
 		"sdm_plan":              {Size: 80, Align: 8},
 		"sdm_launch_attributes": {Size: 32, Align: 8},
 		"sdm_kernel_entry":      {Size: 56, Align: 8},
+		"sdm_footprint":         {Size: 72, Align: 8},
+		"sdm_module_entry":      {Size: 56, Align: 8},
 		"sdm_kernel_attributes": {Size: 72, Align: 4},
-		"sdm_api":               {Size: 368, Align: 8},
+		"sdm_api":               {Size: 408, Align: 8},
 	}
 }

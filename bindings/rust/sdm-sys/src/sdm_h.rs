@@ -284,6 +284,50 @@ pub struct sdm_kernel_entry {
     pub reserved0: u32,
 }
 
+// ---- footprint (ABI 1.5) ------------------------------------------------------------------------
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct sdm_footprint {
+    pub struct_size: u32,
+    pub module_count: u32,
+    pub device_bytes: u64,
+    pub host_bytes: u64,
+    pub readahead_bytes: u64,
+    pub reference_bytes: u64,
+    pub archive_memory_bytes: u64,
+    pub archive_mapped_bytes: u64,
+    pub cache_bytes: u64,
+    pub unknown_device_modules: u32,
+    pub reserved0: u32,
+}
+
+/// Opaque: only ever behind a pointer.
+#[repr(C)]
+pub struct sdm_module_list {
+    _opaque: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+pub type sdm_module_state = u32;
+pub const SDM_MODULE_SERVING: sdm_module_state = 0;
+pub const SDM_MODULE_RETIRED: sdm_module_state = 1;
+pub const SDM_MODULE_DRAINING: sdm_module_state = 2;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sdm_module_entry {
+    pub struct_size: u32,
+    pub ordinal: i32,
+    pub module: *const c_char,
+    pub archive: *const c_char,
+    pub device_bytes: u64,
+    pub host_bytes: u64,
+    pub references: u64,
+    pub kernels: u32,
+    pub state: sdm_module_state,
+}
+
 // ---- kernel attributes and settings (ABI 1.4) ---------------------------------------------------
 
 #[repr(C)]
@@ -449,6 +493,16 @@ pub struct sdm_api {
     // ABI 1.5
     pub archive_unmount:
         Option<unsafe extern "C" fn(*mut sdm_runtime, *const c_char, *mut u32, *mut *mut sdm_error) -> sdm_status>,
+    pub footprint_get:
+        Option<unsafe extern "C" fn(*mut sdm_runtime, *mut sdm_footprint, *mut *mut sdm_error) -> sdm_status>,
+    pub module_list_create:
+        Option<unsafe extern "C" fn(*mut sdm_runtime, *mut *mut sdm_module_list, *mut *mut sdm_error) -> sdm_status>,
+    pub module_list_count:
+        Option<unsafe extern "C" fn(*const sdm_module_list, *mut u32, *mut *mut sdm_error) -> sdm_status>,
+    pub module_list_get: Option<
+        unsafe extern "C" fn(*const sdm_module_list, u32, *mut sdm_module_entry, *mut *mut sdm_error) -> sdm_status,
+    >,
+    pub module_list_destroy: Option<unsafe extern "C" fn(*mut sdm_module_list)>,
 }
 
 // ---- defaults: zeros, struct_size set -----------------------------------------------------------
@@ -463,6 +517,8 @@ sized_default!(
     sdm_plan,
     sdm_launch_attributes,
     sdm_kernel_entry,
+    sdm_footprint,
+    sdm_module_entry,
     sdm_kernel_attributes,
     sdm_api,
 );
@@ -652,6 +708,29 @@ extern "C" {
     ) -> sdm_status;
     pub fn sdm_kernel_list_destroy(list: *mut sdm_kernel_list);
 
+    pub fn sdm_footprint_get(
+        runtime: *mut sdm_runtime,
+        footprint: *mut sdm_footprint,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_module_list_create(
+        runtime: *mut sdm_runtime,
+        list: *mut *mut sdm_module_list,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_module_list_count(
+        list: *const sdm_module_list,
+        count: *mut u32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_module_list_get(
+        list: *const sdm_module_list,
+        index: u32,
+        entry: *mut sdm_module_entry,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_module_list_destroy(list: *mut sdm_module_list);
+
     pub fn sdm_kernel_attributes_get(
         kernel: *const sdm_kernel,
         attributes: *mut sdm_kernel_attributes,
@@ -754,12 +833,16 @@ mod layout {
         assert_eq!(SDM_PLAN_PDL, 1);
         assert_eq!(SDM_PLAN_COOPERATIVE, 2);
         assert_eq!(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
+        assert_eq!(SDM_MODULE_SERVING, 0);
+        assert_eq!(SDM_MODULE_RETIRED, 1);
+        assert_eq!(SDM_MODULE_DRAINING, 2);
         assert_eq!(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
         assert_eq!(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
         assert_eq!(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
         assert_eq!((size_of::<sdm_status>(), align_of::<sdm_status>()), (4, 4));
         assert_eq!((size_of::<sdm_log_level>(), align_of::<sdm_log_level>()), (4, 4));
         assert_eq!((size_of::<sdm_device_class>(), align_of::<sdm_device_class>()), (4, 4));
+        assert_eq!((size_of::<sdm_module_state>(), align_of::<sdm_module_state>()), (4, 4));
         assert_eq!((size_of::<sdm_kernel_setting>(), align_of::<sdm_kernel_setting>()), (4, 4));
     }
 
@@ -914,6 +997,36 @@ mod layout {
     }
 
     #[test]
+    fn footprint() {
+        pin_field!(sdm_footprint, struct_size, 0, 4);
+        pin_field!(sdm_footprint, module_count, 4, 4);
+        pin_field!(sdm_footprint, device_bytes, 8, 8);
+        pin_field!(sdm_footprint, host_bytes, 16, 8);
+        pin_field!(sdm_footprint, readahead_bytes, 24, 8);
+        pin_field!(sdm_footprint, reference_bytes, 32, 8);
+        pin_field!(sdm_footprint, archive_memory_bytes, 40, 8);
+        pin_field!(sdm_footprint, archive_mapped_bytes, 48, 8);
+        pin_field!(sdm_footprint, cache_bytes, 56, 8);
+        pin_field!(sdm_footprint, unknown_device_modules, 64, 4);
+        pin_field!(sdm_footprint, reserved0, 68, 4);
+        pin_size!(sdm_footprint, 72, 8);
+    }
+
+    #[test]
+    fn module_entry() {
+        pin_field!(sdm_module_entry, struct_size, 0, 4);
+        pin_field!(sdm_module_entry, ordinal, 4, 4);
+        pin_field!(sdm_module_entry, module, 8, 8);
+        pin_field!(sdm_module_entry, archive, 16, 8);
+        pin_field!(sdm_module_entry, device_bytes, 24, 8);
+        pin_field!(sdm_module_entry, host_bytes, 32, 8);
+        pin_field!(sdm_module_entry, references, 40, 8);
+        pin_field!(sdm_module_entry, kernels, 48, 4);
+        pin_field!(sdm_module_entry, state, 52, 4);
+        pin_size!(sdm_module_entry, 56, 8);
+    }
+
+    #[test]
     fn kernel_attributes() {
         pin_field!(sdm_kernel_attributes, struct_size, 0, 4);
         pin_field!(sdm_kernel_attributes, flags, 4, 4);
@@ -985,6 +1098,11 @@ mod layout {
         pin_field!(sdm_api, kernel_max_active_blocks, 344, 8);
         pin_field!(sdm_api, kernel_max_potential_block_size, 352, 8);
         pin_field!(sdm_api, archive_unmount, 360, 8);
-        pin_size!(sdm_api, 368, 8);
+        pin_field!(sdm_api, footprint_get, 368, 8);
+        pin_field!(sdm_api, module_list_create, 376, 8);
+        pin_field!(sdm_api, module_list_count, 384, 8);
+        pin_field!(sdm_api, module_list_get, 392, 8);
+        pin_field!(sdm_api, module_list_destroy, 400, 8);
+        pin_size!(sdm_api, 408, 8);
     }
 }
