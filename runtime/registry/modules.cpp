@@ -305,16 +305,15 @@ Result<const KernelHandle*> Modules::kernel(int32_t ordinal, const std::string& 
             if (it->second.slot->take(ModuleSlot::Take::serving)) return &handle;
         }
     }
+    // Listed as asked (the usual case), else as the newest archive lists the spelling asked for.
+    SDM_TRY_GET(listing, listed(*at, name));
+    if (listing->record != nullptr) return fetch(*at, name, name, std::move(*listing), stream, expected, generation);
     SDM_TRY_GET(spelled, listed_spelling(name));
-    return fetch(*at, name, *spelled, stream, expected, generation);
+    SDM_TRY_GET(respelled, listed(*at, *spelled));
+    return fetch(*at, name, *spelled, std::move(*respelled), stream, expected, generation);
 }
 
 Result<std::string> Modules::listed_spelling(const std::string& name) {
-    const auto mounted = rooms_.archives.archives();
-    for (auto it = mounted.rbegin(); it != mounted.rend(); ++it) {  // listed as it is (the usual case), by the newest listing archive
-        SDM_TRY_GET(record, listed_kernel(**it, name));
-        if (*record != nullptr) return name;
-    }
     // A recorded name expression (of a listed kernel: a manifest checks it), or a C++ spelling of a
     // listed name. Neither is listed, so neither is asked again.
     SDM_TRY_GET(recorded, recorded_expression(rooms_.archives, name));
@@ -324,10 +323,8 @@ Result<std::string> Modules::listed_spelling(const std::string& name) {
     return q.module.empty() ? std::move(*listed_name) : archive::qualified_name(q.module, *listed_name);
 }
 
-Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& asked, const std::string& name, CUstream stream,
+Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& asked, const std::string& name, Listed found, CUstream stream,
                                            std::optional<std::string_view> expected, uint64_t generation) {
-    SDM_TRY_GET(listing, listed(at, name));
-    Listed found = std::move(*listing);
     Lease lease = std::move(found.lease);
     std::optional<ServedBy> chosen;  // chosen here: the module is not loaded for this key yet
     if (!lease) {

@@ -115,12 +115,13 @@ private:
         uint64_t context_id{0};
     };
     Result<Where> where(int32_t ordinal, CUcontext context);
-    // The kernel `name` as the newest archive lists it, plain or module-qualified: as asked, or a
-    // recorded name expression, or a C++ spelling of a listed name (kernel_names.hpp).
+    // Kernel `name`, which no archive lists as it is, as the newest archive lists it, plain or
+    // module-qualified: a recorded name expression, or a C++ spelling of a listed name (kernel_names.hpp).
     Result<std::string> listed_spelling(const std::string& name);
-    // The fetch of kernel `name` (a listed spelling of `asked`, as the host asked) once nothing
-    // served it before: served again under both.
-    Result<const KernelHandle*> fetch(const Where& where, const std::string& asked, const std::string& name, CUstream stream,
+    struct Listed;
+    // The fetch of kernel `name` (a listed spelling of `asked`, as the host asked; `found`, what
+    // listed() found of it) once nothing served it before: served again under both.
+    Result<const KernelHandle*> fetch(const Where& where, const std::string& asked, const std::string& name, Listed found, CUstream stream,
                                       std::optional<std::string_view> expected, uint64_t generation);
 
     // The slot of `key` with a reference on it: a live one, or a new empty one (replacing one
