@@ -1282,13 +1282,14 @@ class Runtime:
         self._call("sdm_runtime_poll_archives", ctypes.byref(count))
         return count.value
 
-    def footprint(self) -> dict:
+    def footprint(self) -> dict[str, int]:
         """What the runtime holds now (ABI 1.5): device bytes of the loaded modules, host bytes,
         read-ahead, references, archives and the kernel cache, as a dict of sdm_footprint's
         fields."""
         f = _capi.sdm_footprint()
         self._call("sdm_footprint_get", ctypes.byref(f))
-        return {name: getattr(f, name) for name, _ in f._fields_ if name not in ("struct_size", "reserved0")}
+        names = [field[0] for field in f._fields_]
+        return {name: int(getattr(f, name)) for name in names if name not in ("struct_size", "reserved0")}
 
     def unmount(self, label: str) -> int:
         """Unmounts the archive mounted as `label` (its path, or the label given) and the
