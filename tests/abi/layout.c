@@ -51,6 +51,8 @@ PIN_VALUE(SDM_ERROR_GRAPH_CAPTURE, 17);
 PIN_VALUE(SDM_ERROR_INTERNAL, 18);
 PIN_VALUE(SDM_ERROR_UNTRUSTED, 19);
 PIN_VALUE(SDM_ERROR_AMBIGUOUS, 20);
+PIN_VALUE(SDM_ERROR_TIMEOUT, 21); /* unreleased */
+PIN_VALUE(SDM_ERROR_CANCELLED, 22); /* unreleased */
 PIN_VALUE(SDM_LOG_OFF, -1);
 PIN_VALUE(SDM_LOG_DEFAULT, 0);
 PIN_VALUE(SDM_LOG_ERROR, 1);
@@ -301,7 +303,12 @@ PIN_FIELD(sdm_api, kernel_max_active_blocks, 344, 8);
 PIN_FIELD(sdm_api, kernel_max_potential_block_size, 352, 8);
 /* ABI 1.5 */
 PIN_FIELD(sdm_api, archive_unmount, 360, 8); /* unreleased */
-PIN_SIZE(sdm_api, 368, 8); /* unreleased */
+PIN_FIELD(sdm_api, preload_async, 368, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_progress, 376, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_wait, 384, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_cancel, 392, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_destroy, 400, 8); /* unreleased */
+PIN_SIZE(sdm_api, 408, 8); /* unreleased */
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; teach capi/gen_abi.py this platform's probe before building on it"

@@ -28,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
 import unittest
 from pathlib import Path
@@ -719,6 +720,36 @@ class ArchiveTest(FakeDriverTest):
         self.assertIsInstance(stats, sdm.CacheStats)
         # ARCHIVE's cubins are small: decoded in memory each load, the cache untouched.
         self.assertEqual((stats.hits, stats.misses, stats.builds, stats.bytes_written), (0, 0, 0, 0))
+
+    def test_preload_async(self):
+        rt = self.runtime()
+        rt.mount_file(ARCHIVE)
+        seen = []
+        finished = threading.Event()
+
+        def done(status):
+            seen.append(status)
+            finished.set()
+
+        with rt.preload_async(0, ["scale"], priority=2, done=done) as warmup:
+            warmup.wait(60)
+            done_count, total = warmup.progress()
+            self.assertEqual(done_count, total)
+            warmup.wait(0)  # the outcome again
+            warmup.cancel()  # finished: nothing changes
+        self.assertTrue(finished.is_set())  # close() waited for the callback
+        self.assertEqual(seen, [sdm.Status.OK])
+        with rt.preload_async(0, ["nonexistent"]) as failing:
+            with self.raises(sdm.Status.ERROR_NOT_FOUND, "nonexistent"):
+                failing.wait()
+        with self.assertRaises(ValueError):
+            rt.preload_async(0, [])
+        everything = rt.preload_async(0)
+        everything.wait(60)
+        rt.close()  # the warm-up outlives its runtime and still answers
+        everything.wait(0)
+        everything.close()
+        self.assertFalse(everything.open)
 
     def test_cache_stats_count_a_link_then_a_hit(self):
         # PTX (CUDA_FORCE_PTX_JIT=1 passes the cubins over) linked by nvJitLink goes through the

@@ -41,6 +41,6 @@ func Pinned() map[string]Layout {
 		"sdm_launch_attributes": {Size: 32, Align: 8},
 		"sdm_kernel_entry":      {Size: 56, Align: 8},
 		"sdm_kernel_attributes": {Size: 72, Align: 4},
-		"sdm_api":               {Size: 368, Align: 8},
+		"sdm_api":               {Size: 408, Align: 8},
 	}
 }
