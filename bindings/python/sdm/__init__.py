@@ -1223,6 +1223,7 @@ class Warmup:
 
     @property
     def open(self) -> bool:
+        """Whether the warm-up is still open (neither closed nor collected)."""
         return self._finalizer.alive
 
     def close(self) -> None:
@@ -1505,7 +1506,8 @@ class Runtime:
             callback = _capi.sdm_warmup_done_fn(forward)
         handle = _capi.warmup_p()
         array = (ctypes.c_char_p * len(encoded))(*encoded) if encoded else None
-        self._call("sdm_preload_async", ordinal, array, len(encoded), priority, callback, None, ctypes.byref(handle))
+        self._call("sdm_preload_async", ordinal, array, len(encoded), priority,
+                   callback if callback is not None else _capi.sdm_warmup_done_fn(), None, ctypes.byref(handle))
         return Warmup(self.library, handle, callback)
 
     def cache_stats(self) -> CacheStats:

@@ -124,7 +124,7 @@ class DeclarationsTest(unittest.TestCase):
     def test_the_header_parses_to_the_whole_abi(self):
         self.assertGreaterEqual(len(HEADER.functions), 33)
         self.assertIn("sdm_launch", HEADER.functions)
-        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list"})
+        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list", "sdm_warmup"})
 
     def test_every_function_is_bound_with_argtypes_and_restype(self):
         self.assertEqual(set(_capi.FUNCTIONS), set(HEADER.functions), "bound functions differ from sdm.h's")
@@ -196,16 +196,19 @@ class ErrorClassTest(unittest.TestCase):
     # The standard base of each status's class besides SdmError; RuntimeError for the others.
     BASES = {sdm.Status.ERROR_INVALID_ARGUMENT: ValueError, sdm.Status.ERROR_MISMATCH: ValueError,
              sdm.Status.ERROR_OUT_OF_MEMORY: MemoryError, sdm.Status.ERROR_IO: OSError,
-             sdm.Status.ERROR_NOT_FOUND: LookupError, sdm.Status.ERROR_AMBIGUOUS: LookupError}
+             sdm.Status.ERROR_NOT_FOUND: LookupError, sdm.Status.ERROR_AMBIGUOUS: LookupError,
+             sdm.Status.ERROR_TIMEOUT: TimeoutError}
+    # Python's own names (IOError, TimeoutError) are not shadowed: sdm's classes take an Sdm prefix.
+    PREFIXED = {sdm.Status.ERROR_IO: "SdmIOError", sdm.Status.ERROR_TIMEOUT: "SdmTimeoutError"}
 
     def test_each_status_has_its_own_class(self):
         statuses = [status for status in sdm.Status if status != sdm.Status.OK]
         for status in statuses:
             with self.subTest(status=status.name):
                 cls = sdm.error_class(status)
-                # Named after the status: ERROR_NOT_FOUND is NotFoundError (IOError is Python's).
+                # Named after the status: ERROR_NOT_FOUND is NotFoundError (IOError and TimeoutError are Python's).
                 name = "".join(word.capitalize() for word in status.name.split("_")[1:]) + "Error"
-                self.assertEqual(cls.__name__, "SdmIOError" if status == sdm.Status.ERROR_IO else name)
+                self.assertEqual(cls.__name__, self.PREFIXED.get(status, name))
                 self.assertIs(getattr(sdm, cls.__name__), cls)
                 self.assertIn(cls.__name__, sdm.__all__)
                 if status == sdm.Status.ERROR_IMAGE_REFUSED:  # the seed's ImageRefusal: not an Exception
