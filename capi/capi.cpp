@@ -644,6 +644,101 @@ SDM_API sdm_status sdm_preload(sdm_runtime* runtime, int32_t ordinal, const char
     });
 }
 
+// A warm-up as the host holds it: the runtime's (shared with its threads) and the runtime's error
+// slot, so that it answers after sdm_runtime_destroy too (runtime/registry/warmup.hpp).
+struct sdm_warmup {
+    std::shared_ptr<sdm::runtime::Warmup> impl;
+    std::shared_ptr<sdm::runtime::LastError> errors;
+};
+
+namespace {
+
+sdm_status status_of(const Result<void>& outcome) noexcept { return outcome ? SDM_OK : sdm::capi::status_of(outcome.error().code); }
+
+// The checks every call on a warm-up makes: the failure, or nullopt when it may be used.
+std::optional<sdm_status> unusable_warmup(const sdm_warmup* warmup, sdm_error** error, const char* api) {
+    sdm::runtime::LastError* rt = warmup != nullptr ? warmup->errors.get() : nullptr;
+    if (warmup == nullptr) return fail(rt, error, ErrorCode::invalid_argument, std::string(api) + ": warmup must not be NULL");
+    if (warmup->impl->forked())
+        return fail(rt, error, ErrorCode::invalid_argument,
+                    std::string(api) + ": the warm-up belongs to the process this one was forked from; its threads are not here");
+    return std::nullopt;
+}
+
+}  // namespace
+
+SDM_API sdm_status sdm_preload_async(sdm_runtime* runtime, int32_t ordinal, const char* const* names, uint32_t count, int32_t priority,
+                                     sdm_warmup_done_fn done, void* user_data, sdm_warmup** warmup, sdm_error** error) {
+    return guarded(runtime, error, [&]() -> sdm_status {
+        if (runtime == nullptr || warmup == nullptr || (count != 0 && names == nullptr))
+            return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload_async: runtime and warmup must not be NULL, nor names when count > 0");
+        std::vector<std::string> list;
+        for (uint32_t i = 0; i < count; ++i) {
+            if (names[i] == nullptr) return fail(runtime, error, ErrorCode::invalid_argument, "sdm_preload_async: names[" + std::to_string(i) + "] is NULL");
+            list.emplace_back(names[i]);
+        }
+        auto handle = std::make_unique<sdm_warmup>(sdm_warmup{nullptr, runtime->impl.last_error_slot()});
+        sdm::runtime::Warmup::Done on_done;
+        if (done != nullptr)
+            on_done = [done, user_data, h = handle.get()](const Result<void>& outcome) { done(user_data, status_of(outcome), h); };
+        auto created = runtime->impl.warmups().create(ordinal, std::move(list), priority, std::move(on_done));
+        if (!created) return fail(runtime, error, std::move(created).error());
+        handle->impl = std::move(*created);  // before a thread can see it (and call back with the handle)
+        if (auto started = runtime->impl.warmups().start(handle->impl); !started) return fail(runtime, error, std::move(started).error());
+        *warmup = handle.release();
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_warmup_progress(const sdm_warmup* warmup, uint32_t* modules_done, uint32_t* modules_total, sdm_error** error) {
+    sdm::runtime::LastError* rt = warmup != nullptr ? warmup->errors.get() : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        if (auto refused = unusable_warmup(warmup, error, "sdm_warmup_progress")) return *refused;
+        if (modules_done == nullptr && modules_total == nullptr)
+            return fail(rt, error, ErrorCode::invalid_argument, "sdm_warmup_progress: modules_done and modules_total must not both be NULL");
+        const auto progress = warmup->impl->progress();
+        if (modules_done != nullptr) *modules_done = progress.done;
+        if (modules_total != nullptr) *modules_total = progress.total;
+        return ok(error);
+    });
+}
+
+SDM_API sdm_status sdm_warmup_wait(sdm_warmup* warmup, uint32_t timeout_ms, sdm_error** error) {
+    sdm::runtime::LastError* rt = warmup != nullptr ? warmup->errors.get() : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        if (auto refused = unusable_warmup(warmup, error, "sdm_warmup_wait")) return *refused;
+        auto outcome = warmup->impl->wait(std::chrono::milliseconds(timeout_ms));
+        if (!outcome)
+            return fail(rt, error, ErrorCode::timeout,
+                        "sdm_warmup_wait: the warm-up had not finished after " + std::to_string(timeout_ms) +
+                            " ms; it goes on (sdm_warmup_progress says how far it got)");
+        return *outcome ? ok(error) : fail(rt, error, std::move(*outcome).error());
+    });
+}
+
+SDM_API sdm_status sdm_warmup_cancel(sdm_warmup* warmup, sdm_error** error) {
+    sdm::runtime::LastError* rt = warmup != nullptr ? warmup->errors.get() : nullptr;
+    return guarded(rt, error, [&]() -> sdm_status {
+        if (auto refused = unusable_warmup(warmup, error, "sdm_warmup_cancel")) return *refused;
+        warmup->impl->cancel();
+        return ok(error);
+    });
+}
+
+SDM_API void sdm_warmup_destroy(sdm_warmup* warmup) {
+    if (warmup == nullptr) return;
+    try {
+        if (warmup->impl->forked()) return;  // the parent's: its lock may be held by a thread not here (a few bytes left)
+        warmup->impl->cancel();
+        // From its own callback: freed once the callback returns (waiting here would never end).
+        if (warmup->impl->release_after_callback([warmup] { delete warmup; })) return;
+        warmup->impl->wait_retired();
+    } catch (...) {
+        return;  // a thread may still use it: left allocated rather than freed under it
+    }
+    delete warmup;
+}
+
 SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error) {
     return guarded(runtime, error, [&]() -> sdm_status {
         constexpr size_t kMinimum = kCacheStatsSize_1_0;

@@ -19,7 +19,8 @@ Runtime::Runtime(RuntimeOptions options)
       readahead_modules_(readahead_modules_from_environment(log_)),
       modules_(std::make_unique<Modules>(RegistryRooms{log_, archives_, load_, jit_, image_rooms(),
                                                        CheckRooms{load_, image_policy_, plugins_, kernel_settings_, this}})),
-      archives_(log_, provenance_, options_.kernel_abi_major) {
+      archives_(log_, provenance_, options_.kernel_abi_major),
+      warmups_(new Warmups(*modules_, archives_, load_, log_, warmup_threads_from_environment(log_))) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).
     if (options_.mount_embedded) {
         if (const auto bytes = options_.embedded_bytes ? options_.embedded_bytes : embedded_archive()) {

@@ -21,6 +21,7 @@
 #include "runtime/device/load_context.hpp"
 #include "runtime/platform/log.hpp"
 #include "runtime/registry/modules.hpp"
+#include "runtime/registry/warmup.hpp"
 #include "runtime/archives/mounted_archive.hpp"
 #include "runtime/registry/footprint.hpp"
 #include "runtime/select/plugins.hpp"
@@ -91,6 +92,7 @@ public:
     const JitPolicy& jit_policy() const noexcept { return jit_.policy(); }
     const JitIsolationSettings& jit_isolation() const noexcept { return jit_.isolation(); }
     Modules& modules() noexcept { return *modules_; }
+    Warmups& warmups() noexcept { return *warmups_; }
     ImagePolicy& image_policy() noexcept { return image_policy_; }
     Plugins& plugins() noexcept { return plugins_; }
     KernelSettings& kernel_settings() noexcept { return kernel_settings_; }
@@ -132,6 +134,9 @@ private:
     std::unique_ptr<Modules> modules_;  // unloads its modules before the driver goes
     ArchiveSet archives_;    // destroyed first: the registry pins the archives its modules use
     const std::shared_ptr<LastError> last_error_ = std::make_shared<LastError>();
+    // Destroyed first: its threads load through the registry and read the archives; they are
+    // cancelled and joined before either goes (no thread runs until the first warm-up).
+    std::unique_ptr<Warmups, WarmupsDeleter> warmups_;
 };
 
 }  // namespace sdm::runtime

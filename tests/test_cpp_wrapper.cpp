@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -507,6 +508,31 @@ TEST_CASE("kernels, plans and launches through the wrapper (the fake driver)", "
     const char* names[] = {"scale"};
     CHECK(rt->preload(0, names));
     CHECK(rt->preload(0));
+    // A background warm-up (ABI 1.5): its done function once, its wait's outcome, and an unknown
+    // name as the warm-up's outcome, not the call's.
+    {
+        std::atomic<int> done_calls{0};
+        std::atomic<sdm_status> done_status{-1};
+        auto warmup = rt->preload_async(0, names, 3, [&](sdm_status s) {
+            done_status = s;
+            ++done_calls;
+        });
+        REQUIRE(warmup);
+        CHECK(warmup->wait(60000));
+        auto progress = warmup->progress();
+        REQUIRE(progress);
+        CHECK(progress->done == progress->total);
+        CHECK(warmup->cancel());  // finished: nothing changes
+        sdm::Warmup moved = std::move(*warmup);
+        CHECK(warmup->wait(0).code() == SDM_ERROR_INVALID_ARGUMENT);  // moved from: empty
+        moved = sdm::Warmup();  // destroyed: waits for the done function
+        CHECK(done_calls == 1);
+        CHECK(done_status == SDM_OK);
+        const char* unknown[] = {"no_such_kernel"};
+        auto failing = rt->preload_async(0, unknown);
+        REQUIRE(failing);
+        CHECK(failing->wait(60000).code() == SDM_ERROR_NOT_FOUND);
+    }
     auto stats = rt->cache_stats();
     REQUIRE(stats);
     CHECK(stats->struct_size == sizeof(sdm_cache_stats));

@@ -73,6 +73,12 @@ const (
 	// ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message
 	// lists them
 	ErrAmbiguous Status = C.SDM_ERROR_AMBIGUOUS
+
+	// ABI 1.5: the deadline passed before the work finished (it goes on)
+	ErrTimeout Status = C.SDM_ERROR_TIMEOUT
+
+	// ABI 1.5: the work was cancelled before it finished
+	ErrCancelled Status = C.SDM_ERROR_CANCELLED
 )
 
 // The classes of sdm_device_class (their names: DeviceClass.String).

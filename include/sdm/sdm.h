@@ -67,8 +67,10 @@ enum {
     SDM_ERROR_UNTRUSTED = 19,         /* ABI 1.2: the signature policy refused an archive (unsigned, an
                                          unknown key, a bad signature); the message names the archive,
                                          the key ids it carries and the ones the host trusts (docs/SIGNING.md) */
-    SDM_ERROR_AMBIGUOUS = 20          /* ABI 1.3: a kernel name (a C++ spelling, a name expression)
+    SDM_ERROR_AMBIGUOUS = 20,         /* ABI 1.3: a kernel name (a C++ spelling, a name expression)
                                          matches several kernels; the message lists them */
+    SDM_ERROR_TIMEOUT = 21,           /* ABI 1.5: the deadline passed before the work finished (it goes on) */
+    SDM_ERROR_CANCELLED = 22          /* ABI 1.5: the work was cancelled before it finished */
 };
 
 /* The name of a status ("SDM_ERROR_NO_DRIVER"); "SDM_ERROR_UNKNOWN" for values this library does
@@ -451,6 +453,57 @@ typedef struct sdm_cache_stats {
 /* This runtime's cache counters (since its creation). */
 SDM_API sdm_status sdm_cache_stats_get(sdm_runtime* runtime, sdm_cache_stats* stats, sdm_error** error);
 
+/* ---- background warm-up (ABI 1.5) ------------------------------------------------------------ */
+
+/* A warm-up: sdm_preload's work done in the background, on a few threads of the runtime's (started
+ * at its first warm-up, at most $SDM_WARMUP_THREADS, by default the cores up to 8), module by
+ * module. Owned by the caller until sdm_warmup_destroy; it may outlive its runtime (destroying the
+ * runtime cancels it first), and its calls then still answer. */
+typedef struct sdm_warmup sdm_warmup;
+
+/* Called once per warm-up, on one of sdm's threads, when it has finished: `status` is what
+ * sdm_warmup_wait returns (SDM_OK, the first failure, or SDM_ERROR_CANCELLED). It may call sdm
+ * (sdm_kernel_get, sdm_warmup_progress, sdm_warmup_destroy of this warm-up, which then frees it
+ * after the callback returns) but must not destroy the runtime, nor wait for another warm-up
+ * (sdm_warmup_wait with a deadline, sdm_warmup_destroy of another running one: with one thread,
+ * that one could never run); when sdm_runtime_destroy cancelled the warm-up, it runs within that
+ * call and must not call into that runtime. No lock of sdm's is held while it runs. */
+typedef void (*sdm_warmup_done_fn)(void* user_data, sdm_status status, const sdm_warmup* warmup);
+
+/* Starts warming up what sdm_preload would load (the modules of `names`, count of them, or of
+ * every kernel every mounted archive lists when count is 0, on device `ordinal`, each module's
+ * kernels resolved) and returns at once with *warmup; the names are copied. The modules are listed
+ * and loaded on sdm's threads: across pending warm-ups, a module of the one of highest `priority`
+ * starts first (then the earliest started). A fetch of a kernel whose module a warm-up is loading
+ * waits for that load instead of loading it again. A name that selects nothing, a module that
+ * fails, a bad ordinal are the warm-up's outcome (the first failure, naming every kernel that did
+ * not load, as sdm_preload's), not this call's: it fails only for NULL arguments (runtime, warmup,
+ * names when count > 0, an entry of names) and when no thread can be started. `done` (may be
+ * NULL) is called once when it finishes, with `user_data`. Warm-up threads hold no CUDA context
+ * but the device's (or, with SDM_RUNTIME_CURRENT_CONTEXT, the calling thread's, taken now). After
+ * fork() the child has none of sdm's threads: a child must not use its parent's runtime, nor any
+ * warm-up of it. */
+SDM_API sdm_status sdm_preload_async(sdm_runtime* runtime, int32_t ordinal, const char* const* names, uint32_t count, int32_t priority,
+                                     sdm_warmup_done_fn done, void* user_data, sdm_warmup** warmup, sdm_error** error);
+/* How far it got: modules finished (loaded or failed) and modules to load. *modules_total is 0
+ * until the warm-up has listed its modules; once it finished, *modules_done below *modules_total
+ * says it was cancelled. Either out-parameter may be NULL, not both. */
+SDM_API sdm_status sdm_warmup_progress(const sdm_warmup* warmup, uint32_t* modules_done, uint32_t* modules_total, sdm_error** error);
+/* Waits at most `timeout_ms` milliseconds (0: only looks) for the warm-up to finish. Finished: its
+ * outcome, each time it is asked: SDM_OK, its first failure (the error names every kernel that did
+ * not load), or SDM_ERROR_CANCELLED; the done callback may still be running. Not finished by the
+ * deadline: SDM_ERROR_TIMEOUT, and it goes on. A NULL warmup is SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_warmup_wait(sdm_warmup* warmup, uint32_t timeout_ms, sdm_error** error);
+/* Cancels the warm-up and returns at once: modules it has not started are skipped; those loading
+ * finish (they stay loaded). Its outcome becomes SDM_ERROR_CANCELLED unless it had finished (then
+ * nothing changes) and is known once its loads under way end. A NULL warmup is
+ * SDM_ERROR_INVALID_ARGUMENT. */
+SDM_API sdm_status sdm_warmup_cancel(sdm_warmup* warmup, sdm_error** error);
+/* Cancels the warm-up if it is still running, waits for the loads it started and for its done
+ * callback to return, and frees it. Called from its own done callback, it frees it once the
+ * callback returns. Accepts NULL. */
+SDM_API void sdm_warmup_destroy(sdm_warmup* warmup);
+
 /* ---- plans and launches (ABI 1.1) ----------------------------------------------------------- */
 
 enum {
@@ -782,6 +835,11 @@ typedef struct sdm_api {
     sdm_status (*module_list_count)(const sdm_module_list*, uint32_t*, sdm_error**);
     sdm_status (*module_list_get)(const sdm_module_list*, uint32_t, sdm_module_entry*, sdm_error**);
     void (*module_list_destroy)(sdm_module_list*);
+    sdm_status (*preload_async)(sdm_runtime*, int32_t, const char* const*, uint32_t, int32_t, sdm_warmup_done_fn, void*, sdm_warmup**, sdm_error**);
+    sdm_status (*warmup_progress)(const sdm_warmup*, uint32_t*, uint32_t*, sdm_error**);
+    sdm_status (*warmup_wait)(sdm_warmup*, uint32_t, sdm_error**);
+    sdm_status (*warmup_cancel)(sdm_warmup*, sdm_error**);
+    void (*warmup_destroy)(sdm_warmup*);
 } sdm_api;
 
 /* The function table for ABI `major`. *minor: in, the highest minor the host knows; out, the

@@ -597,6 +597,82 @@ struct RuntimeOptions {
     uint64_t jit_memory_limit_bytes = 0;
 };
 
+// How far a warm-up got (sdm_warmup_progress): modules finished and modules to load (0 until
+// listed).
+struct WarmupProgress {
+    uint32_t done = 0;
+    uint32_t total = 0;
+};
+
+// A background warm-up (sdm_preload_async, ABI 1.5; Runtime::preload_async makes one), owning its
+// sdm_warmup and the done function. Destroying it cancels what has not started and waits for the
+// loads under way and for the done function to return (sdm_warmup_destroy); the done function
+// must therefore not destroy its own Warmup. Move-only; it may outlive its Runtime (whose
+// destruction cancels it). Its members may be called from any thread.
+class Warmup {
+public:
+    // Called once, on one of sdm's threads, with the outcome (what wait() returns once finished).
+    // Exceptions it throws are dropped: they cannot cross libsdm's frames.
+    using DoneFunction = std::function<void(sdm_status)>;
+
+    Warmup() noexcept = default;  // empty: its calls fail with SDM_ERROR_INVALID_ARGUMENT
+    Warmup(const Warmup&) = delete;
+    Warmup& operator=(const Warmup&) = delete;
+    Warmup(Warmup&& other) noexcept : done_(std::move(other.done_)), handle_(std::exchange(other.handle_, nullptr)) {}
+    Warmup& operator=(Warmup&& other) noexcept {
+        if (this != &other) {
+            sdm_warmup_destroy(handle_);  // before its done function goes
+            handle_ = std::exchange(other.handle_, nullptr);
+            done_ = std::move(other.done_);
+        }
+        return *this;
+    }
+    ~Warmup() { sdm_warmup_destroy(handle_); }
+
+    // Modules finished and modules to load.
+    Result<WarmupProgress> progress() const {
+        WarmupProgress p;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_warmup_progress(handle_, &p.done, &p.total, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return p;
+    }
+    // Waits at most `timeout_ms` (0: only looks): its outcome once finished (SDM_OK, its first
+    // failure, SDM_ERROR_CANCELLED), SDM_ERROR_TIMEOUT before.
+    Status wait(uint32_t timeout_ms) const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_warmup_wait(handle_, timeout_ms, &error);
+        return detail::status_of(status, error);
+    }
+    // Skips the modules not started; those loading finish. Returns at once.
+    Status cancel() const {
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_warmup_cancel(handle_, &error);
+        return detail::status_of(status, error);
+    }
+    sdm_warmup* handle() const noexcept { return handle_; }
+
+private:
+    friend class Runtime;
+    Warmup(std::unique_ptr<DoneFunction> done, sdm_warmup* handle) noexcept : done_(std::move(done)), handle_(handle) {}
+
+    // sdm_warmup_done_fn: forwards to the DoneFunction in `user_data`.
+    static void forward_done(void* user_data, sdm_status status, const sdm_warmup*) noexcept {
+#if defined(__cpp_exceptions)
+        try {
+            (*static_cast<const DoneFunction*>(user_data))(status);
+        } catch (...) {
+            // Unwinding through libsdm's frames is undefined.
+        }
+#else
+        (*static_cast<const DoneFunction*>(user_data))(status);
+#endif
+    }
+
+    std::unique_ptr<DoneFunction> done_;  // declared first: outlives handle_'s use of it
+    sdm_warmup* handle_ = nullptr;
+};
+
 // Owns an sdm_runtime (and the log function it calls). Move-only; a moved-from or
 // default-constructed Runtime is empty: its calls fail with SDM_ERROR_INVALID_ARGUMENT, and
 // destroying it does nothing. Destroying, moving and assigning a Runtime are not thread-safe with
@@ -827,6 +903,19 @@ public:
         sdm_error* error = nullptr;
         const sdm_status status = sdm_preload(handle_, ordinal, names.data(), static_cast<uint32_t>(names.size()), &error);
         return detail::status_of(status, error);
+    }
+    // Starts warming up what preload() would load, in the background (sdm_preload_async, ABI 1.5):
+    // returns at once. Across pending warm-ups, higher `priority` first. `done`, when given, is
+    // called once when it finishes. A name that selects nothing is the warm-up's outcome.
+    Result<Warmup> preload_async(int32_t ordinal, Span<const char* const> names = {}, int32_t priority = 0, Warmup::DoneFunction done = {}) const {
+        std::unique_ptr<Warmup::DoneFunction> function;
+        if (done) function = std::make_unique<Warmup::DoneFunction>(std::move(done));
+        sdm_warmup* w = nullptr;
+        sdm_error* error = nullptr;
+        const sdm_status status = sdm_preload_async(handle_, ordinal, names.data(), static_cast<uint32_t>(names.size()), priority,
+                                                    function ? &Warmup::forward_done : nullptr, function.get(), &w, &error);
+        if (status != SDM_OK) return Error::adopt(status, error);
+        return Warmup(std::move(function), w);
     }
     // This runtime's cache counters since its creation (sdm_cache_stats_get).
     Result<sdm_cache_stats> cache_stats() const {

@@ -51,6 +51,8 @@ PIN_VALUE(SDM_ERROR_GRAPH_CAPTURE, 17);
 PIN_VALUE(SDM_ERROR_INTERNAL, 18);
 PIN_VALUE(SDM_ERROR_UNTRUSTED, 19);
 PIN_VALUE(SDM_ERROR_AMBIGUOUS, 20);
+PIN_VALUE(SDM_ERROR_TIMEOUT, 21); /* unreleased */
+PIN_VALUE(SDM_ERROR_CANCELLED, 22); /* unreleased */
 PIN_VALUE(SDM_LOG_OFF, -1);
 PIN_VALUE(SDM_LOG_DEFAULT, 0);
 PIN_VALUE(SDM_LOG_ERROR, 1);
@@ -334,7 +336,12 @@ PIN_FIELD(sdm_api, module_list_create, 376, 8); /* unreleased */
 PIN_FIELD(sdm_api, module_list_count, 384, 8); /* unreleased */
 PIN_FIELD(sdm_api, module_list_get, 392, 8); /* unreleased */
 PIN_FIELD(sdm_api, module_list_destroy, 400, 8); /* unreleased */
-PIN_SIZE(sdm_api, 408, 8); /* unreleased */
+PIN_FIELD(sdm_api, preload_async, 408, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_progress, 416, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_wait, 424, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_cancel, 432, 8); /* unreleased */
+PIN_FIELD(sdm_api, warmup_destroy, 440, 8); /* unreleased */
+PIN_SIZE(sdm_api, 448, 8); /* unreleased */
 
 #else
 #error "layout.c pins the LP64 layout of x86_64 and aarch64; teach capi/gen_abi.py this platform's probe before building on it"

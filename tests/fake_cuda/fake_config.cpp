@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 #include <dlfcn.h>
@@ -31,6 +33,7 @@ CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configu
     c.image_log = config.image_log.c_str();
     c.hold_work = config.hold_work ? 1 : 0;
     c.record_params = config.record_params ? 1 : 0;
+    c.hold_loads = config.hold_loads ? 1 : 0;
     return static_cast<CUresult>(configure(&c));
 }
 
@@ -96,6 +99,20 @@ void fake_set_occupancy(std::optional<int> blocks) {
 void fake_set_hold_work(bool hold) {
     applied().hold_work = hold;
     apply_again();
+}
+
+void fake_set_hold_loads(bool hold) {
+    applied().hold_loads = hold;
+    apply_again();
+}
+
+void fake_release_loads(int64_t count) { reinterpret_cast<sdm_fake_cuda_release_loads_fn>(fake_symbol("sdm_fake_cuda_release_loads"))(count); }
+
+void fake_wait_held_loads(int64_t count) {
+    // Not a timing assertion: the bound only turns a hang (a load that never comes) into a failure.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (fake_calls("@held_loads") < count && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(fake_calls("@held_loads") >= count);
 }
 
 void fake_set_record_params(bool record) {

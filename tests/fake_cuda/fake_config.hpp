@@ -52,6 +52,7 @@ struct FakeConfig {
     std::string image_log{};           // a file that gets a line per cubin loaded (XXH3-128, BLAKE2b-256); "": none
     bool hold_work{false};             // launches stay queued until fake_finish_work or a synchronize waits for them
     bool record_params{false};         // each launch records its parameter buffer (fake_last_params)
+    bool hold_loads{false};            // each image load waits for fake_release_loads (fake_calls("@held_loads") counts them)
 };
 
 // Hands `config` to `configure` (the sdm_fake_cuda_configure of a fake driver the caller loaded);
@@ -76,6 +77,11 @@ void fake_set_capturing(bool capturing);
 void fake_set_occupancy(std::optional<int> blocks);
 void fake_set_hold_work(bool hold);
 void fake_set_record_params(bool record);
+void fake_set_hold_loads(bool hold);
+// With hold_loads: `count` more image loads may go on.
+void fake_release_loads(int64_t count);
+// Waits until at least `count` image loads wait for a permit (REQUIREs they come, within 30 s).
+void fake_wait_held_loads(int64_t count);
 // With hold_work: every queued launch finishes now.
 void fake_finish_work();
 // The configuration of the last cuLaunchKernelEx that succeeded (REQUIREs there was one).

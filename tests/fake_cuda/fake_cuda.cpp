@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <condition_variable>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
@@ -247,6 +248,7 @@ struct Config {
     std::string image_log;         // "": none
     bool hold_work{false};         // launches stay queued until finished (sdm_fake_cuda_finish_work, a synchronize)
     bool record_params{false};     // a launch records its parameter buffer (sdm_fake_cuda_last_params)
+    bool hold_loads{false};        // an image load waits for a permit (sdm_fake_cuda_release_loads)
 };
 
 // sdm_fake_cuda_configure's argument as a Config; on an invalid one, an empty optional and
@@ -307,6 +309,7 @@ std::optional<Config> from_struct(const sdm_fake_cuda_config& in, std::string& e
     c.image_log = in.image_log ? in.image_log : "";
     c.hold_work = in.hold_work != 0;
     c.record_params = in.record_params != 0;
+    c.hold_loads = in.hold_loads != 0;
     return c;
 }
 
@@ -463,6 +466,7 @@ Config read_environment(std::string& error) {
     c.image_log = env("SDM_FAKE_CUDA_IMAGE_LOG");
     c.hold_work = env_flag("SDM_FAKE_CUDA_HOLD_WORK");
     c.record_params = env_flag("SDM_FAKE_CUDA_RECORD_PARAMS");
+    c.hold_loads = env_flag("SDM_FAKE_CUDA_HOLD_LOADS");
     return c;
 }
 
@@ -1055,13 +1059,56 @@ CUresult load_module(State& s, CUmodule* module, const void* image, unsigned int
     return CUDA_SUCCESS;
 }
 
+// Config::hold_loads: the loads that wait for a permit, outside the driver's lock (State::mu), so
+// that every other call goes on meanwhile. Leaked, as the state is.
+struct LoadGate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool held{false};     // hold_loads as the last load or configuration saw it
+    int64_t permits{0};
+    int64_t waiting{0};
+};
+
+LoadGate& load_gate() {
+    static LoadGate* g = new LoadGate;
+    return *g;
+}
+
+void set_loads_held(bool held) {
+    LoadGate& g = load_gate();
+    std::lock_guard lock(g.mu);
+    if (held && !g.held) g.permits = 0;  // permits given while loads went freely are not kept for the next hold
+    g.held = held;
+    g.cv.notify_all();
+}
+
+// With hold_loads: waits for a permit (sdm_fake_cuda_release_loads) or a configuration without it.
+void wait_for_load_permit() {
+    bool held = false;
+    {
+        State& s = state();
+        Lock lock(s.mu);
+        held = live_config(s).hold_loads;
+    }
+    set_loads_held(held);
+    if (!held) return;
+    LoadGate& g = load_gate();
+    std::unique_lock lock(g.mu);
+    ++g.waiting;
+    g.cv.wait(lock, [&] { return g.permits > 0 || !g.held; });
+    if (g.held) --g.permits;
+    --g.waiting;
+}
+
 CUresult CUDAAPI impl_cuModuleLoadData(CUmodule* module, const void* image) {
+    wait_for_load_permit();
     SDM_FAKE_ENTER(e_cuModuleLoadData);
     return load_module(s, module, image, 0, nullptr, nullptr);
 }
 
 CUresult CUDAAPI impl_cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned int count, CUjit_option* options,
                                          void** values) {
+    wait_for_load_permit();
     SDM_FAKE_ENTER(e_cuModuleLoadDataEx);
     return load_module(s, module, image, count, options, values);
 }
@@ -1096,6 +1143,7 @@ CUresult library_module(State& s, CUlib_st& lib, CUctx_st* ctx, CUmod_st*& out) 
 
 CUresult CUDAAPI impl_cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jit_options, void** jit_values, unsigned int jit_count,
                                         CUlibraryOption* options, void** values, unsigned int count) {
+    wait_for_load_permit();
     SDM_FAKE_ENTER(e_cuLibraryLoadData);
     if (!library || !code || (jit_count > 0 && (!jit_options || !jit_values)) || (count > 0 && (!options || !values))) return CUDA_ERROR_INVALID_VALUE;
     auto lib = std::make_unique<CUlib_st>();
@@ -1735,6 +1783,9 @@ SDM_FAKE_EXPORT int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* conf
     State& s = state();
     Lock lock(s.mu);
     s.configured = std::move(c);  // NULL: nothing configured, the environment again
+    const bool held = live_config(s).hold_loads;
+    lock.unlock();
+    set_loads_held(held);
     return CUDA_SUCCESS;
 }
 
@@ -1751,6 +1802,11 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     if (name == "@graphs") return static_cast<int64_t>(s.graphs.size());
     if (name == "@graph_execs") return static_cast<int64_t>(s.graph_execs.size());
     if (name == "@user_objects") return static_cast<int64_t>(s.user_objects.size());
+    if (name == "@held_loads") {
+        LoadGate& g = load_gate();
+        std::lock_guard gate(g.mu);
+        return g.waiting;
+    }
     if (name == "@contexts") {
         int64_t retained = 0;
         for (const auto& c : s.contexts)
@@ -1782,6 +1838,13 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_finish_work(void) {
     State& s = state();
     Lock lock(s.mu);
     s.queued.clear();
+}
+
+SDM_FAKE_EXPORT void sdm_fake_cuda_release_loads(int64_t count) {
+    LoadGate& g = load_gate();
+    std::lock_guard lock(g.mu);
+    if (count > 0) g.permits += count;
+    g.cv.notify_all();
 }
 
 SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {

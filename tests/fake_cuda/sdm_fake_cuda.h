@@ -11,7 +11,8 @@
  * the call counters; live contexts and modules survive it): the devices, the failure rules, the
  * missing entry points and the version the JIT's PTX ISA follows. What a call needs before or
  * without a cuInit is read as it is at each call: the version and the failure rules of
- * cuDriverGetVersion, disable_jit, capturing, the forced occupancy, the image log and record_params.
+ * cuDriverGetVersion, disable_jit, capturing, the forced occupancy, the image log, record_params
+ * and hold_loads.
  *
  * The environment:
  *   SDM_FAKE_CUDA_DEVICES  rows "name,major.minor,smem_optin_bytes,sm_count,l2_bytes" joined by
@@ -29,6 +30,7 @@
  *   SDM_FAKE_CUDA_OCCUPANCY=N    cuOccupancyMaxActiveBlocksPerMultiprocessor reports N blocks.
  *   SDM_FAKE_CUDA_IMAGE_LOG=FILE one line per cubin loaded, the XXH3-128 of the bytes read.
  *   SDM_FAKE_CUDA_RECORD_PARAMS=1 each launch records its parameter buffer (sdm_fake_cuda_last_params).
+ *   SDM_FAKE_CUDA_HOLD_LOADS=1   each image load waits for sdm_fake_cuda_release_loads.
  * A malformed variable fails cuInit with CUDA_ERROR_INVALID_VALUE and a line on stderr. */
 #ifndef SDM_FAKE_CUDA_H
 #define SDM_FAKE_CUDA_H
@@ -79,6 +81,9 @@ typedef struct sdm_fake_cuda_config {
     int32_t hold_work;                   /* nonzero: a launch stays queued on its stream until sdm_fake_cuda_finish_work,
                                             or a cuEventSynchronize / cuCtxSynchronize that waits for it */
     int32_t record_params;               /* nonzero: each launch records its parameter buffer (sdm_fake_cuda_last_params) */
+    int32_t hold_loads;                  /* nonzero: each cuModuleLoadData, cuModuleLoadDataEx and cuLibraryLoadData
+                                            waits, before it does anything, for a permit of sdm_fake_cuda_release_loads
+                                            (loads in the background made slow at will; "@held_loads" counts the waiting) */
 } sdm_fake_cuda_config;
 
 /* Makes `config` the fake's configuration in place of the environment, until the next call; NULL
@@ -95,7 +100,8 @@ int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config);
  * with hold_work), "@events" (events created and not destroyed), "@libraries" (cuLibraryLoadData
  * libraries not unloaded; each context's load of one counts in "@modules"), "@unloaded_busy" (modules
  * unloaded while a launch of theirs was queued: on a GPU, a kernel losing its code), and "@graphs",
- * "@graph_execs", "@user_objects" (CUDA graphs, executable graphs and user objects alive). */
+ * "@graph_execs", "@user_objects" (CUDA graphs, executable graphs and user objects alive), and
+ * "@held_loads" (loads waiting for a permit, with hold_loads). */
 int64_t sdm_fake_cuda_calls(const char* entry_point);
 /* Back to the state of a freshly loaded library, but for the configuration, which stays:
  * uninitialized (until the next cuInit), every module unloaded, every primary context released,
@@ -104,6 +110,10 @@ int64_t sdm_fake_cuda_calls(const char* entry_point);
 void sdm_fake_cuda_reset(void);
 /* With hold_work: every queued launch finishes now. */
 void sdm_fake_cuda_finish_work(void);
+/* With hold_loads: `count` more loads may go on (the longest waiting first, as the scheduler
+ * wakes them); permits not yet used wait for the next loads while loads are held. A configuration
+ * without hold_loads lets every waiting load go (and drops the permits left). */
+void sdm_fake_cuda_release_loads(int64_t count);
 
 /* The configuration of the last cuLaunchKernelEx that succeeded since cuInit or a reset, as the
  * fake received it: dims, dynamic shared memory, every attribute's id in order and the values of
@@ -143,6 +153,7 @@ typedef int32_t (*sdm_fake_cuda_configure_fn)(const sdm_fake_cuda_config*);
 typedef int64_t (*sdm_fake_cuda_calls_fn)(const char*);
 typedef void (*sdm_fake_cuda_reset_fn)(void);
 typedef void (*sdm_fake_cuda_finish_work_fn)(void);
+typedef void (*sdm_fake_cuda_release_loads_fn)(int64_t);
 
 #ifdef __cplusplus
 }

@@ -55,6 +55,10 @@ const SDM_ERROR_INTERNAL = Int32(18)
 const SDM_ERROR_UNTRUSTED = Int32(19)
 # ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
 const SDM_ERROR_AMBIGUOUS = Int32(20)
+# ABI 1.5: the deadline passed before the work finished (it goes on)
+const SDM_ERROR_TIMEOUT = Int32(21)
+# ABI 1.5: the work was cancelled before it finished
+const SDM_ERROR_CANCELLED = Int32(22)
 
 # ---- errors --------------------------------------------------------------------------------------
 
@@ -226,6 +230,14 @@ struct sdm_cache_stats
     bytes_written::UInt64
     build_milliseconds::Float64
 end
+
+# ---- background warm-up (ABI 1.5) ----------------------------------------------------------------
+
+# Opaque: only ever behind a Ptr.
+mutable struct sdm_warmup end
+
+# void (*)(void*, sdm_status, const sdm_warmup*)
+const sdm_warmup_done_fn = Ptr{Cvoid}
 
 # ---- plans and launches (ABI 1.1) ----------------------------------------------------------------
 
@@ -402,6 +414,11 @@ struct sdm_api
     module_list_count::Ptr{Cvoid}
     module_list_get::Ptr{Cvoid}
     module_list_destroy::Ptr{Cvoid}
+    preload_async::Ptr{Cvoid}
+    warmup_progress::Ptr{Cvoid}
+    warmup_wait::Ptr{Cvoid}
+    warmup_cancel::Ptr{Cvoid}
+    warmup_destroy::Ptr{Cvoid}
 end
 
 # ---- functions: one per SDM_API function ---------------------------------------------------------
@@ -485,6 +502,20 @@ sdm_preload(runtime, ordinal, names, count, error) =
 sdm_cache_stats_get(runtime, stats, error) =
     ccall((:sdm_cache_stats_get, libsdm), sdm_status,
           (Ptr{sdm_runtime}, Ptr{sdm_cache_stats}, Ptr{Ptr{sdm_error}}), runtime, stats, error)
+
+sdm_preload_async(runtime, ordinal, names, count, priority, done, user_data, warmup, error) =
+    ccall((:sdm_preload_async, libsdm), sdm_status,
+          (Ptr{sdm_runtime}, Int32, Ptr{Ptr{UInt8}}, UInt32, Int32, sdm_warmup_done_fn, Ptr{Cvoid}, Ptr{Ptr{sdm_warmup}}, Ptr{Ptr{sdm_error}}),
+          runtime, ordinal, names, count, priority, done, user_data, warmup, error)
+sdm_warmup_progress(warmup, modules_done, modules_total, error) =
+    ccall((:sdm_warmup_progress, libsdm), sdm_status,
+          (Ptr{sdm_warmup}, Ptr{UInt32}, Ptr{UInt32}, Ptr{Ptr{sdm_error}}), warmup, modules_done, modules_total, error)
+sdm_warmup_wait(warmup, timeout_ms, error) =
+    ccall((:sdm_warmup_wait, libsdm), sdm_status,
+          (Ptr{sdm_warmup}, UInt32, Ptr{Ptr{sdm_error}}), warmup, timeout_ms, error)
+sdm_warmup_cancel(warmup, error) =
+    ccall((:sdm_warmup_cancel, libsdm), sdm_status, (Ptr{sdm_warmup}, Ptr{Ptr{sdm_error}}), warmup, error)
+sdm_warmup_destroy(warmup) = ccall((:sdm_warmup_destroy, libsdm), Cvoid, (Ptr{sdm_warmup},), warmup)
 
 sdm_plan_select(kernel, problem, problem_count, plan, error) =
     ccall((:sdm_plan_select, libsdm), sdm_status,

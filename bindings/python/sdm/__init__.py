@@ -47,9 +47,9 @@ __all__ = [
     "SdmBaseError", "SdmError", "InvalidArgumentError", "OutOfMemoryError", "NoDriverError", "DriverTooOldError", "DriverError",
     "NoDeviceError", "UnsupportedDeviceError", "ArchiveCorruptError", "ArchiveUnsupportedError", "SdmIOError",
     "NotFoundError", "UnsupportedError", "NoImageError", "ImageRefusedError", "JitError", "MismatchError",
-    "GraphCaptureError", "InternalError", "UntrustedError", "AmbiguousError", "error_class",
+    "GraphCaptureError", "InternalError", "UntrustedError", "AmbiguousError", "SdmTimeoutError", "CancelledError", "error_class",
     "Status", "LogLevel", "DeviceClass", "ImageKind", "ImageSource", "RuntimeFlag", "CacheFlag", "JitFlag", "PlanFlag",
-    "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
+    "SignaturePolicy", "JitIsolation", "Runtime", "Kernel", "Warmup", "ArchiveInfo", "DeviceInfo", "KernelInfo", "CacheStats", "Plan",
     "KernelEntry", "KernelAttributes", "KernelSetting",
     "load_library", "abi_version", "version", "status_string", "device_class_name", "get_api", "qualified_name",
 ]
@@ -251,6 +251,16 @@ class AmbiguousError(SdmError, LookupError, status=Status.ERROR_AMBIGUOUS):
     """A kernel name (a C++ spelling, a name expression such as "fill") matches several kernels
     (ABI 1.3): the message lists them; fetch one by a fuller spelling ("fill<int, 256>") or its
     mangled name (Runtime.kernels() lists both)."""
+
+
+class SdmTimeoutError(SdmError, TimeoutError, status=Status.ERROR_TIMEOUT):
+    """The deadline passed before the work finished (ABI 1.5: Warmup.wait); the work goes on.
+    Named so as not to shadow the builtin TimeoutError, which it derives from."""
+
+
+class CancelledError(SdmError, RuntimeError, status=Status.ERROR_CANCELLED):
+    """The work was cancelled before it finished (ABI 1.5: a cancelled warm-up). An Exception, unlike
+    asyncio.CancelledError: nothing here is a task being torn down."""
 
 
 def error_class(status: int) -> type[SdmBaseError]:
@@ -1159,6 +1169,80 @@ def _trusted_key(key: object, index: int) -> bytes:
     return raw
 
 
+def _destroy_warmup(lib: ctypes.CDLL, handle: ctypes._Pointer[_capi.sdm_warmup], _done_callback: object) -> None:
+    # The done callback rides along so that it outlives the warm-up that may call it; the call
+    # waits for it (ctypes releases the GIL during it, so the callback's thread can take it).
+    lib.sdm_warmup_destroy(handle)
+
+
+class Warmup:
+    """A background warm-up (sdm_preload_async, ABI 1.5), made by Runtime.preload_async. A context
+    manager; close() (or garbage collection) cancels what has not started, waits for the loads
+    under way and for the done callback, and frees it. It may outlive its runtime, whose close()
+    cancels it. Every method may be called from any thread; the done callback must not close its
+    own Warmup."""
+
+    def __init__(self, library: ctypes.CDLL, handle: ctypes._Pointer[_capi.sdm_warmup], done_callback: object) -> None:
+        self.library = library
+        self._warmup = handle
+        self._finalizer = weakref.finalize(self, _destroy_warmup, library, handle, done_callback)
+
+    @property
+    def _handle(self) -> ctypes._Pointer[_capi.sdm_warmup]:
+        if not self._finalizer.alive:
+            raise ValueError("the sdm warm-up is closed")
+        return self._warmup
+
+    def _call(self, name: str, *args: Any) -> None:
+        _call(self.library, getattr(self.library, name), self._handle, *args)
+
+    def progress(self) -> tuple[int, int]:
+        """(modules finished, modules to load); the total is 0 until the warm-up listed its modules."""
+        done, total = ctypes.c_uint32(), ctypes.c_uint32()
+        self._call("sdm_warmup_progress", ctypes.byref(done), ctypes.byref(total))
+        return done.value, total.value
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Waits for the warm-up to finish, at most `timeout` seconds (None: without a deadline; 0:
+        only looks). Returns when it loaded everything; raises its first failure, CancelledError
+        when it was cancelled, SdmTimeoutError when the deadline came first (it goes on)."""
+        if timeout is None:
+            while True:  # sdm's deadline is a uint32 of milliseconds: about 49 days at a time
+                try:
+                    self._call("sdm_warmup_wait", 0xFFFFFFFF)
+                    return
+                except SdmTimeoutError:
+                    continue
+        if timeout < 0:
+            raise ValueError(f"timeout {timeout} is negative")
+        self._call("sdm_warmup_wait", min(int(math.ceil(timeout * 1000)), 0xFFFFFFFF))
+
+    def cancel(self) -> None:
+        """Skips the modules not started; those loading finish. Returns at once."""
+        self._call("sdm_warmup_cancel")
+
+    @property
+    def open(self) -> bool:
+        """Whether the warm-up is still open (neither closed nor collected)."""
+        return self._finalizer.alive
+
+    def close(self) -> None:
+        """Cancels it if it still runs, waits for its loads under way and its done callback, and frees it. Idempotent."""
+        self._finalizer()
+
+    def __enter__(self) -> Warmup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if not self.open:
+            return "<sdm.Warmup closed>"
+        done, total = self.progress()
+        return f"<sdm.Warmup {done}/{total} modules>"
+
+
 def _destroy(lib: ctypes.CDLL, handle: ctypes._Pointer[_capi.sdm_runtime], _log_callback: object) -> None:
     # The log callback rides along so that it outlives the runtime that may call it.
     lib.sdm_runtime_destroy(handle)
@@ -1410,6 +1494,30 @@ class Runtime:
         encoded = [n.encode() for n in names]
         if encoded:  # a count of 0 would mean every kernel
             self._call("sdm_preload", ordinal, (ctypes.c_char_p * len(encoded))(*encoded), len(encoded))
+
+    def preload_async(self, ordinal: int, names: Iterable[str] | None = None, priority: int = 0,
+                      done: Callable[[Status | int], object] | None = None) -> Warmup:
+        """Starts loading the modules preload() would load, in the background (ABI 1.5), and returns
+        at once; across pending warm-ups a higher `priority` goes first. `done(status)` is called
+        once, on one of sdm's threads, when it finishes. A name that selects nothing is the warm-up's
+        outcome (Warmup.wait raises it), not this call's. An empty list of names is a ValueError
+        (sdm's count of 0 means every kernel; pass None for that)."""
+        encoded = [n.encode() for n in names] if names is not None else []
+        if names is not None and not encoded:
+            raise ValueError("preload_async: an empty list of names would warm up nothing; pass None for every kernel")
+        callback: object = None
+        if done is not None:
+            def forward(_user_data: int | None, status: int, _warmup: object) -> None:
+                try:
+                    done(_known(Status, status))
+                except Exception:  # noqa: BLE001 (it cannot propagate into sdm's thread)
+                    pass
+            callback = _capi.sdm_warmup_done_fn(forward)
+        handle = _capi.warmup_p()
+        array = (ctypes.c_char_p * len(encoded))(*encoded) if encoded else None
+        self._call("sdm_preload_async", ordinal, array, len(encoded), priority,
+                   callback if callback is not None else _capi.sdm_warmup_done_fn(), None, ctypes.byref(handle))
+        return Warmup(self.library, handle, callback)
 
     def cache_stats(self) -> CacheStats:
         """The runtime's kernel-cache counters."""

@@ -54,6 +54,8 @@ SDM_ERROR_GRAPH_CAPTURE = 17
 SDM_ERROR_INTERNAL = 18
 SDM_ERROR_UNTRUSTED = 19
 SDM_ERROR_AMBIGUOUS = 20
+SDM_ERROR_TIMEOUT = 21
+SDM_ERROR_CANCELLED = 22
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -249,6 +251,19 @@ class sdm_cache_stats(Sized):
         ("bytes_written", c_uint64),
         ("build_milliseconds", c_double),
     ]
+
+
+# ---- background warm-up (ABI 1.5) ----------------------------------------------------------------
+
+
+class sdm_warmup(Structure):
+    """Opaque: only ever behind a pointer."""
+
+
+warmup_p = P(sdm_warmup)
+
+
+sdm_warmup_done_fn = CFUNCTYPE(None, c_void_p, sdm_status, warmup_p)
 
 
 # ---- plans and launches (ABI 1.1) ----------------------------------------------------------------
@@ -459,6 +474,12 @@ class sdm_api(Sized):
         ("module_list_count", CFUNCTYPE(sdm_status, module_list_p, P(c_uint32), P(error_p))),
         ("module_list_get", CFUNCTYPE(sdm_status, module_list_p, c_uint32, P(sdm_module_entry), P(error_p))),
         ("module_list_destroy", CFUNCTYPE(None, module_list_p)),
+        ("preload_async", CFUNCTYPE(sdm_status, runtime_p, c_int32, P(c_char_p), c_uint32, c_int32, sdm_warmup_done_fn,
+                                    c_void_p, P(warmup_p), P(error_p))),
+        ("warmup_progress", CFUNCTYPE(sdm_status, warmup_p, P(c_uint32), P(c_uint32), P(error_p))),
+        ("warmup_wait", CFUNCTYPE(sdm_status, warmup_p, c_uint32, P(error_p))),
+        ("warmup_cancel", CFUNCTYPE(sdm_status, warmup_p, P(error_p))),
+        ("warmup_destroy", CFUNCTYPE(None, warmup_p)),
     ]
 
 
@@ -511,6 +532,10 @@ class Status(enum.IntEnum):
     ERROR_UNTRUSTED = SDM_ERROR_UNTRUSTED
     # ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the message lists them
     ERROR_AMBIGUOUS = SDM_ERROR_AMBIGUOUS
+    # ABI 1.5: the deadline passed before the work finished (it goes on)
+    ERROR_TIMEOUT = SDM_ERROR_TIMEOUT
+    # ABI 1.5: the work was cancelled before it finished
+    ERROR_CANCELLED = SDM_ERROR_CANCELLED
 
 
 class DeviceClass(enum.IntEnum):
@@ -598,6 +623,12 @@ FUNCTIONS = {
     "sdm_kernel_info_get": (sdm_status, [kernel_p, P(sdm_kernel_info), P(error_p)]),
     "sdm_preload": (sdm_status, [runtime_p, c_int32, P(c_char_p), c_uint32, P(error_p)]),
     "sdm_cache_stats_get": (sdm_status, [runtime_p, P(sdm_cache_stats), P(error_p)]),
+    "sdm_preload_async": (sdm_status, [runtime_p, c_int32, P(c_char_p), c_uint32, c_int32, sdm_warmup_done_fn, c_void_p,
+                                       P(warmup_p), P(error_p)]),
+    "sdm_warmup_progress": (sdm_status, [warmup_p, P(c_uint32), P(c_uint32), P(error_p)]),
+    "sdm_warmup_wait": (sdm_status, [warmup_p, c_uint32, P(error_p)]),
+    "sdm_warmup_cancel": (sdm_status, [warmup_p, P(error_p)]),
+    "sdm_warmup_destroy": (None, [warmup_p]),
     "sdm_plan_select": (sdm_status, [kernel_p, P(c_int64), c_uint32, P(sdm_plan), P(error_p)]),
     "sdm_launch": (sdm_status, [kernel_p, P(sdm_plan), c_void_p, P(c_void_p), c_uint32, P(error_p)]),
     "sdm_plugin_load": (sdm_status, [runtime_p, c_char_p, P(error_p)]),

@@ -28,6 +28,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import tomllib
 import unittest
 from pathlib import Path
@@ -123,7 +124,7 @@ class DeclarationsTest(unittest.TestCase):
     def test_the_header_parses_to_the_whole_abi(self):
         self.assertGreaterEqual(len(HEADER.functions), 33)
         self.assertIn("sdm_launch", HEADER.functions)
-        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list", "sdm_module_list"})
+        self.assertEqual(set(HEADER.opaque), {"sdm_runtime", "sdm_error", "sdm_kernel", "sdm_kernel_list", "sdm_module_list", "sdm_warmup"})
 
     def test_every_function_is_bound_with_argtypes_and_restype(self):
         self.assertEqual(set(_capi.FUNCTIONS), set(HEADER.functions), "bound functions differ from sdm.h's")
@@ -195,16 +196,19 @@ class ErrorClassTest(unittest.TestCase):
     # The standard base of each status's class besides SdmError; RuntimeError for the others.
     BASES = {sdm.Status.ERROR_INVALID_ARGUMENT: ValueError, sdm.Status.ERROR_MISMATCH: ValueError,
              sdm.Status.ERROR_OUT_OF_MEMORY: MemoryError, sdm.Status.ERROR_IO: OSError,
-             sdm.Status.ERROR_NOT_FOUND: LookupError, sdm.Status.ERROR_AMBIGUOUS: LookupError}
+             sdm.Status.ERROR_NOT_FOUND: LookupError, sdm.Status.ERROR_AMBIGUOUS: LookupError,
+             sdm.Status.ERROR_TIMEOUT: TimeoutError}
+    # Python's own names (IOError, TimeoutError) are not shadowed: sdm's classes take an Sdm prefix.
+    PREFIXED = {sdm.Status.ERROR_IO: "SdmIOError", sdm.Status.ERROR_TIMEOUT: "SdmTimeoutError"}
 
     def test_each_status_has_its_own_class(self):
         statuses = [status for status in sdm.Status if status != sdm.Status.OK]
         for status in statuses:
             with self.subTest(status=status.name):
                 cls = sdm.error_class(status)
-                # Named after the status: ERROR_NOT_FOUND is NotFoundError (IOError is Python's).
+                # Named after the status: ERROR_NOT_FOUND is NotFoundError (IOError and TimeoutError are Python's).
                 name = "".join(word.capitalize() for word in status.name.split("_")[1:]) + "Error"
-                self.assertEqual(cls.__name__, "SdmIOError" if status == sdm.Status.ERROR_IO else name)
+                self.assertEqual(cls.__name__, self.PREFIXED.get(status, name))
                 self.assertIs(getattr(sdm, cls.__name__), cls)
                 self.assertIn(cls.__name__, sdm.__all__)
                 if status == sdm.Status.ERROR_IMAGE_REFUSED:  # the seed's ImageRefusal: not an Exception
@@ -735,6 +739,36 @@ class ArchiveTest(FakeDriverTest):
         self.assertIsInstance(stats, sdm.CacheStats)
         # ARCHIVE's cubins are small: decoded in memory each load, the cache untouched.
         self.assertEqual((stats.hits, stats.misses, stats.builds, stats.bytes_written), (0, 0, 0, 0))
+
+    def test_preload_async(self):
+        rt = self.runtime()
+        rt.mount_file(ARCHIVE)
+        seen = []
+        finished = threading.Event()
+
+        def done(status):
+            seen.append(status)
+            finished.set()
+
+        with rt.preload_async(0, ["scale"], priority=2, done=done) as warmup:
+            warmup.wait(60)
+            done_count, total = warmup.progress()
+            self.assertEqual(done_count, total)
+            warmup.wait(0)  # the outcome again
+            warmup.cancel()  # finished: nothing changes
+        self.assertTrue(finished.is_set())  # close() waited for the callback
+        self.assertEqual(seen, [sdm.Status.OK])
+        with rt.preload_async(0, ["nonexistent"]) as failing:
+            with self.raises(sdm.Status.ERROR_NOT_FOUND, "nonexistent"):
+                failing.wait()
+        with self.assertRaises(ValueError):
+            rt.preload_async(0, [])
+        everything = rt.preload_async(0)
+        everything.wait(60)
+        rt.close()  # the warm-up outlives its runtime and still answers
+        everything.wait(0)
+        everything.close()
+        self.assertFalse(everything.open)
 
     def test_cache_stats_count_a_link_then_a_hit(self):
         # PTX (CUDA_FORCE_PTX_JIT=1 passes the cubins over) linked by nvJitLink goes through the

@@ -45,6 +45,6 @@ func Pinned() map[string]Layout {
 		"sdm_footprint":         {Size: 72, Align: 8},
 		"sdm_module_entry":      {Size: 56, Align: 8},
 		"sdm_kernel_attributes": {Size: 72, Align: 4},
-		"sdm_api":               {Size: 408, Align: 8},
+		"sdm_api":               {Size: 448, Align: 8},
 	}
 }

@@ -35,6 +35,8 @@ pub const SDM_ERROR_GRAPH_CAPTURE: sdm_status = 17;
 pub const SDM_ERROR_INTERNAL: sdm_status = 18;
 pub const SDM_ERROR_UNTRUSTED: sdm_status = 19;
 pub const SDM_ERROR_AMBIGUOUS: sdm_status = 20;
+pub const SDM_ERROR_TIMEOUT: sdm_status = 21;
+pub const SDM_ERROR_CANCELLED: sdm_status = 22;
 
 // ---- errors -------------------------------------------------------------------------------------
 
@@ -219,6 +221,18 @@ pub struct sdm_cache_stats {
     pub bytes_written: u64,
     pub build_milliseconds: f64,
 }
+
+// ---- background warm-up (ABI 1.5) ---------------------------------------------------------------
+
+/// Opaque: only ever behind a pointer.
+#[repr(C)]
+pub struct sdm_warmup {
+    _opaque: [u8; 0],
+    _not_send_sync_unpin: core::marker::PhantomData<(*mut u8, core::marker::PhantomPinned)>,
+}
+
+pub type sdm_warmup_done_fn =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, status: sdm_status, warmup: *const sdm_warmup)>;
 
 // ---- plans and launches (ABI 1.1) ---------------------------------------------------------------
 
@@ -503,6 +517,24 @@ pub struct sdm_api {
         unsafe extern "C" fn(*const sdm_module_list, u32, *mut sdm_module_entry, *mut *mut sdm_error) -> sdm_status,
     >,
     pub module_list_destroy: Option<unsafe extern "C" fn(*mut sdm_module_list)>,
+    pub preload_async: Option<
+        unsafe extern "C" fn(
+            *mut sdm_runtime,
+            i32,
+            *const *const c_char,
+            u32,
+            i32,
+            sdm_warmup_done_fn,
+            *mut c_void,
+            *mut *mut sdm_warmup,
+            *mut *mut sdm_error,
+        ) -> sdm_status,
+    >,
+    pub warmup_progress:
+        Option<unsafe extern "C" fn(*const sdm_warmup, *mut u32, *mut u32, *mut *mut sdm_error) -> sdm_status>,
+    pub warmup_wait: Option<unsafe extern "C" fn(*mut sdm_warmup, u32, *mut *mut sdm_error) -> sdm_status>,
+    pub warmup_cancel: Option<unsafe extern "C" fn(*mut sdm_warmup, *mut *mut sdm_error) -> sdm_status>,
+    pub warmup_destroy: Option<unsafe extern "C" fn(*mut sdm_warmup)>,
 }
 
 // ---- defaults: zeros, struct_size set -----------------------------------------------------------
@@ -638,6 +670,27 @@ extern "C" {
         stats: *mut sdm_cache_stats,
         error: *mut *mut sdm_error,
     ) -> sdm_status;
+
+    pub fn sdm_preload_async(
+        runtime: *mut sdm_runtime,
+        ordinal: i32,
+        names: *const *const c_char,
+        count: u32,
+        priority: i32,
+        done: sdm_warmup_done_fn,
+        user_data: *mut c_void,
+        warmup: *mut *mut sdm_warmup,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_warmup_progress(
+        warmup: *const sdm_warmup,
+        modules_done: *mut u32,
+        modules_total: *mut u32,
+        error: *mut *mut sdm_error,
+    ) -> sdm_status;
+    pub fn sdm_warmup_wait(warmup: *mut sdm_warmup, timeout_ms: u32, error: *mut *mut sdm_error) -> sdm_status;
+    pub fn sdm_warmup_cancel(warmup: *mut sdm_warmup, error: *mut *mut sdm_error) -> sdm_status;
+    pub fn sdm_warmup_destroy(warmup: *mut sdm_warmup);
 
     pub fn sdm_plan_select(
         kernel: *const sdm_kernel,
@@ -794,6 +847,8 @@ mod layout {
         assert_eq!(SDM_ERROR_INTERNAL, 18);
         assert_eq!(SDM_ERROR_UNTRUSTED, 19);
         assert_eq!(SDM_ERROR_AMBIGUOUS, 20);
+        assert_eq!(SDM_ERROR_TIMEOUT, 21);
+        assert_eq!(SDM_ERROR_CANCELLED, 22);
         assert_eq!(SDM_LOG_OFF, -1);
         assert_eq!(SDM_LOG_DEFAULT, 0);
         assert_eq!(SDM_LOG_ERROR, 1);
@@ -1103,6 +1158,11 @@ mod layout {
         pin_field!(sdm_api, module_list_count, 384, 8);
         pin_field!(sdm_api, module_list_get, 392, 8);
         pin_field!(sdm_api, module_list_destroy, 400, 8);
-        pin_size!(sdm_api, 408, 8);
+        pin_field!(sdm_api, preload_async, 408, 8);
+        pin_field!(sdm_api, warmup_progress, 416, 8);
+        pin_field!(sdm_api, warmup_wait, 424, 8);
+        pin_field!(sdm_api, warmup_cancel, 432, 8);
+        pin_field!(sdm_api, warmup_destroy, 440, 8);
+        pin_size!(sdm_api, 448, 8);
     }
 }

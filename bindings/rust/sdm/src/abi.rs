@@ -54,6 +54,10 @@ impl Status {
     /// ABI 1.3: a kernel name (a C++ spelling, a name expression) matches several kernels; the
     /// message lists them.
     pub const AMBIGUOUS: Status = Status(sys::SDM_ERROR_AMBIGUOUS);
+    /// ABI 1.5: the deadline passed before the work finished (it goes on).
+    pub const TIMEOUT: Status = Status(sys::SDM_ERROR_TIMEOUT);
+    /// ABI 1.5: the work was cancelled before it finished.
+    pub const CANCELLED: Status = Status(sys::SDM_ERROR_CANCELLED);
 }
 
 /// The values of `sdm_device_class`.
