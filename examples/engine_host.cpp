@@ -1,7 +1,10 @@
 // A game-engine-style host of sdm (sdm.hpp): it owns its CUDA context (retains the device's primary
 // context itself and hands it to sdm), routes sdm's log into its own logger, launches the SDM
-// kernels every frame (the read, then the atomic write, on its own buffers), and hot-reloads the
-// kernels archive when its file changes (one stat per frame: sdm::Runtime::poll_archives).
+// kernels every frame (the read, then the atomic write, on its own buffers), hot-reloads the
+// kernels archive when its file changes (one stat per frame: sdm::Runtime::poll_archives), warms
+// up everything else in the background while its frames run (sdm::Runtime::preload_async: the
+// frame loop never waits for it), and reports what sdm holds (sdm::Runtime::footprint) and its
+// worst frame time.
 //
 //   engine_host ARCHIVE [FRAMES [FRAME_MS]]
 //
@@ -11,6 +14,7 @@
 // kernels do not run: the frame loop, the log routing, the plans and the reloads do).
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -117,8 +121,17 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    // Everything else the archives serve, warmed up on sdm's threads behind the frames; the frame
+    // loop only looks at its progress.
+    auto warmup = runtime->preload_async(0, {}, 0, [&log](sdm_status status) {
+        log.line("engine", status == SDM_OK ? "info" : "warn", std::string("background warm-up finished: ") + std::string(sdm_status_string(status)));
+    });
+    if (!warmup) log.line("engine", "warn", std::string("no background warm-up: ") + warmup.error().message());
+    bool warm = !warmup;
+
     std::string serving;  // what served the read last frame
     int failed_frames = 0, reloads = 0;
+    double worst_frame_ms = 0, worst_frame_ms_warming = 0;
     for (int frame = 0; frame < frames; ++frame) {
         const auto frame_start = std::chrono::steady_clock::now();
         if (auto reloaded = runtime->poll_archives(); !reloaded) {
@@ -156,8 +169,26 @@ int main(int argc, char** argv) {
                                                std::to_string(plan ? plan->grid : 0) + " x " + std::to_string(plan ? plan->block : 0));
             serving = now;
         }
+        // The frame's own work, before it sleeps: what a warm-up must not stretch.
+        const double work_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count();
+        worst_frame_ms = std::max(worst_frame_ms, work_ms);
+        if (!warm) {
+            worst_frame_ms_warming = std::max(worst_frame_ms_warming, work_ms);
+            auto progress = warmup->progress();
+            if (progress && progress->total > 0 && progress->done == progress->total) {
+                warm = true;
+                log.line("engine", "info", "frame " + std::to_string(frame) + ": warm, " + std::to_string(progress->total) + " module(s) loaded in the background");
+            }
+        }
         std::this_thread::sleep_until(frame_start + std::chrono::milliseconds(frame_ms));
     }
+    if (warmup) (void)warmup->wait(60000);  // a short run may end before the warm-up did
+    if (auto held = runtime->footprint())
+        log.line("engine", "info", "sdm holds " + std::to_string(held->module_count) + " module(s), " + std::to_string(held->device_bytes) +
+                                       " B of device memory (as their images declare it), " + std::to_string(held->host_bytes) + " B of host memory for them");
+    char worst[160];
+    std::snprintf(worst, sizeof worst, "worst frame: %.3f ms of work (%.3f ms while the warm-up ran)", worst_frame_ms, worst_frame_ms_warming);
+    log.line("engine", "info", worst);
     log.line("engine", "info", std::to_string(frames) + " frames, " + std::to_string(failed_frames) + " failed, " + std::to_string(reloads) + " reload(s)");
     for (const CUdeviceptr p : {values, idx, w, out, delta}) mfree(p);
     runtime = sdm::Runtime();  // sdm first: it holds modules in the engine's context
