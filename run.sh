@@ -73,7 +73,7 @@ case "${1:-}" in
     # (-Dsigning=disabled): test_signing checks there that every signing path is unsupported.
     configure build-tsan "${test_type[@]}" -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
       -Db_sanitize=thread -Db_lundef=false
-    tsan_exes=(modules module_slot unmount warmup image_policy layers reload graphs launch plugins cache signing host_process frames)  # tests/test_NAME
+    tsan_exes=(modules module_slot unmount budget warmup image_policy layers reload graphs launch plugins cache signing host_process frames)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
     plugins=(current older newer nulls bad refuse raise rendezvous throw)  # tests/plugins/, for the plugins suite
     # (and what those tests start or load: the JIT helper that isolated links run in, the tool,

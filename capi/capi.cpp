@@ -324,6 +324,7 @@ SDM_API sdm_status sdm_runtime_create(const sdm_runtime_params* params, sdm_runt
                 if (params->state_dir != nullptr) options.signatures.versions.state_dir = params->state_dir;
                 options.signatures.versions.minimum = params->min_archive_version;
             }
+            if (params->struct_size >= kRuntimeParamsSize_1_5) options.device_memory_budget = params->device_memory_budget;  // ABI 1.5
             const int ways = (options.contexts.host != nullptr) + options.contexts.current + !options.contexts.given.empty();
             if (ways > 1)
                 return fail(nullptr, error, ErrorCode::invalid_argument,
@@ -564,7 +565,8 @@ SDM_API sdm_status sdm_plan_select(const sdm_kernel* kernel, const int64_t* prob
         if (!sized(plan, plan->struct_size, kPlanSize_1_1))
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_plan_select: " + struct_size_message("sdm_plan", plan->struct_size, kPlanSize_1_1));
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_plan_select"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_plan_select");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->select({problem, problem_count});
         if (!selected) return fail(owner(kernel), error, std::move(selected).error());
         sdm::runtime::plan_to_abi(selected->plan, selected->occupancy, *plan);
@@ -581,7 +583,8 @@ SDM_API sdm_status sdm_launch(const sdm_kernel* kernel, const sdm_plan* plan, vo
         const sdm::runtime::Plan p = sdm::runtime::plan_from_abi(*plan);
         auto extra = sdm::runtime::launch_attributes(*plan);
         if (!extra) return fail(owner(kernel), error, std::move(extra).error());
-        if (auto live = sdm::runtime::check_live(*handle(kernel), "sdm_launch"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*handle(kernel), "sdm_launch");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto launched = handle(kernel)->launcher->launch(p, static_cast<CUstream>(stream), args, arg_count, *extra);
         if (!launched) return fail(owner(kernel), error, std::move(launched).error());
         return ok(error);
@@ -602,7 +605,8 @@ SDM_API sdm_status sdm_kernel_function(const sdm_kernel* kernel, void** function
         if (kernel == nullptr || function == nullptr)
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_function: kernel and function must not be NULL");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_function"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_kernel_function");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         if (k->slot != nullptr) k->slot->streams().note_raw();  // launched where sdm cannot see: its retirement waits for the context
         *function = k->function;
         return ok(error);
@@ -768,7 +772,8 @@ SDM_API sdm_status sdm_plan_for_elements(const sdm_kernel* kernel, uint64_t elem
             return fail(owner(kernel), error, ErrorCode::invalid_argument,
                         "sdm_plan_for_elements: " + struct_size_message("sdm_plan", plan->struct_size, kPlanSize_1_1));
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_plan_for_elements"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_plan_for_elements");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto selected = k->launcher->for_elements(elements, smem_bytes);
         if (!selected) return fail(owner(kernel), error, std::move(selected).error());
         sdm::runtime::plan_to_abi(selected->plan, selected->occupancy, *plan);
@@ -781,7 +786,8 @@ SDM_API sdm_status sdm_global_get(const sdm_kernel* kernel, const char* name, ui
         if (kernel == nullptr || name == nullptr || (device_ptr == nullptr && bytes == nullptr))
             return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_global_get: kernel, name and device_ptr or bytes must not be NULL");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_global_get"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_global_get");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto g = sdm::runtime::module_global(owner(kernel)->load_context(), *k, name);
         if (!g) return fail(owner(kernel), error, std::move(g).error());
         if (device_ptr != nullptr) *device_ptr = static_cast<uint64_t>(g->address);
@@ -798,7 +804,8 @@ sdm_status global_copy(const char* api, const sdm_kernel* kernel, const char* na
         if (kernel == nullptr || name == nullptr)
             return fail(owner(kernel), error, ErrorCode::invalid_argument, std::string(api) + ": kernel and name must not be NULL");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, api); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, api);  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto copied = sdm::runtime::copy_global(owner(kernel)->load_context(), *k, name, offset, data, bytes, static_cast<CUstream>(stream), to_device);
         if (!copied) return fail(owner(kernel), error, std::move(copied).error());
         return ok(error);
@@ -936,7 +943,7 @@ SDM_API sdm_status sdm_module_list_get(const sdm_module_list* list, uint32_t ind
         out.host_bytes = e.host_bytes;
         out.references = e.references;
         out.kernels = e.kernels;
-        out.state = e.draining ? SDM_MODULE_DRAINING : e.retired ? SDM_MODULE_RETIRED : SDM_MODULE_SERVING;
+        out.state = e.draining ? SDM_MODULE_DRAINING : e.evicted ? SDM_MODULE_EVICTED : e.retired ? SDM_MODULE_RETIRED : SDM_MODULE_SERVING;
         std::memcpy(entry, &out, kMinimum);
         return ok(error);
     });
@@ -954,7 +961,8 @@ SDM_API sdm_status sdm_kernel_attributes_get(const sdm_kernel* kernel, sdm_kerne
                         "sdm_kernel_attributes_get: sdm_kernel_attributes.struct_size is " + std::to_string(attributes->struct_size) + ", below the " +
                             std::to_string(kMinimum) + " bytes of ABI 1.4: set it to sizeof(sdm_kernel_attributes)");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_attributes_get"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_kernel_attributes_get");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto read = sdm::runtime::read_attributes(owner(kernel)->load_context(), *k);
         if (!read) return fail(owner(kernel), error, std::move(read).error());
         const sdm::runtime::KernelAttributes& a = *read;
@@ -986,7 +994,8 @@ SDM_API sdm_status sdm_kernel_set(const sdm_kernel* kernel, sdm_kernel_setting s
     return guarded(owner(kernel), error, [&]() -> sdm_status {
         if (kernel == nullptr) return fail(owner(kernel), error, ErrorCode::invalid_argument, "sdm_kernel_set: kernel must not be NULL");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_set"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_kernel_set");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto set = owner(kernel)->kernel_settings().set(*k, static_cast<sdm::runtime::KernelSetting>(setting), value);
         if (!set) return fail(owner(kernel), error, std::move(set).error());
         return ok(error);
@@ -1002,7 +1011,8 @@ SDM_API sdm_status sdm_kernel_max_active_blocks(const sdm_kernel* kernel, uint32
             return fail(owner(kernel), error, ErrorCode::invalid_argument,
                         "sdm_kernel_max_active_blocks: a block of " + std::to_string(block_threads) + " threads (1 .. 1024)");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_max_active_blocks"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_kernel_max_active_blocks");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto blocks = k->launcher->blocks_per_sm(block_threads, smem_bytes);
         if (!blocks) return fail(owner(kernel), error, std::move(blocks).error());
         *blocks_per_sm = *blocks;
@@ -1017,7 +1027,8 @@ SDM_API sdm_status sdm_kernel_max_potential_block_size(const sdm_kernel* kernel,
             return fail(owner(kernel), error, ErrorCode::invalid_argument,
                         "sdm_kernel_max_potential_block_size: kernel, and block_threads or min_grid_blocks, must not be NULL");
         const auto* k = handle(kernel);
-        if (auto live = sdm::runtime::check_live(*k, "sdm_kernel_max_potential_block_size"); !live) return fail(owner(kernel), error, std::move(live).error());
+        auto live = owner(kernel)->modules().use(*k, "sdm_kernel_max_potential_block_size");  // kept while the call runs (a budget evicts no module in use)
+        if (!live) return fail(owner(kernel), error, std::move(live).error());
         auto suggested = k->launcher->potential_block_size(smem_bytes, block_threads_limit);
         if (!suggested) return fail(owner(kernel), error, std::move(suggested).error());
         if (block_threads != nullptr) *block_threads = suggested->first;

@@ -6,8 +6,10 @@
 // frame loop never waits for it), and reports what sdm holds (sdm::Runtime::footprint) and its
 // worst frame time.
 //
-//   engine_host ARCHIVE [FRAMES [FRAME_MS]]
+//   engine_host ARCHIVE [FRAMES [FRAME_MS [BUDGET_BYTES]]]
 //
+// With BUDGET_BYTES the runtime keeps its loaded modules within that much device memory: the least
+// recently used idle ones are evicted and reload at their next use (the log says when).
 // ARCHIVE is a kernels archive file (kernels.sdma) mounted over the one libsdm embeds: replace it
 // (write a new file, rename it over) while the host runs and the next frame serves the new
 // kernels. The CUDA driver is libcuda.so.1, or $SDM_CUDA_DRIVER (the fake driver in CI, where the
@@ -59,12 +61,13 @@ const char* level_name(sdm_log_level level) {
 
 int main(int argc, char** argv) {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: engine_host ARCHIVE [FRAMES [FRAME_MS]]\n");
+        std::fprintf(stderr, "usage: engine_host ARCHIVE [FRAMES [FRAME_MS [BUDGET_BYTES]]]\n");
         return 2;
     }
     const std::string archive = argv[1];
     const int frames = argc > 2 ? std::atoi(argv[2]) : 120;
     const int frame_ms = argc > 3 ? std::atoi(argv[3]) : 16;
+    const uint64_t budget = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 0;
     EngineLog log;
 
     // The engine's own CUDA context.
@@ -93,6 +96,7 @@ int main(int argc, char** argv) {
     options.cuda_context = ctx;
     options.cuda_driver = driver_path != nullptr ? driver_path : "";
     options.log_level = SDM_LOG_INFO;
+    options.device_memory_budget = budget;
     options.log = [&log](sdm_log_level level, std::string_view text) { log.line("sdm", level_name(level), text); };
     auto runtime = sdm::Runtime::create(options);
     if (!runtime) {

@@ -18,7 +18,8 @@ Runtime::Runtime(RuntimeOptions options)
       jit_(log_, options_.jit, options_.isolation, options_.nvjitlink),
       readahead_modules_(readahead_modules_from_environment(log_)),
       modules_(std::make_unique<Modules>(RegistryRooms{log_, archives_, load_, jit_, image_rooms(),
-                                                       CheckRooms{load_, image_policy_, plugins_, kernel_settings_, this}})),
+                                                       CheckRooms{load_, image_policy_, plugins_, kernel_settings_, this}},
+                                         options_.device_memory_budget != 0 ? options_.device_memory_budget : device_memory_budget_from_environment(log_))),
       archives_(log_, provenance_, options_.kernel_abi_major),
       warmups_(new Warmups(*modules_, archives_, load_, log_, warmup_threads_from_environment(log_))) {
     // The embedded archive first (the SDM kernels, when this libsdm was built with nvcc).

@@ -46,6 +46,7 @@ struct RuntimeOptions {
     JitIsolationOptions isolation;      // where links run, and their limits (jit_isolation.hpp)
     std::string nvjitlink;              // empty: $SDM_NVJITLINK, then the search order
     uint16_t kernel_abi_major{0};       // the kernel ABI major the host was built for; 0: any
+    uint64_t device_memory_budget{0};   // per device, for the loaded modules (Modules); 0: $SDM_DEVICE_MEMORY_BUDGET, else none
     SignatureOptions signatures;        // which archives may mount (provenance.hpp)
     // The public key (a .pub file's text) that signed the embedded archive; unset: the one this
     // libsdm's build embedded beside it (embedded_archive_key()).

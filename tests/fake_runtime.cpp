@@ -116,7 +116,7 @@ void drop(const std::string& path, const ByteVector& bytes) {
     REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
 }
 
-sdm_status launch_scale(const sdm_kernel* k, CUstream stream, std::string* message) {
+sdm_status launch_scale_quietly(const sdm_kernel* k, CUstream stream, sdm_error** error) {
     sdm_plan plan{};
     plan.struct_size = sizeof plan;
     plan.block = 128;
@@ -124,8 +124,12 @@ sdm_status launch_scale(const sdm_kernel* k, CUstream stream, std::string* messa
     plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
     void* y = nullptr;
     void* args[] = {&y};
+    return sdm_launch(k, &plan, stream, args, 1, error);
+}
+
+sdm_status launch_scale(const sdm_kernel* k, CUstream stream, std::string* message) {
     sdm_error* e = nullptr;
-    const sdm_status status = sdm_launch(k, &plan, stream, args, 1, &e);
+    const sdm_status status = launch_scale_quietly(k, stream, &e);
     if (status != SDM_OK) UNSCOPED_INFO(sdm_error_message(e));
     if (message != nullptr) *message = sdm_error_message(e);
     sdm_error_destroy(e);

@@ -57,6 +57,8 @@ sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal = 0);
 // sdm_launch of make_archive's scale (one ptr; 1 block of 128) on `stream`; the error's message
 // goes to `message` when given (and to the test's log on a failure).
 sdm_status launch_scale(const sdm_kernel* k, CUstream stream = nullptr, std::string* message = nullptr);
+// The same without Catch (which is not thread-safe): for a test's worker threads.
+sdm_status launch_scale_quietly(const sdm_kernel* k, CUstream stream = nullptr, sdm_error** error = nullptr);
 // How many lines of `log` contain `text`.
 int count_containing(const std::vector<std::string>& log, const std::string& text);
 // The demangled names of mounted archive `archive` (sdm_kernel_list_create), in the listing's order.

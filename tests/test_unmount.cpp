@@ -174,14 +174,7 @@ TEST_CASE("16 threads fetching and launching while another unmounts and mounts a
                 info.struct_size = sizeof info;
                 if (sdm_kernel_info_get(k, &info, nullptr) == SDM_OK && std::string(info.archive) == "top.sdma") ++from_top;
                 for (int i = 0; i < 4; ++i) {
-                    sdm_plan plan{};
-                    plan.struct_size = sizeof plan;
-                    plan.grid = 1;
-                    plan.block = 128;
-                    plan.cluster[0] = plan.cluster[1] = plan.cluster[2] = 1;
-                    void* buffer = nullptr;
-                    void* args[] = {&buffer};  // make_archive's manifest: signature "ptr"
-                    const bool ok = t % 2 == 0 ? sdm_launch(k, &plan, nullptr, args, 1, nullptr) == SDM_OK : launch_raw(fn, k) == CUDA_SUCCESS;
+                    const bool ok = t % 2 == 0 ? launch_scale_quietly(k) == SDM_OK : launch_raw(fn, k) == CUDA_SUCCESS;
                     failures += ok ? 0 : 1;
                     ++launches;
                 }

@@ -316,7 +316,7 @@ void add_footprint(runtime::Runtime& rt, bool load, bool have_driver, nlohmann::
     for (const auto& m : fp.modules)
         f["modules"].push_back({{"ordinal", m.ordinal}, {"module", m.module}, {"archive", m.archive}, {"device_bytes", m.device_bytes},
                                 {"host_bytes", m.host_bytes}, {"kernels", m.kernels}, {"references", m.references},
-                                {"state", m.draining ? "draining" : m.retired ? "retired" : "serving"}});
+                                {"state", m.draining ? "draining" : m.evicted ? "evicted" : m.retired ? "retired" : "serving"}});
     out["footprint"] = std::move(f);
 }
 

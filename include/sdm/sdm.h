@@ -198,6 +198,12 @@ typedef struct sdm_runtime_params {
     uint64_t min_archive_version; /* an archive (but the embedded one) whose version (sdm pack
                                   --archive-version; none reads as 0) is below this is refused at
                                   mount, SDM_ERROR_UNTRUSTED, under any signature policy; 0: none */
+    /* ABI 1.5 (a 1.3-sized struct reads as zero here): */
+    uint64_t device_memory_budget; /* bytes of device memory this runtime's loaded modules may take
+                                  on each device, as their images declare it (sdm_footprint): a load
+                                  past it evicts the least recently used idle modules, which reload
+                                  at their next use (docs/LOADING.md, "A device-memory budget"); 0:
+                                  $SDM_DEVICE_MEMORY_BUDGET, else none */
 } sdm_runtime_params;
 
 /* sdm_runtime_params.jit_isolation (ABI 1.2). An isolated link runs in sdm-jit-helper, a program
@@ -674,7 +680,8 @@ typedef uint32_t sdm_module_state;
 enum {
     SDM_MODULE_SERVING = 0u,  /* serves fetches */
     SDM_MODULE_RETIRED = 1u,  /* its archive was replaced or unmounted: unloaded when its kernels are released */
-    SDM_MODULE_DRAINING = 2u  /* unloaded by sdm once the work (or the CUDA graphs) that used it finishes */
+    SDM_MODULE_DRAINING = 2u, /* unloaded by sdm once the work (or the CUDA graphs) that used it finishes */
+    SDM_MODULE_EVICTED = 3u   /* unloaded under the device-memory budget; reloaded at its next use (0 device bytes) */
 };
 
 typedef struct sdm_module_entry {

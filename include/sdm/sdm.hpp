@@ -595,6 +595,9 @@ struct RuntimeOptions {
     uint32_t jit_isolation = SDM_ISOLATION_DEFAULT;
     uint32_t jit_time_limit_ms = 0;
     uint64_t jit_memory_limit_bytes = 0;
+    // ABI 1.5: bytes of device memory the loaded modules may take per device; past it the least
+    // recently used idle ones are evicted and reload at their next use (0: $SDM_DEVICE_MEMORY_BUDGET, else none).
+    uint64_t device_memory_budget = 0;
 };
 
 // How far a warm-up got (sdm_warmup_progress): modules finished and modules to load (0 until
@@ -718,6 +721,7 @@ public:
         params.jit_isolation = options.jit_isolation;
         params.jit_time_limit_ms = options.jit_time_limit_ms;
         params.jit_memory_limit_bytes = options.jit_memory_limit_bytes;
+        params.device_memory_budget = options.device_memory_budget;
         std::vector<uint8_t> keys;  // back to back, as sdm_runtime_params takes them; the call copies them
         if (options.trusted_keys) {
             for (const PublicKey& key : *options.trusted_keys) keys.insert(keys.end(), key.begin(), key.end());

@@ -61,6 +61,21 @@ LoadedModule ModuleSlot::take_unloaded() {
     return out;
 }
 
+LoadedModule ModuleSlot::take_evicted() {
+    LoadedModule out = *loaded_;
+    out.library = std::move(loaded_->library);
+    loaded_->module = nullptr;
+    std::lock_guard lock(globals_mutex_);
+    globals_.clear();  // their addresses go with the module
+    return out;
+}
+
+void ModuleSlot::restore(CUmodule module, std::shared_ptr<LoadedLibrary> library) {
+    loaded_->module = module;
+    loaded_->library = std::move(library);
+    use_.fetch_and(~kEvictedUse, std::memory_order_acq_rel);
+}
+
 std::optional<std::pair<CUdeviceptr, uint64_t>> ModuleSlot::global(std::string_view name) const {
     std::lock_guard lock(globals_mutex_);
     if (const auto it = globals_.find(name); it != globals_.end()) return it->second;

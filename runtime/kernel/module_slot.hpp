@@ -2,6 +2,10 @@
 // kernel handles hosts hold -- and the protocol of its lifetime, which the slot itself enforces:
 //
 //   empty --load--> loaded --registered--> serving --retired--> retired --last reference--> unloaded
+//                                            |    ^
+//                                     evicted|    |reloaded at its next use (a device-memory budget)
+//                                            v    |
+//                                           evicted
 //
 // - A fetch holds a reference on the slot from the moment it finds or makes it (a lease), so no
 //   step of the fetch finds it gone; the reference becomes the host's when the fetch succeeds, and
@@ -15,6 +19,13 @@
 //
 // References and phase live in one atomic word, so each step (take, drop, retire, register) is
 // one compare-and-swap: a slot cannot be both handed out and unloaded.
+//
+// Under a device-memory budget (registry/modules.hpp) a serving slot may be evicted: its module
+// unloaded while its kernels' handles stay the host's. Every use of a handle's function or module
+// (a launch, a global, an attribute) is then counted in a second word while it runs (enter /
+// leave), and eviction takes the slot only when no use runs (one compare-and-swap from zero to
+// "evicted", with the loading lock held); a use that finds it evicted reloads it under the loading
+// lock first. Without a budget nothing is counted.
 #pragma once
 
 #include <atomic>
@@ -78,6 +89,7 @@ public:
 
     // --- Loading: one fetch at a time, with the lock held.
     [[nodiscard]] std::unique_lock<std::mutex> lock_for_loading() { return std::unique_lock(loading_); }
+    [[nodiscard]] std::unique_lock<std::mutex> try_lock_for_loading() { return std::unique_lock(loading_, std::try_to_lock); }
     bool loaded() const noexcept { return loaded_.has_value(); }
     // The load's result and the one kernel it resolved (the first fetch's).
     void set_loaded(LoadedModule module, std::unique_ptr<KernelHandle> first);
@@ -90,6 +102,10 @@ public:
     template <class Visit>
     void each_resolved(Visit&& visit) const {
         for (const auto& [name, kernel] : kernels_) visit(*kernel);
+    }
+    template <class Visit>
+    void each_resolved(Visit&& visit) {
+        for (auto& [name, kernel] : kernels_) visit(*kernel);
     }
 
     // --- What the load produced: once loaded, read without a lock (the reference a reader
@@ -121,6 +137,33 @@ public:
     // keeps its name and context, and drops its archive. For a slot marked unloaded.
     LoadedModule take_unloaded();
 
+    // --- Uses and eviction (a device-memory budget only).
+    // A use begins: false when the slot is evicted (nothing is counted then: reload it, under the
+    // loading lock, and begin again there). `now_ns` records the use, for the least recently used.
+    [[nodiscard]] bool enter(int64_t now_ns) noexcept {
+        if ((use_.fetch_add(1, std::memory_order_acq_rel) & kEvictedUse) != 0) {
+            use_.fetch_sub(1, std::memory_order_acq_rel);
+            return false;
+        }
+        last_use_ns_.store(now_ns, std::memory_order_relaxed);
+        return true;
+    }
+    void leave() noexcept { use_.fetch_sub(1, std::memory_order_acq_rel); }
+    bool evicted() const noexcept { return (use_.load(std::memory_order_acquire) & kEvictedUse) != 0; }
+    int64_t last_use_ns() const noexcept { return last_use_ns_.load(std::memory_order_relaxed); }
+    void touch(int64_t now_ns) noexcept { last_use_ns_.store(now_ns, std::memory_order_relaxed); }  // loaded (or reloaded) now
+    // Marks it evicted when no use runs. With the loading lock held.
+    [[nodiscard]] bool try_evict() noexcept {
+        uint64_t idle = 0;
+        return use_.compare_exchange_strong(idle, kEvictedUse, std::memory_order_acq_rel);
+    }
+    // The module and library of an evicted slot, handed to whoever unloads them once their work
+    // finished; what chose it stays, for its reload. With the loading lock held.
+    LoadedModule take_evicted();
+    // Its reload: the new module or library, and each kernel's function again (the handles stay
+    // the host's). With the loading lock held; the slot serves uses again.
+    void restore(CUmodule module, std::shared_ptr<LoadedLibrary> library);
+
     // --- Where its kernels were launched, for its retirement (launch_streams.hpp).
     LaunchStreams& streams() noexcept { return streams_; }
     const LaunchStreams& streams() const noexcept { return streams_; }
@@ -134,6 +177,7 @@ private:
     // The state word: the references in the low bits, the phase in three high bits.
     static constexpr uint64_t kRegistered = uint64_t{1} << 62, kRetired = uint64_t{1} << 61, kUnloaded = uint64_t{1} << 60;
     static constexpr uint64_t kReferences = kUnloaded - 1;
+    static constexpr uint64_t kEvictedUse = uint64_t{1} << 63;  // in use_: the uses in the low bits
 
     const ModuleKey key_;
     std::atomic<uint64_t> state_{0};
@@ -141,6 +185,8 @@ private:
     std::optional<LoadedModule> loaded_;  // guarded by loading_ until registered
     std::map<std::string, std::unique_ptr<KernelHandle>, std::less<>> kernels_;  // guarded by loading_
     std::atomic<uint32_t> resolved_count_{0};
+    std::atomic<uint64_t> use_{0};
+    std::atomic<int64_t> last_use_ns_{0};
     LaunchStreams streams_;
     mutable std::mutex globals_mutex_;
     std::map<std::string, std::pair<CUdeviceptr, uint64_t>, std::less<>> globals_;

@@ -20,7 +20,7 @@ Footprint footprint(Modules& modules, const ArchiveSet& archives, const LazyCach
     std::set<const void*> libraries;
     for (const ModuleFootprint& m : out.modules) {
         out.device_bytes = add(out.device_bytes, m.device_bytes);
-        if (m.device_bytes == 0) ++out.unknown_device_modules;
+        if (m.device_bytes == 0 && !m.evicted && !m.draining) ++out.unknown_device_modules;
         if (m.library != nullptr && libraries.insert(m.library).second) out.host_bytes = add(out.host_bytes, m.host_bytes);
     }
     for (const auto& a : archives.archives()) {

@@ -16,11 +16,16 @@
 #include "runtime/load/image_source.hpp"
 #include "runtime/kernel/kernel_names.hpp"
 #include "runtime/select/layering.hpp"
+#include "runtime/platform/settings.hpp"
 #include "runtime/platform/trace_ranges.hpp"
 
 namespace sdm::runtime {
 
 namespace {
+
+int64_t steady_now_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // Libraries of modules that CUDA graphs held when their runtime was destroyed: kept (their bytes
 // with them) for the rest of the process, since unloading one would leave the graphs' kernel
@@ -175,8 +180,14 @@ void Modules::drain_locked(bool wait) {
 
 void Modules::unload_locked(const std::shared_ptr<ModuleSlot>& s) {
     // `s` is registered and marked unloaded: its handles are dead from now on; the module goes
-    // once the work launched with it has finished.
+    // once the work launched with it has finished (an evicted one's went already).
+    const bool evicted = s->evicted();
+    if (!evicted) {
+        uint64_t& resident = resident_[s->key().ordinal];
+        resident -= std::min(resident, s->module().device_bytes);
+    }
     draining_.push_back(fence(*s, s->take_unloaded()));
+    if (evicted) draining_.back().device_bytes = 0;
     if (const auto it = slots_.find(s->key()); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
     // Kept a while, so that a handle used after its release is reported, not a crash; the oldest
@@ -221,11 +232,12 @@ std::vector<ModuleFootprint> Modules::footprint() {
     for (const auto& s : load_order_) {
         const LoadedModule& m = s->module();  // (registered: loaded, and not unloaded while in load_order_ under mutex_)
         const std::string archive = m.served.archive ? m.served.archive->archive.label() : std::string();
-        out.push_back({s->key().ordinal, s->key().module, archive, m.device_bytes, m.library ? m.library->host_bytes() : 0, m.library.get(),
-                       s->resolved_count(), s->references(), s->retired(), false});
+        const bool evicted = s->evicted();
+        out.push_back({s->key().ordinal, s->key().module, archive, evicted ? 0 : m.device_bytes, m.library ? m.library->host_bytes() : 0, m.library.get(),
+                       s->resolved_count(), s->references(), s->retired(), false, evicted});
     }
     for (const Draining& d : draining_)
-        out.push_back({d.ordinal, d.name, d.archive, d.device_bytes, d.library ? d.library->host_bytes() : 0, d.library.get(), 0, 0, true, true});
+        out.push_back({d.ordinal, d.name, d.archive, d.device_bytes, d.library ? d.library->host_bytes() : 0, d.library.get(), 0, 0, true, true, false});
     return out;
 }
 
@@ -351,6 +363,7 @@ Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& a
             SDM_TRY(load(s, at.ordinal, *chosen, stream, symbol));
             handle = s.resolved(symbol);
         } else {
+            if (s.evicted()) SDM_TRY(reload_evicted(s, "a fetch of kernel " + name));
             // What chose the module chose this kernel's image: resolved in it, this kernel only,
             // on its first fetch.
             SDM_TRY_GET(resolved, resolve(s, at.ordinal, symbol, *found.record));
@@ -366,6 +379,9 @@ Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& a
         s.mark_registered(current);
         load_order_.push_back(lease.shared());
         pinned_.push_back(s.module().served.archive);
+        resident_[at.ordinal] += s.module().device_bytes;
+        s.touch(steady_now_ns());
+        enforce_budget_locked(at.ordinal, &s);
     }
     if (s.serving()) {  // served again as listed, and as the host spelled it
         served_[std::tuple(at.ordinal, at.context, name)] = {generation, at.context_id, lease.shared(), handle};
@@ -398,6 +414,7 @@ Result<void> Modules::load_all(int32_t ordinal, const std::string& name, CUconte
     const auto release_first = gsl::finally([&]() noexcept { (void)release(**first); });  // preload keeps no reference
     if (s.retired()) return {};  // replaced by a reload meanwhile: the next fetch loads the new one
     const auto loading = s.lock_for_loading();  // (the reference keeps it loaded, and its choice, meanwhile)
+    if (s.evicted()) SDM_TRY(reload_evicted(s, "a preload of kernel " + name));
     const ServedBy& served = s.module().served;
     for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, std::string(listed->name), *listed));
     return {};
@@ -557,6 +574,105 @@ Result<KernelHandle*> Modules::resolve(ModuleSlot& slot, int32_t ordinal, const 
                                                     served.device + ") lacks kernel " + name +
                                                     " that the manifest lists. Rebuild the archive so its images define it");
     return slot.add_resolved(std::move(*handle));
+}
+
+uint64_t device_memory_budget_from_environment(const Logger& log) {
+    return settings::value_or(settings::size(settings::Id::device_memory_budget, log), uint64_t{0});
+}
+
+Result<Modules::KernelUse> Modules::use(const KernelHandle& kernel, std::string_view api) {
+    SDM_TRY(check_live(kernel, api));
+    if (budget_ == 0 || kernel.slot == nullptr) return KernelUse{};
+    ModuleSlot& s = *kernel.slot;
+    const int64_t now = steady_now_ns();
+    if (s.enter(now)) return KernelUse{&s};
+    // Evicted: loaded again here, and the use begun while the loading lock keeps eviction away.
+    const auto loading = s.lock_for_loading();
+    if (s.evicted()) SDM_TRY(reload_evicted(s, std::string(api) + " of kernel " + kernel.name));
+    if (!s.enter(now)) return make_error(ErrorCode::internal, "module " + s.key().module + " was evicted again while its loading lock was held");
+    return KernelUse{&s};
+}
+
+void Modules::enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep) {
+    if (budget_ == 0) return;
+    uint64_t& resident = resident_[ordinal];
+    if (resident <= budget_) return;
+    // The candidates, least recently used first (a walk of the device's modules, only when a
+    // load passed the budget).
+    std::vector<std::shared_ptr<ModuleSlot>> candidates;
+    for (const auto& s : load_order_) {
+        if (s->key().ordinal != ordinal || s.get() == keep || s->evicted() || s->unloaded() || s->module().device_bytes == 0) continue;
+        // Never one whose CUfunction the host took (it may launch it where sdm cannot see), nor one
+        // a CUDA graph captured (the graph may replay it).
+        if (s->streams().seen().everywhere || s->streams().graphs().count()->live() > 0) continue;
+        candidates.push_back(s);
+    }
+    std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a->last_use_ns() < b->last_use_ns(); });
+    for (const auto& s : candidates) {
+        if (resident <= budget_) break;
+        auto loading = s->try_lock_for_loading();
+        if (!loading.owns_lock() || !s->try_evict()) continue;  // being loaded or used now: busy
+        const uint64_t bytes = s->module().device_bytes;
+        draining_.push_back(fence(*s, s->take_evicted()));  // unloaded once its queued work has finished
+        resident -= std::min(resident, bytes);
+        rooms_.log.info("evicted module " + s->key().module + " (" + std::to_string(bytes) + " B) from device " + std::to_string(ordinal) +
+                        " under the device-memory budget of " + std::to_string(budget_) + " B: it was the least recently used idle one; it reloads at its next use");
+    }
+    if (resident > budget_ && budget_told_.insert(ordinal).second)
+        rooms_.log.warn("the device-memory budget of " + std::to_string(budget_) + " B on device " + std::to_string(ordinal) + " is not kept: " +
+                        std::to_string(resident) + " B of modules are loaded there, and no other is idle (in use, captured by a CUDA graph, or its "
+                        "CUfunction taken by the host). Raise the budget (SDM_DEVICE_MEMORY_BUDGET, sdm_runtime_params.device_memory_budget)");
+    drain_locked(false);
+}
+
+Result<void> Modules::reload_evicted(ModuleSlot& s, const std::string& why) {
+    const ServedBy served = s.module().served;  // what chose it, kept through the eviction
+    const int32_t ordinal = s.key().ordinal;
+    CUcontext const given = s.key().context;
+    SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(rooms_.load, given) : DeviceScope::enter(rooms_.load, ordinal));
+    Driver& driver = scope->driver();
+    PhaseTrace trace(false);
+    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, nullptr, trace));
+    bool kept = false;
+    const auto unload_unless_kept = gsl::finally([&]() noexcept {
+        if (kept || code->module == nullptr) return;
+        try {
+            (void)SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + served.module + ", whose reload did not complete", code->module);
+        } catch (...) {  // no memory for the message: the module stays loaded until the context goes
+        }
+    });
+    // Each kernel resolved before, resolved again in the new code (its recorded settings with it);
+    // the handles stay the host's, with the new functions.
+    const LoadedCode loaded{code->module, code->library ? code->library->handle() : nullptr, scope->context()};
+    std::vector<std::pair<KernelHandle*, std::unique_ptr<KernelHandle>>> fresh;
+    std::optional<Error> failed;
+    s.each_resolved([&](KernelHandle& h) {
+        if (failed) return;
+        const auto* listed = served.archive->manifest->find(h.name, served.module);
+        if (listed == nullptr) {
+            failed = Error{ErrorCode::internal, "kernel " + h.name + " is not in the manifest that served it", 0, {}};
+            return;
+        }
+        auto again = resolve_kernel(rooms_.checks, driver, loaded, served, s, ordinal, code->source, *listed);
+        if (!again || !*again) {
+            failed = again ? Error{ErrorCode::not_found, "module " + served.module + " lacks kernel " + h.name + " at its reload", 0, {}} : std::move(again).error();
+            return;
+        }
+        fresh.emplace_back(&h, std::move(*again));
+    });
+    if (failed) return *failed;
+    for (auto& [h, f] : fresh) {
+        h->function = f->function;
+        h->launcher = std::move(f->launcher);
+    }
+    kept = true;
+    s.restore(code->module, std::move(code->library));
+    rooms_.log.info("reloaded module " + served.module + " on " + served.device + " for " + why + ": it had been evicted under the device-memory budget");
+    std::lock_guard registry(mutex_);
+    resident_[ordinal] += s.module().device_bytes;
+    s.touch(steady_now_ns());
+    enforce_budget_locked(ordinal, &s);
+    return {};
 }
 
 }  // namespace sdm::runtime

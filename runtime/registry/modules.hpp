@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -57,11 +58,17 @@ struct ModuleFootprint {
     uint64_t references{0};     // fetches not released
     bool retired{false};        // its archive was replaced or unmounted: it goes with its last reference
     bool draining{false};       // unloaded by sdm, waiting for the work (or the graphs) that used it
+    bool evicted{false};        // unloaded under the device-memory budget: reloaded at its next use (0 device bytes meanwhile)
 };
+
+// $SDM_DEVICE_MEMORY_BUDGET (a size), or 0 (none); a bad value is warned of through `log`.
+uint64_t device_memory_budget_from_environment(const Logger& log);
 
 class Modules {
 public:
-    explicit Modules(RegistryRooms rooms) : rooms_(rooms) {}
+    // `device_memory_budget`: bytes per device the loaded modules may take, as their images declare
+    // them (ModuleFootprint); past it, the least recently used idle modules are evicted. 0: none.
+    explicit Modules(RegistryRooms rooms, uint64_t device_memory_budget = 0) : rooms_(rooms), budget_(device_memory_budget) {}
     ~Modules();
     Modules(const Modules&) = delete;
     Modules& operator=(const Modules&) = delete;
@@ -86,6 +93,25 @@ public:
     std::vector<FetchedKernel> fetched(const MountedArchive* archive);
     // Every module loaded now, in load order, then those draining (a report: it walks them all).
     std::vector<ModuleFootprint> footprint();
+
+    // A use of a fetched kernel's function or module (a launch, a global, an attribute): check_live,
+    // then, under a device-memory budget, its module reloaded if it was evicted, and kept from
+    // eviction while the use lasts. Without a budget: check_live alone, nothing counted.
+    class KernelUse {
+    public:
+        KernelUse() = default;
+        explicit KernelUse(ModuleSlot* slot) noexcept : slot_(slot) {}
+        KernelUse(KernelUse&& other) noexcept : slot_(std::exchange(other.slot_, nullptr)) {}
+        KernelUse& operator=(KernelUse&&) = delete;
+        ~KernelUse() {
+            if (slot_ != nullptr) slot_->leave();
+        }
+
+    private:
+        ModuleSlot* slot_{nullptr};
+    };
+    Result<KernelUse> use(const KernelHandle& kernel, std::string_view api);
+    uint64_t device_memory_budget() const noexcept { return budget_; }
 
 private:
     // A reference on a slot, taken when a fetch finds or makes it, so that no step of the fetch finds
@@ -131,6 +157,12 @@ private:
     // retired one. `kernel` names it in the message of one dropped too often.
     Result<void> drop(const std::shared_ptr<ModuleSlot>& slot, const std::string& kernel);
     void unload_locked(const std::shared_ptr<ModuleSlot>& slot);  // with mutex_ held, for a slot marked unloaded
+    // Under a budget, with mutex_ held: the least recently used idle modules of device `ordinal`
+    // (but `keep`) evicted until what is loaded there fits, or none is left to evict (logged once).
+    void enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep);
+    // An evicted slot loaded again, its kernels' functions resolved again in it. With the slot's
+    // loading lock held; `why` names the use, for the log.
+    Result<void> reload_evicted(ModuleSlot& slot, const std::string& why);
     // Loads the image and checks it, with `name` resolved (a module's image policy is read through
     // its first kernel). With the slot's loading lock held.
     Result<void> load(ModuleSlot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
@@ -150,7 +182,10 @@ private:
     Result<Listed> listed(const Where& where, std::string_view name);
 
     const RegistryRooms rooms_;
+    const uint64_t budget_;  // per device; 0: none
     std::mutex mutex_;
+    std::map<int32_t, uint64_t> resident_;     // device bytes of the registered, loaded (not evicted) modules, per ordinal
+    std::set<int32_t> budget_told_;            // devices whose budget could not be kept, said once
     std::map<ModuleKey, std::shared_ptr<ModuleSlot>> slots_;
     std::vector<std::shared_ptr<ModuleSlot>> load_order_;  // the registered slots
     std::vector<std::shared_ptr<const MountedArchive>> pinned_;  // archives whose modules are loaded stay alive

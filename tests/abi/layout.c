@@ -95,6 +95,7 @@ PIN_VALUE(SDM_CHAIN_LAUNCH_ATTRIBUTES, 1);
 PIN_VALUE(SDM_MODULE_SERVING, 0); /* unreleased */
 PIN_VALUE(SDM_MODULE_RETIRED, 1); /* unreleased */
 PIN_VALUE(SDM_MODULE_DRAINING, 2); /* unreleased */
+PIN_VALUE(SDM_MODULE_EVICTED, 3); /* unreleased */
 PIN_VALUE(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
 PIN_VALUE(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
 PIN_VALUE(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
@@ -143,7 +144,9 @@ PIN_FIELD(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
 /* ABI 1.3 */
 PIN_FIELD(sdm_runtime_params, state_dir, 136, 8);
 PIN_FIELD(sdm_runtime_params, min_archive_version, 144, 8);
-PIN_SIZE(sdm_runtime_params, 152, 8);
+/* ABI 1.5 */
+PIN_FIELD(sdm_runtime_params, device_memory_budget, 152, 8); /* unreleased */
+PIN_SIZE(sdm_runtime_params, 160, 8); /* unreleased */
 
 PIN_FIELD(sdm_archive_info, struct_size, 0, 4);
 PIN_FIELD(sdm_archive_info, entry_count, 4, 4);

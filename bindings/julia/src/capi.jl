@@ -120,6 +120,7 @@ struct sdm_runtime_params
     jit_memory_limit_bytes::UInt64
     state_dir::Ptr{UInt8}
     min_archive_version::UInt64
+    device_memory_budget::UInt64
 end
 
 const SDM_ISOLATION_DEFAULT = UInt32(0)
@@ -315,6 +316,7 @@ const sdm_module_state = UInt32
 const SDM_MODULE_SERVING = UInt32(0)
 const SDM_MODULE_RETIRED = UInt32(1)
 const SDM_MODULE_DRAINING = UInt32(2)
+const SDM_MODULE_EVICTED = UInt32(3)
 
 struct sdm_module_entry
     struct_size::UInt32

@@ -137,6 +137,8 @@ class sdm_runtime_params(Sized):
         # ABI 1.3
         ("state_dir", c_char_p),
         ("min_archive_version", c_uint64),
+        # ABI 1.5
+        ("device_memory_budget", c_uint64),
     ]
 
 
@@ -363,6 +365,7 @@ sdm_module_state = c_uint32
 SDM_MODULE_SERVING = 0
 SDM_MODULE_RETIRED = 1
 SDM_MODULE_DRAINING = 2
+SDM_MODULE_EVICTED = 3
 
 
 class sdm_module_entry(Sized):

@@ -34,7 +34,7 @@ func Layouts() map[string]Layout {
 func Pinned() map[string]Layout {
 	return map[string]Layout{
 		"sdm_chain":             {Size: 16, Align: 8},
-		"sdm_runtime_params":    {Size: 152, Align: 8},
+		"sdm_runtime_params":    {Size: 160, Align: 8},
 		"sdm_archive_info":      {Size: 48, Align: 8},
 		"sdm_device_info":       {Size: 312, Align: 8},
 		"sdm_kernel_info":       {Size: 56, Align: 8},

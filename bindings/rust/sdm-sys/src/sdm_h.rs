@@ -112,6 +112,8 @@ pub struct sdm_runtime_params {
     // ABI 1.3
     pub state_dir: *const c_char,
     pub min_archive_version: u64,
+    // ABI 1.5
+    pub device_memory_budget: u64,
 }
 
 pub const SDM_ISOLATION_DEFAULT: u32 = 0;
@@ -327,6 +329,7 @@ pub type sdm_module_state = u32;
 pub const SDM_MODULE_SERVING: sdm_module_state = 0;
 pub const SDM_MODULE_RETIRED: sdm_module_state = 1;
 pub const SDM_MODULE_DRAINING: sdm_module_state = 2;
+pub const SDM_MODULE_EVICTED: sdm_module_state = 3;
 
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
@@ -891,6 +894,7 @@ mod layout {
         assert_eq!(SDM_MODULE_SERVING, 0);
         assert_eq!(SDM_MODULE_RETIRED, 1);
         assert_eq!(SDM_MODULE_DRAINING, 2);
+        assert_eq!(SDM_MODULE_EVICTED, 3);
         assert_eq!(SDM_KERNEL_ATTRIBUTES_CLUSTER, 1);
         assert_eq!(SDM_KERNEL_SETTING_MAX_DYNAMIC_SHARED_BYTES, 1);
         assert_eq!(SDM_KERNEL_SETTING_PREFERRED_CARVEOUT, 2);
@@ -937,7 +941,8 @@ mod layout {
         pin_field!(sdm_runtime_params, jit_memory_limit_bytes, 128, 8);
         pin_field!(sdm_runtime_params, state_dir, 136, 8);
         pin_field!(sdm_runtime_params, min_archive_version, 144, 8);
-        pin_size!(sdm_runtime_params, 152, 8);
+        pin_field!(sdm_runtime_params, device_memory_budget, 152, 8);
+        pin_size!(sdm_runtime_params, 160, 8);
     }
 
     #[test]
