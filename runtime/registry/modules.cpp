@@ -666,9 +666,9 @@ Result<void> Modules::reload_evicted(ModuleSlot& s, const std::string& why) {
         h->launcher = std::move(f->launcher);
     }
     kept = true;
-    s.restore(code->module, std::move(code->library));
     rooms_.log.info("reloaded module " + served.module + " on " + served.device + " for " + why + ": it had been evicted under the device-memory budget");
-    std::lock_guard registry(mutex_);
+    std::lock_guard registry(mutex_);  // (a footprint report reads the slot's module under it)
+    s.restore(code->module, std::move(code->library));
     resident_[ordinal] += s.module().device_bytes;
     s.touch(steady_now_ns());
     enforce_budget_locked(ordinal, &s);
