@@ -41,4 +41,16 @@ grep -q "reloaded 1 archive(s)" "$work/log" || fail "the new version was not rel
 grep -q "refused, the old one keeps serving" "$work/log" || fail "the broken file was not refused"
 grep -qE "^\[ *[0-9.]+\] sdm " "$work/log" || fail "no sdm line went through the engine's logger"
 grep -q "40 frames, 0 failed, 1 reload(s)" "$work/log" || fail "frames failed, or not one reload"
-echo "engine_host: reloaded the new archive, refused the broken one, 40 frames without a failure"
+# Under pressure: another archive beneath the engine's (SDM_ARCHIVE_PATH), warmed up in the
+# background, and a budget of 1 byte: every load evicts the idle modules loaded before it (the
+# engine's kernels between two frames included), and the frames must not notice.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+"$sdm" import -q -o "$work/other.sdma" "$src/tests/data/launch.sm_90.cubin" "$src/tests/data/names.sm_90.cubin"
+cp "$kernels" "$work/kernels.sdma"
+status=0
+SDM_ARCHIVE_PATH=$work/other.sdma "$build/examples/engine_host" "$work/kernels.sdma" 20 10 1 >"$work/log" 2>&1 || status=$?
+cat "$work/log"
+[ "$status" = 0 ] || fail "engine_host under a budget exited $status"
+grep -q "evicted module" "$work/log" || fail "no module was evicted under a 1-byte budget"
+grep -q "20 frames, 0 failed" "$work/log" || fail "frames failed under the budget"
+echo "engine_host: reloaded the new archive, refused the broken one, 40 frames without a failure; 20 more under a 1-byte budget with evictions"
