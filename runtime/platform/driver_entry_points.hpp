@@ -1,6 +1,6 @@
 // Every CUDA driver entry point sdm calls, once: the driver resolves each through cuGetProcAddress
 // (driver.hpp), the fake driver implements each (tests/fake_cuda), and the fault-injection test
-// fails each in turn (tests/test_faults.cpp). A new call into the driver is added here and
+// fails each in turn (tests/runtime/platform/test_faults.cpp). A new call into the driver is added here and
 // nowhere else; the fake then fails to build until it implements it. Base names, as
 // cuGetProcAddress takes them; no includes, so the fake and the tests can use it alone.
 #pragma once

@@ -2,7 +2,7 @@
 // too (-compress-all): tests/data/kernels.cu compiled to a fatbin with sm_80 and sm_90 cubins and
 // compute_90 PTX, parsed, each entry's kind and SM checked, each payload decompressed, each cubin
 // through inspect_cubin and the PTX through inspect_ptx, both defining axpy and scale. The committed
-// fixtures (tests/test_fatbin.cpp) pin nvcc 13.0's bytes; this follows the nvcc at hand. Exits 77
+// fixtures (tests/archive/test_fatbin.cpp) pin nvcc 13.0's bytes; this follows the nvcc at hand. Exits 77
 // (skipped) without nvcc.
 #include <array>
 #include <cstdio>

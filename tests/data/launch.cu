@@ -1,5 +1,5 @@
 // Source of tests/data/launch.* (regenerate.sh): kernels launched the way their authors wrote them
-// (tests/test_launch_config.cpp with the fake driver, tests/gpu/test_gpu_user_kernels.cpp on a GPU):
+// (tests/runtime/kernel/test_launch_config.cpp with the fake driver, tests/gpu/test_gpu_user_kernels.cpp on a GPU):
 // a 2-D tiled matrix multiply, a cooperative kernel using grid.sync(), a kernel reading a
 // __constant__ table, a __device__ counter, and C++ templates fetched by their C++ spelling.
 #include <cooperative_groups.h>

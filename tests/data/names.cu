@@ -1,4 +1,4 @@
-// Kernels named the way CuPy users write them (tests/test_kernel_names.cpp): templates over
+// Kernels named the way CuPy users write them (tests/runtime/kernel/test_kernel_names.cpp): templates over
 // typedefs, literals of every integral type, an enumerator, default template arguments, an
 // argument pack, thrust's complex (its versioned inline namespace) and libcu++'s mdspan (its ABI
 // namespace), and two templates one canonical spelling names (f<3> over int, f<3u> over unsigned).

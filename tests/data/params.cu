@@ -1,4 +1,4 @@
-// Kernels whose signatures sdm derives from their images (tests/test_kernel_params.cpp, tests/tool/import.sh):
+// Kernels whose signatures sdm derives from their images (tests/archive/test_kernel_params.cpp, tests/tool/import.sh):
 // a struct by value, __half, __nv_bfloat16, pointers, ints, a double, a 16-byte-aligned vector after
 // an int (a gap in the parameter buffer), a struct of odd size, none at all. Regenerate with
 // ./regenerate.sh (CUDA 13.0).

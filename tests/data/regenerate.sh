@@ -17,7 +17,7 @@ print('extern \"C\" __global__ void %s(float* p, int n) { int i = blockIdx.x * b
 " >kernels_long.cu
 nvcc -cubin -arch=sm_90 -o kernels_long.sm_90.cubin kernels_long.cu
 rm kernels_long.cu
-# Fatbins (tests/test_fatbin.cpp): sm_80 and sm_90 cubins and compute_90 PTX under each
+# Fatbins (tests/archive/test_fatbin.cpp): sm_80 and sm_90 cubins and compute_90 PTX under each
 # -compress-mode nvcc 13.0 offers (default and balance write the same bytes), the cubins LZ4'd too
 # (-compress-all), an LTO-IR entry (encoded by nvcc), a/f variants; and the host binaries they sit
 # in: a shared library (.nv_fatbin), an -rdc object (__nv_relfatbin) and a static archive whose
@@ -36,7 +36,7 @@ nvcc -c -lineinfo -arch=sm_90 -o "$tmp/kernels_compiled_with_line_info.o" kernel
 rm -f fatbin/libkernels.a
 ar rcs fatbin/libkernels.a "$tmp/kernels.o" "$tmp/kernels_compiled_with_line_info.o"
 rm -r "$tmp"
-# Derived signatures (tests/test_kernel_params.cpp, tests/tool/import.sh): params.cu as a cubin and
+# Derived signatures (tests/archive/test_kernel_params.cpp, tests/tool/import.sh): params.cu as a cubin and
 # PTX of the same kernels, and in each host binary `sdm import` reads: a fatbin, a shared library, a
 # static archive and an executable.
 nvcc -cubin -arch=sm_90 -o params.sm_90.cubin params.cu
@@ -52,16 +52,16 @@ ar rcs fatbin/libparams.a "$tmp/params.o"
 rm -r "$tmp"
 # A C++ kernel template's instantiations: mangled names (sdm ls --demangle).
 nvcc -cubin -arch=sm_90 -o templates.sm_90.cubin templates.cu
-# Kernels named the way CuPy users write them (tests/test_kernel_names.cpp): typedefs, literals,
+# Kernels named the way CuPy users write them (tests/runtime/kernel/test_kernel_names.cpp): typedefs, literals,
 # an enumerator, default arguments, a pack, thrust's complex and libcu++'s mdspan.
 nvcc -cubin -arch=sm_90 -o names.sm_90.cubin names.cu
-# A module of about 310 KiB (tests/test_modules.cpp: compressed images from 64 KiB on are cached decoded).
+# A module of about 310 KiB (tests/runtime/registry/test_modules.cpp: compressed images from 64 KiB on are cached decoded).
 nvcc -cubin -arch=sm_90 -O3 -o chains.sm_90.cubin chains.cu
-# Kernels launched the way their authors wrote them (tests/test_launch_config.cpp, tests/gpu): a 2-D
+# Kernels launched the way their authors wrote them (tests/runtime/kernel/test_launch_config.cpp, tests/gpu): a 2-D
 # tiled matmul, a cooperative grid.sync() kernel, a __constant__ table and a __device__ counter,
 # and templates looked up by their C++ names.
 nvcc -cubin -arch=sm_90 -o launch.sm_90.cubin launch.cu
-# Kernels as CuPy users write them (tests/test_module_names.cpp, tests/gpu/test_gpu_user_names.cpp):
+# Kernels as CuPy users write them (tests/runtime/kernel/test_module_names.cpp, tests/gpu/test_gpu_user_names.cpp):
 # two modules of one source, the second defining test_sum too.
 nvcc -cubin -arch=sm_90 -o user_names.sm_90.cubin user_names.cu
 nvcc -cubin -arch=sm_90 -DSECOND -o user_names_second.sm_90.cubin user_names.cu

@@ -103,7 +103,7 @@ Bytes read_file(const std::string& path);
 void write_file(const std::string& path, const Bytes& bytes);
 
 // PTX nvJitLink takes minutes over: a chain of 40,000 dependent FMAs over 2,000 live registers
-// (24 KB; tests/test_isolation.cpp, test_fatbin_load.cpp, gpu/test_gpu_hostile.cpp).
+// (24 KB; tests/runtime/jit/test_isolation.cpp, test_fatbin_load.cpp, gpu/test_gpu_hostile.cpp).
 std::string fma_chain_ptx();
 
 }  // namespace forge

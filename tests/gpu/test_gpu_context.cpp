@@ -1,4 +1,4 @@
-// GPU test: contexts with the real driver, the paths tests/test_context.cpp walks on the fake.
+// GPU test: contexts with the real driver, the paths tests/runtime/device/test_context.cpp walks on the fake.
 // Exits 77 without a driver or a device.
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-// GPU test: the contexts a host chooses, with the real driver (the paths tests/test_context_choice.cpp
+// GPU test: the contexts a host chooses, with the real driver (the paths tests/runtime/device/test_context_choice.cpp
 // walks on the fake). A context of the host's own from cuCtxCreate, given as device 0's
 // (device_contexts): sdm works in it and leaves the primary context inactive. The same context
 // and then a green context (a split of the SMs, cuCtxFromGreenCtx) made current with the runtime

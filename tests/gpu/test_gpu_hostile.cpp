@@ -62,7 +62,7 @@ forge::Bytes fatbin_archive(const std::vector<forge::FatbinEntry>& entries) {
     return forge::write(a);
 }
 
-// A chain of 40,000 dependent FMAs over 2,000 live registers (tests/test_isolation.cpp): minutes
+// A chain of 40,000 dependent FMAs over 2,000 live registers (tests/runtime/jit/test_isolation.cpp): minutes
 // of nvJitLink's time. As a fatbin's PTX entry, NUL-terminated.
 forge::FatbinEntry slow_ptx_entry() {
     const std::string ptx = forge::fma_chain_ptx();

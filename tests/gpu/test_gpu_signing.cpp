@@ -1,4 +1,4 @@
-// GPU test: signed archives on the real driver (the paths tests/test_signing.cpp walks on the fake).
+// GPU test: signed archives on the real driver (the paths tests/runtime/archives/test_signing.cpp walks on the fake).
 // Under SDM_SIGNATURES_REQUIRE: the test archive signed here by a fresh key mounts, its unsigned
 // original is refused with SDM_ERROR_UNTRUSTED, and scale runs from it with every payload checked
 // against its signed digest; a PTX-only signed archive is linked by nvJitLink, cached with the

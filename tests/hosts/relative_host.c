@@ -1,6 +1,6 @@
 /* A host that loads libsdm by a relative path (what a relative LD_LIBRARY_PATH entry gives the
  * loader), then changes its working directory before sdm first needs its JIT helper
- * (tests/test_host_process.cpp). sdm must run the helper beside the libsdm it loaded, found by
+ * (tests/runtime/platform/test_host_process.cpp). sdm must run the helper beside the libsdm it loaded, found by
  * the absolute path fixed at load, never the one the new working directory's relative path names.
  *   relative_host LIBSDM NEW_DIR ARCHIVE FAKE_DRIVER
  * Prints every log line, then "demangled N of M" for the archive's kernel names (their demangling

@@ -1,4 +1,4 @@
-/* The test plan-provider plugins (tests/test_plugins.cpp), one source built once per variant:
+/* The test plan-provider plugins (tests/runtime/select/test_plugins.cpp), one source built once per variant:
  *   SDM_TEST_PLUGIN_CURRENT  plugin ABI 1.1: plans of 128 threads for every kernel; refuses images
  *                            of module "forbidden"; on destroy, creates the file $SDM_TEST_PLUGIN_MARKER
  *   SDM_TEST_PLUGIN_OLDER    implements 1.0: plans of 64 threads; it also writes a validate_image

@@ -1,6 +1,6 @@
 // A plugin that breaks its contract: its validate_image throws a C++ exception (sdm_plugin.h
 // says plugins must not). sdm must survive it wherever the call happens, a preload worker thread
-// included (tests/test_plugins.cpp).
+// included (tests/runtime/select/test_plugins.cpp).
 #include <stdexcept>
 
 #include "sdm/sdm_plugin.h"

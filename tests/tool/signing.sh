@@ -84,7 +84,7 @@ fi
 "$sdm" pack -q -o "$work/ptx.sdma" --sign "$work/k1.key" kernels:compute_90="$data/kernels.compute_90.ptx"
 expect_fail "pass --trust KEY.pub so its signature is checked" "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key"
 [ ! -e "$work/jit.sdma" ] || fail "a refused jit wrote its output"
-# (An input edited after signing, its checksums recomputed: tests/test_signing.cpp, "sdm jit --sign".)
+# (An input edited after signing, its checksums recomputed: tests/runtime/archives/test_signing.cpp, "sdm jit --sign".)
 expect_fail "which this host does not trust" "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key" --trust "$work/k3.pub"
 if "$sdm" jit -q "$work/ptx.sdma" --arch 90 -o "$work/jit.sdma" --sign "$work/k2.key" --trust "$work/k1.pub" 2>"$work/jit.err"; then
   "$sdm" verify -q --trust "$work/k2.pub" "$work/jit.sdma" || fail "the overlay of a verified input is not signed by k2"

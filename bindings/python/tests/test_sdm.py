@@ -1066,7 +1066,7 @@ class CudaStream:
 
 
 class UserKernelsTest(FakeDriverTest):
-    """tests/data/launch.cu's kernels (tests/test_launch_config.cpp has the C ABI's cases): 3-D and
+    """tests/data/launch.cu's kernels (tests/runtime/kernel/test_launch_config.cpp has the C ABI's cases): 3-D and
     cooperative launches, priorities, attributes, plans for elements, globals, C++ names and the
     kernel listing; the arguments of derived signatures (b32, b64, opaque) and the objects of other
     CUDA libraries (arrays, streams)."""

@@ -591,7 +591,7 @@ TEST_CASE("require through the runtime: a JIT output is cached with its MAC and 
     // And the same payloads unsigned, policy off: a cache key is the BLAKE2b of the bytes
     // themselves (archive::Archive::identity), the signed digest or not, so the same input is the
     // same entry: served, not built again. (What keeps another archive's bytes apart is the digest,
-    // not the policy: tests/test_hostile_runtime.cpp, "second preimage".)
+    // not the policy: tests/runtime/test_hostile_runtime.cpp, "second preimage".)
     auto off = policy_runtime(cache, SDM_SIGNATURES_OFF, {}, nullptr);
     REQUIRE(mount_status(off.get(), make_archive("jit", {"compute_90"}, {"scale"}, 1, Matrix::none), "plain.sdma") == SDM_OK);
     CHECK(info_of(off.get(), 0, "scale").source == 2);

@@ -3,7 +3,7 @@
 // 90, 90a, 100 and 120 into cubins of that arch, bad PTX brings the compiler's log, LTO-IR is
 // refused. Where it was not (CI machines: the library is on neither Debian nor PyPI): every call
 // says so, naming the Meson feature, and the loader falls through to the next backend
-// (tests/test_modules.cpp).
+// (tests/runtime/registry/test_modules.cpp).
 #include <catch2/catch.hpp>
 
 #include "archive/image.hpp"
