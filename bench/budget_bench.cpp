@@ -25,23 +25,17 @@
 #include "archive/archive.hpp"
 #include "archive/manifest.hpp"
 #include "cuda_driver.hpp"
+#include "device_memory.hpp"
 #include "sdm/sdm.h"
 
 namespace {
 
+using sdm_bench::used_device_bytes;
 using Clock = std::chrono::steady_clock;
 
 int fail(const std::string& what) {
     std::fprintf(stderr, "budget_bench: %s\n", what.c_str());
     return 1;
-}
-
-long long used_device_bytes(sdm_host::CudaDriver& cu) {
-    const auto sync = cu.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
-    const auto info = cu.get<decltype(&cuMemGetInfo)>("cuMemGetInfo");
-    size_t free = 0, total = 0;
-    if (sync == nullptr || info == nullptr || sync() != CUDA_SUCCESS || info(&free, &total) != CUDA_SUCCESS) return -1;
-    return static_cast<long long>(total - free);
 }
 
 double median(std::vector<double> v) {

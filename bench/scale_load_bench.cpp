@@ -36,11 +36,13 @@
 
 #include "archive/archive.hpp"
 #include "cuda_driver.hpp"
+#include "device_memory.hpp"
 #include "archive/manifest.hpp"
 #include "sdm/sdm.h"
 
 namespace {
 
+using sdm_bench::used_device_bytes;
 using Clock = std::chrono::steady_clock;
 using namespace sdm;
 
@@ -84,15 +86,6 @@ Result<Plan> plan_of(const archive::Archive& a, const char* list, bool all_modul
         p.ids.push_back(this_id);
     }
     return p;
-}
-
-// Device memory in use now, after the context's work is done (cuMemGetInfo's total - free).
-long long used_device_bytes(sdm_host::CudaDriver& cu) {
-    const auto sync = cu.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
-    const auto info = cu.get<decltype(&cuMemGetInfo)>("cuMemGetInfo");
-    size_t free = 0, total = 0;
-    if (sync == nullptr || info == nullptr || sync() != CUDA_SUCCESS || info(&free, &total) != CUDA_SUCCESS) return -1;
-    return static_cast<long long>(total - free);
 }
 
 // Each module's image as sdm serves it on sm_90: its cubin, else its compute_90 PTX (NUL-terminated).
