@@ -191,6 +191,10 @@ type Options struct {
 	JITIsolation        JITIsolation
 	JITTimeLimitMs      uint32
 	JITMemoryLimitBytes uint64
+	// DeviceMemoryBudget bounds the device memory this runtime's loaded modules take on each
+	// device (ABI 1.5): past it the least recently used idle modules are evicted and reload at
+	// their next use. 0: $SDM_DEVICE_MEMORY_BUDGET, else none.
+	DeviceMemoryBudget uint64
 }
 
 // Runtime owns an sdm_runtime: mounted archives, devices, loaded modules, the kernel cache.
@@ -233,6 +237,7 @@ func NewRuntime(opts *Options) (*Runtime, error) {
 	params.jit_isolation = C.uint32_t(opts.JITIsolation)
 	params.jit_time_limit_ms = C.uint32_t(opts.JITTimeLimitMs)
 	params.jit_memory_limit_bytes = C.uint64_t(opts.JITMemoryLimitBytes)
+	params.device_memory_budget = C.uint64_t(opts.DeviceMemoryBudget)
 	if opts.TrustedKeys != nil {
 		// C memory, as cgo forbids a Go pointer inside a struct passed to C; one byte more, so
 		// that no keys is not NULL, which would mean $SDM_TRUSTED_KEYS.
@@ -632,20 +637,11 @@ func (r *Runtime) KernelOnStream(ordinal int, name, signature string, stream Str
 // other modules still load.
 func (r *Runtime) Preload(ordinal int, names ...string) error {
 	return r.use(func(h *C.sdm_runtime) error {
-		var array **C.char
-		if len(names) > 0 {
-			// C memory: a Go array handed to C must not hold pointers of its own.
-			array = (**C.char)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-			if array == nil {
-				return &Error{Code: ErrOutOfMemory, Message: "no memory for the preload list"}
-			}
-			defer C.free(unsafe.Pointer(array))
-			slots := unsafe.Slice(array, len(names))
-			for i, name := range names {
-				slots[i] = C.CString(name)
-				defer C.free(unsafe.Pointer(slots[i]))
-			}
+		array, free, err := cStrings(names)
+		if err != nil {
+			return err
 		}
+		defer free()
 		var cerr *C.sdm_error
 		return check(C.sdm_preload(h, C.int32_t(ordinal), array, C.uint32_t(len(names)), &cerr), cerr)
 	})
