@@ -33,8 +33,10 @@ use std::sync::{Arc, OnceLock};
 pub use sdm_sys as sys;
 
 mod abi;
+mod engine;
 mod values;
 
+pub use engine::{Footprint, Warmup};
 pub use values::{Complex32, Complex64, Value};
 
 /// `Result<T, sdm::Error>`.
@@ -327,6 +329,7 @@ pub struct RuntimeBuilder {
     jit_isolation: JitIsolation,
     jit_time_limit_ms: u32,
     jit_memory_limit_bytes: u64,
+    device_memory_budget: u64,
     invalid: Option<Error>,
 }
 
@@ -424,6 +427,13 @@ impl RuntimeBuilder {
         self.jit_memory_limit_bytes = bytes;
         self
     }
+    /// The device memory this runtime's loaded modules may take on each device, as their images
+    /// declare it (ABI 1.5; default: `$SDM_DEVICE_MEMORY_BUDGET`, else none): past it the least
+    /// recently used idle modules are evicted, and reload at their next use.
+    pub fn device_memory_budget(mut self, bytes: u64) -> Self {
+        self.device_memory_budget = bytes;
+        self
+    }
 
     /// Creates the runtime. Cheap: the driver loads on first need, and a machine without one
     /// still mounts and lists archives.
@@ -458,6 +468,7 @@ impl RuntimeBuilder {
             jit_isolation: self.jit_isolation.0,
             jit_time_limit_ms: self.jit_time_limit_ms,
             jit_memory_limit_bytes: self.jit_memory_limit_bytes,
+            device_memory_budget: self.device_memory_budget,
             ..Default::default()
         };
         if let Some(log) = &self.log {
@@ -610,6 +621,7 @@ impl Runtime {
             jit_isolation: JitIsolation::DEFAULT,
             jit_time_limit_ms: 0,
             jit_memory_limit_bytes: 0,
+            device_memory_budget: 0,
             invalid: None,
         }
     }

@@ -718,3 +718,36 @@ fn an_image_refusal_is_its_own_kind() {
     let other = assert_error(rt.kernel(0, "no_such_kernel"), Status::NOT_FOUND, &[]);
     assert!(!other.is_image_refusal());
 }
+
+/// Device bytes held after fetching a kernel of the golden archive and one of the launch archive,
+/// under `budget` (0: none), and the first kernel's attributes read after (a use: under the budget
+/// its evicted module reloads there).
+fn held_under(budget: u64) -> u64 {
+    let rt = Runtime::builder()
+        .cuda_driver(fake_driver())
+        .cache_dir(scratch().join("cache"))
+        .no_embedded_archive()
+        .log_level(LogLevel::OFF)
+        .device_memory_budget(budget)
+        .build()
+        .expect("a runtime on the fake driver");
+    rt.mount_file(repo().join("tests/golden/kernels.sdma")).unwrap();
+    rt.mount_file(launch_archive()).unwrap();
+    let first = rt.kernel(0, "scale").unwrap();
+    let entry =
+        rt.kernels(None).unwrap().into_iter().find(|k| k.module == "launch").expect("a kernel of the module launch");
+    let _other = rt.kernel(0, &sdm::qualified_name(&entry.module, &entry.name)).unwrap();
+    let held = rt.footprint().unwrap().device_bytes;
+    first.attributes().unwrap();
+    held
+}
+
+#[test]
+fn a_device_memory_budget_evicts_and_handles_survive() {
+    let _serial = serial();
+    let (all, budgeted) = (held_under(0), held_under(1));
+    assert!(
+        budgeted > 0 && budgeted < all,
+        "device bytes held: {all} with no budget, {budgeted} under a 1-byte budget"
+    );
+}

@@ -535,3 +535,48 @@ fn a_plugin_that_cannot_be_loaded_is_an_error_naming_it() {
     let error = unsafe { rt.load_plugin("/nonexistent/libsdm_plugin.so") }.unwrap_err();
     assert!(error.message().contains("/nonexistent/libsdm_plugin.so"), "{error}");
 }
+
+// ---- an engine's loader (ABI 1.5) ----
+
+#[test]
+fn unmount_and_footprint() {
+    let cache = TempDir::new();
+    let rt = runtime(&cache);
+    let bytes = std::fs::read(golden()).unwrap();
+    rt.mount_memory(&bytes, Some("from memory")).unwrap();
+    let before = rt.footprint().unwrap();
+    assert!(before.archive_memory_bytes >= bytes.len() as u64, "{before:?}");
+    assert_eq!(before.module_count, 0);
+    let k = rt.kernel(0, "scale").unwrap();
+    let loaded = rt.footprint().unwrap();
+    assert_eq!(loaded.module_count, 1);
+    assert!(loaded.device_bytes > 0, "{loaded:?}");
+    let e = rt.unmount("elsewhere").unwrap_err();
+    assert_eq!(e.status(), Status::NOT_FOUND, "{e}");
+    assert!(e.message().contains("elsewhere"), "{e}");
+    assert_eq!(rt.unmount("from memory").unwrap(), 1);
+    assert!(rt.archives().unwrap().is_empty());
+    drop(k); // the unmounted archive's module goes with its last reference
+    assert_eq!(rt.footprint().unwrap().module_count, 0);
+}
+
+#[test]
+fn preload_async() {
+    let cache = TempDir::new();
+    let rt = mounted(&cache);
+    let warmup = rt.preload_async(0, &["scale"], 2).unwrap();
+    warmup.wait(std::time::Duration::from_secs(60)).unwrap();
+    let (done, total) = warmup.progress().unwrap();
+    assert!(total > 0 && done == total, "{done} of {total}");
+    warmup.wait(std::time::Duration::ZERO).unwrap(); // the outcome again
+    warmup.cancel().unwrap(); // finished: nothing changes
+    drop(warmup);
+    let failing = rt.preload_async(0, &["nonexistent"], 0).unwrap();
+    let e = failing.wait(std::time::Duration::from_secs(60)).unwrap_err();
+    assert_eq!(e.status(), Status::NOT_FOUND, "{e}");
+    assert!(e.message().contains("nonexistent"), "{e}");
+    let everything = rt.preload_async(0, &[], 0).unwrap();
+    everything.wait(std::time::Duration::from_secs(60)).unwrap();
+    drop(rt); // the warm-up outlives its runtime and still answers
+    everything.wait(std::time::Duration::ZERO).unwrap();
+}
