@@ -66,8 +66,10 @@ func (r *Runtime) Footprint() (Footprint, error) {
 
 // Warmup is a background warm-up (sdm_preload_async): sdm loads the modules on its own threads
 // while the caller goes on. Close it when done with it (it cancels what has not started).
+// Its methods may be called from several goroutines at once (Cancel while another waits); Close
+// waits for the calls in flight.
 type Warmup struct {
-	mu     sync.Mutex
+	mu     sync.RWMutex
 	handle *C.sdm_warmup
 }
 
@@ -96,8 +98,8 @@ func (r *Runtime) PreloadAsync(ordinal int, priority int32, names ...string) (*W
 }
 
 func (w *Warmup) use(f func(*C.sdm_warmup) error) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
+	w.mu.RLock()
+	defer w.mu.RUnlock()
 	if w.handle == nil {
 		return &Error{Code: ErrInvalidArgument, Message: "the sdm Warmup is closed"}
 	}
