@@ -8,6 +8,8 @@ import "C"
 
 import (
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -21,6 +23,9 @@ import (
 // fetched from it keep working until released; the next fetch of their names finds the archives
 // beneath. A label naming no archive, or several, unmounts nothing (ErrNotFound, ErrAmbiguous).
 func (r *Runtime) Unmount(label string) (int, error) {
+	if err := noNUL("the archive label", label); err != nil {
+		return 0, err
+	}
 	var n C.uint32_t
 	err := r.use(func(h *C.sdm_runtime) error {
 		clabel := C.CString(label)
@@ -160,6 +165,11 @@ func cStrings(names []string) (**C.char, func(), error) {
 	if len(names) == 0 {
 		return nil, func() {}, nil
 	}
+	for _, name := range names {
+		if err := noNUL("the kernel name", name); err != nil {
+			return nil, nil, err
+		}
+	}
 	array := (**C.char)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof((*C.char)(nil)))))
 	if array == nil {
 		return nil, nil, &Error{Code: ErrOutOfMemory, Message: "no memory for the list of names"}
@@ -174,4 +184,13 @@ func cStrings(names []string) (**C.char, func(), error) {
 		}
 		C.free(unsafe.Pointer(array))
 	}, nil
+}
+
+// noNUL refuses a string C would read shorter than Go holds it (C.CString stops at a NUL byte):
+// "a\x00b" must not unmount or preload "a".
+func noNUL(what, text string) error {
+	if strings.IndexByte(text, 0) >= 0 {
+		return &Error{Code: ErrInvalidArgument, Message: what + " " + strconv.Quote(text) + " contains a NUL byte"}
+	}
+	return nil
 }

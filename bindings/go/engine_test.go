@@ -34,6 +34,10 @@ func TestUnmountAndFootprint(t *testing.T) {
 	}
 	_, err = rt.Unmount("elsewhere")
 	sdmError(t, err, sdm.ErrNotFound, "elsewhere")
+	_, err = rt.Unmount("from memory\x00, not this one")
+	sdmError(t, err, sdm.ErrInvalidArgument, "NUL")
+	_, err = rt.PreloadAsync(0, 0, "scale\x00")
+	sdmError(t, err, sdm.ErrInvalidArgument, "NUL")
 	if n, err := rt.Unmount("from memory"); err != nil || n != 1 {
 		t.Fatalf("unmount: %d, %v", n, err)
 	}
