@@ -23,9 +23,9 @@
 #include <cuda.h>
 
 #include "archive/archive.hpp"
-#include "archive/manifest.hpp"
 #include "cuda_driver.hpp"
 #include "device_memory.hpp"
+#include "load_plan.hpp"
 #include "sdm/sdm.h"
 
 namespace {
@@ -58,22 +58,15 @@ int main(int argc, char** argv) {
     const size_t reloads_wanted = argc == 4 ? std::strtoull(argv[3], nullptr, 10) : 50;
     auto a = sdm::archive::Archive::open_file(argv[1]);
     if (!a) return fail(a.error().message);
-    auto manifest = a->read_manifest();
-    if (!manifest || !*manifest) return fail("the archive has no manifest");
-    std::map<std::string, std::vector<std::string>> by_module;
-    std::map<std::string, int> seen;
-    for (const auto& k : (*manifest)->kernels) {
-        by_module[k.module].push_back(k.name);
-        ++seen[k.name];
-    }
+    auto plan = sdm_bench::plan_of(*a, nullptr);
+    if (!plan) return fail(plan.error().message);
     std::vector<Module> modules;
-    size_t kernel_count = 0;
-    for (auto& [module, names] : by_module) {
+    for (const auto& [module, names] : plan->modules) {
         Module m{module, {}, nullptr};
-        for (const auto& n : names) m.kernels.push_back(seen[n] > 1 ? module + "!" + n : n);
-        kernel_count += names.size();
+        for (const auto& n : names) m.kernels.push_back(sdm_bench::fetch_name(*plan, module, n));
         modules.push_back(std::move(m));
     }
+    const size_t kernel_count = plan->kernels;
 
     sdm_runtime_params p{};
     p.struct_size = sizeof p;

@@ -37,11 +37,14 @@
 #include "archive/archive.hpp"
 #include "cuda_driver.hpp"
 #include "device_memory.hpp"
+#include "load_plan.hpp"
 #include "archive/manifest.hpp"
 #include "sdm/sdm.h"
 
 namespace {
 
+using sdm_bench::Plan;
+using sdm_bench::plan_of;
 using sdm_bench::used_device_bytes;
 using Clock = std::chrono::steady_clock;
 using namespace sdm;
@@ -49,43 +52,6 @@ using namespace sdm;
 int fail(const std::string& what) {
     std::fprintf(stderr, "scale_load_bench: %s\n", what.c_str());
     return 1;
-}
-
-// The kernels to load, module by module in the archive's order: the whole manifest, or LIST's.
-struct Plan {
-    std::vector<std::pair<std::string, std::vector<std::string>>> modules;  // module, its kernels
-    std::vector<size_t> ids;  // each module's place among all the archive's modules, in name order
-    std::set<std::string> shared;  // names listed in more than one module: sdm fetches them as MODULE!NAME
-    size_t kernels{0};
-};
-
-// all_modules: every module, with only LIST's kernels (none for a module LIST does not name).
-Result<Plan> plan_of(const archive::Archive& a, const char* list, bool all_modules = false) {
-    SDM_TRY_GET(manifest, a.read_manifest());
-    if (!*manifest) return make_error(ErrorCode::not_found, "the archive has no manifest");
-    std::set<std::string> wanted;
-    if (list != nullptr) {
-        std::ifstream in(list);
-        for (std::string line; std::getline(in, line);)
-            if (!line.empty()) wanted.insert(line);
-    }
-    std::map<std::string, std::vector<std::string>> by_module;
-    std::set<std::string> seen;
-    Plan p;
-    for (const auto& k : (*manifest)->kernels) {
-        if (!seen.insert(k.name).second) p.shared.insert(k.name);
-        auto& kernels = by_module[k.module];
-        if (list == nullptr || wanted.count(k.name)) kernels.push_back(k.name);
-    }
-    size_t id = 0;
-    for (auto& [module, kernels] : by_module) {  // (std::map: the archive's name order)
-        const size_t this_id = id++;
-        if (kernels.empty() && !all_modules) continue;
-        p.kernels += kernels.size();
-        p.modules.emplace_back(module, std::move(kernels));
-        p.ids.push_back(this_id);
-    }
-    return p;
 }
 
 // Each module's image as sdm serves it on sm_90: its cubin, else its compute_90 PTX (NUL-terminated).
@@ -167,7 +133,7 @@ int run_sdm(const char* path, const char* list, bool preload, bool verbose) {
         for (const auto& [module, kernels] : plan->modules)
             for (const auto& n : kernels) {
                 sdm_kernel* k = nullptr;
-                const std::string name = plan->shared.count(n) ? module + "!" + n : n;
+                const std::string name = sdm_bench::fetch_name(*plan, module, n);
                 if (sdm_kernel_get(rt, 0, name.c_str(), nullptr, &k, &e) != SDM_OK) {
                     ++failed;
                     if (verbose) std::fprintf(stderr, "%s\n", sdm_error_message(e));
