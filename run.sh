@@ -60,10 +60,11 @@ PY
 case "${1:-}" in
   test)
     install_missing
-    # The tests keep their own build type (-O2 with debug info, not stripped): the project's
-    # default is a stripped release, what ./run.sh demo and `meson install` put in place.
-    test_type=(-Dbuildtype=debugoptimized -Dstrip=false)
-    configure build "${test_type[@]}" -Dwerror=true -Dtests=enabled
+    # The tests keep their own build type (-O2, not stripped, debug information at -g1: the line
+    # tables a sanitizer's report and a backtrace need, compiled in 2/3 of -g's time): the
+    # project's default is a stripped release, what ./run.sh demo and `meson install` put in place.
+    test_type=(-Ddebug=true -Dstrip=false)
+    configure build "${test_type[@]}" -Doptimization=2 -Dc_args=-g1 -Dcpp_args=-g1 -Dwerror=true -Dtests=enabled
     ninja -C build
     status=0
     meson test -C build --print-errorlogs --num-processes 2 || status=$?
@@ -71,7 +72,8 @@ case "${1:-}" in
     # (-Dwerror=false: GCC 12 reports false stringop-overflow warnings under -fsanitize=thread;
     # the main build above enforces warnings.) This build is also the one without libsodium
     # (-Dsigning=disabled): test_signing checks there that every signing path is unsupported.
-    configure build-tsan "${test_type[@]}" -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
+    # -O1 -g1: TSan's own guidance for speed, and 2/3 of -O2 -g's compile time.
+    configure build-tsan "${test_type[@]}" -Doptimization=1 -Dwerror=false -Dc_args=-g1 -Dcpp_args='-g1 -Wno-stringop-overflow' -Dtests=enabled -Dkernels=disabled -Dsigning=disabled \
       -Db_sanitize=thread -Db_lundef=false
     tsan_exes=(modules module_slot unmount budget warmup image_policy layers reload graphs launch plugins cache signing host_process frames)  # tests/test_NAME
     tsan_tests=("${tsan_exes[@]}" reload_stress)  # reload_stress: test_reload's 16 threads for 60 s
@@ -82,7 +84,9 @@ case "${1:-}" in
     meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 "${tsan_tests[@]}" || status=$?
     # The whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer
     # included; tests/lsan.supp names the one suppression, libnvJitLink's own allocations).
-    configure build-asan "${test_type[@]}" -Dwerror=false -Dcpp_args=-Wno-stringop-overflow -Dtests=enabled -Dkernels=disabled \
+    # -Og -g1: GCC's UBSan at -O2 -g took 5x as long to compile (32 of the run's 57 minutes on 2
+    # cores); -Og keeps every check and reports file:line.
+    configure build-asan "${test_type[@]}" -Doptimization=g -Dwerror=false -Dc_args=-g1 -Dcpp_args='-g1 -Wno-stringop-overflow' -Dtests=enabled -Dkernels=disabled \
       -Db_sanitize=address,undefined -Db_lundef=false
     ninja -C build-asan
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 || status=$?
