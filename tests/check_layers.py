@@ -12,7 +12,10 @@ Checks, over every C/C++ file of the layer folders and of the folders that use t
 - inside archive/, the rooms of ARCHITECTURE.md's table: every file belongs to exactly one room,
   and includes only its own room's headers and those of the rooms its row allows;
 - no circle: within a layer, the graph of files (x.hpp and x.cpp as one node) has no cycle;
-- only runtime.cpp includes runtime.hpp inside runtime/.
+- only runtime.cpp includes runtime.hpp inside runtime/;
+- an operating system's headers (POSIX's unistd.h, fcntl.h, dlfcn.h, sys/..., Windows') only in
+  the platform code: runtime/platform/ and the archive layer's file_map (a port replaces those
+  files and nothing else in the library).
 Usage: check_layers.py [SOURCE_ROOT]. Exit 0 when all holds, 1 listing every breach.
 """
 import os
@@ -24,6 +27,14 @@ USERS = ["tests", "bench", "examples"]
 SOURCES = (".hpp", ".cpp", ".h", ".c", ".inc", ".cu", ".cuh")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 FACADE = {"runtime.hpp", "runtime.cpp", "meson.build"}  # what may sit directly in runtime/
+OS_HEADER = re.compile(r'^\s*#\s*include\s+<((?:unistd|fcntl|dlfcn|dirent|pwd|grp|poll|spawn|pthread|sched|termios|glob|libgen|'
+                       r'windows|winbase|io|direct|aclapi|sddl|shlobj|knownfolders)\.h|sys/[a-z_]+\.h)>', re.M | re.I)
+LIBRARY = ["common", "archive", "runtime", "capi"]  # what libsdm is built from
+
+
+def platform_code(path):
+    """Whether `path` is the library's platform code, where an OS's headers belong."""
+    return path.startswith("runtime/platform/") or re.fullmatch(r"archive/file_map(_[a-z]+)?\.cpp", path) is not None
 
 
 def table_after(architecture, marker, end):
@@ -192,6 +203,15 @@ def main():
         cycle = find_cycle({n: {m for m in ms if m != n} for n, ms in graph.items()})
         if cycle:
             breaches.append(f"{layer}/: a circle of includes: {' -> '.join(cycle)}")
+
+    for top in LIBRARY:
+        for path in files_under(root, top):
+            if platform_code(path):
+                continue
+            text = open(os.path.join(root, path), encoding="utf-8", errors="replace").read()
+            for header in OS_HEADER.findall(text):
+                breaches.append(f"{path}: #include <{header}> is the operating system's: call runtime/platform/platform.hpp "
+                                f"(or add what is missing there) so that a port replaces only the platform files")
 
     for n, targets in sorted(graphs["runtime"].items()):
         if "runtime" in targets and n != "runtime":

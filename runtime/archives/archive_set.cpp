@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <span>
 
-#include <sys/stat.h>
-
 #include "archive/file_map.hpp"
 #include "archive/identity.hpp"
 #include "archive/verify.hpp"
 #include "common/text.hpp"
 #include "runtime/platform/trace_ranges.hpp"
+#include "runtime/platform/platform.hpp"
 
 namespace sdm::runtime {
 
@@ -49,10 +48,9 @@ Result<void> decode_manifest_of(MountedArchive& mounted) {
 using FileVersion = std::tuple<uint64_t, uint64_t, uint64_t, int64_t>;
 
 std::optional<FileVersion> on_disk(const std::string& path) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
-    return FileVersion{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size),
-                       static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+    const auto st = platform::path_status(path);
+    if (!st) return std::nullopt;
+    return FileVersion{st->device, st->inode, st->size, st->mtime_ns};
 }
 
 FileVersion mapped(const archive::FileMap& map) { return {map.device(), map.inode(), map.bytes().size(), map.mtime_ns()}; }

@@ -5,8 +5,6 @@
 #include <new>
 #include <system_error>
 
-#include <unistd.h>
-
 #include "runtime/platform/platform.hpp"
 #include "runtime/platform/settings.hpp"
 
@@ -16,9 +14,9 @@ Readahead::Readahead(size_t max_bytes, unsigned workers, size_t min_checked)
     : max_bytes_(max_bytes),
       max_workers_(workers != 0 ? workers : std::clamp(std::thread::hardware_concurrency() / 2, 2u, 8u)),
       min_checked_(min_checked),
-      owner_(static_cast<int>(::getpid())) {}
+      owner_(platform::process_id()) {}
 
-bool Readahead::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
+bool Readahead::forked() const noexcept { return platform::process_id() != owner_; }
 
 void ReadaheadDeleter::operator()(Readahead* readahead) const noexcept {
     if (readahead != nullptr && !readahead->forked()) delete readahead;

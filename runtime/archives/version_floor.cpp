@@ -4,8 +4,6 @@
 #include <charconv>
 #include <tuple>
 
-#include <unistd.h>
-
 #include "runtime/platform/platform.hpp"
 #include "runtime/platform/settings.hpp"
 
@@ -191,7 +189,7 @@ Result<void> VersionFloor::admit(const archive::Archive& a, std::span<const arch
     for (const auto& name : raised) (*marks)[name] = std::max((*marks)[name], version);
     std::string text = std::string(kFirstLine) + "\n";
     for (const auto& [k, v] : *marks) text += k + " " + std::to_string(v) + "\n";
-    return dir->write_file_atomic(kStateName, std::string(kStateName) + ".tmp" + std::to_string(::getpid()),
+    return dir->write_file_atomic(kStateName, std::string(kStateName) + ".tmp" + std::to_string(platform::process_id()),
                                   {std::as_bytes(std::span(text.data(), text.size()))});
 }
 

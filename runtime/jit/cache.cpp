@@ -7,14 +7,11 @@
 #include <ctime>
 #include <random>
 
-#include <unistd.h>
-
 #include "runtime/platform/platform.hpp"
 #include "runtime/platform/settings.hpp"
 
 namespace sdm::runtime {
 namespace {
-
 
 constexpr uint8_t kEntryMagic[8] = {'S', 'D', 'M', 'C', 'A', 'C', 'H', 'E'};
 constexpr size_t kEntryHeader = 64;  // magic 8, format u32, header size u32, key 16, payload size u64, payload XXH3-64 u64, MAC 16
@@ -88,7 +85,7 @@ bool is_hex(std::string_view s) {
 
 // A unique temporary name beside `final_name`, for one writer.
 std::string temporary_name(const std::string& hex) {
-    thread_local std::mt19937_64 random{std::random_device{}() ^ static_cast<uint64_t>(::getpid())};
+    thread_local std::mt19937_64 random{std::random_device{}() ^ static_cast<uint64_t>(platform::process_id())};
     char suffix[20];
     std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(random()));
     return hex.substr(2) + kTemporaryInfix + suffix;

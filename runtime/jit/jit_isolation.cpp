@@ -7,14 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <csignal>
-#include <fcntl.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "archive/cxx_names.hpp"
 #include "jit_ptxcompiler.hpp"
 #include "runtime/platform/platform.hpp"
@@ -102,14 +94,7 @@ std::string tool_name(IsolatedTool tool) {
 // kMaxDemangledOutput), so that the parent keeps what was done if a limit ends the helper.
 int demangle_job(Bytes names) {
     const std::string_view text(reinterpret_cast<const char*>(names.data()), names.size());
-    const auto put = [](std::string_view s) {
-        for (size_t done = 0; done < s.size();) {
-            const ssize_t n = ::write(4, s.data() + done, s.size() - done);
-            if (n <= 0) return false;
-            done += static_cast<size_t>(n);
-        }
-        return true;
-    };
+    const auto put = [](std::string_view s) { return platform::child_reply(as_bytes(s)); };
     for (size_t at = 0; at <= text.size();) {
         size_t end = text.find('\0', at);
         if (end == std::string_view::npos) end = text.size();
@@ -279,16 +264,10 @@ Result<JitOutput> run_isolated(const std::vector<std::string>& helper, const Iso
 namespace {
 
 int helper_job() {
-    if (::getppid() == 1) return 3;
-    struct stat st {};
-    if (::fstat(3, &st) != 0 || st.st_size <= 0) return 2;
-    ByteVector bytes(static_cast<size_t>(st.st_size));
-    for (size_t done = 0; done < bytes.size();) {
-        const ssize_t n = ::pread(3, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-        if (n <= 0) return 2;
-        done += static_cast<size_t>(n);
-    }
-    Reader request(bytes);
+    if (platform::child_orphaned()) return 3;
+    const auto bytes = platform::child_request();
+    if (!bytes) return 2;
+    Reader request(*bytes);
     if (request.u32() != kRequestMagic || request.u32() != kProtocol) return 2;
     IsolatedJob job;
     job.tool = static_cast<IsolatedTool>(request.u32());
@@ -306,23 +285,7 @@ int helper_job() {
 
     // The limits, before the compiler is loaded: no core file of a crash, an address space the
     // compiler cannot grow past, and CPU time as a second bound behind the parent's clock.
-    const rlimit no_core{0, 0};
-    ::setrlimit(RLIMIT_CORE, &no_core);
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define SDM_SANITIZED 1  // clang's way of saying it
-#endif
-#endif
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(SDM_SANITIZED)
-    // (A sanitizer build reserves terabytes of shadow address space: there the limit is not set.)
-    const rlimit space{memory, memory};
-    ::setrlimit(RLIMIT_AS, &space);
-#else
-    (void)memory;
-#endif
-    const auto cpu = static_cast<rlim_t>(std::ceil(seconds)) + 1;
-    const rlimit cpu_time{cpu, cpu};
-    ::setrlimit(RLIMIT_CPU, &cpu_time);
+    platform::child_limit(memory, seconds);
 
     Result<JitOutput> built = make_error(ErrorCode::internal, "unknown tool " + std::to_string(static_cast<uint32_t>(job.tool)));
     if (job.tool == IsolatedTool::nvjitlink) {
@@ -341,12 +304,7 @@ int helper_job() {
     } else {
         reply.u32(0).u32(static_cast<uint32_t>(built.error().native)).f64(0).text(built.error().message).text(built.error().log).text("").bytes({});
     }
-    const ByteVector& out = reply.out();
-    for (size_t done = 0; done < out.size();) {
-        const ssize_t n = ::write(4, out.data() + done, out.size() - done);
-        if (n <= 0) return 4;
-        done += static_cast<size_t>(n);
-    }
+    if (!platform::child_reply(reply.out())) return 4;
     return 0;
 }
 
@@ -356,11 +314,7 @@ int jit_helper_main() {
     // Nothing of the host's but descriptors 0-5 (a host may have opened files without
     // close-on-exec); no life beyond the parent's; and how it ends written down (descriptor 5)
     // for a parent whose host takes its exit status.
-#ifdef SYS_close_range
-    if (::syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
-#endif
-        for (int fd = 6; fd < 4096; ++fd) ::close(fd);
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    platform::child_detach();
     platform::child_status_record_start();
     return platform::child_status_record_exit(helper_job());
 }

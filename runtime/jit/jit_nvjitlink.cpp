@@ -5,11 +5,10 @@
 #include <climits>
 #include <cstdlib>
 
-#include <dlfcn.h>
-#include <sys/stat.h>
 #include <nvJitLink.h>
 
 #include "runtime/platform/settings.hpp"
+#include "runtime/platform/platform.hpp"
 
 namespace sdm::runtime {
 namespace {
@@ -35,11 +34,10 @@ std::string text_log(nvJitLinkHandle h, void* size_fn, void* get_fn) {
 }
 
 std::optional<NvJitLinkLocation> identify(const std::string& file) {
-    char resolved[PATH_MAX];
-    struct stat st {};
-    if (::realpath(file.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    return NvJitLinkLocation{resolved, std::string(resolved) + ":" + std::to_string(st.st_size) + ":" +
-                                           std::to_string(static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec)};
+    const auto found = platform::resolved_regular_file(file);
+    if (!found) return std::nullopt;
+    const auto& [resolved, st] = *found;
+    return NvJitLinkLocation{resolved, resolved + ":" + std::to_string(st.size) + ":" + std::to_string(st.mtime_ns)};
 }
 
 // nvJitLink's search order, which the load (NvJitLink::load) and the cache key's identity
@@ -123,9 +121,7 @@ Result<NvJitLink> NvJitLink::load(const std::string& path) {
 }
 
 std::string NvJitLink::file() const {
-    Dl_info info{};
-    if (create_ != nullptr && ::dladdr(create_, &info) != 0 && info.dli_fname != nullptr) return info.dli_fname;
-    return path();
+    return platform::Library::file_of(reinterpret_cast<const void*>(create_)).value_or(path());
 }
 
 std::vector<std::string> nvjitlink_options(archive::Kind kind, uint16_t sm, archive::Variant variant, const std::vector<std::string>& extra) {

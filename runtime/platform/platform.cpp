@@ -8,6 +8,7 @@
 #include <utility>
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <ctime>
 #include <chrono>
@@ -123,6 +124,7 @@ FileStatus status_from(const struct stat& st) {
     f.mode = static_cast<uint32_t>(st.st_mode);  // type() reads the type bits; callers mask 07777
     f.size = static_cast<uint64_t>(st.st_size);
     f.inode = static_cast<uint64_t>(st.st_ino);
+    f.device = static_cast<uint64_t>(st.st_dev);
     f.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     return f;
 }
@@ -153,6 +155,27 @@ Error os_error(const std::string& what, int err, const std::string& fix = {}) {
 }  // namespace
 
 std::string FileStatus::type() const { return archive::file_type_name(mode); }
+
+int process_id() noexcept { return static_cast<int>(::getpid()); }
+
+std::optional<FileStatus> path_status(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return status_from(st);
+}
+
+std::optional<std::pair<std::string, FileStatus>> resolved_regular_file(const std::string& path) {
+    char resolved[PATH_MAX];
+    struct stat st {};
+    if (::realpath(path.c_str(), resolved) == nullptr || ::stat(resolved, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    return std::pair{std::string(resolved), status_from(st)};
+}
+
+std::optional<std::string> Library::file_of(const void* address) {
+    Dl_info info{};
+    if (address != nullptr && ::dladdr(address, &info) != 0 && info.dli_fname != nullptr) return std::string(info.dli_fname);
+    return std::nullopt;
+}
 
 Result<Directory> Directory::open(const std::string& path, bool create, unsigned mode) {
     const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;

@@ -33,6 +33,8 @@ public:
 
     void* symbol(const char* name) const noexcept;  // nullptr when absent
     const std::string& path() const noexcept { return path_; }
+    // The file of the loaded library that holds `address` (a symbol's); nullopt when unknown.
+    static std::optional<std::string> file_of(const void* address);
     explicit operator bool() const noexcept { return handle_ != nullptr; }
 
 private:
@@ -78,11 +80,20 @@ struct FileStatus {
     uint32_t mode{0};    // permission bits (07777)
     uint64_t size{0};
     uint64_t inode{0};
+    uint64_t device{0};
     int64_t mtime_ns{0};
     std::string type() const;  // "a regular file", "a directory", "a FIFO (named pipe)", "a symbolic link", ...
 };
 
 uint32_t effective_user() noexcept;
+// This process's id (a forked child sees its own: what the warm-up and readahead threads check).
+int process_id() noexcept;
+// The status of the file `path` names, links followed (the identity of a mounted archive's file);
+// nullopt when it cannot be reached.
+std::optional<FileStatus> path_status(const std::string& path);
+// `path` made absolute with every link resolved, with its status, when that is a regular file;
+// nullopt otherwise (absent, a directory, a device).
+std::optional<std::pair<std::string, FileStatus>> resolved_regular_file(const std::string& path);
 
 // A directory held open: every access below goes through its descriptor, relative to it, and
 // never follows a symbolic link (O_NOFOLLOW), so renaming or replacing the path after it was
@@ -183,6 +194,20 @@ Result<void> check_program(int fd, const std::string& path);
 // `code` and returns it. A child that writes none is said to have ended in an unknown way.
 void child_status_record_start();
 int child_status_record_exit(int code);
+
+// The child's side of run_child, for the program it started (the JIT helper):
+// - child_detach: closes every descriptor above 5 (a host may have opened files without
+//   close-on-exec) and ends the child when its parent dies;
+// - child_orphaned: whether its parent has died already (before child_detach took effect);
+// - child_limit: no core file, an address space of `memory` bytes (not under a sanitizer, whose
+//   shadow memory is terabytes of address space) and `seconds` of CPU time, rounded up, plus one;
+// - child_request / child_reply: the request whole (nullopt when unreadable or empty) and the
+//   reply (false when it could not be written).
+void child_detach();
+bool child_orphaned() noexcept;
+void child_limit(uint64_t memory, double seconds);
+std::optional<ByteVector> child_request();
+bool child_reply(Bytes reply);
 
 // Whether `path` exists (false when it does not), and if it does, check_program's answer.
 Result<bool> program_present(const std::string& path);

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +24,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -298,6 +301,56 @@ void child_status_record_start() {
 int child_status_record_exit(int code) {
     write_status(1, static_cast<uint32_t>(code) & 0xff);
     return code;
+}
+
+void child_detach() {
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, 6u, ~0u, 0u) != 0)
+#endif
+        for (int fd = 6; fd < 4096; ++fd) ::close(fd);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+bool child_orphaned() noexcept { return ::getppid() == 1; }
+
+void child_limit(uint64_t memory, double seconds) {
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define SDM_SANITIZED 1  // clang's way of saying it
+#endif
+#endif
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(SDM_SANITIZED)
+    const rlimit space{memory, memory};
+    ::setrlimit(RLIMIT_AS, &space);
+#else
+    (void)memory;
+#endif
+    const auto cpu = static_cast<rlim_t>(std::ceil(seconds)) + 1;
+    const rlimit cpu_time{cpu, cpu};
+    ::setrlimit(RLIMIT_CPU, &cpu_time);
+}
+
+std::optional<ByteVector> child_request() {
+    struct stat st {};
+    if (::fstat(3, &st) != 0 || st.st_size <= 0) return std::nullopt;
+    ByteVector bytes(static_cast<size_t>(st.st_size));
+    for (size_t done = 0; done < bytes.size();) {
+        const ssize_t n = ::pread(3, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
+        if (n <= 0) return std::nullopt;
+        done += static_cast<size_t>(n);
+    }
+    return bytes;
+}
+
+bool child_reply(Bytes reply) {
+    for (size_t done = 0; done < reply.size();) {
+        const ssize_t n = ::write(4, reply.data() + done, reply.size() - done);
+        if (n <= 0) return false;
+        done += static_cast<size_t>(n);
+    }
+    return true;
 }
 
 Result<bool> program_present(const std::string& path) {

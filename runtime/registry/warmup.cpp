@@ -5,9 +5,8 @@
 #include <system_error>
 #include <utility>
 
-#include <unistd.h>
-
 #include "runtime/platform/log.hpp"
+#include "runtime/platform/platform.hpp"
 #include "runtime/platform/settings.hpp"
 #include "runtime/platform/trace_ranges.hpp"
 #include "modules.hpp"
@@ -32,9 +31,9 @@ Warmup::Warmup(std::shared_ptr<WarmupCore> core, int32_t ordinal, std::vector<st
       priority_(priority),
       context_(context),
       done_(std::move(done)),
-      owner_(static_cast<int>(::getpid())) {}
+      owner_(platform::process_id()) {}
 
-bool Warmup::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
+bool Warmup::forked() const noexcept { return platform::process_id() != owner_; }
 
 Warmup::Progress Warmup::progress() const {
     std::lock_guard lock(core_->mutex);
@@ -96,9 +95,9 @@ void Warmup::cancel() {
 }
 
 Warmups::Warmups(Modules& modules, const ArchiveSet& archives, LoadContext& load, const Logger& log, unsigned threads)
-    : modules_(modules), archives_(archives), load_(load), log_(log), max_threads_(std::max(1u, threads)), owner_(static_cast<int>(::getpid())) {}
+    : modules_(modules), archives_(archives), load_(load), log_(log), max_threads_(std::max(1u, threads)), owner_(platform::process_id()) {}
 
-bool Warmups::forked() const noexcept { return static_cast<int>(::getpid()) != owner_; }
+bool Warmups::forked() const noexcept { return platform::process_id() != owner_; }
 
 void WarmupsDeleter::operator()(Warmups* warmups) const noexcept {
     if (warmups != nullptr && !warmups->forked()) delete warmups;
