@@ -21,6 +21,7 @@ Written from sdm.h (and include/sdm/sdm_testing.h, for the two test-only exports
   capi/struct_sizes.hpp                   each struct's size per minor, for capi.cpp's struct_size checks
   common/status_codes.inc                 sdm_status's errors as an X-macro list (ErrorCode, status_name)
   capi/libsdm.map                         the linker version script (and libsdm_testing.map)
+  capi/sdm.def                            the Windows DLL's exports (and sdm_testing.def)
   tests/abi/symbols.txt                   the exports, compared with `nm` by check_symbols.sh
   tests/abi/layout.c                      the layout and value pins (numbers: see "Pins" below)
   docs/ABI.md                             the status table's rows, between its marker comments
@@ -84,7 +85,7 @@ import shlex
 import shutil
 import sys
 
-from abigen.emit_c import emit_api_table, emit_layout_c, emit_status_codes, emit_struct_sizes, emit_symbols, emit_version_script
+from abigen.emit_c import emit_api_table, emit_layout_c, emit_module_definition, emit_status_codes, emit_struct_sizes, emit_symbols, emit_version_script
 from abigen.emit_docs import emit_abi_md
 from abigen.emit_go import emit_go, emit_go_enums
 from abigen.emit_julia import emit_julia
@@ -115,6 +116,8 @@ def generate(cc):
         ROOT / "docs" / "ABI.md": emit_abi_md(h, ROOT / "docs" / "ABI.md"),
         ROOT / "capi" / "libsdm.map": emit_version_script(h),
         ROOT / "capi" / "libsdm_testing.map": emit_version_script(h, testing),
+        ROOT / "capi" / "sdm.def": emit_module_definition(h),
+        ROOT / "capi" / "sdm_testing.def": emit_module_definition(h, testing),
         ROOT / "tests" / "abi" / "symbols.txt": emit_symbols(h),
         ROOT / "tests" / "abi" / "layout.c": emit_layout_c(h, pins),
         ROOT / "bindings" / "rust" / "sdm-sys" / "src" / "sdm_h.rs": emit_rust(h, pins),

@@ -1,19 +1,24 @@
 // What a host calls in the CUDA driver itself, beside sdm (its own context, memory, a plain
-// launch): libcuda opened with dlopen and each entry point resolved with cuGetProcAddress for
-// CUDA 12.0, as sdm resolves its own (a plain dlsym("cuMemAlloc") returns the legacy ABI). The
-// examples, the benches and the GPU tests share it; it needs cuda.h and -ldl, nothing of sdm.
+// launch): libcuda opened with dlopen (nvcuda.dll with LoadLibrary on Windows) and each entry
+// point resolved with cuGetProcAddress for CUDA 12.0, as sdm resolves its own (a plain
+// dlsym("cuMemAlloc") returns the legacy ABI). The examples, the benches and the GPU tests share
+// it; it needs cuda.h and -ldl, nothing of sdm.
 #pragma once
 
 #include <cstdlib>
 
 #include <cuda.h>
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <dlfcn.h>
+#endif
 
 namespace sdm_host {
 
 class CudaDriver {
 public:
-    // Opens `path` (nullptr: $SDM_CUDA_DRIVER, else libcuda.so.1) and runs cuInit(0); false when
+    // Opens `path` (nullptr: $SDM_CUDA_DRIVER, else libcuda.so.1 or nvcuda.dll) and runs cuInit(0); false when
     // there is no driver or no device.
     bool open(const char* path = nullptr) {
         if (!attach(path)) return false;
@@ -23,9 +28,15 @@ public:
     // The same without cuInit: for a process whose driver sdm already initialized.
     bool attach(const char* path = nullptr) {
         if (path == nullptr) path = std::getenv("SDM_CUDA_DRIVER");
+#ifdef _WIN32
+        lib_ = ::LoadLibraryExA(path != nullptr ? path : "nvcuda.dll", nullptr, path != nullptr ? LOAD_WITH_ALTERED_SEARCH_PATH : LOAD_LIBRARY_SEARCH_SYSTEM32);
+        if (lib_ == nullptr) return false;
+        gpa_ = reinterpret_cast<GetProc>(reinterpret_cast<void*>(::GetProcAddress(static_cast<HMODULE>(lib_), "cuGetProcAddress_v2")));
+#else
         lib_ = dlopen(path != nullptr ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
         if (lib_ == nullptr) return false;
         gpa_ = reinterpret_cast<GetProc>(dlsym(lib_, "cuGetProcAddress_v2"));
+#endif
         return gpa_ != nullptr;
     }
     // Entry point `name` (a base name), as the function type F of cuda.h for CUDA `version`

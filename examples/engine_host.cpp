@@ -14,8 +14,6 @@
 // (write a new file, rename it over) while the host runs and the next frame serves the new
 // kernels. The CUDA driver is libcuda.so.1, or $SDM_CUDA_DRIVER (the fake driver in CI, where the
 // kernels do not run: the frame loop, the log routing, the plans and the reloads do).
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>

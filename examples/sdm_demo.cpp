@@ -13,8 +13,6 @@
 #include <vector>
 
 #include <cuda.h>
-#include <dlfcn.h>
-
 #include "cuda_driver.hpp"
 #include "sdm/sdm.h"
 #include "sdm/sdm_kernels.hpp"

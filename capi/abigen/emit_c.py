@@ -58,6 +58,16 @@ def emit_version_script(h, testing=None):
 
 # ---- tests/abi/symbols.txt -------------------------------------------------------------------------
 
+def emit_module_definition(h, testing=None):
+    """sdm.def, the Windows DLL's exports (the version script's functions, without its version
+    nodes: PE exports have none), or with `testing` sdm_testing.def."""
+    library = "sdm_testing" if testing is not None else "sdm"
+    names = sorted(h.functions) + (sorted(testing.functions) if testing is not None else [])
+    out = [f"; {NOTICE}", f"; The exports of {library}.dll (Windows hosts, windows/README.md): the functions of sdm.h"
+           + (" and sdm_testing.h." if testing is not None else " and nothing else."), f"LIBRARY {library}.dll", "EXPORTS"]
+    return "\n".join(out + ["    " + n for n in names]) + "\n"
+
+
 def emit_symbols(h):
     out = [f"# {NOTICE}", "# The functions libsdm exports (tests/abi/check_symbols.sh compares them with nm's list): sdm.h's, no test-only one."]
     return "\n".join(out + sorted(h.functions)) + "\n"

@@ -202,6 +202,7 @@ Result<DemangleRun> run_demangler(const std::vector<std::string>& helper, std::s
     run.argv = helper;
     run.request = request.out();
     run.seconds = limits.seconds;
+    run.memory = limits.memory_bytes;
     run.max_reply = count * (kMaxDemangledOutput + 1);
     SDM_TRY_GET(outcome, platform::run_child(run));
     DemangleRun out;
@@ -236,6 +237,7 @@ Result<JitOutput> run_isolated(const std::vector<std::string>& helper, const Iso
     run.argv = helper;
     run.request = request.out();
     run.seconds = limits.seconds;
+    run.memory = limits.memory_bytes;
     run.max_reply = archive::limits::max_raw_entry + kReplyOverhead;
     SDM_TRY_GET(outcome, platform::run_child(run, started));
     // A whole reply is trusted, however the helper ended after writing it; anything less is not

@@ -2,12 +2,20 @@
 
 // Defined by capi/embedded.S when libsdm embeds an archive; weak, so that without it they
 // are null (and the runtime's tests, which link the runtime without libsdm, see none either).
+// Windows (PE has no weak undefined symbols): sdm.dll embeds no archive, and hosts mount files.
+#ifdef _WIN32
+static constexpr const unsigned char* sdm_embedded_archive_begin = nullptr;
+static constexpr const unsigned char* sdm_embedded_archive_end = nullptr;
+static constexpr const unsigned char* sdm_embedded_key_begin = nullptr;
+static constexpr const unsigned char* sdm_embedded_key_end = nullptr;
+#else
 extern "C" {
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_archive_begin[];
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_archive_end[];
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_key_begin[];
 __attribute__((weak, visibility("hidden"))) extern const unsigned char sdm_embedded_key_end[];
 }
+#endif
 
 namespace sdm::runtime {
 

@@ -364,38 +364,10 @@ Result<std::vector<std::pair<std::string, FileStatus>>> Directory::list() const 
 
 namespace {
 
-// Who holds a lock file, from the mark its holder wrote ("pid N until T: what", read without
-// trusting it: a bounded read, the pid range checked, the text escaped), and when its build must
-// be over (T, seconds since the epoch; nullopt without one).
-struct Holder {
-    std::string who;
-    std::optional<int64_t> until;
-};
-Holder lock_holder(int fd) {
+LockHolder lock_holder(int fd) {
     char text[256] = {0};
     const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
-    long pid = 0;
-    if (n <= 4 || std::strncmp(text, "pid ", 4) != 0) return {"another process or thread", std::nullopt};
-    constexpr long kPidMax = 4194304;  // Linux's largest pid_max (2^22)
-    ssize_t i = 4;
-    for (; i < n && text[i] >= '0' && text[i] <= '9' && pid <= kPidMax; ++i) pid = pid * 10 + (text[i] - '0');
-    if (pid <= 0 || pid > kPidMax) return {"another process or thread", std::nullopt};
-    Holder h;
-    h.who = pid == ::getpid() ? "another thread of this process" : "process " + std::to_string(pid);
-    const std::string_view rest(text + i, static_cast<size_t>(n - i));
-    if (rest.starts_with(" until ")) {
-        int64_t until = 0;
-        size_t j = 7;
-        for (; j < rest.size() && j < 7 + 12 && rest[j] >= '0' && rest[j] <= '9'; ++j) until = until * 10 + (rest[j] - '0');
-        if (j > 7) h.until = until;
-        if (rest.substr(j).starts_with(": ")) {
-            std::string_view what = rest.substr(j + 2);
-            what = what.substr(0, what.find('\n'));
-            const int64_t now = static_cast<int64_t>(::time(nullptr));
-            h.who += " (" + printable(what) + (h.until ? ", its limit ends in " + std::to_string(*h.until - now) + " s" : std::string()) + ")";
-        }
-    }
-    return h;
+    return parse_lock_mark(std::string_view(text, n > 0 ? static_cast<size_t>(n) : 0), process_id(), static_cast<int64_t>(::time(nullptr)));
 }
 
 }  // namespace
@@ -422,10 +394,7 @@ Result<FileLock> Directory::lock(const std::string& name, double warn_after_seco
         if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
             // Who holds it and for how long at most, for whoever waits: best effort (a full disk
             // leaves it empty, and a waiter then says "another process or thread").
-            std::string text = "pid " + std::to_string(::getpid());
-            if (mark.seconds > 0) text += " until " + std::to_string(static_cast<int64_t>(::time(nullptr)) + static_cast<int64_t>(std::ceil(mark.seconds)));
-            if (!mark.what.empty()) text += ": " + mark.what.substr(0, 160);
-            text += "\n";
+            const std::string text = lock_mark_text(mark, process_id(), static_cast<int64_t>(::time(nullptr)));
             if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, text.data(), text.size(), 0) < 0) {
                 // nothing to do: see above
             }
@@ -447,11 +416,11 @@ Result<FileLock> Directory::lock(const std::string& name, double warn_after_seco
         bool overdue = false;
         if (now >= next_look) {
             next_look = now + std::chrono::seconds(1);
-            const Holder h = lock_holder(fd);
+            const LockHolder h = lock_holder(fd);
             overdue = h.until && static_cast<int64_t>(::time(nullptr)) > *h.until + kLockGraceSeconds;
         }
         if (waited > give_up_seconds || overdue) {
-            const Holder holder = lock_holder(fd);
+            const LockHolder holder = lock_holder(fd);
             ::close(fd);
             return make_error(ErrorCode::io, "gave up after " + std::to_string(static_cast<long>(waited)) + " s waiting for the lock " + path + ", which " +
                                                  holder.who + " holds" + (overdue ? ", past the end of its build's limit" : ""));

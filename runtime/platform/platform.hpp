@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -71,6 +72,16 @@ struct LockMark {
 };
 // How long past the end of its mark's limit a holder is waited for (its build's own cleanup).
 inline constexpr int64_t kLockGraceSeconds = 10;
+// What a holder writes into its lock file ("pid N until T: what\n"; lock_mark.cpp), and what a
+// waiter reads back from the file's first bytes, trusting nothing: a bounded parse, the pid's range
+// checked, the text escaped. `who` names the holder for a message; `until` is when its build must be
+// over (seconds since the epoch; nullopt without one). `self` is this process's id, `now` the time.
+std::string lock_mark_text(const LockMark& mark, int self, int64_t now);
+struct LockHolder {
+    std::string who;
+    std::optional<int64_t> until;
+};
+LockHolder parse_lock_mark(std::string_view text, int self, int64_t now);
 
 // What fstat says of a file or directory, for the checks of who may have written it.
 struct FileStatus {
@@ -160,6 +171,7 @@ struct ChildRun {
     std::vector<std::string> argv;  // argv[0] is the program's path
     Bytes request;                  // what the child reads from descriptor 3
     double seconds{0};              // killed (SIGKILL) when it runs longer
+    uint64_t memory{0};             // its memory limit where the parent sets it (Windows: the job object; POSIX: the child, child_limit)
     uint64_t max_reply{0};          // a reply longer than this is refused
     uint64_t max_stderr{64 * 1024}; // what is kept of its standard error (the rest is dropped)
 };
