@@ -2,14 +2,16 @@
 # sdm's two set-up commands for a fresh machine (Debian/Ubuntu):
 #   ./run.sh demo   install what is missing, build a stripped release (build-release), run the main job
 #   ./run.sh test   install what is missing, build with warnings as errors, run every test; then
-#                   the concurrent suites under TSan and the whole suite under ASan + UBSan; the
-#                   last line is "N passed, N failed" (counted from Meson's test logs)
+#                   the concurrent suites under TSan, the whole suite under ASan + UBSan, and the
+#                   Windows build's tests under wine64; the last line is "N passed, N failed"
+#                   (counted from Meson's test logs)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(meson ninja-build pkg-config g++ cmake make python3 python3-venv libzstd-dev liblz4-dev libxxhash-dev libmsgsl-dev libsodium-dev catch2
           libcli11-dev libtomlplusplus-dev libfmt-dev nlohmann-json3-dev golang-go help2man man-db universal-ctags
-          libcurl4-openssl-dev libarchive-dev docker-registry skopeo umoci)
+          libcurl4-openssl-dev libarchive-dev docker-registry skopeo umoci
+          g++-mingw-w64-x86-64-posix wine64 autoconf automake libtool)  # (the last line: the Windows stage, docs/WINDOWS.md)
 
 install_missing() {
   local missing=()
@@ -90,7 +92,18 @@ case "${1:-}" in
       -Db_sanitize=address,undefined -Db_lundef=false
     ninja -C build-asan
     meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 || status=$?
-    count_results build build-tsan build-asan
+    # Windows hosts: sdm cross-built with MinGW-w64 (its dependencies from Debian's source
+    # packages) and its tests run under wine64 against the fake driver as nvcuda.dll; the engine
+    # host runs the SDM kernels archive the first build packed.
+    results=(build build-tsan build-asan)
+    if windows/build.sh build-windows; then
+      SDM_TEST_KERNELS_ARCHIVE=$PWD/build/kernels/kernels.sdma meson test -C build-windows --no-rebuild --print-errorlogs || status=$?
+      results+=(build-windows)
+    else
+      echo "run.sh: the Windows build failed (above); its tests did not run" >&2
+      status=1
+    fi
+    count_results "${results[@]}"
     exit $status
     ;;
   demo)

@@ -21,16 +21,20 @@ fetch() {  # fetch SOURCE_PACKAGE: the path of its upstream tarball in the cache
 }
 
 if ! grep -rqs "deb-src\|Types:.*deb-src" /etc/apt/sources.list /etc/apt/sources.list.d/; then
-  [ "$(id -u)" -eq 0 ] || { echo "windows/deps.sh: apt has no deb-src entry; add one for your release (as root) and rerun" >&2; exit 1; }
+  sudo=()
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "windows/deps.sh: apt has no deb-src entry; add one for your release (as root) and rerun" >&2; exit 1; }
+    sudo=(sudo)
+  fi
   . /etc/os-release
-  cat >/etc/apt/sources.list.d/sdm-deb-src.sources <<SRC
+  "${sudo[@]}" tee /etc/apt/sources.list.d/sdm-deb-src.sources >/dev/null <<SRC
 Types: deb-src
 URIs: http://deb.debian.org/debian
 Suites: ${VERSION_CODENAME} ${VERSION_CODENAME}-updates
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-  apt-get update -qq
+  "${sudo[@]}" apt-get update -qq
 fi
 
 for source in "${!folder[@]}"; do

@@ -63,7 +63,7 @@ def emit_module_definition(h, testing=None):
     nodes: PE exports have none), or with `testing` sdm_testing.def."""
     library = "sdm_testing" if testing is not None else "sdm"
     names = sorted(h.functions) + (sorted(testing.functions) if testing is not None else [])
-    out = [f"; {NOTICE}", f"; The exports of {library}.dll (Windows hosts, windows/README.md): the functions of sdm.h"
+    out = [f"; {NOTICE}", f"; The exports of {library}.dll (Windows hosts, docs/WINDOWS.md): the functions of sdm.h"
            + (" and sdm_testing.h." if testing is not None else " and nothing else."), f"LIBRARY {library}.dll", "EXPORTS"]
     return "\n".join(out + ["    " + n for n in names]) + "\n"
 

@@ -1,4 +1,4 @@
-// platform.hpp on Windows (windows/README.md): libraries by LoadLibraryExW with a search order that
+// platform.hpp on Windows (docs/WINDOWS.md): libraries by LoadLibraryExW with a search order that
 // leaves out the working directory and PATH, UTF-8 paths turned into UTF-16, directories held by a
 // handle and everything below them opened relative to it (NtCreateFile's RootDirectory) without
 // following a reparse point, byte-range locks (LockFileEx) the system drops with the holder, and
