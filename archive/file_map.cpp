@@ -1,136 +1,47 @@
+// What file_map.hpp is on every operating system: the names of file types, the read of a whole
+// file into memory (the OS files, file_map_posix.cpp and file_map_windows.cpp, open and map).
 #include "file_map.hpp"
 
-#include <cerrno>
-#include <cstring>
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 namespace sdm::archive {
-namespace {
-
-Error os_error(const std::string& what, const std::string& path, int err) {
-    return make_error(ErrorCode::io, what + " " + path + ": " + std::strerror(err));
-}
-
-struct Fd {
-    int fd{-1};
-    ~Fd() {
-        if (fd >= 0) ::close(fd);
-    }
-};
-
-}  // namespace
 
 std::string file_type_name(uint32_t mode_bits) {
-    const auto mode = static_cast<mode_t>(mode_bits);
-    if (S_ISREG(mode)) return "a regular file";
-    if (S_ISDIR(mode)) return "a directory";
-    if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-    if (S_ISCHR(mode)) return "a character device";
-    if (S_ISBLK(mode)) return "a block device";
-    if (S_ISSOCK(mode)) return "a socket";
-    if (S_ISLNK(mode)) return "a symbolic link";
-    return "not a regular file";
+    switch (mode_bits & 0170000) {  // the type bits as POSIX numbers them (Windows' status says the same)
+    case 0100000: return "a regular file";
+    case 0040000: return "a directory";
+    case 0010000: return "a FIFO (named pipe)";
+    case 0020000: return "a character device";
+    case 0060000: return "a block device";
+    case 0140000: return "a socket";
+    case 0120000: return "a symbolic link";
+    default: return "not a regular file";
+    }
 }
 
-Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, FileMapOptions options) {
-    // Non-blocking, so that opening a FIFO returns at once instead of waiting for a writer; the
-    // type is then checked on the descriptor itself, and only a regular file is read.
-    Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (options.no_follow ? O_NOFOLLOW : 0))};
-    if (f.fd < 0) {
-        if (errno == ELOOP && options.no_follow) return make_error(ErrorCode::invalid_argument, path + " is a symbolic link; sdm does not follow it here");
-        return os_error("cannot open", path, errno);
-    }
-    struct stat st {};
-    if (::fstat(f.fd, &st) != 0) return os_error("cannot stat", path, errno);
-    if (!S_ISREG(st.st_mode))
-        return make_error(ErrorCode::invalid_argument, path + " is " + file_type_name(st.st_mode) + ", not a regular file; sdm reads only regular files");
-    std::shared_ptr<FileMap> map(new FileMap());
-    map->path_ = path;
-    map->device_ = static_cast<uint64_t>(st.st_dev);
-    map->inode_ = static_cast<uint64_t>(st.st_ino);
-    map->mtime_ns_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-    map->owner_ = static_cast<uint32_t>(st.st_uid);
-    map->mode_ = static_cast<uint32_t>(st.st_mode & 07777);
-    const auto size = static_cast<uint64_t>(st.st_size);
-    if (options.max_size != 0 && size > options.max_size)
-        return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(size) + " bytes, more than the " +
-                                                           std::to_string(options.max_size) + " it may hold");
-    if (size > 0 && size >= options.read_below && !options.private_copy) {
-        void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE | (options.populate ? MAP_POPULATE : 0), f.fd, 0);
-        if (p != MAP_FAILED) {
-            map->data_ = p;
-            map->size_ = static_cast<size_t>(size);
-            map->mapped_ = true;
-            return std::shared_ptr<const FileMap>(std::move(map));
-        }
-    }
-    // Small, asked for a private copy, or not mappable: read it, straight into the buffer. Exactly
-    // the size fstat gave, and one more byte to see the end: a file that grows meanwhile is
-    // refused, so the cost stays bounded by what the file held when it was opened.
+Result<void> FileMap::read_whole(uint64_t size, const std::function<Result<size_t>(std::byte* into, size_t want)>& read) {
+    // Exactly the size the OS gave at open, and one more byte to see the end: a file that grows
+    // meanwhile is refused, so the cost stays bounded by what the file held when it was opened.
     try {
-        map->owned_.resize(static_cast<size_t>(size) + 1);
+        owned_.resize(static_cast<size_t>(size) + 1);
     } catch (const std::bad_alloc&) {
-        return make_error(ErrorCode::out_of_memory, "cannot allocate " + std::to_string(size) + " bytes to read " + path);
+        return make_error(ErrorCode::out_of_memory, "cannot allocate " + std::to_string(size) + " bytes to read " + path_);
     }
     size_t used = 0;
-    while (used < map->owned_.size()) {
-        const ssize_t n = ::read(f.fd, map->owned_.data() + used, map->owned_.size() - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return os_error("cannot read", path, errno);
-        if (n == 0) break;
-        used += static_cast<size_t>(n);
+    while (used < owned_.size()) {
+        SDM_TRY_GET(n, read(owned_.data() + used, owned_.size() - used));
+        if (*n == 0) break;
+        used += *n;
     }
-    if (used > size) return make_error(ErrorCode::io, path + " grew while it was read; read it again once its writer is done");
-    map->owned_.resize(used);
-    map->data_ = map->owned_.data();
-    map->size_ = map->owned_.size();
-    return std::shared_ptr<const FileMap>(std::move(map));
-}
-
-FileMap::~FileMap() {
-    if (mapped_) ::munmap(data_, size_);
+    if (used > size) return make_error(ErrorCode::io, path_ + " grew while it was read; read it again once its writer is done");
+    owned_.resize(used);
+    data_ = owned_.data();
+    size_ = owned_.size();
+    return {};
 }
 
 Result<ByteVector> read_file(const std::string& path) {
     SDM_TRY_GET(map, FileMap::open(path));
     const Bytes b = (*map)->bytes();
     return ByteVector(b.begin(), b.end());
-}
-
-Result<void> write_file_atomic(const std::string& path, Bytes bytes) {
-    const auto slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    std::string tmp = path + ".tmp.XXXXXX";
-    Fd f{::mkstemp(tmp.data())};
-    if (f.fd < 0) return os_error("cannot create a temporary file for", path, errno);
-    size_t done = 0;
-    while (done < bytes.size()) {
-        const ssize_t n = ::write(f.fd, bytes.data() + done, bytes.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            const int err = errno;
-            ::unlink(tmp.c_str());
-            return os_error("cannot write", tmp, err);
-        }
-        done += static_cast<size_t>(n);
-    }
-    if (::fchmod(f.fd, 0644) != 0 || ::fsync(f.fd) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return os_error("cannot sync", tmp, err);
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());
-        return os_error("cannot rename into place", path, err);
-    }
-    Fd d{::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
-    if (d.fd >= 0) ::fsync(d.fd);
-    return {};
 }
 
 }  // namespace sdm::archive

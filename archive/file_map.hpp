@@ -1,10 +1,11 @@
 // A read-only view of a whole regular file: mmapped where the platform allows, read into memory
 // otherwise (small files, a file system without mmap). Anything but a regular file (a directory,
 // a FIFO, a device such as /dev/zero, a socket) is refused with a message naming what it is,
-// without blocking and without reading from it. The archive layer's only platform code; a Windows port
-// replaces file_map.cpp (CreateFileMapping) and nothing else here.
+// without blocking and without reading from it. The archive layer's only platform code:
+// file_map_posix.cpp and file_map_windows.cpp (CreateFileMapping), over file_map.cpp's portable part.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -48,6 +49,9 @@ public:
 
 private:
     FileMap() = default;
+    // Reads the file's `size` bytes into owned_ through `read` (bytes read; 0 at the end), refusing
+    // a file that grew; data_ and size_ then point at them.
+    Result<void> read_whole(uint64_t size, const std::function<Result<size_t>(std::byte* into, size_t want)>& read);
     std::string path_;
     void* data_{nullptr};
     size_t size_{0};

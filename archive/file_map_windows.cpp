@@ -8,30 +8,13 @@
 
 #include <windows.h>
 
+#include "common/windows_text.hpp"
+
 namespace sdm::archive {
 namespace {
 
-std::wstring wide(const std::string& text) {
-    if (text.empty()) return {};
-    const int n = ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, text.data(), static_cast<int>(text.size()), nullptr, 0);
-    if (n <= 0) return {};
-    std::wstring out(static_cast<size_t>(n), L'\0');
-    ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, text.data(), static_cast<int>(text.size()), out.data(), n);
-    return out;
-}
-
-std::string message_of(DWORD err) {
-    char* text = nullptr;
-    const DWORD n = ::FormatMessageA(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, err, 0,
-                                     reinterpret_cast<char*>(&text), 0, nullptr);
-    std::string out = n > 0 && text != nullptr ? std::string(text, n) : "error " + std::to_string(err);
-    if (text != nullptr) ::LocalFree(text);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.')) out.pop_back();
-    return out;
-}
-
 Error os_error(const std::string& what, const std::string& path, DWORD err) {
-    return make_error(ErrorCode::io, what + " " + path + ": " + message_of(err));
+    return make_error(ErrorCode::io, what + " " + path + ": " + system_message(err));
 }
 
 struct Handle {
@@ -41,20 +24,9 @@ struct Handle {
     }
 };
 
-constexpr uint32_t kRegular = 0100000, kDirectory = 0040000, kLink = 0120000, kCharacter = 0020000, kFifo = 0010000;
+constexpr uint32_t kCharacter = 0020000, kFifo = 0010000;  // file_type_name's bits
 
 }  // namespace
-
-std::string file_type_name(uint32_t mode_bits) {
-    switch (mode_bits & 0170000) {
-    case kRegular: return "a regular file";
-    case kDirectory: return "a directory";
-    case kFifo: return "a FIFO (named pipe)";
-    case kCharacter: return "a character device";
-    case kLink: return "a symbolic link";
-    default: return "not a regular file";
-    }
-}
 
 Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, FileMapOptions options) {
     const std::wstring name = wide(path);
@@ -95,36 +67,17 @@ Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, Fi
             }
         }
     }
-    // Small, asked for a private copy, or not mappable: read exactly the size the handle gave, and
-    // one more byte to see the end (a file that grows meanwhile is refused).
-    try {
-        map->owned_.resize(static_cast<size_t>(size) + 1);
-    } catch (const std::bad_alloc&) {
-        return make_error(ErrorCode::out_of_memory, "cannot allocate " + std::to_string(size) + " bytes to read " + path);
-    }
-    size_t used = 0;
-    while (used < map->owned_.size()) {
+    // Small, asked for a private copy, or not mappable: read it into memory.
+    SDM_TRY(map->read_whole(size, [&](std::byte* into, size_t want) -> Result<size_t> {
         DWORD n = 0;
-        const DWORD want = static_cast<DWORD>(std::min<size_t>(map->owned_.size() - used, 1u << 30));
-        if (!::ReadFile(f.h, map->owned_.data() + used, want, &n, nullptr)) return os_error("cannot read", path, ::GetLastError());
-        if (n == 0) break;
-        used += n;
-    }
-    if (used > size) return make_error(ErrorCode::io, path + " grew while it was read; read it again once its writer is done");
-    map->owned_.resize(used);
-    map->data_ = map->owned_.data();
-    map->size_ = map->owned_.size();
+        if (!::ReadFile(f.h, into, static_cast<DWORD>(std::min<size_t>(want, 1u << 30)), &n, nullptr)) return os_error("cannot read", path, ::GetLastError());
+        return static_cast<size_t>(n);
+    }));
     return std::shared_ptr<const FileMap>(std::move(map));
 }
 
 FileMap::~FileMap() {
     if (mapped_) ::UnmapViewOfFile(data_);
-}
-
-Result<ByteVector> read_file(const std::string& path) {
-    SDM_TRY_GET(map, FileMap::open(path));
-    const Bytes b = (*map)->bytes();
-    return ByteVector(b.begin(), b.end());
 }
 
 Result<void> write_file_atomic(const std::string& path, Bytes bytes) {

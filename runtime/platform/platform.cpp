@@ -56,20 +56,9 @@ Result<Library> Library::open(const std::string& path, bool keep_loaded) {
     return lib;
 }
 
-Library::Library(Library&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+void close_descriptor(int fd) noexcept { ::close(fd); }  // (closing a lock's descriptor releases the flock)
 
-Library& Library::operator=(Library&& other) noexcept {
-    if (this != &other) {
-        if (handle_ != nullptr) ::dlclose(handle_);
-        handle_ = std::exchange(other.handle_, nullptr);
-        path_ = std::move(other.path_);
-    }
-    return *this;
-}
-
-Library::~Library() {
-    if (handle_ != nullptr) ::dlclose(handle_);
-}
+void unload_library(void* handle) noexcept { ::dlclose(handle); }
 
 void* Library::symbol(const char* name) const noexcept { return handle_ != nullptr ? ::dlsym(handle_, name) : nullptr; }
 
@@ -80,23 +69,8 @@ std::optional<std::string> env(const char* name) {
 }
 
 std::vector<std::string> env_list(const char* name) {
-    std::vector<std::string> out;
     const auto list = env(name);
-    if (!list) return out;
-    size_t at = 0;
-    while (at <= list->size()) {
-        size_t end = list->find(':', at);
-        if (end == std::string::npos) end = list->size();
-        if (end > at) out.push_back(list->substr(at, end - at));
-        at = end + 1;
-    }
-    return out;
-}
-
-FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-
-FileLock::~FileLock() {
-    if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the flock
+    return list ? split_list(*list, ':') : std::vector<std::string>{};
 }
 
 Result<void> make_directories(const std::string& path, unsigned mode) {
@@ -196,21 +170,6 @@ Result<Directory> Directory::open(const std::string& path, bool create, unsigned
     return Directory(fd, path);
 }
 
-Directory::Directory(Directory&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
-
-Directory& Directory::operator=(Directory&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = std::exchange(other.fd_, -1);
-        path_ = std::move(other.path_);
-    }
-    return *this;
-}
-
-Directory::~Directory() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
 Result<FileStatus> Directory::status() const {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) return os_error("cannot stat " + path_, errno);
@@ -255,13 +214,7 @@ Result<std::pair<FileStatus, ByteVector>> Directory::read_file(const std::string
     struct stat st {};
     if (::fstat(fd, &st) != 0) return os_error("cannot stat " + path, errno);
     const FileStatus status = status_from(st);
-    if (!status.regular) return make_error(ErrorCode::invalid_argument, path + " is " + status.type() + ", not a regular file");
-    if (status.size > max_size)
-        return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(status.size) + " bytes, more than the " +
-                                                           std::to_string(max_size) + " it may hold");
-    if (status.size < prefix.size())
-        return make_error(ErrorCode::io, path + " is " + std::to_string(status.size) + " bytes, shorter than its " + std::to_string(prefix.size()) +
-                                             "-byte header");
+    SDM_TRY(check_whole_read(path, status, max_size, prefix.size()));
     if (accept) SDM_TRY(accept(status));
     constexpr size_t kPiece = 256 * 1024;  // what `consume` sees at a time: well within a core's L2
     const auto read_at = [&](std::byte* into, size_t size, uint64_t offset, bool pieces) -> Result<void> {
@@ -387,46 +340,22 @@ Result<FileLock> Directory::lock(const std::string& name, double warn_after_seco
         ::close(fd);
         return make_error(ErrorCode::io, "lock file " + path + " is not a regular file; remove it");
     }
-    const auto started = std::chrono::steady_clock::now();
-    auto next_look = started;
-    bool warned = false;
-    for (;;) {
-        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-            // Who holds it and for how long at most, for whoever waits: best effort (a full disk
-            // leaves it empty, and a waiter then says "another process or thread").
-            const std::string text = lock_mark_text(mark, process_id(), static_cast<int64_t>(::time(nullptr)));
-            if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, text.data(), text.size(), 0) < 0) {
-                // nothing to do: see above
-            }
-            return FileLock(fd);
-        }
-        if (errno != EWOULDBLOCK && errno != EINTR) {
-            const int err = errno;
-            ::close(fd);
-            return os_error("cannot lock " + path, err);
-        }
-        const auto now = std::chrono::steady_clock::now();
-        const double waited = std::chrono::duration<double>(now - started).count();
-        if (!warned && waited > warn_after_seconds) {
-            warned = true;
-            if (waiting) waiting(lock_holder(fd).who);
-        }
-        // A holder that said when its build ends (its limit) and is still there well after it is
-        // stuck: stop waiting for it then, not after give_up_seconds. Looked at once a second.
-        bool overdue = false;
-        if (now >= next_look) {
-            next_look = now + std::chrono::seconds(1);
-            const LockHolder h = lock_holder(fd);
-            overdue = h.until && static_cast<int64_t>(::time(nullptr)) > *h.until + kLockGraceSeconds;
-        }
-        if (waited > give_up_seconds || overdue) {
-            const LockHolder holder = lock_holder(fd);
-            ::close(fd);
-            return make_error(ErrorCode::io, "gave up after " + std::to_string(static_cast<long>(waited)) + " s waiting for the lock " + path + ", which " +
-                                                 holder.who + " holds" + (overdue ? ", past the end of its build's limit" : ""));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto taken = wait_for_lock(path, warn_after_seconds, give_up_seconds, waiting, [&]() -> Result<bool> {
+        if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+        if (errno == EWOULDBLOCK || errno == EINTR) return false;
+        return os_error("cannot lock " + path, errno);
+    }, [&] { return lock_holder(fd); });
+    if (!taken) {
+        ::close(fd);
+        return taken.error();
     }
+    // Who holds it and for how long at most, for whoever waits: best effort (a full disk leaves it
+    // empty, and a waiter then says "another process or thread").
+    const std::string text = lock_mark_text(mark, process_id(), static_cast<int64_t>(::time(nullptr)));
+    if (::ftruncate(fd, 0) == 0 && ::pwrite(fd, text.data(), text.size(), 0) < 0) {
+        // nothing to do: see above
+    }
+    return FileLock(fd);
 }
 
 std::optional<FileLock> Directory::try_lock(const std::string& name) const {

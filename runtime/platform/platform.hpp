@@ -43,6 +43,11 @@ private:
     std::string path_;
 };
 
+// The OS's release of a descriptor (Directory, FileLock: a lock goes with it) and of a loaded
+// library, for the moves and destructors that portable.cpp writes once for every OS.
+void close_descriptor(int fd) noexcept;
+void unload_library(void* handle) noexcept;
+
 // The variable's value; nullopt when unset or empty.
 std::optional<std::string> env(const char* name);
 // The non-empty entries of the ':'-separated list in environment variable `name`, in order
@@ -72,7 +77,7 @@ struct LockMark {
 };
 // How long past the end of its mark's limit a holder is waited for (its build's own cleanup).
 inline constexpr int64_t kLockGraceSeconds = 10;
-// What a holder writes into its lock file ("pid N until T: what\n"; lock_mark.cpp), and what a
+// What a holder writes into its lock file ("pid N until T: what\n"; portable.cpp), and what a
 // waiter reads back from the file's first bytes, trusting nothing: a bounded parse, the pid's range
 // checked, the text escaped. `who` names the holder for a message; `until` is when its build must be
 // over (seconds since the epoch; nullopt without one). `self` is this process's id, `now` the time.
@@ -82,6 +87,14 @@ struct LockHolder {
     std::optional<int64_t> until;
 };
 LockHolder parse_lock_mark(std::string_view text, int self, int64_t now);
+// Directory::lock's wait, on every OS: calls `try_once` (true: taken) every 2 ms; after
+// `warn_after_seconds` tells `waiting` once who holds it; gives up (ErrorCode::io, naming the
+// holder) after `give_up_seconds`, or once the holder is kLockGraceSeconds past its mark's limit.
+Result<void> wait_for_lock(const std::string& path, double warn_after_seconds, double give_up_seconds,
+                           const std::function<void(const std::string& holder)>& waiting, const std::function<Result<bool>()>& try_once,
+                           const std::function<LockHolder()>& holder);
+// The non-empty entries of `list`, split at `separator` (env_list's ':' on POSIX, ';' on Windows).
+std::vector<std::string> split_list(std::string_view list, char separator);
 
 // What fstat says of a file or directory, for the checks of who may have written it.
 struct FileStatus {
@@ -97,6 +110,9 @@ struct FileStatus {
 };
 
 uint32_t effective_user() noexcept;
+// Directory::read_file's checks of what fstat said before a byte is read: a regular file, at most
+// `max_size` bytes, at least `prefix_size` (each refusal names `path` and what it is).
+Result<void> check_whole_read(const std::string& path, const FileStatus& status, uint64_t max_size, size_t prefix_size);
 // This process's id (a forked child sees its own: what the warm-up and readahead threads check).
 int process_id() noexcept;
 // The status of the file `path` names, links followed (the identity of a mounted archive's file);
@@ -185,6 +201,9 @@ struct ChildOutcome {
     std::string standard_error;     // its first max_stderr bytes of standard error
     std::string how() const;        // "exited with status 3", "was killed by signal 11 (SIGSEGV)", ...
 };
+// How `signal` ended a child, in words: "was killed by signal 11 (SIGSEGV)"; on Windows, where it
+// holds the exception code, "crashed with exception 0xC0000005 (access violation)".
+std::string ended_by(int signal);
 // Starts argv[0] with the request readable at descriptor 3 and an empty file at descriptor 4 for
 // its reply, its standard input and output on /dev/null and its standard error captured; no other
 // descriptor of this process reaches it (sdm opens everything close-on-exec, and the child closes

@@ -364,24 +364,15 @@ Result<bool> program_present(const std::string& path) {
     return true;
 }
 
-std::string ChildOutcome::how() const {
-    if (timed_out) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f", seconds);
-        return std::string("ran past its time limit of ") + text + " s and was killed";
-    }
-    if (signal != 0) {
-        // The signals a crashing or limited compiler dies of, by name (sigabbrev_np is glibc 2.32+).
-        static constexpr std::pair<int, const char*> names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},
-                                                                {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
-                                                                {SIGXCPU, "SIGXCPU"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"}};
-        std::string text = "was killed by signal " + std::to_string(signal);
-        for (const auto& [number, name] : names)
-            if (number == signal) text += std::string(" (") + name + ")";
-        return text;
-    }
-    if (status_unknown) return "ended, and how is unknown (the host's own wait took its exit status)";
-    return "exited with status " + std::to_string(exit_code);
+std::string ended_by(int signal) {
+    // The signals a crashing or limited compiler dies of, by name (sigabbrev_np is glibc 2.32+).
+    static constexpr std::pair<int, const char*> names[] = {{SIGSEGV, "SIGSEGV"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},
+                                                            {SIGILL, "SIGILL"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+                                                            {SIGXCPU, "SIGXCPU"}, {SIGTERM, "SIGTERM"}, {SIGTRAP, "SIGTRAP"}};
+    std::string text = "was killed by signal " + std::to_string(signal);
+    for (const auto& [number, name] : names)
+        if (number == signal) text += std::string(" (") + name + ")";
+    return text;
 }
 
 Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int pid)>& started) {

@@ -17,7 +17,7 @@
 #include <windows.h>
 #include <io.h>
 
-#include "platform_windows.hpp"
+#include "common/windows_text.hpp"
 
 namespace sdm::runtime::platform {
 namespace {
@@ -186,21 +186,12 @@ Result<bool> program_present(const std::string& path) {
     return true;
 }
 
-std::string ChildOutcome::how() const {
-    if (timed_out) {
-        char text[32];
-        std::snprintf(text, sizeof text, "%.1f", seconds);
-        return std::string("ran past its time limit of ") + text + " s and was killed";
-    }
-    if (signal != 0) {
-        char text[64];
-        std::snprintf(text, sizeof text, "crashed with exception 0x%08X", static_cast<unsigned>(signal));
-        const auto code = static_cast<unsigned>(signal);
-        return std::string(text) + (code == 0xC0000005u ? " (access violation)" : code == 0xC0000017u || code == 0xC000012Du ? " (out of memory)" :
-                                    code == 0xC00000FDu ? " (stack overflow)" : code == 0xC0000409u ? " (abort)" : "");
-    }
-    if (status_unknown) return "ended, and how is unknown";
-    return "exited with status " + std::to_string(exit_code);
+std::string ended_by(int signal) {
+    char text[64];
+    const auto code = static_cast<unsigned>(signal);
+    std::snprintf(text, sizeof text, "crashed with exception 0x%08X", code);
+    return std::string(text) + (code == 0xC0000005u ? " (access violation)" : code == 0xC0000017u || code == 0xC000012Du ? " (out of memory)" :
+                                code == 0xC00000FDu ? " (stack overflow)" : code == 0xC0000409u ? " (abort)" : "");
 }
 
 Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int pid)>& started) {

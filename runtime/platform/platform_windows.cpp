@@ -21,39 +21,9 @@
 #include <sddl.h>
 
 #include "archive/file_map.hpp"
-#include "platform_windows.hpp"
+#include "common/windows_text.hpp"
 
 namespace sdm::runtime::platform {
-
-// ---- text and errors --------------------------------------------------------------------------
-
-std::wstring wide(std::string_view text) {
-    if (text.empty()) return {};
-    const int n = ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, text.data(), static_cast<int>(text.size()), nullptr, 0);
-    if (n <= 0) return {};
-    std::wstring out(static_cast<size_t>(n), L'\0');
-    ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, text.data(), static_cast<int>(text.size()), out.data(), n);
-    return out;
-}
-
-std::string narrow(std::wstring_view text) {
-    if (text.empty()) return {};
-    const int n = ::WideCharToMultiByte(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), nullptr, 0, nullptr, nullptr);
-    if (n <= 0) return {};
-    std::string out(static_cast<size_t>(n), '\0');
-    ::WideCharToMultiByte(CP_UTF8, 0, text.data(), static_cast<int>(text.size()), out.data(), n, nullptr, nullptr);
-    return out;
-}
-
-std::string system_message(unsigned long err) {
-    wchar_t* text = nullptr;
-    const DWORD n = ::FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr, err, 0,
-                                     reinterpret_cast<wchar_t*>(&text), 0, nullptr);
-    std::string out = n > 0 && text != nullptr ? narrow(std::wstring_view(text, n)) : "error " + std::to_string(err);
-    if (text != nullptr) ::LocalFree(text);
-    while (!out.empty() && (out.back() == '\n' || out.back() == '\r' || out.back() == '.')) out.pop_back();
-    return out;
-}
 
 namespace {
 
@@ -240,20 +210,9 @@ Result<Library> Library::open(const std::string& path, bool keep_loaded) {
     return lib;
 }
 
-Library::Library(Library&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)), path_(std::move(other.path_)) {}
+void close_descriptor(int fd) noexcept { ::_close(fd); }  // (closes the handle it wraps: a lock goes with it)
 
-Library& Library::operator=(Library&& other) noexcept {
-    if (this != &other) {
-        if (handle_ != nullptr) ::FreeLibrary(static_cast<HMODULE>(handle_));
-        handle_ = std::exchange(other.handle_, nullptr);
-        path_ = std::move(other.path_);
-    }
-    return *this;
-}
-
-Library::~Library() {
-    if (handle_ != nullptr) ::FreeLibrary(static_cast<HMODULE>(handle_));
-}
+void unload_library(void* handle) noexcept { ::FreeLibrary(static_cast<HMODULE>(handle)); }
 
 void* Library::symbol(const char* name) const noexcept {
     return handle_ != nullptr ? reinterpret_cast<void*>(::GetProcAddress(static_cast<HMODULE>(handle_), name)) : nullptr;
@@ -288,26 +247,11 @@ std::optional<std::string> env(const char* name) {
 
 // ';'-separated on Windows, as PATH is (a drive letter's ':' is part of a path there).
 std::vector<std::string> env_list(const char* name) {
-    std::vector<std::string> out;
     const auto list = env(name);
-    if (!list) return out;
-    size_t at = 0;
-    while (at <= list->size()) {
-        size_t end = list->find(';', at);
-        if (end == std::string::npos) end = list->size();
-        if (end > at) out.push_back(list->substr(at, end - at));
-        at = end + 1;
-    }
-    return out;
+    return list ? split_list(*list, ';') : std::vector<std::string>{};
 }
 
 // ---- files and directories --------------------------------------------------------------------
-
-FileLock::FileLock(FileLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-
-FileLock::~FileLock() {
-    if (fd_ >= 0) ::_close(fd_);  // closing the handle releases the lock
-}
 
 Result<void> make_directories(const std::string& path, unsigned) {
     OwnerOnly owner_only;
@@ -380,21 +324,6 @@ Result<Directory> Directory::open(const std::string& path, bool create, unsigned
     return Directory(fd, path);
 }
 
-Directory::Directory(Directory&& other) noexcept : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
-
-Directory& Directory::operator=(Directory&& other) noexcept {
-    if (this != &other) {
-        if (fd_ >= 0) ::_close(fd_);
-        fd_ = std::exchange(other.fd_, -1);
-        path_ = std::move(other.path_);
-    }
-    return *this;
-}
-
-Directory::~Directory() {
-    if (fd_ >= 0) ::_close(fd_);
-}
-
 Result<FileStatus> Directory::status() const {
     const auto st = status_of_handle(handle_of(fd_));
     if (!st) return os_error("cannot stat " + path_, ::GetLastError());
@@ -438,13 +367,7 @@ Result<std::pair<FileStatus, ByteVector>> Directory::read_file(const std::string
     const auto got = status_of_handle(f.h);
     if (!got) return os_error("cannot stat " + path, ::GetLastError());
     const FileStatus status = *got;
-    if (!status.regular) return make_error(ErrorCode::invalid_argument, path + " is " + status.type() + ", not a regular file");
-    if (status.size > max_size)
-        return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(status.size) + " bytes, more than the " +
-                                                           std::to_string(max_size) + " it may hold");
-    if (status.size < prefix.size())
-        return make_error(ErrorCode::io, path + " is " + std::to_string(status.size) + " bytes, shorter than its " + std::to_string(prefix.size()) +
-                                             "-byte header");
+    SDM_TRY(check_whole_read(path, status, max_size, prefix.size()));
     if (accept) SDM_TRY(accept(status));
     SDM_TRY(read_at(f.h, prefix.data(), prefix.size(), 0, path, status.size, nullptr));
     ByteVector bytes;
@@ -575,41 +498,21 @@ Result<FileLock> Directory::lock(const std::string& name, double warn_after_seco
     }
     if (const auto st = status_of_handle(f.h); !st || !st->regular)
         return make_error(ErrorCode::io, "lock file " + path + " is not a regular file; remove it");
-    const auto started = std::chrono::steady_clock::now();
-    auto next_look = started;
-    bool warned = false;
-    for (;;) {
-        if (lock_byte(f.h)) {
-            const std::string text = lock_mark_text(mark, process_id(), static_cast<int64_t>(std::time(nullptr)));
-            FILE_END_OF_FILE_INFO end{};
-            ::SetFileInformationByHandle(f.h, FileEndOfFileInfo, &end, sizeof end);
-            OVERLAPPED at{};
-            DWORD n = 0;
-            ::WriteFile(f.h, text.data(), static_cast<DWORD>(text.size()), &n, &at);  // best effort, as on POSIX
-            const int fd = descriptor_of(f.release());
-            if (fd < 0) return make_error(ErrorCode::io, "cannot lock " + path + ": out of descriptors");
-            return FileLock(fd);
-        }
-        if (::GetLastError() != ERROR_LOCK_VIOLATION && ::GetLastError() != ERROR_IO_PENDING) return os_error("cannot lock " + path, ::GetLastError());
-        const auto now = std::chrono::steady_clock::now();
-        const double waited = std::chrono::duration<double>(now - started).count();
-        if (!warned && waited > warn_after_seconds) {
-            warned = true;
-            if (waiting) waiting(lock_holder(f.h).who);
-        }
-        bool overdue = false;
-        if (now >= next_look) {
-            next_look = now + std::chrono::seconds(1);
-            const LockHolder h = lock_holder(f.h);
-            overdue = h.until && static_cast<int64_t>(std::time(nullptr)) > *h.until + kLockGraceSeconds;
-        }
-        if (waited > give_up_seconds || overdue) {
-            const LockHolder holder = lock_holder(f.h);
-            return make_error(ErrorCode::io, "gave up after " + std::to_string(static_cast<long>(waited)) + " s waiting for the lock " + path + ", which " +
-                                                 holder.who + " holds" + (overdue ? ", past the end of its build's limit" : ""));
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
+    SDM_TRY(wait_for_lock(path, warn_after_seconds, give_up_seconds, waiting, [&]() -> Result<bool> {
+        if (lock_byte(f.h)) return true;
+        if (::GetLastError() == ERROR_LOCK_VIOLATION || ::GetLastError() == ERROR_IO_PENDING) return false;
+        return os_error("cannot lock " + path, ::GetLastError());
+    }, [&] { return lock_holder(f.h); }));
+    // Who holds it, for whoever waits (best effort, as on POSIX).
+    const std::string text = lock_mark_text(mark, process_id(), static_cast<int64_t>(std::time(nullptr)));
+    FILE_END_OF_FILE_INFO end{};
+    ::SetFileInformationByHandle(f.h, FileEndOfFileInfo, &end, sizeof end);
+    OVERLAPPED at{};
+    DWORD n = 0;
+    ::WriteFile(f.h, text.data(), static_cast<DWORD>(text.size()), &n, &at);
+    const int fd = descriptor_of(f.release());
+    if (fd < 0) return make_error(ErrorCode::io, "cannot lock " + path + ": out of descriptors");
+    return FileLock(fd);
 }
 
 std::optional<FileLock> Directory::try_lock(const std::string& name) const {
