@@ -5,6 +5,7 @@
 // alternates them); the files are read and parsed before the clock starts. Prints one line:
 //   MODE modules=N kernels=N failed=N us=T
 //   import_load_bench sdm ARCHIVE               mount + sdm_kernel_get of every kernel the manifest lists
+//                                               (MODULE!NAME for a name several modules list)
 //   import_load_bench driver LIBRARY SM         cuModuleLoadData of every container holding a cubin for
 //                                               sm_SM or PTX of compute_SM (what `sdm import --arch
 //                                               sm_SM --ptx compute_SM` keeps), cuModuleGetFunction of
@@ -26,6 +27,7 @@
 #include "archive/host_binary.hpp"
 #include "archive/kernel_params.hpp"
 #include "archive/manifest.hpp"
+#include "load_plan.hpp"
 #include "sdm/sdm.h"
 
 namespace {
@@ -41,14 +43,13 @@ int fail(const std::string& what) {
 int run_sdm(const char* path, bool verbose) {
     auto a = archive::Archive::open_file(path);
     if (!a) return fail(a.error().message);
-    auto manifest = a->read_manifest();
-    if (!manifest || !*manifest) return fail("the archive has no manifest");
+    // Every kernel by the name a user fetches it with: MODULE!NAME where several modules list the
+    // name (a plain fetch of it is SDM_ERROR_AMBIGUOUS since issue 39), else the plain name.
+    auto plan = sdm_bench::plan_of(*a, nullptr);
+    if (!plan) return fail(plan.error().message);
     std::vector<std::string> names;
-    std::set<std::string> modules;
-    for (const auto& k : (*manifest)->kernels) {
-        names.push_back(k.name);
-        modules.insert(k.module);
-    }
+    for (const auto& [module, kernels] : plan->modules)
+        for (const auto& k : kernels) names.push_back(sdm_bench::fetch_name(*plan, module, k));
     sdm_runtime_params p{};
     p.struct_size = sizeof p;
     p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
@@ -72,7 +73,7 @@ int run_sdm(const char* path, bool verbose) {
         }
     }
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-    std::printf("sdm modules=%zu kernels=%zu failed=%zu us=%.0f\n", modules.size(), names.size(), failed, us);
+    std::printf("sdm modules=%zu kernels=%zu failed=%zu us=%.0f\n", plan->modules.size(), names.size(), failed, us);
     sdm_runtime_destroy(rt);
     return failed == 0 ? 0 : 2;
 }

@@ -68,11 +68,6 @@ std::optional<std::string> env(const char* name) {
     return std::string(value);
 }
 
-std::vector<std::string> env_list(const char* name) {
-    const auto list = env(name);
-    return list ? split_list(*list, ':') : std::vector<std::string>{};
-}
-
 Result<void> make_directories(const std::string& path, unsigned mode) {
     std::string partial;
     size_t at = 0;

@@ -50,8 +50,15 @@ void unload_library(void* handle) noexcept;
 
 // The variable's value; nullopt when unset or empty.
 std::optional<std::string> env(const char* name);
-// The non-empty entries of the ':'-separated list in environment variable `name`, in order
-// (SDM_ARCHIVE_PATH, SDM_PLUGIN_PATH, SDM_TRUSTED_KEYS).
+// What separates a path list's entries: ':' on POSIX, ';' on Windows (as PATH: a drive letter's
+// ':' is part of a path there).
+#ifdef _WIN32
+inline constexpr char kPathListSeparator = ';';
+#else
+inline constexpr char kPathListSeparator = ':';
+#endif
+// The non-empty entries of the kPathListSeparator-separated list in environment variable `name`,
+// in order (SDM_ARCHIVE_PATH, SDM_PLUGIN_PATH, SDM_TRUSTED_KEYS).
 std::vector<std::string> env_list(const char* name);
 
 // An exclusive lock on a lock file (flock: the kernel drops it when the holder dies, so a killed
@@ -93,8 +100,6 @@ LockHolder parse_lock_mark(std::string_view text, int self, int64_t now);
 Result<void> wait_for_lock(const std::string& path, double warn_after_seconds, double give_up_seconds,
                            const std::function<void(const std::string& holder)>& waiting, const std::function<Result<bool>()>& try_once,
                            const std::function<LockHolder()>& holder);
-// The non-empty entries of `list`, split at `separator` (env_list's ':' on POSIX, ';' on Windows).
-std::vector<std::string> split_list(std::string_view list, char separator);
 
 // What fstat says of a file or directory, for the checks of who may have written it.
 struct FileStatus {

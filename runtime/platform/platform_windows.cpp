@@ -245,12 +245,6 @@ std::optional<std::string> env(const char* name) {
     }
 }
 
-// ';'-separated on Windows, as PATH is (a drive letter's ':' is part of a path there).
-std::vector<std::string> env_list(const char* name) {
-    const auto list = env(name);
-    return list ? split_list(*list, ';') : std::vector<std::string>{};
-}
-
 // ---- files and directories --------------------------------------------------------------------
 
 Result<void> make_directories(const std::string& path, unsigned) {
@@ -400,16 +394,20 @@ Result<void> Directory::write_file_atomic(const std::string& name, const std::st
         }
     }
     if (!::FlushFileBuffers(f.h)) return fail("cannot sync " + tmp_path, ::GetLastError());
-    // Renamed by its handle, relative to this directory's handle, replacing `name`.
+    // Renamed by its handle, relative to this directory's handle, replacing `name`: through
+    // NtSetInformationFile (SetFileInformationByHandle would make the name a path against the
+    // working directory first, and refuse it with a RootDirectory).
+    if (!plain_name(name)) return fail("cannot rename " + tmp_path + " into place", ERROR_INVALID_NAME);
     const std::wstring target = wide(name);
-    std::vector<std::byte> buffer(sizeof(FILE_RENAME_INFO) + target.size() * sizeof(wchar_t));
-    auto* rename = reinterpret_cast<FILE_RENAME_INFO*>(buffer.data());
+    std::vector<std::byte> buffer(sizeof(FILE_RENAME_INFORMATION) + target.size() * sizeof(wchar_t));
+    auto* rename = reinterpret_cast<FILE_RENAME_INFORMATION*>(buffer.data());
     rename->ReplaceIfExists = TRUE;
     rename->RootDirectory = handle_of(fd_);
-    rename->FileNameLength = static_cast<DWORD>(target.size() * sizeof(wchar_t));
+    rename->FileNameLength = static_cast<ULONG>(target.size() * sizeof(wchar_t));
     std::memcpy(rename->FileName, target.data(), target.size() * sizeof(wchar_t));
-    if (!plain_name(name) || !::SetFileInformationByHandle(f.h, FileRenameInfo, rename, static_cast<DWORD>(buffer.size())))
-        return fail("cannot rename " + tmp_path + " into place", plain_name(name) ? ::GetLastError() : ERROR_INVALID_NAME);
+    IO_STATUS_BLOCK io{};
+    const NTSTATUS status = ::NtSetInformationFile(f.h, &io, rename, static_cast<ULONG>(buffer.size()), FileRenameInformation);
+    if (status < 0) return fail("cannot rename " + tmp_path + " into place", ::RtlNtStatusToDosError(status));
     return {};
 }
 

@@ -1,6 +1,7 @@
-// The half of platform.hpp that is the same on every operating system: a lock file's mark and the
-// wait for a lock, a path list's entries, the checks before a file is read whole, and how a child
-// ended in words. The OS files (platform.cpp, platform_windows.cpp, ...) call these.
+// The half of platform.hpp that is the same on every operating system: the moves and destructors
+// of its handles, a lock file's mark and the wait for a lock, a path list's entries (env_list), the
+// checks before a file is read whole, and how a child ended in words. The OS files (platform.cpp,
+// platform_windows.cpp, ...) write the rest.
 #include "platform.hpp"
 
 #include <chrono>
@@ -112,13 +113,15 @@ Result<void> wait_for_lock(const std::string& path, double warn_after_seconds, d
     }
 }
 
-std::vector<std::string> split_list(std::string_view list, char separator) {
+std::vector<std::string> env_list(const char* name) {
     std::vector<std::string> out;
+    const auto list = env(name);
+    if (!list) return out;
     size_t at = 0;
-    while (at <= list.size()) {
-        size_t end = list.find(separator, at);
-        if (end == std::string_view::npos) end = list.size();
-        if (end > at) out.emplace_back(list.substr(at, end - at));
+    while (at <= list->size()) {
+        size_t end = list->find(kPathListSeparator, at);
+        if (end == std::string::npos) end = list->size();
+        if (end > at) out.push_back(list->substr(at, end - at));
         at = end + 1;
     }
     return out;

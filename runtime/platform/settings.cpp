@@ -143,7 +143,7 @@ std::string grammar(const Setting& s) {
         return s.least_excluded ? "a number of seconds in (" + least + ", " + most + "]" : "a number of seconds from " + least + " to " + most;
     case Type::path: return "a path";
     case Type::absolute_path: return "an absolute path";
-    case Type::paths: return "':'-separated paths";
+    case Type::paths: return std::string("'") + platform::kPathListSeparator + "'-separated paths";
     case Type::choice: {
         const auto list = words(s.choices);
         std::string out;

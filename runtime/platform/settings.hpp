@@ -7,7 +7,7 @@
 //   seconds  a decimal number (a fraction or an exponent allowed; no sign, no hex, no inf or nan)
 //            within [least, most], least itself excluded where least_excluded
 //   path     as given; an absolute_path must start with '/'
-//   paths    ':'-separated, empty entries dropped
+//   paths    ':'-separated (';' on Windows: platform::kPathListSeparator), empty entries dropped
 //   choice   one of the words of `choices`
 // An unset or empty variable is always its default. A bad value does what the setting's OnBad says,
 // with one message: "NAME='VALUE' is not GRAMMAR; FALLBACK". docs/HOSTS.md's Environment table is
