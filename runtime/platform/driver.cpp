@@ -10,7 +10,11 @@ constexpr const char* kEntryNames[] = {
     SDM_DRIVER_ENTRY_POINTS(SDM_ENTRY_NAME)
 #undef SDM_ENTRY_NAME
 };
+#ifdef _WIN32
+constexpr const char* kDefaultDriver = "nvcuda.dll";  // (System32: Library::open's search order)
+#else
 constexpr const char* kDefaultDriver = "libcuda.so.1";
+#endif
 
 std::string version_text(int version) { return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10); }
 

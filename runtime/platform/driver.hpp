@@ -1,4 +1,4 @@
-// The CUDA driver, loaded at run time: libcuda.so.1 (or $SDM_CUDA_DRIVER, or a path the host gives)
+// The CUDA driver, loaded at run time: libcuda.so.1, nvcuda.dll on Windows (or $SDM_CUDA_DRIVER, or a path the host gives)
 // with dlopen on first need, and every entry point resolved through cuGetProcAddress pinned to
 // CUDA 12.0 on its first use (a plain dlsym("cuCtxPushCurrent") would return the legacy ABI).
 // No driver, an old driver, a missing entry point and a failing cuInit are each an Error with a

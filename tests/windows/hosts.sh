@@ -27,6 +27,10 @@ echo "$out"
 grep -q "^0: NVIDIA H200 (9.0) class modern, 132 SMs" <<<"$out" || fail "c_host.exe did not list the fake H200"
 [ -z "$(grep -i "error\|cannot" <<<"$out")" ] || fail "c_host.exe reported an error"
 
+# No driver given and none installed (Wine has no nvcuda.dll): a clear error naming it, no crash.
+out=$(env -u SDM_CUDA_DRIVER "$wine" "$build/examples/c_host.exe" 2>&1) || true
+grep -q "SDM_ERROR_NO_DRIVER: cannot load the CUDA driver nvcuda.dll" <<<"$out" || fail "c_host.exe without a driver: $out"
+
 # Hostile paths: a directory and a missing file are refused, naming what they are.
 out=$("$wine" "$build/examples/c_host.exe" "$work" 2>&1) || true
 grep -q "is a directory, not a regular file" <<<"$out" || fail "c_host.exe mounting a directory: $out"
