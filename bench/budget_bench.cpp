@@ -68,16 +68,10 @@ int main(int argc, char** argv) {
     }
     const size_t kernel_count = plan->kernels;
 
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.log_level = SDM_LOG_OFF;
-    p.device_memory_budget = budget;
-    sdm_runtime* rt = nullptr;
+    auto made = sdm_bench::bench_runtime(budget);
+    if (!made) return fail(made.error().message);
+    sdm_runtime* rt = *made;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return fail(sdm_error_message(e));
-    int32_t devices = 0;
-    if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices < 1) return fail("no device");
     sdm_host::CudaDriver cu;
     if (!cu.open() || !cu.make_current(0)) return fail("no context");
     const long long before = used_device_bytes(cu);

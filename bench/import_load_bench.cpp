@@ -50,16 +50,11 @@ int run_sdm(const char* path, bool verbose) {
     std::vector<std::string> names;
     for (const auto& [module, kernels] : plan->modules)
         for (const auto& k : kernels) names.push_back(sdm_bench::fetch_name(*plan, module, k));
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.log_level = SDM_LOG_OFF;
     // The cache as a host has it ($SDM_CACHE_DIR): PTX-only modules are linked once, then hit.
-    sdm_runtime* rt = nullptr;
+    auto made = sdm_bench::bench_runtime();
+    if (!made) return fail(made.error().message);
+    sdm_runtime* rt = *made;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return fail(sdm_error_message(e));
-    int32_t devices = 0;
-    if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices < 1) return fail("no device");  // the context, before the clock
     const auto start = Clock::now();
     if (sdm_archive_mount_file(rt, path, &e) != SDM_OK) return fail(sdm_error_message(e));
     size_t failed = 0;

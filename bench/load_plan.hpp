@@ -11,6 +11,7 @@
 
 #include "archive/archive.hpp"
 #include "archive/manifest.hpp"
+#include "sdm/sdm.h"
 
 namespace sdm_bench {
 
@@ -49,6 +50,23 @@ inline sdm::Result<Plan> plan_of(const sdm::archive::Archive& a, const char* lis
         p.ids.push_back(this_id);
     }
     return p;
+}
+
+// A runtime as the benches make it: nothing embedded, no log, `budget` bytes of device memory (0:
+// none); its device counted, which creates the context before any clock starts. The error's
+// message when it cannot be made or sees no device.
+inline sdm::Result<sdm_runtime*> bench_runtime(uint64_t budget = 0) {
+    sdm_runtime_params p{};
+    p.struct_size = sizeof p;
+    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
+    p.log_level = SDM_LOG_OFF;
+    p.device_memory_budget = budget;
+    sdm_runtime* rt = nullptr;
+    sdm_error* e = nullptr;
+    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return sdm::make_error(sdm::ErrorCode::internal, sdm_error_message(e));
+    int32_t devices = 0;
+    if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices < 1) return sdm::make_error(sdm::ErrorCode::not_found, "no device");
+    return rt;
 }
 
 // The name a fetch asks for: MODULE!NAME where the name is listed in more than one module.

@@ -109,15 +109,10 @@ int run_sdm(const char* path, const char* list, bool preload, bool verbose) {
     if (!a) return fail(a.error().message);
     auto plan = plan_of(*a, list);
     if (!plan) return fail(plan.error().message);
-    sdm_runtime_params p{};
-    p.struct_size = sizeof p;
-    p.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
-    p.log_level = SDM_LOG_OFF;
-    sdm_runtime* rt = nullptr;
+    auto made = sdm_bench::bench_runtime();
+    if (!made) return fail(made.error().message);
+    sdm_runtime* rt = *made;
     sdm_error* e = nullptr;
-    if (sdm_runtime_create(&p, &rt, &e) != SDM_OK) return fail(sdm_error_message(e));
-    int32_t devices = 0;
-    if (sdm_device_count(rt, &devices, &e) != SDM_OK || devices < 1) return fail("no device");  // the context, before the clock
     sdm_host::CudaDriver cu;  // the primary context current, as the driver modes have it
     if (!cu.open() || !cu.make_current(0)) return fail("no context");
     const long long before = used_device_bytes(cu);
