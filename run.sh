@@ -97,7 +97,8 @@ case "${1:-}" in
     # host runs the SDM kernels archive the first build packed.
     results=(build build-tsan build-asan)
     if windows/build.sh build-windows; then
-      SDM_TEST_KERNELS_ARCHIVE=$PWD/build/kernels/kernels.sdma meson test -C build-windows --no-rebuild --print-errorlogs || status=$?
+      WINEPREFIX=$PWD/build-windows/wineprefix SDM_TEST_KERNELS_ARCHIVE=$PWD/build/kernels/kernels.sdma \
+        meson test -C build-windows --no-rebuild --print-errorlogs || status=$?
       results+=(build-windows)
     else
       echo "run.sh: the Windows build failed (above); its tests did not run" >&2

@@ -13,9 +13,10 @@ wine=${WINE:-/usr/lib/wine/wine64}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# A prefix of the test's own (made on first use, a few seconds), sdm.dll found beside nothing but
-# through WINEPATH, Unix paths seen through Wine's Z: drive.
-export WINEPREFIX=${WINEPREFIX:-$work/prefix} WINEDEBUG=-all
+# A prefix of the test's own (made on first use, a few seconds; not the caller's, which another
+# test may be making at the same moment), sdm.dll found through WINEPATH, Unix paths seen through
+# Wine's Z: drive.
+export WINEPREFIX=$work/prefix WINEDEBUG=-all
 export WINEPATH="Z:${build//\//\\}\\capi"
 export SDM_CUDA_DRIVER=$build/tests/fake_cuda/nvcuda.dll
 export SDM_FAKE_CUDA_DEVICES="NVIDIA H200,9.0,232448,132,62914560"
