@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include <windows.h>
 #include <io.h>
@@ -36,6 +37,9 @@ struct Handle {
         if (h != nullptr) ::CloseHandle(h);
     }
     explicit operator bool() const { return h != nullptr; }
+    void reset() {
+        if (h != nullptr) ::CloseHandle(std::exchange(h, nullptr));
+    }
 };
 
 // A temporary file, inheritable, deleted when its last handle closes.
@@ -132,16 +136,18 @@ std::optional<std::pair<HANDLE, HANDLE>> own_handles() {
     return std::pair{reinterpret_cast<HANDLE>(static_cast<uintptr_t>(request)), reinterpret_cast<HANDLE>(static_cast<uintptr_t>(reply))};
 }
 
-}  // namespace
-
-Result<void> check_program(int fd, const std::string& path) {
+// check_program's test on a handle: a regular file, not a directory or a reparse point.
+Result<void> check_program_handle(HANDLE h, const std::string& path) {
     BY_HANDLE_FILE_INFORMATION info{};
-    const HANDLE h = reinterpret_cast<HANDLE>(::_get_osfhandle(fd));
     if (!::GetFileInformationByHandle(h, &info)) return os_failure("cannot stat " + path, ::GetLastError());
     if (info.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT))
         return make_error(ErrorCode::jit, path + " is not a regular file: sdm runs only a program file it checked; reinstall it");
     return {};
 }
+
+}  // namespace
+
+Result<void> check_program(int fd, const std::string& path) { return check_program_handle(reinterpret_cast<HANDLE>(::_get_osfhandle(fd)), path); }
 
 void child_status_record_start() {}
 
@@ -200,16 +206,7 @@ Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int
     // Held open from its check to the process's start: nobody may write, rename or delete it.
     Handle program_file(::CreateFileW(program.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr));
     if (!program_file) return make_error(ErrorCode::jit, "cannot open " + run.argv[0] + ": " + system_message(::GetLastError()));
-    {
-        const int fd = ::_open_osfhandle(reinterpret_cast<intptr_t>(program_file.h), 0);
-        if (fd >= 0) {
-            const auto checked = check_program(fd, run.argv[0]);
-            ::_close(fd);  // (closes the handle too)
-            program_file.h = nullptr;
-            SDM_TRY(checked);
-            program_file.h = ::CreateFileW(program.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
-        }
-    }
+    SDM_TRY(check_program_handle(program_file.h, run.argv[0]));
     SDM_TRY_GET(request_h, temporary_file("the child's request file"));
     Handle request(*request_h);
     SDM_TRY(write_all(request.h, run.request));
@@ -266,8 +263,7 @@ Result<ChildOutcome> run_child(const ChildRun& run, const std::function<void(int
         return os_failure("cannot put the child in its job object", err);
     }
     ::ResumeThread(process.hThread);
-    program_file.~Handle();
-    program_file.h = nullptr;
+    program_file.reset();  // started: the file may change now
     if (started) started(static_cast<int>(process.dwProcessId));
 
     ChildOutcome out;
