@@ -70,9 +70,10 @@ LoadedModule ModuleSlot::take_evicted() {
     return out;
 }
 
-void ModuleSlot::restore(CUmodule module, std::shared_ptr<LoadedLibrary> library) {
+void ModuleSlot::restore(CUmodule module, std::shared_ptr<LoadedLibrary> library, std::optional<uint64_t> measured_bytes) {
     loaded_->module = module;
     loaded_->library = std::move(library);
+    loaded_->measured_bytes = measured_bytes;
     use_.fetch_and(~kEvictedUse, std::memory_order_acq_rel);
 }
 

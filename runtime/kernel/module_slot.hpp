@@ -28,6 +28,7 @@
 // lock first. Without a budget nothing is counted.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -76,6 +77,10 @@ struct LoadedModule {
     // without choosing again. Its archive is dropped when the module is unloaded.
     ServedBy served;
     uint64_t device_bytes{0};  // its image's sections in device memory (archive::ImageInfo); 0 when the driver's JIT loaded it
+    // Under a device-memory budget: how much its load and its kernels' resolves grew the device's
+    // memory in use, as cuMemGetInfo showed it (registry/device_meter.hpp); nullopt when not
+    // measured. Changed under the registry's lock, as the budget's counts are.
+    std::optional<uint64_t> measured_bytes;
 };
 
 // Made by the registry as a shared object (its handles reach it from the raw pointer they hold).
@@ -162,7 +167,13 @@ public:
     LoadedModule take_evicted();
     // Its reload: the new module or library, and each kernel's function again (the handles stay
     // the host's). With the loading lock held; the slot serves uses again.
-    void restore(CUmodule module, std::shared_ptr<LoadedLibrary> library);
+    void restore(CUmodule module, std::shared_ptr<LoadedLibrary> library, std::optional<uint64_t> measured_bytes);
+    // A resolve grew the device's memory by `delta` (may be negative), as measured. Under the
+    // registry's lock.
+    void add_measured(int64_t delta) noexcept {
+        auto& m = loaded_->measured_bytes;
+        m = static_cast<uint64_t>(std::max<int64_t>(0, static_cast<int64_t>(m.value_or(0)) + delta));
+    }
 
     // --- Where its kernels were launched, for its retirement (launch_streams.hpp).
     LaunchStreams& streams() noexcept { return streams_; }

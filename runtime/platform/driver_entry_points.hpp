@@ -50,4 +50,5 @@
     X(cuModuleGetGlobal)                      \
     X(cuLibraryGetGlobal)                     \
     X(cuMemcpyHtoDAsync)                      \
-    X(cuMemcpyDtoHAsync)
+    X(cuMemcpyDtoHAsync)                      \
+    X(cuMemGetInfo)

@@ -37,6 +37,13 @@ void keep_for_process(std::shared_ptr<LoadedLibrary> library) {
     kept->push_back(std::move(library));
 }
 
+// What the budget counts for a loaded module: its measured bytes, else the declared ones.
+uint64_t counted_bytes(const LoadedModule& m) noexcept { return m.measured_bytes.value_or(m.device_bytes); }
+
+uint64_t plus(uint64_t a, int64_t delta) noexcept {
+    return delta >= 0 ? a + static_cast<uint64_t>(delta) : a - std::min(a, static_cast<uint64_t>(-delta));
+}
+
 }  // namespace
 
 Modules::~Modules() {
@@ -154,10 +161,15 @@ bool Modules::finished(Draining& d, bool wait) {
     }
     for (CUevent event : d.events)
         if (auto r = SDM_DRIVER_CALL(driver, cuEventDestroy, "destroying the retire event of module " + d.name, event); !r) rooms_.log.error(r.error().message);
+    auto window = d.counted ? meter_.open(driver) : DeviceMeter::Window{};
     if (d.module != nullptr)
         if (auto r = SDM_DRIVER_CALL(driver, cuModuleUnload, "unloading module " + d.name + " of a replaced archive", d.module); !r)
             rooms_.log.error(r.error().message);
     d.library.reset();  // its library goes with the last slot that used it
+    if (const auto grew = window.close(driver)) {  // counted as freed when it was taken out: what it freed instead
+        uint64_t& resident = resident_[d.ordinal];
+        resident = plus(resident + *d.counted, *grew);
+    }
     rooms_.log.info("unloaded module " + d.name + " of a replaced archive: no kernel of it is held any more" +
                         (d.events.empty() ? std::string() : ", and the work launched with it has finished") +
                         (d.announced ? ", and no CUDA graph that captured it exists" : ""));
@@ -182,12 +194,14 @@ void Modules::unload_locked(const std::shared_ptr<ModuleSlot>& s) {
     // `s` is registered and marked unloaded: its handles are dead from now on; the module goes
     // once the work launched with it has finished (an evicted one's went already).
     const bool evicted = s->evicted();
+    const uint64_t counted = evicted ? 0 : counted_bytes(s->module());
     if (!evicted) {
         uint64_t& resident = resident_[s->key().ordinal];
-        resident -= std::min(resident, s->module().device_bytes);
+        resident -= std::min(resident, counted);
     }
     draining_.push_back(fence(*s, s->take_unloaded()));
     if (evicted) draining_.back().device_bytes = 0;
+    else if (meter_.on()) draining_.back().counted = counted;
     if (const auto it = slots_.find(s->key()); it != slots_.end() && it->second == s) slots_.erase(it);
     std::erase(load_order_, s);
     // Kept a while, so that a handle used after its release is reported, not a crash; the oldest
@@ -379,7 +393,7 @@ Result<const KernelHandle*> Modules::fetch(const Where& at, const std::string& a
         s.mark_registered(current);
         load_order_.push_back(lease.shared());
         pinned_.push_back(s.module().served.archive);
-        resident_[at.ordinal] += s.module().device_bytes;
+        resident_[at.ordinal] += counted_bytes(s.module());
         s.touch(steady_now_ns());
         enforce_budget_locked(at.ordinal, &s);
     }
@@ -452,7 +466,9 @@ struct Code {
     uint64_t device_bytes{0};
 };
 
-Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace) {
+// `window` opens right before the driver loads the image (not around the decode), when the meter is on.
+Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver& driver, const ServedBy& served, CUstream stream, PhaseTrace& trace,
+                       DeviceMeter& meter, DeviceMeter::Window& window) {
     const archive::Archive& a = served.archive->archive;
     const std::string image = a.describe(served.selection.image.index);
     const bool jit = served.selection.path == SelectionPath::jit;
@@ -473,6 +489,7 @@ Result<Code> load_code(const RegistryRooms& rooms, Libraries& libraries, Driver&
         if (bytes->source == ImageSource::cache) rooms.images.cache.get()->evict(*bytes->cache_key);
     };
     if (bytes->module != nullptr) return Code{bytes->module, nullptr, bytes->source, bytes->cache_key, std::nullopt, 0};  // the driver's JIT loaded it
+    window = meter.open(driver);
     if (entry) {
         SDM_TRY_GET(shared_driver, rooms.load.driver());
         auto library = LoadedLibrary::load(*shared_driver, rooms.log, bytes->view, std::move(bytes->owned), served.archive, image);
@@ -510,7 +527,9 @@ Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& se
     SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(rooms_.load, given) : DeviceScope::enter(rooms_.load, ordinal));
     Driver& driver = scope->driver();
     trace.mark("context");
-    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, stream, trace));
+    DeviceMeter::Window window;
+    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, stream, trace, meter_, window));
+    if (!window.open()) window = meter_.open(driver);  // shared, or loaded by the driver's JIT: its resolve, at least
     CUmodule cu_module = code->module;
     // From here every way out but success unloads a module again, an exception's included (a
     // library goes with its last reference).
@@ -554,7 +573,9 @@ Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& se
     SDM_TRY(validate_module(rooms_.checks, driver, served, **handle, ordinal));
     trace.mark("validate");
     const bool as_library = code->library != nullptr;
-    slot.set_loaded(LoadedModule{cu_module, std::move(code->library), scope->context(), code->source, code->cache_key, served, code->device_bytes},
+    const auto grew = window.close(driver);
+    slot.set_loaded(LoadedModule{cu_module, std::move(code->library), scope->context(), code->source, code->cache_key, served, code->device_bytes,
+                                 grew ? std::optional<uint64_t>(plus(0, *grew)) : std::nullopt},
                     std::move(*handle));
     kept = true;
     rooms_.log.info("loaded module " + module + " from " + image + " on " + served.device + (as_library ? "" : " (as a module of its context)"));
@@ -568,7 +589,12 @@ Result<KernelHandle*> Modules::resolve(ModuleSlot& slot, int32_t ordinal, const 
     const ServedBy& served = m.served;
     SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, m.context));
     const LoadedCode loaded{m.module, m.library ? m.library->handle() : nullptr, m.context};
+    auto window = meter_.open(scope->driver());  // a lazily loading driver places the kernel's code now
     SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, m.source, listed));
+    if (const auto grew = window.close(scope->driver()); grew && *grew != 0) {
+        std::lock_guard registry(mutex_);
+        charge_locked(slot, *grew);
+    }
     if (!*handle)  // an image whose entry points its checks did not read (what the driver's JIT loaded)
         return make_error(ErrorCode::not_found, "module " + served.module + " of archive " + served.archive->archive.label() + " (loaded on " +
                                                     served.device + ") lacks kernel " + name +
@@ -593,6 +619,14 @@ Result<Modules::KernelUse> Modules::use(const KernelHandle& kernel, std::string_
     return KernelUse{&s};
 }
 
+void Modules::charge_locked(ModuleSlot& s, int64_t delta) {
+    s.add_measured(delta);
+    if (!s.registered() || s.evicted() || s.unloaded()) return;  // counted when it registers (or not at all)
+    uint64_t& resident = resident_[s.key().ordinal];
+    resident = plus(resident, delta);
+    if (delta > 0) enforce_budget_locked(s.key().ordinal, &s);
+}
+
 void Modules::enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep) {
     if (budget_ == 0) return;
     uint64_t& resident = resident_[ordinal];
@@ -601,7 +635,8 @@ void Modules::enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep) {
     // load passed the budget).
     std::vector<std::shared_ptr<ModuleSlot>> candidates;
     for (const auto& s : load_order_) {
-        if (s->key().ordinal != ordinal || s.get() == keep || s->evicted() || s->unloaded() || s->module().device_bytes == 0) continue;
+        if (s->key().ordinal != ordinal || s.get() == keep || s->evicted() || s->unloaded()) continue;
+        if (!s->module().measured_bytes && s->module().device_bytes == 0) continue;  // nothing known to free
         // Never one whose CUfunction the host took (it may launch it where sdm cannot see), nor one
         // a CUDA graph captured (the graph may replay it).
         if (s->streams().seen().everywhere || s->streams().graphs().count()->live() > 0) continue;
@@ -612,11 +647,16 @@ void Modules::enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep) {
         if (resident <= budget_) break;
         auto loading = s->try_lock_for_loading();
         if (!loading.owns_lock() || !s->try_evict()) continue;  // being loaded or used now: busy
-        const uint64_t bytes = s->module().device_bytes;
+        const uint64_t bytes = counted_bytes(s->module());
         draining_.push_back(fence(*s, s->take_evicted()));  // unloaded once its queued work has finished
         resident -= std::min(resident, bytes);
-        rooms_.log.info("evicted module " + s->key().module + " (" + std::to_string(bytes) + " B) from device " + std::to_string(ordinal) +
-                        " under the device-memory budget of " + std::to_string(budget_) + " B: it was the least recently used idle one; it reloads at its next use");
+        rooms_.log.info("evicted module " + s->key().module + " (" + std::to_string(bytes) + " B" + (s->module().measured_bytes ? " as measured" : "") +
+                        ") from device " + std::to_string(ordinal) + " under the device-memory budget of " + std::to_string(budget_) +
+                        " B: it was the least recently used idle one; it reloads at its next use");
+        if (meter_.on()) {  // unloaded now if its work is done, so that what it freed is known before the next is chosen
+            draining_.back().counted = bytes;
+            if (finished(draining_.back(), false)) draining_.pop_back();
+        }
     }
     if (resident > budget_ && budget_told_.insert(ordinal).second)
         rooms_.log.warn("the device-memory budget of " + std::to_string(budget_) + " B on device " + std::to_string(ordinal) + " is not kept: " +
@@ -632,7 +672,9 @@ Result<void> Modules::reload_evicted(ModuleSlot& s, const std::string& why) {
     SDM_TRY_GET(scope, given != nullptr ? DeviceScope::enter(rooms_.load, given) : DeviceScope::enter(rooms_.load, ordinal));
     Driver& driver = scope->driver();
     PhaseTrace trace(false);
-    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, nullptr, trace));
+    DeviceMeter::Window window;
+    SDM_TRY_GET(code, load_code(rooms_, libraries_, driver, served, nullptr, trace, meter_, window));
+    if (!window.open()) window = meter_.open(driver);
     bool kept = false;
     const auto unload_unless_kept = gsl::finally([&]() noexcept {
         if (kept || code->module == nullptr) return;
@@ -666,10 +708,11 @@ Result<void> Modules::reload_evicted(ModuleSlot& s, const std::string& why) {
         h->launcher = std::move(f->launcher);
     }
     kept = true;
+    const auto grew = window.close(driver);
     rooms_.log.info("reloaded module " + served.module + " on " + served.device + " for " + why + ": it had been evicted under the device-memory budget");
     std::lock_guard registry(mutex_);  // (a footprint report reads the slot's module under it)
-    s.restore(code->module, std::move(code->library));
-    resident_[ordinal] += s.module().device_bytes;
+    s.restore(code->module, std::move(code->library), grew ? std::optional<uint64_t>(plus(0, *grew)) : std::nullopt);
+    resident_[ordinal] += counted_bytes(s.module());
     s.touch(steady_now_ns());
     enforce_budget_locked(ordinal, &s);
     return {};

@@ -30,6 +30,7 @@
 #include "runtime/load/library.hpp"
 #include "runtime/device/load_context.hpp"
 #include "module_check.hpp"
+#include "device_meter.hpp"
 #include "runtime/archives/reload_contract.hpp"
 #include "archive/manifest.hpp"
 #include "common/result.hpp"
@@ -66,9 +67,11 @@ uint64_t device_memory_budget_from_environment(const Logger& log);
 
 class Modules {
 public:
-    // `device_memory_budget`: bytes per device the loaded modules may take, as their images declare
-    // them (ModuleFootprint); past it, the least recently used idle modules are evicted. 0: none.
-    explicit Modules(RegistryRooms rooms, uint64_t device_memory_budget = 0) : rooms_(rooms), budget_(device_memory_budget) {}
+    // `device_memory_budget`: bytes per device the loaded modules may take, as the device shows
+    // what sdm's loads, resolves and unloads took (device_meter.hpp; as their images declare them
+    // when it cannot say); past it, the least recently used idle modules are evicted. 0: none.
+    explicit Modules(RegistryRooms rooms, uint64_t device_memory_budget = 0)
+        : rooms_(rooms), budget_(device_memory_budget), meter_(rooms.log, device_memory_budget > 0) {}
     ~Modules();
     Modules(const Modules&) = delete;
     Modules& operator=(const Modules&) = delete;
@@ -160,6 +163,8 @@ private:
     // Under a budget, with mutex_ held: the least recently used idle modules of device `ordinal`
     // (but `keep`) evicted until what is loaded there fits, or none is left to evict (logged once).
     void enforce_budget_locked(int32_t ordinal, const ModuleSlot* keep);
+    // With mutex_ held: a resolve of `s` grew the device's memory by `delta`, as measured.
+    void charge_locked(ModuleSlot& s, int64_t delta);
     // An evicted slot loaded again, its kernels' functions resolved again in it. With the slot's
     // loading lock held; `why` names the use, for the log.
     Result<void> reload_evicted(ModuleSlot& slot, const std::string& why);
@@ -183,8 +188,12 @@ private:
 
     const RegistryRooms rooms_;
     const uint64_t budget_;  // per device; 0: none
+    DeviceMeter meter_;      // on under a budget
     std::mutex mutex_;
-    std::map<int32_t, uint64_t> resident_;     // device bytes of the registered, loaded (not evicted) modules, per ordinal
+    // Per ordinal, the device bytes the registered, loaded (not evicted) modules take, as the budget
+    // counts them: each one's measured bytes (the declared ones when unmeasured), less those of the
+    // modules taken out, and corrected by what their unloads measured.
+    std::map<int32_t, uint64_t> resident_;
     std::set<int32_t> budget_told_;            // devices whose budget could not be kept, said once
     std::map<ModuleKey, std::shared_ptr<ModuleSlot>> slots_;
     std::vector<std::shared_ptr<ModuleSlot>> load_order_;  // the registered slots
@@ -233,6 +242,9 @@ private:
         int32_t ordinal{0};
         std::string archive{};
         uint64_t device_bytes{0};
+        // Under a budget: what resident_ was lowered by when it was taken out, corrected by its
+        // unload's measure.
+        std::optional<uint64_t> counted{};
     };
     static constexpr size_t kDrainingMax = 16;
     std::deque<Draining> draining_;

@@ -65,6 +65,8 @@ struct CUmod_st {
     // Its variables (cubins: __device__, __constant__), host memory standing in for device memory,
     // zero-initialised (the fake does not read an image's initial values).
     std::map<std::string, std::vector<unsigned char>, std::less<>> globals;
+    uint64_t image_bytes{0};                             // the cubin's extent or the PTX's length
+    uint64_t pages{0};                                   // its device memory, in DeviceMemory's pages
 };
 // An event: the launches queued on its stream (every stream, for the legacy stream) when it was
 // recorded are what it waits for.
@@ -489,8 +491,20 @@ std::string isa_text(int isa) { return std::to_string(isa / 10) + "." + std::to_
 
 // ---- state ------------------------------------------------------------------------------------
 
+// Device memory as cuMemGetInfo reports it, per device: a loaded module takes its image's bytes and
+// kModuleOverhead more (the driver's own allocations for it, which no image declares), in pages of
+// kPage bytes of its own, as the driver rounds to its 2 MiB pages (modules do not share pages
+// here). Memory cuMemAlloc hands out is not counted.
+struct DeviceMemory {
+    static constexpr uint64_t kPage = 64 << 10;
+    static constexpr uint64_t kModuleOverhead = 16 << 10;
+    uint64_t pages{0};
+    uint64_t used() const { return pages * kPage; }
+};
+
 struct State {
     std::mutex mu;
+    std::map<int, DeviceMemory> memory;  // by ordinal
     Config config;                     // what the last cuInit adopted
     std::optional<Config> configured;  // sdm_fake_cuda_configure's; while set, the environment is not read
     Config environment;                // the environment as last read
@@ -596,7 +610,14 @@ void unload(State& s, const CUmod_st* m) {
     const auto busy = std::erase_if(s.queued, [&](const State::Queued& q) { return q.module == m; });
     if (busy > 0) ++s.unloaded_busy;
     for (const auto& [name, f] : it->second->functions) s.functions.erase(f.get());
+    s.memory[it->second->device].pages -= it->second->pages;
     s.modules.erase(it);
+}
+
+// `m`'s device memory (DeviceMemory), as it enters s.modules.
+void place(State& s, CUmod_st& m) {
+    m.pages = (m.image_bytes + DeviceMemory::kModuleOverhead + DeviceMemory::kPage - 1) / DeviceMemory::kPage;
+    s.memory[m.device].pages += m.pages;
 }
 
 void unload_context_modules(State& s, const CUctx_st* ctx) {
@@ -978,6 +999,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
         for (const auto& [name, size] : info->globals) module->globals[name].assign(std::min<uint64_t>(size, uint64_t{1} << 26), 0);
         module->binary_version = sm;
         module->ptx_version = info->virtual_sm != 0 ? info->virtual_sm : sm;  // what ptxas compiled from, as the driver reports
+        module->image_bytes = *extent;
         return module;
     }
 
@@ -1008,6 +1030,7 @@ std::variant<std::unique_ptr<CUmod_st>, LoadFailure> load_image(const State& s, 
     note_params(*module, sdm::archive::Kind::ptx, sdm::Bytes(reinterpret_cast<const std::byte*>(p), *length));
     module->binary_version = dev_cc;
     module->ptx_version = target;
+    module->image_bytes = *length;
     return module;
 }
 
@@ -1055,6 +1078,7 @@ CUresult load_module(State& s, CUmodule* module, const void* image, unsigned int
     auto m = std::move(std::get<std::unique_ptr<CUmod_st>>(result));
     m->context = ctx;
     *module = m.get();
+    place(s, *m);
     s.modules.emplace(m.get(), std::move(m));
     return CUDA_SUCCESS;
 }
@@ -1137,6 +1161,7 @@ CUresult library_module(State& s, CUlib_st& lib, CUctx_st* ctx, CUmod_st*& out) 
     if (lib.kernels.empty()) lib.kernels = m->kernels;
     out = m.get();
     lib.loaded[ctx] = m.get();
+    place(s, *m);
     s.modules.emplace(m.get(), std::move(m));
     return CUDA_SUCCESS;
 }
@@ -1527,6 +1552,17 @@ CUresult CUDAAPI impl_cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t bytes
     return CUDA_SUCCESS;
 }
 
+// The device's memory (DeviceMemory) of the current context, out of the 80 GiB cuDeviceTotalMem reports.
+CUresult CUDAAPI impl_cuMemGetInfo(size_t* free, size_t* total) {
+    SDM_FAKE_ENTER(e_cuMemGetInfo);
+    CUctx_st* ctx = nullptr;
+    if (const CUresult r = usable_current(s, ctx); r != CUDA_SUCCESS) return r;
+    if (!free || !total) return CUDA_ERROR_INVALID_VALUE;
+    *total = size_t{80} << 30;
+    *free = *total - s.memory[ctx->device].used();
+    return CUDA_SUCCESS;
+}
+
 CUresult CUDAAPI impl_cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction function) {
     SDM_FAKE_ENTER(e_cuFuncGetAttribute);
     if (!pi) return CUDA_ERROR_INVALID_VALUE;
@@ -1795,6 +1831,7 @@ SDM_FAKE_EXPORT int64_t sdm_fake_cuda_calls(const char* entry_point) {
     Lock lock(s.mu);
     const std::string_view name(entry_point);
     if (name == "@modules") return static_cast<int64_t>(s.modules.size());
+    if (name == "@device0_memory") return static_cast<int64_t>(s.memory[0].used());
     if (name == "@queued") return static_cast<int64_t>(s.queued.size());
     if (name == "@events") return static_cast<int64_t>(s.events.size());
     if (name == "@libraries") return static_cast<int64_t>(s.libraries.size());
@@ -1862,6 +1899,7 @@ SDM_FAKE_EXPORT void sdm_fake_cuda_reset(void) {
     s.initialized = false;
     s.calls.fill(0);
     s.modules.clear();
+    s.memory.clear();
     s.functions.clear();
     s.queued.clear();
     s.events.clear();

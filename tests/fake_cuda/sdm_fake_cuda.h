@@ -96,6 +96,8 @@ int32_t sdm_fake_cuda_configure(const sdm_fake_cuda_config* config);
 /* Calls of `entry_point` (a base name: "cuModuleLoadData") since the last cuInit or
  * sdm_fake_cuda_reset, failed calls included; -1 for a name the fake does not implement.
  * Pseudo-names report live state instead: "@modules" (modules loaded and not unloaded),
+ * "@device0_memory" (device 0's memory in use, as cuMemGetInfo reports it: each loaded module's
+ * image and 16 KiB more, in 64 KiB pages of its own),
  * "@contexts" (the sum of the primary contexts' retain counts), "@queued" (launches not finished,
  * with hold_work), "@events" (events created and not destroyed), "@libraries" (cuLibraryLoadData
  * libraries not unloaded; each context's load of one counts in "@modules"), "@unloaded_busy" (modules

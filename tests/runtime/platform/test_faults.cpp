@@ -160,7 +160,10 @@ TEST_CASE("every driver call failing once: a status with a message, then the run
         CHECK(fake_calls("@modules") == 0);
         CHECK(fake_calls("@contexts") == (name == "cuDevicePrimaryCtxRelease" || follows_current ? 1 : 0));  // or the host's own
         if (follows_current) fake_pop_context();
-        if (!teardown_entry && !retire_entry && !graph_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
+        // Called only under a device-memory budget, where a failure is a fallback the log names:
+        // test_budget.cpp fails it there.
+        const bool budget_entry = name == "cuMemGetInfo";
+        if (!teardown_entry && !retire_entry && !graph_entry && !budget_entry) CHECK(failed == 1);  // the injected failure surfaced exactly once, in some step
     }
     unsetenv("SDM_LOAD_PATH");
 }

@@ -66,16 +66,31 @@ RuntimePtr budgeted(const TempDir& dir, const Archives& a, uint64_t budget, std:
     return rt;
 }
 
-// Each module's device bytes, loaded without a budget.
-std::map<std::string, uint64_t> sizes(const TempDir& dir, const Archives& a) {
+// Each module's device bytes, loaded without a budget: as its image declares them (what the
+// footprint reports), and as the device shows them (the fake's cuMemGetInfo: more, in pages).
+struct Sizes {
+    std::map<std::string, uint64_t> declared;
+    std::map<std::string, uint64_t> device;
+    uint64_t at(const std::string& module) const { return device.at(module); }  // what a budget counts
+};
+Sizes sizes(const TempDir& dir, const Archives& a) {
     RuntimePtr rt = budgeted(dir, a, 0, nullptr);
-    for (const char* k : {"scale", "chain1"}) REQUIRE(sdm_kernel_release(rt.get(), kernel_of(rt.get(), k), nullptr) == SDM_OK);
+    Sizes out;
+    int64_t before = fake_calls("@device0_memory");
+    for (const auto& [k, module] : {std::pair{"scale", "kernels"}, std::pair{"chain1", "chains"}}) {
+        REQUIRE(sdm_kernel_release(rt.get(), kernel_of(rt.get(), k), nullptr) == SDM_OK);
+        out.device[module] = static_cast<uint64_t>(fake_calls("@device0_memory") - before);
+        before = fake_calls("@device0_memory");
+    }
     REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);
+    out.device["launch"] = static_cast<uint64_t>(fake_calls("@device0_memory") - before);
     std::vector<std::string> strings;
-    std::map<std::string, uint64_t> out;
-    for (const auto& [name, e] : modules_of(rt.get(), &strings)) out[name] = e.device_bytes;
-    REQUIRE(out.size() == 3);
-    for (const auto& [name, bytes] : out) REQUIRE(bytes > 0);
+    for (const auto& [name, e] : modules_of(rt.get(), &strings)) out.declared[name] = e.device_bytes;
+    REQUIRE(out.declared.size() == 3);
+    for (const auto& [name, bytes] : out.declared) {
+        REQUIRE(bytes > 0);
+        REQUIRE(out.device.at(name) > bytes);  // the driver takes more than the image declares
+    }
     return out;
 }
 
@@ -112,8 +127,8 @@ TEST_CASE("a load past the budget evicts the least recently used idle module; it
     sdm_footprint f{};
     f.struct_size = sizeof f;
     REQUIRE(sdm_footprint_get(rt.get(), &f, nullptr) == SDM_OK);
-    CHECK(f.device_bytes == bytes.at("chains") + bytes.at("launch"));
-    CHECK(f.device_bytes <= bytes.at("kernels") + bytes.at("chains") + bytes.at("launch"));
+    CHECK(f.device_bytes == bytes.declared.at("chains") + bytes.declared.at("launch"));  // the footprint: what the images declare
+    CHECK(static_cast<uint64_t>(fake_calls("@device0_memory")) <= bytes.at("launch") + bytes.at("chains"));
 
     // The evicted module's handle still launches: its next use reloads it (the fake driver fails a
     // launch of an unloaded module's function), and that load evicts the least recently used again.
@@ -240,4 +255,50 @@ TEST_CASE("8 threads using kernels of three modules under a budget for two: ever
     CHECK(uses.load() > 1000);
     CHECK(fake_calls("@unloaded_busy") == 0);
     for (sdm_kernel* k : kernels) REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
+}
+
+TEST_CASE("the budget is kept as the device shows it: the driver's overhead and rounding counted, not the images' declared bytes", "[budget]") {
+    TempDir dir;
+    fake({kH200});
+    const Archives a;
+    const auto bytes = sizes(dir, a);
+    // Room for chains and launch as the device shows them; the declared bytes of all three fit in it.
+    const uint64_t budget = bytes.at("chains") + bytes.at("launch");
+    REQUIRE(bytes.declared.at("kernels") + bytes.declared.at("chains") + bytes.declared.at("launch") <= budget);
+    std::vector<std::string> log;
+    RuntimePtr rt = budgeted(dir, a, budget, &log);
+    const int64_t start = fake_calls("@device0_memory");
+    int64_t highest = 0;
+    std::vector<sdm_kernel*> held;
+    for (int round = 0; round < 3; ++round)
+        for (const char* k : {"scale", "chain1", "axpy", "chain2"}) {
+            held.push_back(kernel_of(rt.get(), k));
+            REQUIRE(touch(held.back()) == SDM_OK);
+            highest = std::max(highest, fake_calls("@device0_memory") - start);
+        }
+    REQUIRE(sdm_preload(rt.get(), 0, nullptr, 0, nullptr) == SDM_OK);  // launch's module too
+    highest = std::max(highest, fake_calls("@device0_memory") - start);
+    CHECK(highest <= static_cast<int64_t>(budget));
+    CHECK(count_containing(log, "evicted module") >= 1);
+    CHECK(count_containing(log, "as measured") >= 1);
+    CHECK(count_containing(log, "is not kept") == 0);
+    for (sdm_kernel* k : held) REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
+}
+
+TEST_CASE("a device that cannot say what it holds: the budget counts the declared bytes, and the log says so once", "[budget][faults]") {
+    TempDir dir;
+    FakeConfig config;
+    config.devices = {kH200};
+    config.failures = {{"cuMemGetInfo", CUDA_ERROR_NOT_SUPPORTED, 0, false}};
+    fake_configure(config);
+    const Archives a;
+    std::vector<std::string> log;
+    RuntimePtr rt = budgeted(dir, a, 1, &log);  // nothing fits: each load evicts the one before
+    sdm_kernel* scale = kernel_of(rt.get(), "scale");
+    sdm_kernel* chain = kernel_of(rt.get(), "chain1");  // evicts kernels
+    REQUIRE(touch(scale) == SDM_OK);                    // reloads it, and evicts chains
+    for (sdm_kernel* k : {scale, chain}) REQUIRE(sdm_kernel_release(rt.get(), k, nullptr) == SDM_OK);
+    CHECK(count_containing(log, "counts what the modules' images declare instead") == 1);
+    CHECK(count_containing(log, "evicted module") >= 2);
+    CHECK(count_containing(log, "as measured") == 0);
 }
