@@ -200,10 +200,11 @@ typedef struct sdm_runtime_params {
                                   mount, SDM_ERROR_UNTRUSTED, under any signature policy; 0: none */
     /* ABI 1.5 (a 1.3-sized struct reads as zero here): */
     uint64_t device_memory_budget; /* bytes of device memory this runtime's loaded modules may take
-                                  on each device, as their images declare it (sdm_footprint): a load
-                                  past it evicts the least recently used idle modules, which reload
-                                  at their next use (docs/LOADING.md, "A device-memory budget"); 0:
-                                  $SDM_DEVICE_MEMORY_BUDGET, else none */
+                                  on each device, as the device shows what its loads took
+                                  (cuMemGetInfo around each; what the images declare when it cannot
+                                  say): a load past it evicts the least recently used idle modules,
+                                  which reload at their next use (docs/LOADING.md, "A device-memory
+                                  budget"); 0: $SDM_DEVICE_MEMORY_BUDGET, else none */
 } sdm_runtime_params;
 
 /* sdm_runtime_params.jit_isolation (ABI 1.2). An isolated link runs in sdm-jit-helper, a program

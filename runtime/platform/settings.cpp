@@ -65,7 +65,7 @@ constexpr Setting kSettings[] = {
      .doc = "an NVTX range around every launch, for a profiler (read at runtime creation)"},
     {.id = Id::device_memory_budget, .name = "SDM_DEVICE_MEMORY_BUDGET", .type = Type::size, .on_bad = OnBad::warn, .default_text = "none",
      .least = 1, .most = kMostBytes, .fallback = "no budget: nothing is evicted",
-     .doc = "the device memory a runtime's loaded modules may take per device; idle ones past it are evicted"},
+     .doc = "the device memory a runtime's loaded modules may take per device, as cuMemGetInfo shows it; idle ones past it are evicted"},
     {.id = Id::cuda_force_ptx_jit, .name = "CUDA_FORCE_PTX_JIT", .type = Type::flag, .on_bad = OnBad::none, .default_text = "off",
      .doc = "the driver's switch: take the PTX path even when a cubin fits"},
     {.id = Id::cuda_disable_ptx_jit, .name = "CUDA_DISABLE_PTX_JIT", .type = Type::flag, .on_bad = OnBad::none, .default_text = "off",
