@@ -95,7 +95,10 @@ def strip_preprocessor(path, tokens, header):
         elif text == "#if defined(SDM_BUILDING_LIBRARY) && defined(__GNUC__)":
             if not body[i + 1].text.startswith("#define SDM_API "):
                 raise header_error(path, body[i + 1].line, "expected #define SDM_API ... in the export-macro block")
-            i = expect(i + 2, ["#else", "#define SDM_API", "#endif"], "the export-macro block's #else, #define SDM_API, #endif")
+            i += 2
+            if body[i].text == "#elif defined(_WIN32) && !defined(SDM_BUILDING_LIBRARY)":  # a Windows host's import
+                i = expect(i + 1, ["#define SDM_API __declspec(dllimport)"], "the export-macro block's Windows import")
+            i = expect(i, ["#else", "#define SDM_API", "#endif"], "the export-macro block's #else, #define SDM_API, #endif")
         elif m := re.fullmatch(r"#define (SDM_\w+) (\d+)", text):
             add_constant(header, Constant(m[1], int(m[2]), m[2], "uint32_t", t.line))
             header.items.append(header.constants[m[1]])

@@ -32,8 +32,12 @@
 extern "C" {
 #endif
 
+/* A Windows host imports from sdm.dll: a function's address is then its own, as sdm_get_api's
+ * table gives it, not a thunk in the host. */
 #if defined(SDM_BUILDING_LIBRARY) && defined(__GNUC__)
 #define SDM_API __attribute__((visibility("default")))
+#elif defined(_WIN32) && !defined(SDM_BUILDING_LIBRARY)
+#define SDM_API __declspec(dllimport)
 #else
 #define SDM_API
 #endif

@@ -6,7 +6,11 @@
 #include <thread>
 #include <utility>
 
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <dlfcn.h>
+#endif
 
 namespace sdm::test {
 
@@ -38,11 +42,17 @@ CUresult fake_apply(const FakeConfig& config, sdm_fake_cuda_configure_fn configu
 }
 
 void* fake_symbol(const char* name) {
+#ifdef _WIN32
+    HMODULE lib = LoadLibraryA(SDM_FAKE_CUDA_PATH);  // nvcuda.dll, the one libsdm loads by the same path
+    REQUIRE(lib != nullptr);
+    void* symbol = reinterpret_cast<void*>(GetProcAddress(lib, name));
+#else
     void* lib = dlopen(SDM_FAKE_CUDA_PATH, RTLD_NOW);
     REQUIRE(lib != nullptr);
     void* symbol = dlsym(lib, name);
+#endif
     REQUIRE(symbol != nullptr);
-    return symbol;  // the fake is linked -z nodelete: the handle may be dropped
+    return symbol;  // the fake is linked -z nodelete (a DLL stays while a reference is left): the handle may be dropped
 }
 
 namespace {
