@@ -6,12 +6,13 @@
 // (default 50), the handle of the least recently used module is asked for its attributes: a module
 // the budget evicted reloads there (sdm_kernel_attributes_get is a use, as a launch is). Prints one line:
 //   budget=B modules=N kernels=N failed=N fetch_us=T first_load_us_median=F dev_bytes_max=X
-//   dev_bytes_end=Y sdm_device_bytes=S evicted=E reloads=R reload_us_median=U
+//   dev_bytes_end=Y sdm_device_bytes=S evicted=E reloads=R reload_us_median=U cuMemGetInfo_us_median=M
 // dev_bytes_*: taken since the context's creation; sdm_device_bytes: sdm_footprint's sum (what the
 // budget counts: the images' declared bytes, before the driver rounds its allocations); evicted:
 // modules in SDM_MODULE_EVICTED after the fetches; first_load_us_median: the median time of a
 // module's first fetch (its load, and with a budget the evictions it caused); reload_us_median: that
-// of a use that reloaded an evicted module.
+// of a use that reloaded an evicted module (the device memory is read after each of those too);
+// cuMemGetInfo_us_median: one cuMemGetInfo's time, what sdm's meter pays per reading under a budget.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -75,6 +76,17 @@ int main(int argc, char** argv) {
     sdm_host::CudaDriver cu;
     if (!cu.open() || !cu.make_current(0)) return fail("no context");
     const long long before = used_device_bytes(cu);
+    // What the budget's meter pays per reading: one cuMemGetInfo (sdm reads it before and after each
+    // load, resolve and unload under a budget).
+    std::vector<double> meter_us;
+    if (const auto info = cu.get<decltype(&cuMemGetInfo)>("cuMemGetInfo")) {
+        for (int i = 0; i < 201; ++i) {
+            size_t free = 0, total = 0;
+            const auto start = Clock::now();
+            (void)info(&free, &total);
+            meter_us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+        }
+    }
     if (sdm_archive_mount_file(rt, argv[1], &e) != SDM_OK) return fail(sdm_error_message(e));
 
     std::vector<sdm_kernel*> handles;
@@ -136,13 +148,14 @@ int main(int argc, char** argv) {
             continue;
         }
         reload_us.push_back(us);
+        max_bytes = std::max(max_bytes, used_device_bytes(cu) - before);  // outside the clock
     }
     max_bytes = std::max(max_bytes, used_device_bytes(cu) - before);
 
     std::printf("budget=%llu modules=%zu kernels=%zu failed=%zu fetch_us=%.0f first_load_us_median=%.0f dev_bytes_max=%lld "
-                "dev_bytes_end=%lld sdm_device_bytes=%llu evicted=%zu reloads=%zu reload_us_median=%.0f\n",
+                "dev_bytes_end=%lld sdm_device_bytes=%llu evicted=%zu reloads=%zu reload_us_median=%.0f cuMemGetInfo_us_median=%.2f\n",
                 budget, modules.size(), kernel_count, failed, fetch_us, median(first_load_us), max_bytes, end_bytes,
-                static_cast<unsigned long long>(f.device_bytes), evicted.size(), reload_us.size(), median(reload_us));
+                static_cast<unsigned long long>(f.device_bytes), evicted.size(), reload_us.size(), median(reload_us), median(meter_us));
     for (auto* k : handles) sdm_kernel_release(rt, k, nullptr);
     sdm_runtime_destroy(rt);
     return failed == 0 ? 0 : 2;

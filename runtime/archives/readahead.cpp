@@ -12,7 +12,7 @@ namespace sdm::runtime {
 
 Readahead::Readahead(size_t max_bytes, unsigned workers, size_t min_checked)
     : max_bytes_(max_bytes),
-      max_workers_(workers != 0 ? workers : std::clamp(std::thread::hardware_concurrency() / 2, 2u, 8u)),
+      max_workers_(workers != 0 ? workers : std::clamp(platform::cores() / 2, 2u, 8u)),
       min_checked_(min_checked),
       owner_(platform::process_id()) {}
 
@@ -170,7 +170,7 @@ size_t readahead_modules_from_environment(const Logger& log) {
     // Half the cores, from 2 to 8: on the H200's 16-core host 8 ahead took cuBLASLt's whole load
     // from 1.35x to 1.13x the driver's and harmed none (bench/RESULTS.md, "Loading at scale").
     // (At most 16: the table's bound, runtime/platform/settings.cpp.)
-    const size_t kDefault = std::clamp<size_t>(std::thread::hardware_concurrency() / 2, 2, 8);
+    const size_t kDefault = std::clamp<size_t>(platform::cores() / 2, 2, 8);
     return settings::value_or(settings::count(settings::Id::readahead, log), kDefault);
 }
 

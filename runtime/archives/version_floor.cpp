@@ -18,9 +18,7 @@ constexpr double kLockWarnSeconds = 2, kLockGiveUpSeconds = 30;
 
 std::string default_state_dir() {
     if (auto dir = settings::value_or(settings::path(settings::Id::state_dir), ""); !dir.empty()) return dir;
-    if (const auto xdg = platform::env("XDG_STATE_HOME")) return *xdg + "/sdm";
-    if (const auto home = platform::home_directory()) return *home + "/.local/state/sdm";
-    return {};
+    return platform::user_folder(platform::UserFolder::state).value_or("");
 }
 
 uint64_t version_of(const archive::Archive& a) { return a.header().archive_version.value_or(0); }
@@ -40,7 +38,8 @@ Result<void> check_state_directory(const std::string& path, const platform::File
 
 Result<platform::Directory> open_state(const std::string& dir, bool create) {
     if (dir.empty())
-        return make_error(ErrorCode::invalid_argument, "no state directory for the rollback marks: set SDM_STATE_DIR (no HOME or XDG_STATE_HOME)");
+        return make_error(ErrorCode::invalid_argument, std::string("no state directory for the rollback marks: set SDM_STATE_DIR (none of ") +
+                                                           platform::kUserFolderVariables + " is set)");
     auto opened = platform::Directory::open(dir, false, 0700);
     if (!opened && opened.error().code == ErrorCode::not_found && create) {
         const auto slash = dir.rfind('/');

@@ -172,9 +172,8 @@ Result<std::unique_ptr<Cache>> Cache::open(const CacheOptions& options) {
     std::string dir = options.directory;
     if (dir.empty()) dir = settings::value_or(settings::path(settings::Id::cache_dir), "");
     if (dir.empty()) {
-        if (const auto xdg = platform::env("XDG_CACHE_HOME")) dir = *xdg + "/sdm";
-        else if (const auto home = platform::home_directory()) dir = *home + "/.cache/sdm";
-        else return make_error(ErrorCode::invalid_argument, "no cache directory: set SDM_CACHE_DIR (no HOME or XDG_CACHE_HOME)");
+        if (const auto folder = platform::user_folder(platform::UserFolder::cache)) dir = *folder;
+        else return make_error(ErrorCode::invalid_argument, std::string("no cache directory: set SDM_CACHE_DIR (none of ") + platform::kUserFolderVariables + " is set)");
     }
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     cache->directory_ = dir;

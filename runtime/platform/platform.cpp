@@ -361,9 +361,22 @@ std::optional<FileLock> Directory::try_lock(const std::string& name) const {
     return std::nullopt;
 }
 
+namespace {
+
 std::optional<std::string> home_directory() {
     if (auto home = env("HOME")) return home;
     if (const passwd* pw = ::getpwuid(::geteuid()); pw != nullptr && pw->pw_dir != nullptr) return std::string(pw->pw_dir);
+    return std::nullopt;
+}
+
+}  // namespace
+
+const char* const kUserFolderVariables = "HOME, XDG_CACHE_HOME or XDG_STATE_HOME";
+
+std::optional<std::string> user_folder(UserFolder which) {
+    const bool cache = which == UserFolder::cache;
+    if (const auto xdg = env(cache ? "XDG_CACHE_HOME" : "XDG_STATE_HOME")) return *xdg + "/sdm";
+    if (const auto home = home_directory()) return *home + (cache ? "/.cache/sdm" : "/.local/state/sdm");
     return std::nullopt;
 }
 

@@ -120,6 +120,9 @@ uint32_t effective_user() noexcept;
 Result<void> check_whole_read(const std::string& path, const FileStatus& status, uint64_t max_size, size_t prefix_size);
 // This process's id (a forked child sees its own: what the warm-up and readahead threads check).
 int process_id() noexcept;
+// The cores this process may use (std::thread::hardware_concurrency, which reads sysfs at each
+// call), read once; 0 when unknown.
+unsigned cores() noexcept;
 // The status of the file `path` names, links followed (the identity of a mounted archive's file);
 // nullopt when it cannot be reached.
 std::optional<FileStatus> path_status(const std::string& path);
@@ -255,7 +258,13 @@ const std::optional<std::string>& own_binary_folder();
 
 // mkdir -p with `mode` for the directories it creates.
 Result<void> make_directories(const std::string& path, unsigned mode);
-// The user's home directory ($HOME, else the password database).
-std::optional<std::string> home_directory();
+// sdm's per-user folders when no setting names one: the kernel cache's and the rollback marks'.
+// POSIX: $XDG_CACHE_HOME/sdm, else ~/.cache/sdm ($HOME, else the password database); and
+// $XDG_STATE_HOME/sdm, else ~/.local/state/sdm. Windows: %LOCALAPPDATA%\sdm\cache and
+// %LOCALAPPDATA%\sdm\state (else %USERPROFILE%\AppData\Local). nullopt when the environment
+// names no such place; kUserFolderVariables names what it reads, for that error's message.
+enum class UserFolder { cache, state };
+std::optional<std::string> user_folder(UserFolder which);
+extern const char* const kUserFolderVariables;
 
 }  // namespace sdm::runtime::platform

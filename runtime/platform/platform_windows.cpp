@@ -522,10 +522,14 @@ std::optional<FileLock> Directory::try_lock(const std::string& name) const {
     return FileLock(fd);
 }
 
-std::optional<std::string> home_directory() {
-    if (auto home = env("USERPROFILE")) return home;
-    if (auto drive = env("HOMEDRIVE"), path = env("HOMEPATH"); drive && path) return *drive + *path;
-    return std::nullopt;
+const char* const kUserFolderVariables = "LOCALAPPDATA or USERPROFILE";
+
+std::optional<std::string> user_folder(UserFolder which) {
+    auto local = env("LOCALAPPDATA");
+    if (!local)
+        if (const auto profile = env("USERPROFILE")) local = *profile + "\\AppData\\Local";
+    if (!local) return std::nullopt;
+    return *local + (which == UserFolder::cache ? "\\sdm\\cache" : "\\sdm\\state");
 }
 
 namespace {

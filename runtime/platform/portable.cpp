@@ -149,4 +149,9 @@ std::string ChildOutcome::how() const {
     return "exited with status " + std::to_string(exit_code);
 }
 
+unsigned cores() noexcept {
+    static const unsigned n = std::thread::hardware_concurrency();
+    return n;
+}
+
 }  // namespace sdm::runtime::platform

@@ -430,7 +430,26 @@ Result<void> Modules::load_all(int32_t ordinal, const std::string& name, CUconte
     const auto loading = s.lock_for_loading();  // (the reference keeps it loaded, and its choice, meanwhile)
     if (s.evicted()) SDM_TRY(reload_evicted(s, "a preload of kernel " + name));
     const ServedBy& served = s.module().served;
-    for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, std::string(listed->name), *listed));
+    // Under a budget, one measure of all the resolves (a lazily loading driver places each kernel's
+    // code as it is resolved), not one per kernel.
+    std::optional<DeviceScope> scope;
+    DeviceMeter::Window window;
+    if (meter_.on()) {
+        SDM_TRY_GET(entered, DeviceScope::enter(rooms_.load, s.module().context));
+        scope.emplace(std::move(*entered));
+        window = meter_.open(scope->driver());
+    }
+    for (const auto* listed : served.archive->manifest->of_module(served.module)) SDM_TRY(resolve(s, ordinal, std::string(listed->name), *listed, false));
+    if (const auto grew = scope ? window.close(scope->driver()) : std::nullopt; grew && *grew != 0) {
+        std::lock_guard registry(mutex_);
+        charge_locked(s, *grew);
+    }
+    if (budget_ != 0) {
+        // Loads on other threads meanwhile (a warm-up's) found this module busy, and so could not
+        // evict it: the budget is checked again now that it is idle.
+        std::lock_guard registry(mutex_);
+        enforce_budget_locked(ordinal, nullptr);
+    }
     return {};
 }
 
@@ -583,13 +602,13 @@ Result<void> Modules::load(ModuleSlot& slot, int32_t ordinal, const ServedBy& se
     return {};
 }
 
-Result<KernelHandle*> Modules::resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed) {
+Result<KernelHandle*> Modules::resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed, bool metered) {
     if (KernelHandle* known = slot.resolved(name)) return known;
     const LoadedModule& m = slot.module();
     const ServedBy& served = m.served;
     SDM_TRY_GET(scope, DeviceScope::enter(rooms_.load, m.context));
     const LoadedCode loaded{m.module, m.library ? m.library->handle() : nullptr, m.context};
-    auto window = meter_.open(scope->driver());  // a lazily loading driver places the kernel's code now
+    auto window = metered ? meter_.open(scope->driver()) : DeviceMeter::Window{};  // a lazily loading driver places the kernel's code now
     SDM_TRY_GET(handle, resolve_kernel(rooms_.checks, scope->driver(), loaded, served, slot, ordinal, m.source, listed));
     if (const auto grew = window.close(scope->driver()); grew && *grew != 0) {
         std::lock_guard registry(mutex_);

@@ -173,7 +173,10 @@ private:
     Result<void> load(ModuleSlot& slot, int32_t ordinal, const ServedBy& served, CUstream stream, const std::string& name);
     // Kernel `name` (its manifest record `listed`) of the loaded `slot`, resolved on its first
     // call. With the slot's loading lock held.
-    Result<KernelHandle*> resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed);
+    // `metered`: under a budget, what the resolve took on the device is measured and counted (the
+    // caller measures a batch of them itself otherwise).
+    Result<KernelHandle*> resolve(ModuleSlot& slot, int32_t ordinal, const std::string& name, const archive::ManifestIndex::Kernel& listed,
+                                  bool metered = true);
     // The newest mounted archive listing `name` and its record; with a lease on the registered
     // (loaded, current) slot of its module for `where`, when there is one: the layering rule would
     // choose that archive again (it chose an image of it for the module), so nothing is chosen again.

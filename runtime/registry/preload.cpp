@@ -98,7 +98,7 @@ Result<void> preload(Modules& modules, const ArchiveSet& archives, LoadContext& 
             }
         }
     };
-    const unsigned threads = std::min<unsigned>(std::max(1u, std::thread::hardware_concurrency()), static_cast<unsigned>(work.size()));
+    const unsigned threads = std::min<unsigned>(std::max(1u, platform::cores()), static_cast<unsigned>(work.size()));
     std::vector<std::thread> pool;
     try {
         for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);

@@ -258,7 +258,7 @@ void Warmups::finish(std::unique_lock<std::mutex>& lock, const std::shared_ptr<W
 unsigned warmup_threads_from_environment(const Logger& log) {
     // The cores, at most 8, as sdm_preload's threads (one per core): loads overlap decoding,
     // checks and the driver's work, and a host's frames keep the cores above 8.
-    const unsigned kDefault = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+    const unsigned kDefault = std::clamp(platform::cores(), 1u, 8u);
     return static_cast<unsigned>(settings::value_or(settings::count(settings::Id::warmup_threads, log), kDefault));
 }
 

@@ -119,6 +119,21 @@ TEST_CASE("path lists are ';'-separated on Windows", "[windows]") {
     CHECK(list[1] == "D:\\b c\\d.sdma");
 }
 
+TEST_CASE("sdm's per-user folders: under %LOCALAPPDATA%, else the profile's AppData\\Local, else none", "[windows]") {
+    using platform::UserFolder;
+    const auto saved_local = platform::env("LOCALAPPDATA"), saved_profile = platform::env("USERPROFILE");
+    REQUIRE(::SetEnvironmentVariableA("LOCALAPPDATA", "C:\\Users\\u\\AppData\\Local"));
+    CHECK(platform::user_folder(UserFolder::cache) == "C:\\Users\\u\\AppData\\Local\\sdm\\cache");
+    CHECK(platform::user_folder(UserFolder::state) == "C:\\Users\\u\\AppData\\Local\\sdm\\state");
+    REQUIRE(::SetEnvironmentVariableA("LOCALAPPDATA", nullptr));
+    REQUIRE(::SetEnvironmentVariableA("USERPROFILE", "D:\\p"));
+    CHECK(platform::user_folder(UserFolder::cache) == "D:\\p\\AppData\\Local\\sdm\\cache");
+    REQUIRE(::SetEnvironmentVariableA("USERPROFILE", nullptr));
+    CHECK_FALSE(platform::user_folder(UserFolder::state).has_value());
+    ::SetEnvironmentVariableA("LOCALAPPDATA", saved_local ? saved_local->c_str() : nullptr);
+    ::SetEnvironmentVariableA("USERPROFILE", saved_profile ? saved_profile->c_str() : nullptr);
+}
+
 TEST_CASE("the archive layer's file map: mapped or read, identity kept, a directory refused", "[windows]") {
     const std::string dir = scratch_dir();
     auto root = platform::Directory::open(dir, true, 0700);
