@@ -18,6 +18,7 @@ constexpr uint8_t kOsAbiCuda = 0x41;
 constexpr uint8_t kOsAbiCudaAbi7 = 0x33;
 constexpr uint8_t kStoCudaEntry = 0x10;  // st_other bit nvcc sets on __global__ functions
 constexpr uint8_t kSttFunc = 2;
+constexpr uint16_t kEtRel = 1;
 constexpr uint8_t kSttObject = 1;
 constexpr size_t kProgramHeaderSize = 56;
 constexpr size_t kSymbolSize = 24;
@@ -82,6 +83,7 @@ Result<ImageInfo> read_elf_header(Bytes b) {
     ImageInfo info;
     info.kind = Kind::cubin;
     info.elf_abi_version = abi_version;
+    info.relocatable = load_u16(b, 16) == kEtRel;
     const uint32_t flags = load_u32(b, 48);
     if (info.elf_abi_version >= 8)
         info.sm = static_cast<uint16_t>((flags >> 8) & 0xff);
@@ -219,21 +221,25 @@ Result<void> read_symbols(Bytes b, const SectionTable& t, size_t sh, ImageInfo& 
     const size_t strh = t.shoff + size_t{load_u32(b, sh + 40)} * kSectionHeaderSize;
     if (load_u32(b, strh + 4) != kShtStrtab) return bad("the symbol table's names are not a string table");
     const uint64_t str_off = load_u64(b, strh + 24), str_size = load_u64(b, strh + 32);
-    std::vector<Named> names, objects;
+    std::vector<Named> names, objects, undefined;
     for (uint64_t at = sym_off; at + kSymbolSize <= sym_off + sym_size; at += kSymbolSize) {
         const uint32_t name = load_u32(b, at);
         const uint8_t st_info = load_u8(b, at + 4), st_other = load_u8(b, at + 5);
         const uint16_t shndx = load_u16(b, at + 6);
         const bool entry = (st_info & 0xf) == kSttFunc && (st_other & kStoCudaEntry) != 0;
         const bool object = (st_info & 0xf) == kSttObject && shndx != 0 && load_u64(b, at + 16) != 0;
-        if (!entry && !object) continue;
+        const bool called = (st_info & 0xf) == kSttFunc && shndx == 0 && name != 0;  // called, defined elsewhere
+        if (!entry && !object && !called) continue;
         if (name >= str_size) return bad("symbol name out of bounds");
-        (entry ? names : objects).push_back({name, shndx, object ? load_u64(b, at + 16) : 0});
+        (entry ? names : object ? objects : undefined).push_back({name, shndx, object ? load_u64(b, at + 16) : 0});
     }
     const auto strings = as_text(b.subspan(str_off, str_size));
     std::vector<std::pair<std::string, Named>> kernels, variables;
     SDM_TRY(read_names(strings, names, kernels));
     SDM_TRY(read_names(strings, objects, variables));
+    std::vector<std::pair<std::string, Named>> calls;
+    SDM_TRY(read_names(strings, undefined, calls));
+    for (auto& [name, n] : calls) info.undefined_functions.push_back(std::move(name));
     for (auto& [name, n] : kernels) {
         info.kernels.push_back(std::move(name));
         info.kernel_sections.push_back(n.section);
@@ -259,6 +265,17 @@ Result<ImageInfo> inspect_cubin(Bytes b) {
         break;
     }
     return info;
+}
+
+std::optional<Error> link_input_error(const ImageInfo& info, const std::string& what) {
+    if (info.kind != Kind::cubin || !info.relocatable || info.undefined_functions.empty()) return std::nullopt;
+    std::string names;
+    for (size_t i = 0; i < info.undefined_functions.size() && i < 4; ++i) names += (i ? ", " : "") + info.undefined_functions[i];
+    if (info.undefined_functions.size() > 4) names += " and " + std::to_string(info.undefined_functions.size() - 4) + " more";
+    return make_error(ErrorCode::unsupported, what + " is a relocatable cubin that calls " + std::to_string(info.undefined_functions.size()) +
+                                                  " function(s) it does not define (" + names +
+                                                  "): the input of a device link (nvJitLink, with the code that defines them), which the driver "
+                                                  "cannot load alone. Link it first, or leave it out of the archive (sdm import skips such images)");
 }
 
 }  // namespace sdm::archive

@@ -34,7 +34,17 @@ struct ImageInfo {
     // cubins: the bytes of the sections the driver places in device memory (code, module
     // constants, globals; not shared, local or parameter memory), as the ELF declares them
     uint64_t device_bytes{0};
+    // cubins: relocatable (ET_REL), and the functions it calls without defining them (STT_FUNC
+    // symbols in no section), sorted. A relocatable cubin with such calls is a device link's input
+    // (nvJitLink links it with the code that defines them: cuSPARSE's SpMMOp kernels with the
+    // caller's operators), not a module the driver can load alone: link_input_error names it.
+    bool relocatable{false};
+    std::vector<std::string> undefined_functions;
 };
+
+// An error (ErrorCode::unsupported) naming image `what` when `info` is a cubin the driver cannot
+// load alone (ImageInfo::undefined_functions of a relocatable cubin); nullopt otherwise.
+std::optional<Error> link_input_error(const ImageInfo& info, const std::string& what);
 
 // Cubin facts (CUDA 13.0): ELF64 little-endian, e_machine 190 (EM_CUDA), EI_OSABI 0x41. With
 // EI_ABIVERSION 8 the SM is bits 8-15 of e_flags (sm_90: 0x06005a04); with 7, e_flags & 0xff. The

@@ -130,6 +130,7 @@ private:
     Result<void> add_image(const std::string& path, const std::string& module, archive::Kind kind, Bytes bytes) {
         SDM_TRY_GET(info, archive::inspect_image(kind, bytes));
         if (info->sm == 0) return make_error(ErrorCode::invalid_argument, path + ": its bytes name no architecture");
+        if (auto refused = archive::link_input_error(*info, path)) return *refused;
         const archive::Variant variant = info->variant.value_or(archive::Variant::base);
         ++tally_.images;
         if (!filter_.keeps(kind, info->sm, variant)) {
@@ -164,6 +165,16 @@ private:
             bool claimed = false;  // the module is claimed with its first image: an empty container makes none
             auto container = archive::parse_fatbin(embedded.bytes);
             if (!container) return make_error(container.error().code, where + ": " + container.error().message);
+            if (auto why = link_input(*container, where)) {
+                // A device link's input (cuSPARSE's SpMMOp kernels, which call the caller's
+                // operators): no image of it loads alone, its PTX included.
+                fmt::print(stderr, "sdm import: {}: skipped with its other images\n", *why);
+                for (const archive::FatbinEntry& entry : container->entries) {
+                    ++tally_.images;
+                    ++(entry.image_kind && filter_.keeps(*entry.image_kind, entry.sm, entry.variant) ? tally_.skipped : tally_.filtered);
+                }
+                continue;
+            }
             std::set<std::string> targets;
             for (const archive::FatbinEntry& entry : container->entries) {
                 const std::string label = where + " " + archive::fatbin_entry_label(entry);
@@ -213,6 +224,20 @@ private:
             }
         }
         return {};
+    }
+
+    // Why `container` is a device link's input (the first relocatable cubin in it that calls
+    // functions it does not define), or nullopt. Its cubins are decoded to be read.
+    static std::optional<std::string> link_input(const archive::FatbinContainer& container, const std::string& where) {
+        for (const archive::FatbinEntry& entry : container.entries) {
+            if (entry.image_kind != archive::Kind::cubin) continue;
+            auto payload = archive::fatbin_entry_payload(entry);
+            if (!payload) continue;  // named when the entry itself is imported
+            auto info = archive::inspect_cubin(*payload);
+            if (!info) continue;
+            if (auto refused = archive::link_input_error(*info, where + " " + archive::fatbin_entry_label(entry))) return refused->message;
+        }
+        return std::nullopt;
     }
 
     // A container's module is its input's alone (two libkernels.so of different directories would

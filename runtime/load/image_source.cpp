@@ -109,7 +109,7 @@ private:
     Result<void> from_archive(Bytes raw) {
         auto info = archive::check_declared_target(entry_.kind, entry_.sm, entry_.variant, raw, image_);
         if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
-        if (info->kind == Kind::cubin) take_cubin_facts(*info);
+        if (info->kind == Kind::cubin) SDM_TRY(take_cubin_facts(*info, image_));
         return {};
     }
 
@@ -145,7 +145,7 @@ private:
         if (inner.image_kind == Kind::cubin) {
             auto info = archive::check_declared_target(Kind::cubin, inner.sm, inner.variant, *payload, what);
             if (!info) return make_error(info.error().code, info.error().message + "; it is not loaded");
-            take_cubin_facts(*info);
+            SDM_TRY(take_cubin_facts(*info, what));
             out_.source = ImageSource::fatbin;
             out_.owned = std::move(*payload);
             return {};
@@ -178,16 +178,19 @@ private:
         return selected;
     }
 
-    // What the load checks and reports of a cubin: its entry points and its device bytes.
-    void take_cubin_facts(archive::ImageInfo& info) {
+    // What the load checks and reports of a cubin: its entry points and its device bytes; a
+    // device link's input (a relocatable cubin calling functions it lacks) is refused by name.
+    Result<void> take_cubin_facts(archive::ImageInfo& info, const std::string& what) {
+        if (auto refused = archive::link_input_error(info, what)) return make_error(refused->code, refused->message + "; it is not loaded");
         out_.kernels = std::move(info.kernels);
         out_.device_bytes = info.device_bytes;
+        return {};
     }
 
     Result<void> well_formed(Kind kind, Bytes raw, const std::string& what) {
         auto info = archive::inspect_image(kind, raw);
         if (!info) return make_error(ErrorCode::archive_corrupt, what + ": " + info.error().message + "; it is not loaded");
-        if (info->kind == Kind::cubin) take_cubin_facts(*info);
+        if (info->kind == Kind::cubin) SDM_TRY(take_cubin_facts(*info, what));
         return {};
     }
 

@@ -47,6 +47,26 @@ TEST_CASE("cubins: the SM comes from e_flags, the kernels from the symbol table"
     }
 }
 
+TEST_CASE("a device link's input: a relocatable cubin calling functions it lacks is named, a loadable one is not", "[image][hostile]") {
+    // link_input.cu, compiled -rdc (as cuSPARSE's SpMMOp kernels are): the driver cannot load it alone.
+    auto info = inspect_cubin(test::data_file("link_input.sm_90.cubin"));
+    REQUIRE(info);
+    CHECK(info->relocatable);
+    CHECK(info->kernels == std::vector<std::string>{"_Z5fixupPiPKii"});
+    CHECK(info->undefined_functions == std::vector<std::string>{"_Z6add_opii", "_Z8epilogueii"});
+    const auto refused = link_input_error(*info, "module m, sm_90");
+    REQUIRE(refused);
+    CHECK(refused->code == ErrorCode::unsupported);
+    CHECK_THAT(refused->message, Catch::Contains("module m, sm_90 is a relocatable cubin that calls 2 function(s) it does not define (_Z6add_opii, "
+                                                 "_Z8epilogueii)") && Catch::Contains("Link it first"));
+    // nvcc's whole-program cubins: executable, nothing undefined.
+    auto whole = inspect_cubin(test::data_file("kernels.sm_90.cubin"));
+    REQUIRE(whole);
+    CHECK_FALSE(whole->relocatable);
+    CHECK(whole->undefined_functions.empty());
+    CHECK_FALSE(link_input_error(*whole, "kernels"));
+}
+
 TEST_CASE("cubins of ELF ABI version 7 carry the SM in the low byte of e_flags", "[image]") {
     auto bytes = test::data_file("kernels.sm_80.cubin");
     store_u8(bytes, 8, 7);

@@ -17,6 +17,10 @@ print('extern \"C\" __global__ void %s(float* p, int n) { int i = blockIdx.x * b
 " >kernels_long.cu
 nvcc -cubin -arch=sm_90 -o kernels_long.sm_90.cubin kernels_long.cu
 rm kernels_long.cu
+# A device link's input (link_input.cu: a kernel calling operators defined elsewhere, as cuSPARSE's
+# SpMMOp kernels do): a relocatable cubin with undefined functions, and a fatbin of it and its PTX.
+nvcc -cubin -rdc=true -arch=sm_90 -o link_input.sm_90.cubin link_input.cu
+nvcc -fatbin -rdc=true -gencode 'arch=compute_90,code=[sm_90,compute_90]' -o fatbin/link_input.fatbin link_input.cu
 # Fatbins (tests/archive/test_fatbin.cpp): sm_80 and sm_90 cubins and compute_90 PTX under each
 # -compress-mode nvcc 13.0 offers (default and balance write the same bytes), the cubins LZ4'd too
 # (-compress-all), an LTO-IR entry (encoded by nvcc), a/f variants; and the host binaries they sit

@@ -61,6 +61,14 @@ expect_fail "min-saving" "$sdm" import -q --min-saving lots -o "$work/bad.sdma" 
 expect_fail "--arch 'compute_90' must be an SM, sm_XY" "$sdm" import -q -o "$work/bad.sdma" --arch compute_90 "$f/params.fatbin"
 expect_fail "no image to import" "$sdm" import -q -o "$work/bad.sdma" --arch sm_70 --ptx compute_70 "$f/params.fatbin"
 expect_fail "relocatable device code" "$sdm" import -q -o "$work/bad.sdma" "$f/kernels.rdc.o"
+# A device link's input (link_input.cu, -rdc: a kernel calling operators defined elsewhere, as
+# cuSPARSE's SpMMOp kernels do): named and refused as a file, skipped with its PTX in a container.
+expect_fail "link_input.sm_90.cubin is a relocatable cubin that calls 2 function(s) it does not define (_Z6add_opii, _Z8epilogueii)" \
+  "$sdm" import -q -o "$work/bad.sdma" "$data/link_input.sm_90.cubin"
+"$sdm" import -q -o "$work/linked.sdma" "$f/link_input.fatbin" "$data/kernels.sm_90.cubin" 2>"$work/link_input.err"
+grep -q "link_input.fatbin container 0 entry .* is a relocatable cubin that calls 2 function(s) .*: skipped with its other images" "$work/link_input.err" ||
+  fail "the link input's container was not skipped by name: $(cat "$work/link_input.err")"
+ls_json "$work/linked.sdma" "sorted(k) == ['axpy', 'scale'] and all(m != 'link_input.0' for m, _ in e)"
 expect_fail "both name module libparams.0" "$sdm" import -q -o "$work/bad.sdma" "$f/libparams.so" "$f/libparams.a"
 expect_fail "not a cubin, LTO-IR, fatbin" "$sdm" import -q -o "$work/bad.sdma" "$data/manifest.toml"
 # Hostile inputs: refused naming the file, never a crash.
