@@ -45,15 +45,35 @@ struct Cuda : sdm_host::CudaDriver {
     bool open_device0() { return open() && make_current(0); }
 };
 
+// What a test prints and returns without a driver or device: 77, Meson's "skipped".
+inline int skipped() {
+    std::printf("skipped: no CUDA driver or device\n");
+    return 77;
+}
+
+// The memory and stream calls the tests make around their launches, looked up once.
+struct MemoryCalls {
+    decltype(&cuMemAlloc) alloc;
+    decltype(&cuMemFree) mfree;
+    decltype(&cuMemcpyHtoD) htod;
+    decltype(&cuMemcpyDtoH) dtoh;
+    decltype(&cuMemsetD32) memset32;
+    decltype(&cuStreamCreate) stream_create;
+    decltype(&cuStreamSynchronize) stream_sync;
+    decltype(&cuCtxSynchronize) sync;
+};
+inline MemoryCalls memory_calls(sdm_host::CudaDriver& cuda) {
+    return {cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc"),       cuda.get<decltype(&cuMemFree)>("cuMemFree"),
+            cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD"),   cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH"),
+            cuda.get<decltype(&cuMemsetD32)>("cuMemsetD32"),     cuda.get<decltype(&cuStreamCreate)>("cuStreamCreate"),
+            cuda.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize"), cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize")};
+}
+
 // The test kernel `scale` (tests/data/kernels.cu: y *= factor) over 2^20 floats through sdm_launch
 // in the context current now, every element checked; the plan is the manifest's, or one block of
 // 256 threads per 256 elements for an archive whose manifest gives none. Checked under `what`.
 inline void check_scale(sdm_host::CudaDriver& cuda, const sdm_kernel* k, const std::string& what) {
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+    [[maybe_unused]] const auto [alloc, mfree, htod, dtoh, memset32, stream_create, stream_sync, sync] = memory_calls(cuda);
     const int n = 1 << 20;
     std::vector<float> y(n), out(n, std::nanf(""));
     for (int i = 0; i < n; ++i) y[i] = static_cast<float>(i % 1000) * 0.25f - 100.f;

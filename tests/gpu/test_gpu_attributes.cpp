@@ -16,6 +16,7 @@
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
+using sdm::gpu_test::skipped;
 using sdm::gpu_test::failures;
 using sdm::gpu_test::runtime_with;
 
@@ -31,10 +32,7 @@ std::string message(sdm_error* e) { return e != nullptr ? std::string(": ") + sd
 
 int main() {
     Cuda cuda;
-    if (!cuda.open_device0()) {
-        std::printf("skipped: no CUDA driver or device\n");
-        return 77;
-    }
+    if (!cuda.open_device0()) return skipped();
     const auto get_attribute = cuda.get<decltype(&cuFuncGetAttribute)>("cuFuncGetAttribute");
     const auto occupancy = cuda.get<decltype(&cuOccupancyMaxActiveBlocksPerMultiprocessor)>("cuOccupancyMaxActiveBlocksPerMultiprocessor");
     const auto potential = cuda.get<decltype(&cuOccupancyMaxPotentialBlockSize)>("cuOccupancyMaxPotentialBlockSize");

@@ -19,6 +19,8 @@
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
+using sdm::gpu_test::memory_calls;
+using sdm::gpu_test::skipped;
 using sdm::gpu_test::failures;
 
 namespace {
@@ -40,15 +42,8 @@ float from_bf16(uint16_t h) {
 
 int main() {
     Cuda cuda;
-    if (!cuda.open_device0()) {
-        std::printf("skipped: no CUDA driver or device\n");
-        return 77;
-    }
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+    if (!cuda.open_device0()) return skipped();
+    [[maybe_unused]] const auto [alloc, mfree, htod, dtoh, memset32, stream_create, stream_sync, sync] = memory_calls(cuda);
     sdm::RuntimeOptions options;
     options.flags = SDM_RUNTIME_NO_EMBEDDED_ARCHIVE;
     auto runtime = sdm::Runtime::create(options);

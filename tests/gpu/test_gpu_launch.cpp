@@ -13,21 +13,15 @@
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
+using sdm::gpu_test::memory_calls;
+using sdm::gpu_test::skipped;
 using sdm::gpu_test::failures;
 using sdm::gpu_test::runtime_with;
 
 int main() {
     Cuda cuda;
-    if (!cuda.open_device0()) {
-        std::printf("skipped: no CUDA driver or device\n");
-        return 77;
-    }
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto stream_create = cuda.get<decltype(&cuStreamCreate)>("cuStreamCreate");
-    const auto stream_sync = cuda.get<decltype(&cuStreamSynchronize)>("cuStreamSynchronize");
+    if (!cuda.open_device0()) return skipped();
+    [[maybe_unused]] const auto [alloc, mfree, htod, dtoh, memset32, stream_create, stream_sync, sync] = memory_calls(cuda);
     CUstream stream = nullptr;
     stream_create(&stream, CU_STREAM_NON_BLOCKING);
 

@@ -26,6 +26,7 @@
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
+using sdm::gpu_test::memory_calls;
 using sdm::gpu_test::failures;
 
 namespace {
@@ -100,13 +101,8 @@ int main(int argc, char** argv) {
     const auto retain = cuda.get<decltype(&cuDevicePrimaryCtxRetain)>("cuDevicePrimaryCtxRetain");
     const auto push = cuda.get<decltype(&cuCtxPushCurrent)>("cuCtxPushCurrent");
     const auto pop = cuda.get<decltype(&cuCtxPopCurrent)>("cuCtxPopCurrent");
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
+    [[maybe_unused]] const auto [alloc, mfree, htod, dtoh, memset32, stream_create, stream_sync, sync] = memory_calls(cuda);
     const auto launch = cuda.get<decltype(&cuLaunchKernel)>("cuLaunchKernel");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
-    const auto stream_create = cuda.get<decltype(&cuStreamCreate)>("cuStreamCreate");
     const auto begin_capture = cuda.get<decltype(&cuStreamBeginCapture)>("cuStreamBeginCapture");
     const auto end_capture = cuda.get<decltype(&cuStreamEndCapture)>("cuStreamEndCapture");
     std::mt19937 rng(std::random_device{}());

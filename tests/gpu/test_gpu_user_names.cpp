@@ -21,6 +21,8 @@
 
 using sdm::gpu_test::check;
 using sdm::gpu_test::Cuda;
+using sdm::gpu_test::memory_calls;
+using sdm::gpu_test::skipped;
 using sdm::gpu_test::failures;
 
 namespace {
@@ -31,15 +33,8 @@ std::string message(sdm_error* e) { return e != nullptr ? std::string(": ") + sd
 
 int main() {
     Cuda cuda;
-    if (!cuda.open_device0()) {
-        std::printf("skipped: no CUDA driver or device\n");
-        return 77;
-    }
-    const auto alloc = cuda.get<decltype(&cuMemAlloc)>("cuMemAlloc");
-    const auto mfree = cuda.get<decltype(&cuMemFree)>("cuMemFree");
-    const auto htod = cuda.get<decltype(&cuMemcpyHtoD)>("cuMemcpyHtoD");
-    const auto dtoh = cuda.get<decltype(&cuMemcpyDtoH)>("cuMemcpyDtoH");
-    const auto sync = cuda.get<decltype(&cuCtxSynchronize)>("cuCtxSynchronize");
+    if (!cuda.open_device0()) return skipped();
+    [[maybe_unused]] const auto [alloc, mfree, htod, dtoh, memset32, stream_create, stream_sync, sync] = memory_calls(cuda);
     const auto get_attribute = cuda.get<decltype(&cuFuncGetAttribute)>("cuFuncGetAttribute");
 
     sdm_runtime_params params{};
