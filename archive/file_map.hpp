@@ -14,9 +14,13 @@
 
 namespace sdm::archive {
 
+inline constexpr size_t kWindowsMapFrom = size_t{64} << 20;
+
 struct FileMapOptions {
     // Files smaller than this are read into memory instead of mapped: for a few pages, open + read
-    // is cheaper than mmap, the page faults and the munmap (with its TLB flush) at release.
+    // is cheaper than mmap, the page faults and the munmap (with its TLB flush) at release. On
+    // Windows, files below kWindowsMapFrom are read whatever this says: a view keeps Windows from
+    // replacing the file, and a host drops a new archive over a mounted one by rename, as on POSIX.
     size_t read_below{0};
     // Maps every page at once (MAP_POPULATE) for a file that will be read whole right away: one
     // call instead of a page fault per 64 KiB.

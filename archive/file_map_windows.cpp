@@ -56,7 +56,9 @@ Result<std::shared_ptr<const FileMap>> FileMap::open(const std::string& path, Fi
     if (options.max_size != 0 && size > options.max_size)
         return make_error(ErrorCode::invalid_argument, path + " is " + std::to_string(size) + " bytes, more than the " +
                                                            std::to_string(options.max_size) + " it may hold");
-    if (size > 0 && size >= options.read_below && !options.private_copy) {
+    // (A mapped file cannot be replaced or deleted while the view lives: below kWindowsMapFrom it is
+    // read, so that a new version can be renamed over a mounted one.)
+    if (size > 0 && size >= std::max(options.read_below, kWindowsMapFrom) && !options.private_copy) {
         Handle mapping{::CreateFileMappingW(f.h, nullptr, PAGE_READONLY, 0, 0, nullptr)};
         if (mapping.h != nullptr) {
             if (void* p = ::MapViewOfFile(mapping.h, FILE_MAP_READ, 0, 0, 0); p != nullptr) {

@@ -3,6 +3,7 @@
 #include "archive/kernel_params.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -113,7 +114,12 @@ sdm_kernel* kernel_of(sdm_runtime* rt, const char* name, int32_t ordinal) {
 void drop(const std::string& path, const ByteVector& bytes) {
     const std::string tmp = path + ".incoming";
     std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);
+    // Replaced by rename, as a host drops a new version (on Windows too: MoveFileEx replacing it,
+    // while sdm has the old one mapped).
+    std::error_code error;
+    std::filesystem::rename(tmp, path, error);
+    INFO(error.message());
+    REQUIRE(!error);
 }
 
 sdm_status launch_scale_quietly(const sdm_kernel* k, CUstream stream, sdm_error** error) {

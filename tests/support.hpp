@@ -67,12 +67,14 @@ struct ChildCost {
     double peak_mib{0};
     bool ok{false};
 };
+#ifndef _WIN32  // (fork and the allocator's counts: Linux only)
 ChildCost run_in_child(const std::function<bool()>& body);
 
 // Bytes of heap this process holds now (allocated and not freed): glibc's count, or the
 // sanitizer allocator's in an ASan or TSan build, whose freed memory stays resident in quarantine
 // and makes peak RSS no measure of what a program keeps.
 size_t heap_in_use();
+#endif
 
 // The golden corrupt archives (tests/golden/corrupt): each damage, whether the archive still
 // opens (the damage hides behind valid checksums, so only reading or verifying finds it), and the
@@ -84,6 +86,17 @@ struct CorruptCase {
     std::string expect;
 };
 std::vector<CorruptCase> corrupt_cases();
+
+}  // namespace sdm::test
+
+#ifdef _WIN32
+// POSIX's names for the environment calls the tests make, on the CRT's (which sets the process's
+// environment too, where sdm reads it).
+inline int setenv(const char* name, const char* value, int) { return _putenv_s(name, value); }
+inline int unsetenv(const char* name) { return _putenv_s(name, ""); }
+#endif
+
+namespace sdm::test {
 
 // Sets an environment variable for a scope, and unsets it after.
 struct EnvGuard {

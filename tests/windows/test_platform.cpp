@@ -138,7 +138,9 @@ TEST_CASE("the archive layer's file map: mapped or read, identity kept, a direct
     const std::string dir = scratch_dir();
     auto root = platform::Directory::open(dir, true, 0700);
     REQUIRE(root);
-    const std::string content(100000, 'x');
+    // A file of kWindowsMapFrom bytes is mapped (unless a private copy is asked for); a smaller one is
+    // read, so that a new version can be renamed over it while it is open (a mounted archive).
+    const std::string content(sdm::archive::kWindowsMapFrom, 'x');
     REQUIRE_OK(root->write_file_atomic("f", "f.tmp", {text_bytes(content)}));
     for (const bool copy : {false, true}) {
         sdm::archive::FileMapOptions options;
@@ -149,6 +151,12 @@ TEST_CASE("the archive layer's file map: mapped or read, identity kept, a direct
         CHECK((*map)->mapped() == !copy);
         CHECK((*map)->inode() == root->status_of("f")->inode);
     }
+    REQUIRE_OK(root->write_file_atomic("small", "small.tmp", {text_bytes("an archive")}));
+    const auto small_map = sdm::archive::FileMap::open(dir + "\\small");
+    REQUIRE(small_map);
+    CHECK_FALSE((*small_map)->mapped());
+    REQUIRE_OK(root->write_file_atomic("small", "small.tmp", {text_bytes("a new version")}));  // renamed over it while open
+    CHECK(std::string(reinterpret_cast<const char*>((*small_map)->bytes().data()), (*small_map)->bytes().size()) == "an archive");
     const auto directory = sdm::archive::FileMap::open(dir);
     REQUIRE_FALSE(directory);
     CHECK(directory.error().message.find("is a directory") != std::string::npos);
