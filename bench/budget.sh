@@ -22,7 +22,7 @@ base=$("$build/bench/budget_bench" "$work/lib.sdma" 0) || { echo "$base"; exit 1
 echo "$base" | tee "$out/budget.log"
 d=$(field sdm_device_bytes "$base") t0=$(field fetch_us "$base")
 {
-echo "## $(basename "$lib"): $(field modules "$base") modules, $(field kernels "$base") kernels, sdm counts $(mib "$d") MiB without a budget; one cuMemGetInfo (the budget's meter reads it twice per load, resolve and unload) takes $(sed -n 's/.* cuMemGetInfo_us_median=\([0-9.]*\).*/\1/p' <<<"$base") µs"
+echo "## $(basename "$lib"): $(field modules "$base") modules, $(field kernels "$base") kernels, sdm counts $(mib "$d") MiB without a budget; one cuMemGetInfo (the budget's meter reads it twice per load, resolve and unload) takes $(sed -n 's/.* cuMemGetInfo_us_median=\([0-9.]*\).*/\1/p' <<<"$base") µs; the largest module alone takes $(mib "$(field largest_module_bytes "$base")") MiB of device memory"
 echo
 echo "| budget (MiB) | sdm counts (MiB) | cuMemGetInfo max (MiB) | at the end (MiB) | evicted | every fetch (ms) | vs no budget | first load (µs, median) | reload (µs, median) |"
 echo "|--:|--:|--:|--:|--:|--:|--:|--:|--:|"

@@ -12,7 +12,9 @@
 // modules in SDM_MODULE_EVICTED after the fetches; first_load_us_median: the median time of a
 // module's first fetch (its load, and with a budget the evictions it caused); reload_us_median: that
 // of a use that reloaded an evicted module (the device memory is read after each of those too);
-// cuMemGetInfo_us_median: one cuMemGetInfo's time, what sdm's meter pays per reading under a budget.
+// cuMemGetInfo_us_median: one cuMemGetInfo's time, what sdm's meter pays per reading under a budget;
+// largest_module_bytes: the most the device's memory grew over one module's fetches (without a
+// budget, the largest module's own size as the device takes it: a budget below it cannot be kept).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -93,8 +95,9 @@ int main(int argc, char** argv) {
     std::vector<double> first_load_us;
     size_t failed = 0;
     double fetch_us = 0;
-    long long max_bytes = 0;
+    long long max_bytes = 0, largest_module = 0;
     for (auto& m : modules) {
+        const long long module_before = used_device_bytes(cu);  // (outside the clock)
         const auto start = Clock::now();
         for (const auto& n : m.kernels) {
             sdm_kernel* k = nullptr;
@@ -111,7 +114,9 @@ int main(int argc, char** argv) {
             }
         }
         fetch_us += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
-        max_bytes = std::max(max_bytes, used_device_bytes(cu) - before);  // outside the clock
+        const long long after = used_device_bytes(cu);  // outside the clock
+        max_bytes = std::max(max_bytes, after - before);
+        largest_module = std::max(largest_module, after - module_before);  // (without a budget: what one module's fetches took)
     }
     const long long end_bytes = used_device_bytes(cu) - before;
 
@@ -153,9 +158,9 @@ int main(int argc, char** argv) {
     max_bytes = std::max(max_bytes, used_device_bytes(cu) - before);
 
     std::printf("budget=%llu modules=%zu kernels=%zu failed=%zu fetch_us=%.0f first_load_us_median=%.0f dev_bytes_max=%lld "
-                "dev_bytes_end=%lld sdm_device_bytes=%llu evicted=%zu reloads=%zu reload_us_median=%.0f cuMemGetInfo_us_median=%.2f\n",
+                "dev_bytes_end=%lld sdm_device_bytes=%llu evicted=%zu reloads=%zu reload_us_median=%.0f cuMemGetInfo_us_median=%.2f largest_module_bytes=%lld\n",
                 budget, modules.size(), kernel_count, failed, fetch_us, median(first_load_us), max_bytes, end_bytes,
-                static_cast<unsigned long long>(f.device_bytes), evicted.size(), reload_us.size(), median(reload_us), median(meter_us));
+                static_cast<unsigned long long>(f.device_bytes), evicted.size(), reload_us.size(), median(reload_us), median(meter_us), largest_module);
     for (auto* k : handles) sdm_kernel_release(rt, k, nullptr);
     sdm_runtime_destroy(rt);
     return failed == 0 ? 0 : 2;
