@@ -41,14 +41,20 @@ std::optional<NvJitLinkLocation> identify(const std::string& file) {
 }
 
 // nvJitLink's search order, which the load (NvJitLink::load) and the cache key's identity
-// (locate_nvjitlink) both walk: its sonames, newest first, through the loader's own search; then
-// each name in the toolkit's lib64 ($CUDA_HOME's, then /usr/local/cuda's).
-constexpr const char* kNvJitLinkNames[] = {"libnvJitLink.so.13", "libnvJitLink.so.12", "libnvJitLink.so"};
+// (locate_nvjitlink) both walk: its file names, newest first (platform::toolkit_library_names:
+// libnvJitLink.so.13, ... on Linux, nvJitLink_130_0.dll, ... on Windows), through the loader's own
+// search; then each name in the toolkit's folders ($CUDA_PATH's and $CUDA_HOME's, then
+// /usr/local/cuda's on Linux; platform::toolkit_library_folders).
+std::vector<std::string> nvjitlink_names() { return platform::toolkit_library_names("nvJitLink", {13, 12}); }
 
 std::vector<std::string> toolkit_library_dirs() {
+    std::vector<std::string> homes;
+    for (const auto id : {settings::Id::cuda_path, settings::Id::cuda_home})
+        if (auto home = settings::value_or(settings::path(id), ""); !home.empty()) homes.push_back(std::move(home));
+    if (platform::kDefaultToolkitHome != nullptr) homes.emplace_back(platform::kDefaultToolkitHome);
     std::vector<std::string> dirs;
-    if (const auto home = settings::value_or(settings::path(settings::Id::cuda_home), ""); !home.empty()) dirs.push_back(home + "/lib64");
-    dirs.emplace_back("/usr/local/cuda/lib64");
+    for (const auto& home : homes)
+        for (auto& dir : platform::toolkit_library_folders(home)) dirs.push_back(std::move(dir));
     return dirs;
 }
 
@@ -57,18 +63,11 @@ std::vector<std::string> toolkit_library_dirs() {
 std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path) {
     std::string explicit_path = path;
     if (explicit_path.empty()) explicit_path = settings::value_or(settings::path(settings::Id::nvjitlink), "");
-    if (!explicit_path.empty()) return explicit_path.find('/') != std::string::npos ? identify(explicit_path) : std::nullopt;
-    std::vector<std::string> dirs;
-    if (const auto ld = platform::env("LD_LIBRARY_PATH"))
-        for (size_t at = 0; at <= ld->size();) {
-            const size_t end = std::min(ld->find(':', at), ld->size());
-            if (end > at) dirs.push_back(ld->substr(at, end - at));
-            at = end + 1;
-        }
-    // The loader's search (LD_LIBRARY_PATH, then the system's folders) and then the toolkit's.
-    for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"}) dirs.emplace_back(d);
+    if (!explicit_path.empty()) return platform::names_a_path(explicit_path) ? identify(explicit_path) : std::nullopt;
+    // The loader's search, and then the toolkit's.
+    std::vector<std::string> dirs = platform::loader_search_folders();
     for (auto& dir : toolkit_library_dirs()) dirs.push_back(std::move(dir));
-    for (const char* name : kNvJitLinkNames)
+    for (const auto& name : nvjitlink_names())
         for (const auto& dir : dirs)
             if (auto found = identify(dir + "/" + name)) return found;
     return std::nullopt;
@@ -81,9 +80,9 @@ Result<NvJitLink> NvJitLink::load(const std::string& path) {
     } else if (auto named = settings::value_or(settings::path(settings::Id::nvjitlink), ""); !named.empty()) {
         candidates.push_back(std::move(named));
     } else {
-        candidates.assign(std::begin(kNvJitLinkNames), std::end(kNvJitLinkNames));
+        candidates = nvjitlink_names();
         for (const auto& dir : toolkit_library_dirs())
-            for (const char* name : kNvJitLinkNames) candidates.push_back(dir + "/" + name);
+            for (const auto& name : nvjitlink_names()) candidates.push_back(dir + "/" + name);
     }
     std::string tried;
     for (const std::string& candidate : candidates) {

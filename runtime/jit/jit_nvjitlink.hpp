@@ -33,8 +33,10 @@ struct NvJitLinkLocation {
     std::string file;
     std::string identity;
 };
-// `path` empty: $SDM_NVJITLINK, else the sonames in $LD_LIBRARY_PATH, $CUDA_HOME/lib64,
-// /usr/local/cuda/lib64 and the system library directories. nullopt when no file is found there.
+// `path` empty: $SDM_NVJITLINK, else its file names (platform::toolkit_library_names) in the
+// loader's folders ($LD_LIBRARY_PATH's and the system's; on Windows the application's folder and
+// System32), then in the toolkit's ($CUDA_PATH's and $CUDA_HOME's: lib64, or bin\x64 and bin on
+// Windows; /usr/local/cuda/lib64). nullopt when no file is found there.
 std::optional<NvJitLinkLocation> locate_nvjitlink(const std::string& path);
 
 // Every option NvJitLink::link passes for an input of `kind` built for (sm, variant) with `extra`

@@ -424,4 +424,21 @@ const std::optional<std::string> own_folder = find_own_folder();
 
 const std::optional<std::string>& own_binary_folder() { return own_folder; }
 
+std::vector<std::string> toolkit_library_names(const std::string& stem, std::initializer_list<int> majors) {
+    std::vector<std::string> names;
+    for (const int major : majors) names.push_back("lib" + stem + ".so." + std::to_string(major));
+    names.push_back("lib" + stem + ".so");
+    return names;
+}
+
+std::vector<std::string> toolkit_library_folders(const std::string& home) { return {home + "/lib64"}; }
+
+std::vector<std::string> loader_search_folders() {
+    std::vector<std::string> folders = env_list("LD_LIBRARY_PATH");
+    for (const char* d : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib"}) folders.emplace_back(d);
+    return folders;
+}
+
+bool names_a_path(const std::string& name) noexcept { return name.find('/') != std::string::npos; }
+
 }  // namespace sdm::runtime::platform

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,8 +55,10 @@ std::optional<std::string> env(const char* name);
 // ':' is part of a path there).
 #ifdef _WIN32
 inline constexpr char kPathListSeparator = ';';
+inline constexpr const char* kDefaultToolkitHome = nullptr;  // (none: the installer sets %CUDA_PATH%)
 #else
 inline constexpr char kPathListSeparator = ':';
+inline constexpr const char* kDefaultToolkitHome = "/usr/local/cuda";
 #endif
 // The non-empty entries of the kPathListSeparator-separated list in environment variable `name`,
 // in order (SDM_ARCHIVE_PATH, SDM_PLUGIN_PATH, SDM_TRUSTED_KEYS).
@@ -266,5 +269,18 @@ Result<void> make_directories(const std::string& path, unsigned mode);
 enum class UserFolder { cache, state };
 std::optional<std::string> user_folder(UserFolder which);
 extern const char* const kUserFolderVariables;
+
+// How this system names and places a CUDA toolkit's shared library `stem` ("nvJitLink") of the
+// major versions `majors` (newest first): its file names (Linux: libnvJitLink.so.13, ..., then
+// libnvJitLink.so; Windows: nvJitLink_130_0.dll, ...), and the folders of a toolkit installed at
+// `home` that hold them (Linux: lib64; Windows: bin\x64, then bin).
+std::vector<std::string> toolkit_library_names(const std::string& stem, std::initializer_list<int> majors);
+std::vector<std::string> toolkit_library_folders(const std::string& home);
+// The folders the system's loader searches for a bare library name, in order, as far as sdm can
+// tell (to name the file it would load): Linux, LD_LIBRARY_PATH's, then the system's library
+// folders; Windows (LoadLibraryExW's default folders), the application's folder, then System32.
+std::vector<std::string> loader_search_folders();
+// Whether `name` is a path (it holds a folder separator) rather than a bare name for the loader.
+bool names_a_path(const std::string& name) noexcept;
 
 }  // namespace sdm::runtime::platform

@@ -549,4 +549,26 @@ const std::optional<std::string> own_folder = find_own_folder();
 
 const std::optional<std::string>& own_binary_folder() { return own_folder; }
 
+std::vector<std::string> toolkit_library_names(const std::string& stem, std::initializer_list<int> majors) {
+    std::vector<std::string> names;
+    for (const int major : majors) names.push_back(stem + "_" + std::to_string(major) + "0_0.dll");  // nvJitLink_130_0.dll
+    return names;
+}
+
+std::vector<std::string> toolkit_library_folders(const std::string& home) { return {home + "\\bin\\x64", home + "\\bin"}; }
+
+std::vector<std::string> loader_search_folders() {
+    std::vector<std::string> folders;
+    wchar_t buffer[MAX_PATH * 4];
+    if (const DWORD n = ::GetModuleFileNameW(nullptr, buffer, static_cast<DWORD>(std::size(buffer))); n > 0 && n < std::size(buffer)) {
+        std::wstring exe(buffer, n);
+        if (const size_t slash = exe.find_last_of(L"\\/"); slash != std::wstring::npos) folders.push_back(narrow(exe.substr(0, slash)));
+    }
+    if (const UINT n = ::GetSystemDirectoryW(buffer, static_cast<UINT>(std::size(buffer))); n > 0 && n < std::size(buffer))
+        folders.push_back(narrow(std::wstring(buffer, n)));
+    return folders;
+}
+
+bool names_a_path(const std::string& name) noexcept { return name.find_first_of("/\\") != std::string::npos; }
+
 }  // namespace sdm::runtime::platform

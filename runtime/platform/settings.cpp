@@ -74,6 +74,8 @@ constexpr Setting kSettings[] = {
      .doc = "the driver's switch: no driver JIT cache, and no sdm kernel cache"},
     {.id = Id::cuda_home, .name = "CUDA_HOME", .type = Type::path, .on_bad = OnBad::none, .default_text = "/usr/local/cuda",
      .doc = "the toolkit searched for libnvJitLink (and the tool's NVRTC)"},
+    {.id = Id::cuda_path, .name = "CUDA_PATH", .type = Type::path, .on_bad = OnBad::none, .default_text = "none (the toolkit's Windows installer sets it)",
+     .doc = "a Windows toolkit, searched for nvJitLink's DLL before CUDA_HOME"},
 };
 
 constexpr bool in_order() {
@@ -82,7 +84,7 @@ constexpr bool in_order() {
     return true;
 }
 static_assert(in_order(), "kSettings is in Id's order, one row per Id");
-static_assert(static_cast<size_t>(Id::cuda_home) + 1 == std::size(kSettings), "one row per Id");
+static_assert(static_cast<size_t>(Id::cuda_path) + 1 == std::size(kSettings), "one row per Id");
 
 // A number in a grammar's words: 65536 -> "64M" for sizes, 86400 -> "86400".
 std::string number_text(double v, Type type) {

@@ -50,7 +50,7 @@ enum class OnBad : uint8_t {
 enum class Id : uint8_t {
     cuda_driver, nvjitlink, log, cache_dir, cache_disable, cache_max_bytes, archive_path, plugin_path, require_signed, state_dir,
     trusted_keys, jit_isolation, jit_time_limit, jit_memory_limit, jit_helper, load_path, progress_interval, readahead, warmup_threads, nvtx_launch, device_memory_budget,
-    cuda_force_ptx_jit, cuda_disable_ptx_jit, cuda_cache_disable, cuda_home,
+    cuda_force_ptx_jit, cuda_disable_ptx_jit, cuda_cache_disable, cuda_home, cuda_path,
 };
 
 struct Setting {

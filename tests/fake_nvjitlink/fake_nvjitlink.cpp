@@ -28,10 +28,17 @@
 #include <string_view>
 #include <vector>
 
+#ifdef _WIN32  // (the Windows build's nvJitLink_130_0.dll: tests/windows)
+#include <fcntl.h>
+#include <io.h>
+#include <process.h>
+#include <windows.h>
+#define FAKE_EXPORT extern "C" __declspec(dllexport)
+#else
 #include <fcntl.h>
 #include <unistd.h>
-
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+#endif
 
 // nvJitLink.h's values (CUDA 13.0); sdm compares them with the header's names.
 enum nvJitLinkResult : int {
@@ -72,12 +79,21 @@ nvJitLinkResult guarded(F&& body) noexcept {
 void count_link() {
     const char* file = std::getenv("SDM_FAKE_NVJITLINK_COUNT");
     if (file == nullptr || *file == '\0') return;
+#ifdef _WIN32
+    const int fd = ::_open(file, _O_WRONLY | _O_APPEND | _O_CREAT | _O_BINARY, 0644);
+    if (fd < 0) return;
+    char line[32];
+    const int n = std::snprintf(line, sizeof line, "link %ld\n", static_cast<long>(::_getpid()));
+    [[maybe_unused]] const int written = ::_write(fd, line, static_cast<unsigned>(n));
+    ::_close(fd);
+#else
     const int fd = ::open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return;
     char line[32];  // no std::string: nothing here may throw
     const int n = std::snprintf(line, sizeof line, "link %ld\n", static_cast<long>(::getpid()));
     [[maybe_unused]] const ssize_t written = ::write(fd, line, static_cast<size_t>(n));
     ::close(fd);
+#endif
 }
 
 // Touches every page, so that the memory is really committed, not just reserved.
@@ -207,7 +223,11 @@ FAKE_EXPORT nvJitLinkResult nvJitLinkComplete(nvJitLinkHandle handle) {
             // Volatile accesses are side effects: the loop can be neither removed nor assumed to end.
             for (volatile uint64_t n = 0;;) n = n + 1;
         case nvJitLink::Mode::sleep:
+#ifdef _WIN32
+            for (;;) ::Sleep(INFINITE);
+#else
             for (;;) ::pause();  // a handled signal returns from pause: sleep again
+#endif
         case nvJitLink::Mode::hog: return guarded([&] { return hog(*handle); });
         case nvJitLink::Mode::fail:
             return guarded([&] {

@@ -12,6 +12,7 @@
 #include <windows.h>
 
 #include "archive/file_map.hpp"
+#include "runtime/jit/jit_nvjitlink.hpp"
 #include "runtime/platform/platform.hpp"
 
 namespace platform = sdm::runtime::platform;
@@ -132,6 +133,34 @@ TEST_CASE("sdm's per-user folders: under %LOCALAPPDATA%, else the profile's AppD
     CHECK_FALSE(platform::user_folder(UserFolder::state).has_value());
     ::SetEnvironmentVariableA("LOCALAPPDATA", saved_local ? saved_local->c_str() : nullptr);
     ::SetEnvironmentVariableA("USERPROFILE", saved_profile ? saved_profile->c_str() : nullptr);
+}
+
+TEST_CASE("nvJitLink where a Windows toolkit puts it: %CUDA_PATH%\\bin\\x64\\nvJitLink_130_0.dll, found and loaded", "[windows]") {
+    // The fake nvJitLink under the name CUDA 13 gives its DLL, in a made-up toolkit.
+    const char* fake = std::getenv("SDM_TEST_FAKE_NVJITLINK");
+    REQUIRE(fake != nullptr);
+    const std::string toolkit = scratch_dir();
+    REQUIRE(platform::make_directories(toolkit + "\\bin\\x64", 0700));
+    const std::string dll = toolkit + "\\bin\\x64\\nvJitLink_130_0.dll";
+    REQUIRE(::CopyFileA(fake, dll.c_str(), FALSE));
+    CHECK(platform::toolkit_library_names("nvJitLink", {13, 12}) == std::vector<std::string>{"nvJitLink_130_0.dll", "nvJitLink_120_0.dll"});
+    CHECK(platform::names_a_path("C:\\cuda\\nvJitLink_130_0.dll"));
+    CHECK_FALSE(platform::names_a_path("nvJitLink_130_0.dll"));
+    const auto saved = platform::env("CUDA_PATH");
+    REQUIRE(::SetEnvironmentVariableA("CUDA_PATH", toolkit.c_str()));
+    const auto found = sdm::runtime::locate_nvjitlink("");
+    REQUIRE(found);
+    CHECK(found->file.find("nvJitLink_130_0.dll") != std::string::npos);
+    CHECK(found->file.find(toolkit.substr(toolkit.find_last_of('\\') + 1)) != std::string::npos);
+    auto loaded = sdm::runtime::NvJitLink::load("");
+    INFO((loaded ? std::string() : loaded.error().message));
+    REQUIRE(loaded);
+    CHECK(loaded->major() == 13);
+    // Without a toolkit to look in, none is found: the loader's own search never reads the
+    // working directory or PATH.
+    REQUIRE(::SetEnvironmentVariableA("CUDA_PATH", nullptr));
+    CHECK_FALSE(sdm::runtime::locate_nvjitlink(""));
+    ::SetEnvironmentVariableA("CUDA_PATH", saved ? saved->c_str() : nullptr);
 }
 
 TEST_CASE("the archive layer's file map: mapped or read, identity kept, a directory refused", "[windows]") {
