@@ -11,6 +11,7 @@
 #include "wording.hpp"
 #include "write_archive.hpp"
 #include "archive/fatbin.hpp"
+#include "archive/image.hpp"
 #include "archive/file_map.hpp"
 #include "archive/kernel_params.hpp"
 #include "manifest_source.hpp"
@@ -32,6 +33,9 @@ Result<std::vector<ImageKernels>> kernels_of(const PackInput& in) {
     ByteVector scratch;
     SDM_TRY_GET(bytes, in.input.raw(scratch));
     if (in.input.kind == archive::Kind::cubin || in.input.kind == archive::Kind::ptx) {
+        if (in.input.kind == archive::Kind::cubin)  // a device link's input would make a module no driver loads
+            if (auto info = archive::inspect_cubin(*bytes))
+                if (auto refused = archive::link_input_error(*info, in.origin)) return *refused;
         auto kernels = archive::image_kernel_params(in.input.kind, *bytes);
         if (!kernels) return make_error(kernels.error().code, in.origin + ": " + kernels.error().message);
         out.push_back({in.origin, in.input.kind, std::move(*kernels)});
@@ -43,6 +47,9 @@ Result<std::vector<ImageKernels>> kernels_of(const PackInput& in) {
             const std::string origin = in.origin + " " + archive::fatbin_entry_label(entry);
             auto payload = archive::fatbin_entry_payload(entry);
             if (!payload) return make_error(payload.error().code, origin + ": " + payload.error().message);
+            if (entry.image_kind == archive::Kind::cubin)
+                if (auto info = archive::inspect_cubin(*payload))
+                    if (auto refused = archive::link_input_error(*info, origin)) return *refused;
             auto kernels = archive::image_kernel_params(*entry.image_kind, *payload);
             if (!kernels) return make_error(kernels.error().code, origin + ": " + kernels.error().message);
             out.push_back({origin, *entry.image_kind, std::move(*kernels)});

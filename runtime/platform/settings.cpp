@@ -17,10 +17,10 @@ constexpr double kMostBytes = static_cast<double>(uint64_t{1} << 62);
 // Every variable, grouped as docs/HOSTS.md lists them; docs/HOSTS.md's Environment table holds each
 // name (tests/tool/env_documented.py reads the `.name`s of this table).
 constexpr Setting kSettings[] = {
-    {.id = Id::cuda_driver, .name = "SDM_CUDA_DRIVER", .type = Type::path, .on_bad = OnBad::none, .default_text = "libcuda.so.1",
+    {.id = Id::cuda_driver, .name = "SDM_CUDA_DRIVER", .type = Type::path, .on_bad = OnBad::none, .default_text = "libcuda.so.1 (Windows: nvcuda.dll)",
      .doc = "libcuda to load; params.cuda_driver wins"},
     {.id = Id::nvjitlink, .name = "SDM_NVJITLINK", .type = Type::path, .on_bad = OnBad::none,
-     .default_text = "its sonames, then $CUDA_HOME/lib64, /usr/local/cuda/lib64", .doc = "libnvJitLink to use"},
+     .default_text = "its sonames, then $CUDA_HOME/lib64, /usr/local/cuda/lib64 (Windows: nvJitLink_130_0.dll, ..., then %CUDA_PATH%, %CUDA_HOME%)", .doc = "libnvJitLink to use"},
     {.id = Id::log, .name = "SDM_LOG", .type = Type::choice, .on_bad = OnBad::warn, .default_text = "warn",
      .choices = "off none error warn warning info debug", .doc = "the log level without a host setting"},
     {.id = Id::cache_dir, .name = "SDM_CACHE_DIR", .type = Type::path, .on_bad = OnBad::none,

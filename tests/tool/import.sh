@@ -69,6 +69,9 @@ expect_fail "link_input.sm_90.cubin is a relocatable cubin that calls 2 function
 grep -q "link_input.fatbin container 0 entry .* is a relocatable cubin that calls 2 function(s) .*: skipped with its other images" "$work/link_input.err" ||
   fail "the link input's container was not skipped by name: $(cat "$work/link_input.err")"
 ls_json "$work/linked.sdma" "sorted(k) == ['axpy', 'scale'] and all(m != 'link_input.0' for m, _ in e)"
+expect_fail "link_input.sm_90.cubin (sm_90) is a relocatable cubin that calls 2 function(s) it does not define" \
+  "$sdm" pack -q -o "$work/bad.sdma" "linked:sm_90=$data/link_input.sm_90.cubin"
+expect_fail "is a relocatable cubin that calls 2 function(s) it does not define" "$sdm" pack -q -o "$work/bad.sdma" "linked:fatbin=$f/link_input.fatbin"
 expect_fail "both name module libparams.0" "$sdm" import -q -o "$work/bad.sdma" "$f/libparams.so" "$f/libparams.a"
 expect_fail "not a cubin, LTO-IR, fatbin" "$sdm" import -q -o "$work/bad.sdma" "$data/manifest.toml"
 # Hostile inputs: refused naming the file, never a crash.
